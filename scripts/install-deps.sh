@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages commgate builds and tests with. Idempotent: packages
+# already installed are skipped, and apt is not touched at all when nothing is missing.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git
+  # core: parsing, JSON, tests, benchmarks
+  libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # servers and the Kubernetes client
+  libssl-dev libboost-dev libboost-system-dev libcpprest-dev
+  # the probe: LibTorch (CPU) with c10d Gloo; OpenBLAS so CPU LibTorch is not ~15x slower
+  libtorch-dev libgloo-dev libopenblas0-pthread
+  # network emulation for the probe's emulated-node tests
+  iproute2 iputils-ping procps
+  # formatting and analysis
+  clang-format clang-tidy cppcheck
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
