@@ -1,0 +1,72 @@
+// The communication model: what one data-parallel training step costs on n nodes,
+// given the measured link (ring all-reduce fit) and the measured compute step.
+//
+// DDP all-reduces gradients in buckets while backward still runs, so only the part of
+// the all-reduce that outlasts backward is exposed. The model replays that schedule:
+// buckets become ready in backward order (the first capped at 1 MiB so communication
+// starts early, then 25 MiB each, PyTorch's defaults) and all-reduce one after another.
+#pragma once
+
+#include <vector>
+
+#include "core/link_fit.h"
+
+namespace commgate {
+
+struct LinkModel {
+  // Latency of one ring step between nodes; a ring all-reduce over n nodes takes
+  // 2(n-1) steps, so alpha(n) = 2(n-1) * hop_latency_s.
+  double hop_latency_s = 0;
+  double busbw_bytes_per_s = 0;
+
+  static LinkModel from_fit(const LinkFit& fit, int nodes_probed);
+  // One all-reduce of `bytes` per rank. Ranks on the same node are taken to share a
+  // fast local fabric, so 1 node costs nothing; across nodes the bus factor uses all
+  // ranks (as nccl-tests does) and the latency the node count.
+  double allreduce_seconds(double bytes, int nodes, int procs_per_node) const;
+};
+
+struct ComputeProfile {
+  double forward_s = 0;
+  double backward_s = 0;
+  double optimizer_s = 0;
+
+  double total_s() const { return forward_s + backward_s + optimizer_s; }
+  // When only the whole step is known (a hint): backward takes about twice the forward
+  // pass, and the optimizer step a tenth of the step.
+  static ComputeProfile from_step_time(double step_s);
+};
+
+struct DdpConfig {
+  double bucket_cap_bytes = 25.0 * 1024 * 1024;
+  double first_bucket_bytes = 1.0 * 1024 * 1024;
+};
+
+// Bucket sizes in the order DDP launches them.
+std::vector<double> ddp_bucket_sizes(double gradient_bytes, const DdpConfig& ddp);
+
+struct StepPrediction {
+  int nodes = 0;
+  int ranks = 0;
+  double compute_s = 0;         // forward + backward + optimizer, no communication
+  double allreduce_s = 0;       // all bucket all-reduces back to back
+  double step_s = 0;            // the overlapped step
+  double exposed_comm_s = 0;    // step_s - compute_s
+  double comm_share = 0;        // exposed_comm_s / step_s
+  double speedup = 0;           // throughput vs 1 node at the same per-GPU batch
+  double scaling_efficiency = 0;  // speedup / nodes
+};
+
+struct ModelInputs {
+  ComputeProfile compute;
+  LinkModel link;
+  double gradient_bytes = 0;
+  int procs_per_node = 1;
+  DdpConfig ddp;
+};
+
+StepPrediction predict_step(const ModelInputs& in, int nodes);
+// One prediction per node count 1..max_nodes.
+std::vector<StepPrediction> predict_table(const ModelInputs& in, int max_nodes);
+
+}  // namespace commgate

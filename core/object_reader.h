@@ -1,0 +1,87 @@
+// Reads one JSON object field by field, checking types and ranges and recording
+// field-path errors instead of throwing, so one pass reports every mistake. Keys the
+// reader was never asked about are reported as unknown (with a "did you mean").
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/field_errors.h"
+
+namespace commgate {
+
+using Json = nlohmann::json;
+
+enum class Presence { kOptional, kRequired };
+
+class ObjectReader {
+ public:
+  // `object` may be null (the field was absent): reads then return nullopt. A non-object
+  // value is reported at `path`.
+  ObjectReader(const Json* object, std::string path, FieldErrors& errors);
+
+  bool present() const { return object_ != nullptr; }
+  const std::string& path() const { return path_; }
+  std::string path_of(const std::string& key) const { return join_path(path_, key); }
+  FieldErrors& errors() const { return *errors_; }
+
+  // Returns the raw value of `key` (null when absent) and marks the key known.
+  const Json* raw(const std::string& key, Presence presence = Presence::kOptional);
+
+  std::optional<int64_t> integer(const std::string& key, Presence presence,
+                                 std::optional<int64_t> min = std::nullopt,
+                                 std::optional<int64_t> max = std::nullopt);
+  std::optional<double> number(const std::string& key, Presence presence,
+                               std::optional<double> min = std::nullopt,
+                               std::optional<double> max = std::nullopt);
+  std::optional<bool> boolean(const std::string& key, Presence presence);
+  std::optional<std::string> string(const std::string& key, Presence presence,
+                                    bool allow_empty = false);
+  // One of `allowed` (case-sensitive, as Kubernetes enums are).
+  std::optional<std::string> one_of(const std::string& key, Presence presence,
+                                    std::initializer_list<const char*> allowed);
+  // A Kubernetes quantity string or a JSON number ("340M", 340000000).
+  std::optional<double> quantity(const std::string& key, Presence presence,
+                                 std::optional<double> min = std::nullopt);
+  // A Go duration string ("24h").
+  std::optional<std::chrono::nanoseconds> duration(const std::string& key, Presence presence);
+  // map[string]string, such as labels and nodeSelector.
+  std::optional<std::map<std::string, std::string>> string_map(const std::string& key,
+                                                               Presence presence);
+  std::optional<std::vector<std::string>> string_list(const std::string& key,
+                                                      Presence presence);
+  // A nested object; absent → a reader with present() == false.
+  ObjectReader object(const std::string& key, Presence presence = Presence::kOptional);
+  // A list of objects, one reader per element.
+  std::vector<ObjectReader> object_list(const std::string& key,
+                                        Presence presence = Presence::kOptional);
+
+  // Marks keys as known without reading them (fields kept verbatim or owned by others).
+  void allow(std::initializer_list<const char*> keys);
+  // Reports every key neither read nor allowed. Call once, after all reads.
+  void reject_unknown_fields();
+
+ private:
+  const Json* find(const std::string& key, Presence presence);
+  void type_error(const std::string& key, const char* want, const Json& got);
+
+  const Json* object_;
+  std::string path_;
+  FieldErrors* errors_;
+  std::set<std::string> known_;
+};
+
+// A short description of a JSON value for error messages: "string \"abc\"", "number 2.5".
+std::string describe_json(const Json& value);
+
+// The closest candidate by edit distance (<= 2 edits), or "" when none is close.
+std::string closest_match(const std::string& word, const std::set<std::string>& candidates);
+
+}  // namespace commgate

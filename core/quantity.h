@@ -1,0 +1,31 @@
+// Kubernetes quantity strings ("340M", "1.5Gi", "7e9") and Go duration strings
+// ("1h30m", "90s"): the notations admins and researchers already write in manifests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace commgate {
+
+// Parses a Kubernetes resource quantity (decimal SI k M G T P E, binary SI Ki..Ei,
+// milli/micro/nano suffixes, or a decimal exponent e/E). Returns nullopt and sets
+// `error` when the text is not a quantity.
+std::optional<double> parse_quantity(std::string_view text, std::string* error);
+
+// Parses a Go time.Duration string ("300ms", "1.5h", "1h30m"). Units: ns us µs ms s m h.
+std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text, std::string* error);
+
+// The shortest Go-style rendering of a duration: 86400s -> "24h0m0s" style is noisy, so
+// this prints "24h", "1h30m", "90s", "250ms".
+std::string format_duration(std::chrono::nanoseconds d);
+
+// Human-readable counts: 340000000 -> "340M", 7000000000 -> "7G" (decimal SI).
+std::string format_count(double value);
+
+// Human-readable byte sizes: 26214400 -> "25 MiB".
+std::string format_bytes(double bytes);
+
+}  // namespace commgate

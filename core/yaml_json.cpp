@@ -1,0 +1,105 @@
+#include "core/yaml_json.h"
+
+#include <cmath>
+#include <regex>
+#include <stdexcept>
+
+#include <yaml-cpp/yaml.h>
+
+namespace commgate {
+namespace {
+
+// YAML 1.2 core schema resolution for plain (unquoted) scalars.
+nlohmann::json resolve_plain_scalar(const std::string& s) {
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  static const std::regex kInt(R"([-+]?[0-9]+)");
+  static const std::regex kHex(R"(0x[0-9a-fA-F]+)");
+  static const std::regex kOct(R"(0o[0-7]+)");
+  static const std::regex kFloat(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+  try {
+    if (std::regex_match(s, kInt)) {
+      if (s[0] == '-') return std::stoll(s);
+      unsigned long long v = std::stoull(s[0] == '+' ? s.substr(1) : s);
+      return v;
+    }
+    if (std::regex_match(s, kHex)) return std::stoull(s.substr(2), nullptr, 16);
+    if (std::regex_match(s, kOct)) return std::stoull(s.substr(2), nullptr, 8);
+  } catch (const std::out_of_range&) {
+    // Too large for 64 bits: fall through to a float, which validation reports as such.
+  }
+  if (std::regex_match(s, kFloat)) return std::stod(s);
+  if (s == ".inf" || s == ".Inf" || s == "+.inf") return HUGE_VAL;
+  if (s == "-.inf" || s == "-.Inf") return -HUGE_VAL;
+  return s;
+}
+
+nlohmann::json to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return nullptr;
+    case YAML::NodeType::Scalar:
+      // Tag "!" marks a quoted (non-plain) scalar: always a string.
+      if (node.Tag() == "!") return node.Scalar();
+      if (node.Tag() == "tag:yaml.org,2002:str") return node.Scalar();
+      return resolve_plain_scalar(node.Scalar());
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& item : node) out.push_back(to_json(item));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar()) {
+          throw std::runtime_error("line " + std::to_string(kv.first.Mark().line + 1) +
+                                   ": map keys must be strings");
+        }
+        out[kv.first.Scalar()] = to_json(kv.second);
+      }
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error("invalid YAML at line " + std::to_string(e.mark.line + 1) +
+                             ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  std::vector<nlohmann::json> out;
+  for (const auto& d : docs) {
+    if (d.IsNull()) continue;
+    out.push_back(to_json(d));
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> parse_manifests(const std::string& text) {
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
+    nlohmann::json value;
+    try {
+      value = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw std::runtime_error(std::string("invalid JSON: ") + e.what());
+    }
+    // A Kubernetes List ({"kind":"List","items":[...]}) or a bare array holds several.
+    if (value.is_array()) return value.get<std::vector<nlohmann::json>>();
+    if (value.is_object() && value.value("kind", "") == "List" && value.contains("items") &&
+        value["items"].is_array()) {
+      return value["items"].get<std::vector<nlohmann::json>>();
+    }
+    return {value};
+  }
+  return yaml_documents_to_json(text);
+}
+
+}  // namespace commgate
