@@ -1,0 +1,251 @@
+#include "cli/evaluate_command.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <sstream>
+
+#include "cli/evaluate_report.h"
+#include "cli/local_probe.h"
+#include "core/comm_profile.h"
+#include "core/decision.h"
+#include "core/field_errors.h"
+#include "core/yaml_json.h"
+
+namespace commgate {
+namespace {
+
+constexpr const char* kUsage = R"(Usage: commgate evaluate -f JOB.yaml [options]
+
+Predicts the communication share of a multi-node DDP TrainingJob for every node
+count up to spec.numNodes, and prints the decision commgate's admission gate would
+take under the policy.
+
+Options:
+  -f, --filename FILE     TrainingJob manifest (YAML or JSON; several documents
+                          allowed; a CommPolicy among them is used as the policy)
+      --policy FILE       CommPolicy manifest (default: the embedded default policy:
+                          maxCommShare 0.30, downsize, gate, measurementTTL 24h)
+      --measurement FILE  a commgate-probe result (JSON) or a CommProfile; without
+                          it, commgate-probe runs here (--local-ranks ranks)
+      --probe PATH        the commgate-probe binary (default: next to commgate, $PATH)
+      --local-ranks N     ranks for the local probe (default 2)
+      --now TIME          RFC 3339 time to judge measurement age against (default:
+                          now; for a --measurement file, the file's own time)
+      --user NAME         requesting user, for the policy's exemptions
+      --group NAME        requesting user's group (repeatable)
+  -o, --output FORMAT     table (default) or json
+  -h, --help              this help
+
+Exit codes: 0 admitted (admit, downsize, warn, gate), 1 denied, 2 bad input,
+3 no measurement (the local probe is missing or failed).
+)";
+
+struct Options {
+  std::vector<std::string> job_files;
+  std::string policy_file;
+  std::string measurement_file;
+  std::string output = "table";
+  std::string now;
+  LocalProbeOptions probe;
+  Requester requester;
+  bool help = false;
+};
+
+class UsageError : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+Options parse_args(const std::vector<std::string>& args) {
+  Options o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const char* flag) -> std::string {
+      // Both "--flag value" and "--flag=value".
+      std::string prefix = std::string(flag) + "=";
+      if (a.rfind(prefix, 0) == 0) return a.substr(prefix.size());
+      if (i + 1 >= args.size()) throw UsageError(std::string(flag) + " needs a value");
+      return args[++i];
+    };
+    auto is = [&](const char* flag) { return a == flag || a.rfind(std::string(flag) + "=", 0) == 0; };
+    if (a == "-h" || a == "--help") o.help = true;
+    else if (is("-f") || is("--filename")) o.job_files.push_back(value(a.rfind("-f", 0) == 0 && a.rfind("--", 0) != 0 ? "-f" : "--filename"));
+    else if (is("--policy")) o.policy_file = value("--policy");
+    else if (is("--measurement")) o.measurement_file = value("--measurement");
+    else if (is("--probe")) o.probe.probe_path = value("--probe");
+    else if (is("--now")) o.now = value("--now");
+    else if (is("--user")) o.requester.username = value("--user");
+    else if (is("--group")) o.requester.groups.push_back(value("--group"));
+    else if (is("--local-ranks")) {
+      std::string v = value("--local-ranks");
+      try {
+        size_t used = 0;
+        o.probe.ranks = std::stoi(v, &used);
+        if (used != v.size() || o.probe.ranks < 2 || o.probe.ranks > 16) throw std::invalid_argument(v);
+      } catch (const std::exception&) {
+        throw UsageError("--local-ranks must be an integer from 2 to 16, got \"" + v + "\"");
+      }
+    } else if (is("-o") || is("--output")) {
+      o.output = value(a.rfind("--", 0) == 0 ? "--output" : "-o");
+      if (o.output != "table" && o.output != "json") {
+        throw UsageError("--output must be table or json, got \"" + o.output + "\"");
+      }
+    } else {
+      throw UsageError("unknown argument \"" + a + "\"");
+    }
+  }
+  if (!o.help && o.job_files.empty()) throw UsageError("-f JOB.yaml is required");
+  return o;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot read " + path + ": " + std::strerror(errno));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<nlohmann::json> read_manifests(const std::string& path) {
+  try {
+    return parse_manifests(read_file(path));
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw UsageError(path + ": " + e.what());
+  }
+}
+
+// A ValidationError rendered with the file name in front of every field path.
+[[noreturn]] void rethrow_with_file(const std::string& path, const std::string& kind, const ValidationError& e) {
+  std::string msg = path + ": invalid " + kind + ":";
+  for (const auto& fe : e.errors().all()) msg += "\n  " + fe.to_string();
+  throw UsageError(msg);
+}
+
+}  // namespace
+
+int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Options opts;
+  std::vector<TrainingJob> jobs;
+  std::optional<CommPolicy> policy;
+  std::optional<ProbeResult> probe_result;
+  std::optional<CommProfile> profile;
+  std::optional<TimePoint> now;
+  try {
+    opts = parse_args(args);
+    if (opts.help) {
+      out << kUsage;
+      return kExitAdmitted;
+    }
+    for (const auto& file : opts.job_files) {
+      for (const auto& doc : read_manifests(file)) {
+        const std::string kind = doc.is_object() ? doc.value("kind", "") : "";
+        try {
+          if (kind == "CommPolicy") {
+            if (opts.policy_file.empty()) policy = parse_comm_policy(doc);
+          } else {
+            jobs.push_back(parse_training_job(doc));
+          }
+        } catch (const ValidationError& e) {
+          rethrow_with_file(file, kind.empty() ? "TrainingJob" : kind, e);
+        }
+      }
+    }
+    if (jobs.empty()) throw UsageError("no TrainingJob found in " + opts.job_files.front());
+    if (!opts.policy_file.empty()) {
+      auto docs = read_manifests(opts.policy_file);
+      if (docs.size() != 1) throw UsageError(opts.policy_file + ": expected exactly one CommPolicy document");
+      try {
+        policy = parse_comm_policy(docs[0]);
+      } catch (const ValidationError& e) {
+        rethrow_with_file(opts.policy_file, "CommPolicy", e);
+      }
+    }
+    if (!policy) policy = default_comm_policy();
+    if (!opts.measurement_file.empty()) {
+      auto docs = read_manifests(opts.measurement_file);
+      if (docs.size() != 1) throw UsageError(opts.measurement_file + ": expected one probe result or CommProfile");
+      const std::string kind = docs[0].is_object() ? docs[0].value("kind", "") : "";
+      try {
+        if (kind == "CommProfile") profile = parse_comm_profile(docs[0]);
+        else probe_result = parse_probe_result(docs[0]);
+      } catch (const ValidationError& e) {
+        rethrow_with_file(opts.measurement_file, kind == "CommProfile" ? kind : "probe result", e);
+      }
+    }
+    if (!opts.now.empty()) {
+      now = parse_rfc3339(opts.now);
+      if (!now) throw UsageError("--now must be an RFC 3339 time such as 2026-11-30T17:30:00Z, got \"" + opts.now + "\"");
+    }
+  } catch (const UsageError& e) {
+    err << "commgate evaluate: " << e.what() << "\n";
+    if (std::string(e.what()).find("required") != std::string::npos && opts.job_files.empty()) {
+      err << "Run 'commgate evaluate --help' for usage.\n";
+    }
+    return kExitBadInput;
+  }
+
+  int exit_code = kExitAdmitted;
+  nlohmann::json items = nlohmann::json::array();
+  std::ostringstream tables;
+  for (const auto& job : jobs) {
+    std::optional<Measurement> measurement;
+    std::string note;
+    if (probe_result) {
+      measurement = measurement_from_probe(*probe_result, job.spec.model, "probe result " + opts.measurement_file);
+    } else if (profile) {
+      measurement = measurement_from_profile(*profile, job.spec.model);
+    } else if (job.spec.num_nodes > 1) {
+      try {
+        if (opts.output == "table") err << "commgate evaluate: no --measurement; running commgate-probe with " << opts.probe.ranks << " local ranks...\n";
+        ProbeResult live = run_local_probe(job.spec.model, opts.probe);
+        measurement = measurement_from_probe(live, job.spec.model, "live local probe (" + std::to_string(opts.probe.ranks) + " ranks on this machine)");
+        note = "a local probe measures this machine's loopback, not your cluster's network";
+      } catch (const std::exception& e) {
+        err << "commgate evaluate: " << e.what() << "\n";
+        return kExitNoMeasurement;
+      }
+    }
+    TimePoint judged_at = Clock::now();
+    if (now) {
+      judged_at = *now;
+    } else if (measurement && !opts.measurement_file.empty()) {
+      // A file the user chose is evaluated as of its own time: it is the user's word
+      // that it applies. --now checks it against the policy's TTL.
+      judged_at = measurement->measured_at;
+      note = "measurementTTL not applied to a measurement file (use --now to apply it)";
+    }
+    DecisionInput in;
+    in.job = &job;
+    in.policy = &*policy;
+    in.measurement = measurement ? &*measurement : nullptr;
+    in.requester = opts.requester;
+    in.now = judged_at;
+    Evaluation e;
+    e.job = &job;
+    e.policy = &*policy;
+    e.measurement = in.measurement;
+    e.decision = decide(in);
+    e.note = note;
+    if (e.decision.action == Action::kDeny) exit_code = kExitDenied;
+    if (opts.output == "json") {
+      items.push_back(evaluation_to_json(e));
+    } else {
+      if (tables.tellp() > 0) tables << "\n" << std::string(100, '-') << "\n\n";
+      print_evaluation_table(e, tables);
+    }
+  }
+  // Nothing reaches stdout until every job is evaluated: a failure leaves it empty.
+  if (opts.output == "json") {
+    out << (items.size() == 1 ? items[0] : nlohmann::json{{"kind", "List"}, {"items", items}}).dump(2) << "\n";
+  } else {
+    out << tables.str();
+  }
+  return exit_code;
+}
+
+}  // namespace commgate

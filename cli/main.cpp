@@ -1,0 +1,39 @@
+// commgate: the admission gate's command line. Subcommands wire the libraries together.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/evaluate_command.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(commgate: measures the communication cost of multi-node PyTorch DDP jobs and
+gates them by policy.
+
+Usage: commgate <command> [options]
+
+Commands:
+  evaluate   predict the communication share of a TrainingJob and print the decision
+  version    print the version
+
+Run 'commgate <command> --help' for a command's options.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "evaluate") return commgate::run_evaluate(args, std::cout, std::cerr);
+  if (command == "version") {
+    std::cout << "commgate " << COMMGATE_VERSION << "\n";
+    return 0;
+  }
+  std::cerr << "commgate: unknown command \"" << command << "\"\n" << kUsage;
+  return 2;
+}

@@ -1,0 +1,71 @@
+// CommPolicy (commgate.io/v1alpha1, cluster-scoped): what admins set. docs/api.md
+// documents every field.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/label_selector.h"
+#include "core/object_meta.h"
+
+namespace commgate {
+
+enum class EnforcementAction { kDownsize, kDeny, kWarn, kDryRun };
+enum class MissingMeasurementAction { kGate, kAdmit, kDeny };
+
+const char* to_string(EnforcementAction a);
+const char* to_string(MissingMeasurementAction a);
+
+struct ProbeSettings {
+  std::string image;                 // empty: the operator's default probe image
+  int timeout_seconds = 300;
+  double min_bytes = 8 * 1024.0;     // smallest all-reduce message swept
+  double max_bytes = 256 * 1048576.0;  // largest (also capped at the job's gradient size)
+  int iterations = 20;
+  int warmup_iterations = 5;
+  std::string backend = "auto";      // auto | nccl | gloo
+  int max_nodes = 4;                 // nodes a probe may take at most
+};
+
+struct Exemptions {
+  std::vector<std::string> users;
+  std::vector<std::string> groups;
+  std::vector<std::string> service_accounts;  // "namespace/name"
+};
+
+struct RetryStrategy {
+  int backoff_limit_count = 3;
+  int backoff_base_seconds = 30;
+  int backoff_max_seconds = 600;
+};
+
+struct CommPolicySpec {
+  double max_comm_share = 0.30;
+  std::optional<double> min_scaling_efficiency;
+  EnforcementAction enforcement_action = EnforcementAction::kDownsize;
+  LabelSelector namespace_selector;
+  std::chrono::nanoseconds measurement_ttl = std::chrono::hours(24);
+  MissingMeasurementAction on_missing_measurement = MissingMeasurementAction::kGate;
+  ProbeSettings probe;
+  Exemptions exemptions;
+  RetryStrategy retry_strategy;
+};
+
+struct CommPolicy {
+  ObjectMeta metadata;
+  CommPolicySpec spec;
+};
+
+// The policy commgate applies when no CommPolicy exists: at most 30% of each step
+// spent exposed in communication, downsize when over, gate until measured, 24h TTL.
+CommPolicy default_comm_policy();
+
+// Throws ValidationError naming the field path of every problem.
+CommPolicy parse_comm_policy(const nlohmann::json& doc);
+nlohmann::json to_json(const CommPolicy& policy);
+
+}  // namespace commgate

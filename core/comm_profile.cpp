@@ -1,0 +1,163 @@
+#include "core/comm_profile.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/object_reader.h"
+#include "core/training_job.h"
+
+namespace commgate {
+namespace {
+
+using P = Presence;
+
+TimePoint read_time(ObjectReader& r, const std::string& key, Presence presence) {
+  if (auto s = r.string(key, presence)) {
+    if (auto t = parse_rfc3339(*s)) return *t;
+    r.errors().add(r.path_of(key), "must be an RFC 3339 time, got \"" + *s + "\"");
+  }
+  return TimePoint{};
+}
+
+}  // namespace
+
+std::string pool_name(const std::map<std::string, std::string>& node_selector) {
+  if (node_selector.empty()) return "pool-all";
+  // FNV-1a over "k=v\n" in key order: std::map iterates sorted, so equal selectors
+  // written in any order name the same pool.
+  uint64_t h = 1469598103934665603ULL;
+  for (const auto& [k, v] : node_selector) {
+    for (char c : k + "=" + v + "\n") {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ULL;
+    }
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "pool-%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+CommProfile parse_comm_profile(const nlohmann::json& doc) {
+  FieldErrors errors;
+  CommProfile p;
+  ObjectReader root(&doc, "", errors);
+  if (!root.present()) errors.throw_if_any("invalid CommProfile");
+  check_type_meta(root, kApiVersion, "CommProfile");
+  p.metadata = read_object_meta(root, true);
+  auto spec = root.object("spec");
+  p.node_selector = spec.string_map("nodeSelector", P::kOptional).value_or(std::map<std::string, std::string>{});
+  spec.reject_unknown_fields();
+  auto status = root.object("status");
+  auto link = status.object("link");
+  if (link.present()) {
+    LinkRecord l;
+    l.latency_us = link.number("latencyUs", P::kRequired, 0.0).value_or(0);
+    l.busbw_gbps = link.number("busbwGBps", P::kRequired, 0.0).value_or(0);
+    l.algbw_gbps = link.number("algbwGBps", P::kOptional, 0.0).value_or(0);
+    l.nodes_probed = static_cast<int>(link.integer("nodesProbed", P::kRequired, 1).value_or(0));
+    l.procs_per_node = static_cast<int>(link.integer("procsPerNode", P::kOptional, 1).value_or(1));
+    l.max_relative_residual = link.number("maxRelativeResidual", P::kOptional, 0.0).value_or(0);
+    l.poor = link.boolean("poor", P::kOptional).value_or(false);
+    l.note = link.string("note", P::kOptional, true).value_or("");
+    l.measured_at = read_time(link, "measuredAt", P::kRequired);
+    p.status.link = l;
+  }
+  p.status.backend = status.string("backend", P::kOptional, true).value_or("");
+  p.status.transport = status.string("transport", P::kOptional, true).value_or("");
+  p.status.interface_name = status.string("interface", P::kOptional, true).value_or("");
+  p.status.device = status.string("device", P::kOptional, true).value_or("");
+  p.status.gpu_product = status.string("gpuProduct", P::kOptional, true).value_or("");
+  for (auto& c : status.object_list("computeSteps")) {
+    ComputeStepRecord r;
+    r.parameters = c.quantity("parameters", P::kRequired, 1).value_or(0);
+    r.gradient_dtype = c.one_of("gradientDtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
+    r.batch_size = static_cast<int>(c.integer("batchSize", P::kOptional, 0).value_or(0));
+    r.gpu_product = c.string("gpuProduct", P::kOptional, true).value_or("");
+    r.step_time_ms = c.number("stepTimeMs", P::kRequired, 0.0).value_or(0);
+    r.forward_ms = c.number("forwardMs", P::kOptional, 0.0).value_or(0);
+    r.backward_ms = c.number("backwardMs", P::kOptional, 0.0).value_or(0);
+    r.optimizer_ms = c.number("optimizerMs", P::kOptional, 0.0).value_or(0);
+    r.measured_at = read_time(c, "measuredAt", P::kRequired);
+    p.status.compute_steps.push_back(r);
+  }
+  // Conditions and other operator bookkeeping are kept by the operator, not read here.
+  status.allow({"conditions", "observedGeneration", "lastProbeTime"});
+  root.allow({"status"});
+  root.reject_unknown_fields();
+  errors.throw_if_any("invalid CommProfile");
+  return p;
+}
+
+nlohmann::json to_json(const CommProfile& p) {
+  nlohmann::json status = nlohmann::json::object();
+  if (p.status.link) {
+    const LinkRecord& l = *p.status.link;
+    status["link"] = {{"latencyUs", l.latency_us},         {"busbwGBps", l.busbw_gbps},
+                      {"algbwGBps", l.algbw_gbps},         {"nodesProbed", l.nodes_probed},
+                      {"procsPerNode", l.procs_per_node},  {"maxRelativeResidual", l.max_relative_residual},
+                      {"poor", l.poor},                    {"measuredAt", format_rfc3339(l.measured_at)}};
+    if (!l.note.empty()) status["link"]["note"] = l.note;
+    status["lastProbeTime"] = format_rfc3339(l.measured_at);
+  }
+  status["backend"] = p.status.backend;
+  status["transport"] = p.status.transport;
+  status["interface"] = p.status.interface_name;
+  status["device"] = p.status.device;
+  status["gpuProduct"] = p.status.gpu_product;
+  status["computeSteps"] = nlohmann::json::array();
+  for (const auto& c : p.status.compute_steps) {
+    status["computeSteps"].push_back({{"parameters", c.parameters},   {"gradientDtype", c.gradient_dtype},
+                                      {"batchSize", c.batch_size},    {"gpuProduct", c.gpu_product},
+                                      {"stepTimeMs", c.step_time_ms}, {"forwardMs", c.forward_ms},
+                                      {"backwardMs", c.backward_ms},  {"optimizerMs", c.optimizer_ms},
+                                      {"measuredAt", format_rfc3339(c.measured_at)}});
+  }
+  nlohmann::json spec = nlohmann::json::object();
+  if (!p.node_selector.empty()) spec["nodeSelector"] = p.node_selector;
+  return {{"apiVersion", kApiVersion},
+          {"kind", "CommProfile"},
+          {"metadata", object_meta_to_json(p.metadata)},
+          {"spec", spec},
+          {"status", status}};
+}
+
+void record_probe_result(CommProfile& profile, const ProbeResult& r, size_t max_compute_records) {
+  LinkRecord l;
+  l.latency_us = r.fit.latency_s * 1e6;
+  l.busbw_gbps = to_gbps(r.fit.busbw_bytes_per_s);
+  l.algbw_gbps = r.allreduce.empty() ? 0 : r.allreduce.back().algbw_gbps;
+  l.nodes_probed = r.nodes;
+  l.procs_per_node = r.procs_per_node;
+  l.max_relative_residual = r.fit.max_relative_residual;
+  l.poor = r.fit.poor;
+  l.note = r.fit.note;
+  l.measured_at = r.start_time;
+  profile.status.link = l;
+  profile.status.backend = r.backend;
+  profile.status.transport = r.transport;
+  profile.status.interface_name = r.interface_name;
+  profile.status.device = r.device;
+  profile.status.gpu_product = r.gpu_product;
+  if (!r.compute) return;
+  ComputeStepRecord c;
+  c.parameters = r.compute->parameters;
+  c.gradient_dtype = r.compute->gradient_dtype;
+  c.batch_size = r.compute->batch_size;
+  c.gpu_product = r.gpu_product;
+  c.step_time_ms = r.compute->step_time_ms;
+  c.forward_ms = r.compute->forward_ms;
+  c.backward_ms = r.compute->backward_ms;
+  c.optimizer_ms = r.compute->optimizer_ms;
+  c.measured_at = r.start_time;
+  auto& steps = profile.status.compute_steps;
+  steps.erase(std::remove_if(steps.begin(), steps.end(),
+                             [&](const ComputeStepRecord& s) {
+                               return s.parameters == c.parameters && s.gradient_dtype == c.gradient_dtype &&
+                                      s.batch_size == c.batch_size && s.gpu_product == c.gpu_product;
+                             }),
+              steps.end());
+  steps.push_back(c);
+  while (steps.size() > max_compute_records) steps.erase(steps.begin());
+}
+
+}  // namespace commgate

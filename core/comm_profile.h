@@ -1,0 +1,67 @@
+// CommProfile (commgate.io/v1alpha1, cluster-scoped): the measurements of one node pool
+// (one canonical nodeSelector), reused within the policy's TTL so repeat submissions
+// are decided at admission without a probe. The operator writes it; the webhook reads.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/link_fit.h"
+#include "core/object_meta.h"
+#include "core/probe_result.h"
+
+namespace commgate {
+
+struct ComputeStepRecord {
+  double parameters = 0;
+  std::string gradient_dtype = "fp32";
+  int batch_size = 0;
+  std::string gpu_product;
+  double step_time_ms = 0;
+  double forward_ms = 0;
+  double backward_ms = 0;
+  double optimizer_ms = 0;
+  TimePoint measured_at{};
+};
+
+struct LinkRecord {
+  double latency_us = 0;
+  double busbw_gbps = 0;
+  double algbw_gbps = 0;  // at the largest size probed
+  int nodes_probed = 0;
+  int procs_per_node = 1;
+  double max_relative_residual = 0;
+  bool poor = false;
+  std::string note;
+  TimePoint measured_at{};
+};
+
+struct CommProfileStatus {
+  std::optional<LinkRecord> link;
+  std::string backend, transport, interface_name, device, gpu_product;
+  std::vector<ComputeStepRecord> compute_steps;  // newest per model signature
+};
+
+struct CommProfile {
+  ObjectMeta metadata;
+  std::map<std::string, std::string> node_selector;  // spec.nodeSelector: the pool
+  CommProfileStatus status;
+};
+
+// The profile name for a pool: "pool-" + a stable hash of the canonical (sorted)
+// nodeSelector, or "pool-all" for an empty selector. Deterministic across replicas.
+std::string pool_name(const std::map<std::string, std::string>& node_selector);
+
+CommProfile parse_comm_profile(const nlohmann::json& doc);
+nlohmann::json to_json(const CommProfile& profile);
+
+// Folds a probe result into a profile: replaces the link record and adds or replaces
+// the compute record of the probed model signature (at most `max_compute_records`,
+// oldest dropped first).
+void record_probe_result(CommProfile& profile, const ProbeResult& result, size_t max_compute_records = 16);
+
+}  // namespace commgate

@@ -1,0 +1,90 @@
+// The decision: one pure function from (job, policy, measurement, requester, now) to
+// admit / downsize / deny / warn / gate, with the predicted table and a message that
+// quotes the measured numbers. The webhook, the operator and `commgate evaluate` all
+// call it, so the three always agree.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/comm_model.h"
+#include "core/comm_policy.h"
+#include "core/measurement.h"
+#include "core/training_job.h"
+
+namespace commgate {
+
+enum class Action { kAdmit, kDownsize, kDeny, kWarn, kGate };
+const char* to_string(Action a);
+
+// Reason codes: CamelCase, stable, for status conditions, events and metrics labels.
+namespace reason {
+inline constexpr const char* kWithinPolicy = "WithinPolicy";
+inline constexpr const char* kSingleNode = "SingleNode";
+inline constexpr const char* kDownsized = "OverPolicyDownsized";
+inline constexpr const char* kDenied = "OverPolicyDenied";
+inline constexpr const char* kWarned = "OverPolicyWarned";
+inline constexpr const char* kDryRun = "OverPolicyDryRun";
+inline constexpr const char* kNoCountMeetsPolicy = "NoNodeCountMeetsPolicy";
+inline constexpr const char* kNoMeasurement = "MeasurementMissing";
+inline constexpr const char* kStaleMeasurement = "MeasurementStale";
+inline constexpr const char* kNoCompute = "ComputeMeasurementMissing";
+inline constexpr const char* kExempt = "Exempt";
+inline constexpr const char* kInvalidSpec = "InvalidSpec";
+}  // namespace reason
+
+// Who asks (AdmissionRequest.userInfo); empty for local evaluation.
+struct Requester {
+  std::string username;
+  std::vector<std::string> groups;
+};
+
+struct DecisionInput {
+  const TrainingJob* job = nullptr;
+  const CommPolicy* policy = nullptr;
+  const Measurement* measurement = nullptr;  // null: none for this pool
+  Requester requester;
+  TimePoint now{};
+};
+
+struct Decision {
+  Action action = Action::kAdmit;
+  std::string reason;   // one of reason::*
+  std::string message;  // one or two sentences with the numbers
+  int requested_nodes = 0;
+  int admitted_nodes = 0;  // what may run (== requested unless downsized; 0 if denied)
+  // What enforcement would have done, for dryrun (and for warn: what downsize would do).
+  std::optional<Action> would_action;
+  std::optional<int> would_admit_nodes;
+  // Largest count in [1, requested] that meets the policy (0 when none).
+  int largest_passing_nodes = 0;
+  std::string policy_name;
+  // Predictions for 1..requested nodes; empty without a usable measurement.
+  std::vector<StepPrediction> predictions;
+  bool fit_poor = false;
+
+  const StepPrediction* prediction_for(int nodes) const;
+};
+
+Decision decide(const DecisionInput& in);
+
+// True when a prediction meets the policy: comm share <= maxCommShare and, when set,
+// scaling efficiency >= minScalingEfficiency. Exactly at the threshold passes.
+bool meets_policy(const StepPrediction& p, const CommPolicySpec& policy);
+
+// True when the requester is exempt under the policy.
+bool is_exempt(const Requester& who, const Exemptions& exemptions);
+
+// status.decision as the CRD stores it.
+nlohmann::json decision_to_json(const Decision& d);
+
+// Chooses the policy for a job: spec.policyRef by name when set (nullopt and `error`
+// when no such policy), else the strictest (lowest maxCommShare, then name) of those
+// whose namespaceSelector matches the job's namespace labels, else the default policy.
+std::optional<CommPolicy> select_policy(const TrainingJob& job, const std::map<std::string, std::string>& namespace_labels,
+                                        const std::vector<CommPolicy>& policies, std::string* error);
+
+}  // namespace commgate

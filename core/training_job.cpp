@@ -1,0 +1,148 @@
+#include "core/training_job.h"
+
+#include <cmath>
+
+#include "core/object_reader.h"
+
+namespace commgate {
+namespace {
+
+using P = Presence;
+
+void read_tolerations(ObjectReader& spec, TrainingJobSpec& out) {
+  const Json* raw = spec.raw("tolerations");
+  if (!raw) return;
+  for (auto& t : spec.object_list("tolerations")) {
+    auto op = t.one_of("operator", P::kOptional, {"Exists", "Equal"});
+    auto key = t.string("key", P::kOptional, true);
+    auto value = t.string("value", P::kOptional, true);
+    t.one_of("effect", P::kOptional, {"NoSchedule", "PreferNoSchedule", "NoExecute"});
+    t.integer("tolerationSeconds", P::kOptional);
+    if (op && *op == "Exists" && value && !value->empty()) {
+      t.errors().add(t.path_of("value"), "must be empty when operator is Exists");
+    }
+    if ((!key || key->empty()) && op.value_or("Equal") != "Exists") {
+      t.errors().add(t.path_of("operator"), "must be Exists when key is empty");
+    }
+    t.reject_unknown_fields();
+  }
+  if (raw->is_array()) out.tolerations = *raw;
+}
+
+void read_template(ObjectReader& spec, TrainingJobSpec& out) {
+  auto tmpl = spec.object("template", P::kRequired);
+  if (!tmpl.present()) return;
+  auto pod_spec = tmpl.object("spec", P::kRequired);
+  auto containers = pod_spec.object_list("containers", P::kRequired);
+  if (pod_spec.present() && containers.empty() && pod_spec.raw("containers")) {
+    spec.errors().add(pod_spec.path_of("containers"), "must list at least one container");
+  }
+  for (auto& c : containers) {
+    c.string("name", P::kRequired);
+    c.string("image", P::kRequired);
+  }
+  // The pod template belongs to Kubernetes' schema; the apiserver validates the rest.
+  out.pod_template = *spec.raw("template");
+}
+
+void read_model(ObjectReader& spec, ModelSpec& m) {
+  auto model = spec.object("model", P::kRequired);
+  if (auto params = model.quantity("parameters", P::kRequired, 1)) {
+    if (*params != std::floor(*params)) {
+      model.errors().add(model.path_of("parameters"), "must be a whole number of gradient elements");
+    } else if (*params > 1e15) {
+      model.errors().add(model.path_of("parameters"), "must be <= 1P (1e15), got " + std::to_string(*params));
+    } else {
+      m.parameters = *params;
+    }
+  }
+  m.gradient_dtype = model.one_of("gradientDtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
+  m.torch_script = model.string("torchScript", P::kOptional).value_or("");
+  if (const Json* shape = model.raw("inputShape")) {
+    if (!shape->is_array() || shape->empty()) {
+      model.errors().add(model.path_of("inputShape"), "must be a non-empty list of positive integers");
+    } else {
+      for (size_t i = 0; i < shape->size(); ++i) {
+        const Json& d = (*shape)[i];
+        if (!d.is_number_integer() || d.get<int64_t>() < 1) {
+          model.errors().add(index_path(model.path_of("inputShape"), i),
+                             "must be a positive integer, got " + describe_json(d));
+        } else {
+          m.input_shape.push_back(d.get<int64_t>());
+        }
+      }
+    }
+  }
+  if (!m.torch_script.empty() && !model.raw("inputShape")) {
+    model.errors().add(model.path_of("inputShape"), "required when torchScript is set");
+  }
+  m.batch_size = static_cast<int>(model.integer("batchSize", P::kOptional, 1, 1 << 20).value_or(32));
+  if (auto hint = model.number("stepTimeHintMs", P::kOptional)) {
+    if (*hint <= 0) model.errors().add(model.path_of("stepTimeHintMs"), "must be > 0");
+    else m.step_time_hint_ms = hint;
+  }
+  model.reject_unknown_fields();
+}
+
+void read_run_policy(ObjectReader& spec, RunPolicy& r) {
+  auto rp = spec.object("runPolicy");
+  r.backoff_limit = rp.integer("backoffLimit", P::kOptional, 0, 1000);
+  r.active_deadline_seconds = rp.integer("activeDeadlineSeconds", P::kOptional, 1);
+  r.ttl_seconds_after_finished = rp.integer("ttlSecondsAfterFinished", P::kOptional, 0);
+  rp.reject_unknown_fields();
+}
+
+}  // namespace
+
+double ModelSpec::gradient_bytes() const { return parameters * dtype_bytes(gradient_dtype); }
+
+int dtype_bytes(const std::string& dtype) {
+  if (dtype == "fp32") return 4;
+  if (dtype == "fp16" || dtype == "bf16") return 2;
+  return 0;
+}
+
+TrainingJob parse_training_job(const nlohmann::json& doc, ObjectSource source) {
+  FieldErrors errors;
+  TrainingJob job;
+  ObjectReader root(&doc, "", errors);
+  if (!root.present()) errors.throw_if_any("invalid TrainingJob");
+  check_type_meta(root, kApiVersion, "TrainingJob");
+  job.metadata = read_object_meta(root, source == ObjectSource::kManifest);
+  if (source == ObjectSource::kAdmission && job.metadata.name.empty()) {
+    const Json* gen = doc.contains("metadata") && doc["metadata"].is_object() && doc["metadata"].contains("generateName")
+                          ? &doc["metadata"]["generateName"]
+                          : nullptr;
+    if (!gen || !gen->is_string() || gen->get<std::string>().empty()) {
+      errors.add("metadata.name", "required field is missing (or set metadata.generateName)");
+    }
+  }
+
+  auto spec = root.object("spec", Presence::kRequired);
+  TrainingJobSpec& s = job.spec;
+  s.num_nodes = static_cast<int>(spec.integer("numNodes", P::kRequired, 1, kMaxNodes).value_or(0));
+  auto min_nodes = spec.integer("minNodes", P::kOptional, 1, kMaxNodes);
+  s.min_nodes = static_cast<int>(min_nodes.value_or(1));
+  if (min_nodes && s.num_nodes > 0 && *min_nodes > s.num_nodes) {
+    errors.add("spec.minNodes", "must be <= spec.numNodes (" + std::to_string(s.num_nodes) + "), got " +
+                                    std::to_string(*min_nodes));
+  }
+  s.num_proc_per_node = static_cast<int>(spec.integer("numProcPerNode", P::kOptional, 1, 1024).value_or(1));
+  s.suspend = spec.boolean("suspend", P::kOptional).value_or(false);
+  s.node_selector = spec.string_map("nodeSelector", P::kOptional).value_or(std::map<std::string, std::string>{});
+  read_tolerations(spec, s);
+  read_model(spec, s.model);
+  read_template(spec, s);
+  auto policy_ref = spec.object("policyRef");
+  s.policy_ref = policy_ref.string("name", policy_ref.present() ? P::kRequired : P::kOptional).value_or("");
+  policy_ref.reject_unknown_fields();
+  read_run_policy(spec, s.run_policy);
+  spec.reject_unknown_fields();
+
+  if (const Json* status = root.raw("status")) job.status = *status;
+  root.reject_unknown_fields();
+  errors.throw_if_any("invalid TrainingJob");
+  return job;
+}
+
+}  // namespace commgate

@@ -1,0 +1,69 @@
+// TrainingJob (commgate.io/v1alpha1, namespaced, short name tj): what a researcher
+// submits. docs/api.md documents every field.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/object_meta.h"
+
+namespace commgate {
+
+inline constexpr const char* kApiGroup = "commgate.io";
+inline constexpr const char* kApiVersion = "commgate.io/v1alpha1";
+inline constexpr int kMaxNodes = 10000;
+
+struct ModelSpec {
+  double parameters = 0;                // gradient element count
+  std::string gradient_dtype = "fp32";  // fp32 | fp16 | bf16: what DDP all-reduces
+  std::string torch_script;             // path inside the probe image or a volume
+  std::vector<int64_t> input_shape;     // per-sample input shape for torch_script
+  int batch_size = 32;                  // per-process batch used by the probe
+  std::optional<double> step_time_hint_ms;
+
+  double gradient_bytes() const;
+};
+
+struct RunPolicy {
+  std::optional<int64_t> backoff_limit;
+  std::optional<int64_t> active_deadline_seconds;
+  std::optional<int64_t> ttl_seconds_after_finished;
+};
+
+struct TrainingJobSpec {
+  int num_nodes = 0;
+  int min_nodes = 1;
+  int num_proc_per_node = 1;
+  bool suspend = false;
+  std::map<std::string, std::string> node_selector;
+  nlohmann::json tolerations = nlohmann::json::array();  // []corev1.Toleration, validated
+  ModelSpec model;
+  nlohmann::json pod_template;                           // corev1.PodTemplateSpec, kept verbatim
+  std::string policy_ref;                                // CommPolicy name, optional
+  RunPolicy run_policy;
+};
+
+struct TrainingJob {
+  ObjectMeta metadata;
+  TrainingJobSpec spec;
+  nlohmann::json status;  // kept verbatim; the operator owns it
+};
+
+enum class ObjectSource {
+  kManifest,   // a file or kubectl input: metadata.name is required
+  kAdmission,  // an apiserver request: generateName may stand in for the name
+};
+
+// Throws ValidationError naming the field path of every problem.
+TrainingJob parse_training_job(const nlohmann::json& doc,
+                               ObjectSource source = ObjectSource::kManifest);
+
+// Bytes per gradient element for a dtype name; 0 for an unknown name.
+int dtype_bytes(const std::string& dtype);
+
+}  // namespace commgate
