@@ -50,7 +50,7 @@ std::string policy_limits(const CommPolicySpec& p, const std::string& name) {
 }
 
 std::string prediction_text(const StepPrediction& p) {
-  return nodes_str(p.nodes) + " predict " + pct(p.comm_share) + " of each " + ms(p.step_s) +
+  return "at " + nodes_str(p.nodes) + " the model predicts " + pct(p.comm_share) + " of each " + ms(p.step_s) +
          " step in exposed communication (scaling efficiency " + pct(p.scaling_efficiency) + ")";
 }
 
@@ -177,7 +177,9 @@ Decision decide(const DecisionInput& in) {
     d.action = Action::kAdmit;
     d.reason = reason::kWithinPolicy;
     d.admitted_nodes = job.num_nodes;
-    d.message = prediction_text(requested) + ", within policy (" + pct(policy.max_comm_share) + "); " +
+    d.message = prediction_text(requested);
+    d.message[0] = 'A';
+    d.message += ", within policy (" + pct(policy.max_comm_share) + "); " +
                 evidence(*m) + "." + fit_warning;
     return d;
   }
@@ -187,11 +189,12 @@ Decision decide(const DecisionInput& in) {
   for (const auto& p : d.predictions) {
     if (p.nodes >= job.min_nodes && p.nodes < job.num_nodes && meets_policy(p, policy)) downsize_to = p.nodes;
   }
-  const std::string over = prediction_text(requested) + ", over the limit: " + policy_limits(policy, d.policy_name) +
+  std::string over = prediction_text(requested);
+  over[0] = 'A';
+  over = over + ", over the limit: " + policy_limits(policy, d.policy_name) +
                            "; " + evidence(*m) + ".";
-  const std::string largest = d.largest_passing_nodes > 0
-                                  ? " The largest count that passes is " + nodes_str(d.largest_passing_nodes) + "."
-                                  : " No node count above 1 passes.";
+  // One node sends nothing between nodes, so some count always passes.
+  const std::string largest = " The largest count that passes is " + nodes_str(d.largest_passing_nodes) + ".";
   const Action enforced = downsize_to > 0 ? Action::kDownsize : Action::kDeny;
   auto downsize_or_deny_text = [&]() {
     if (downsize_to > 0) {
