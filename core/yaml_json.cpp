@@ -89,6 +89,11 @@ std::vector<nlohmann::json> parse_manifests(const std::string& text) {
     try {
       value = nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
+      // JSON documents separated by "---" lines are a YAML stream. Anything else
+      // that looks like JSON is held to JSON: YAML would read `{"a": }` as a null.
+      const bool has_separator = text.rfind("---\n", 0) == 0 || text.find("\n---\n") != std::string::npos ||
+                                 text.find("\n---\r\n") != std::string::npos;
+      if (has_separator) return yaml_documents_to_json(text);
       throw std::runtime_error(std::string("invalid JSON: ") + e.what());
     }
     // A Kubernetes List ({"kind":"List","items":[...]}) or a bare array holds several.
