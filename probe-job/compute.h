@@ -1,0 +1,79 @@
+// The compute step of the job's model: forward + backward + optimizer (Adam), timed per
+// phase. The model is either a synthetic MLP with the requested parameter count or a
+// TorchScript module. fp32 on the CPU, bf16 autocast on a GPU.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/probe_result.h"
+
+namespace commgate::probe {
+
+class TrainableModel {
+ public:
+  virtual ~TrainableModel() = default;
+  // The forward pass on the model's fixed batch, reduced to a scalar loss.
+  virtual at::Tensor forward_loss() = 0;
+  // In registration order (DDP buckets them in reverse).
+  virtual std::vector<at::Tensor> parameters() = 0;
+  virtual std::string description() const = 0;  // "synthetic-mlp" | "torchscript:<path>"
+  virtual int batch_size() const = 0;
+};
+
+// A stack of `layers` width x width Linear+ReLU layers and a width x `last_out` head,
+// sized so the total (weights + biases) comes as close to the request as the shape allows.
+struct MlpShape {
+  int64_t width = 0;
+  int layers = 0;  // hidden width x width layers
+  int64_t last_out = 0;
+  double parameters = 0;  // exact count of the shape
+};
+// About 24 layers (so gradients arrive in many tensors, as in real models), width a
+// multiple of 64 in [64, 8192].
+MlpShape synthetic_mlp_shape(double parameters);
+
+std::unique_ptr<TrainableModel> make_synthetic_mlp(const MlpShape& shape, int batch_size,
+                                                   at::Device device, bool bf16_autocast);
+// Throws std::runtime_error naming the path when the module cannot be loaded or run.
+std::unique_ptr<TrainableModel> load_torchscript_model(const std::string& path,
+                                                       const std::vector<int64_t>& input_shape,
+                                                       at::Device device, bool bf16_autocast);
+
+double parameter_count(const std::vector<at::Tensor>& params);
+
+struct StepTiming {
+  double forward_s = 0;
+  double backward_s = 0;
+  double optimizer_s = 0;
+  double total_s() const { return forward_s + backward_s + optimizer_s; }
+};
+
+// Runs training steps of a model with Adam (lr 1e-4, PyTorch's betas), timing each phase.
+class Trainer {
+ public:
+  Trainer(TrainableModel& model, at::Device device);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // One step. `after_backward` runs between backward and the optimizer (DDP waits for
+  // its all-reduces there) and is counted in backward_s.
+  StepTiming step(const std::function<void()>& after_backward = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Warm-up steps (untimed), then `iterations` timed steps: medians per phase, p10/p90 of
+// the whole step. Fills everything but `parameters`' dtype bookkeeping.
+ComputeResult measure_compute(TrainableModel& model, Trainer& trainer, int warmup, int iterations,
+                              const std::string& precision);
+
+}  // namespace commgate::probe

@@ -1,0 +1,184 @@
+#include "probe-job/ddp_step.h"
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+
+#include "probe-job/allreduce_sweep.h"
+#include "probe-job/stats.h"
+
+namespace commgate::probe {
+
+std::vector<std::vector<size_t>> assign_buckets(const std::vector<double>& param_bytes,
+                                                double first_cap, double cap) {
+  std::vector<std::vector<size_t>> buckets;
+  std::vector<size_t> open;
+  double open_bytes = 0;
+  for (size_t k = param_bytes.size(); k-- > 0;) {
+    open.push_back(k);
+    open_bytes += param_bytes[k];
+    const double limit = buckets.empty() ? first_cap : cap;
+    if (open_bytes >= limit) {
+      buckets.push_back(std::move(open));
+      open.clear();
+      open_bytes = 0;
+    }
+  }
+  if (!open.empty()) buckets.push_back(std::move(open));
+  return buckets;
+}
+
+struct BucketedReducer::State {
+  struct Bucket {
+    at::Tensor flat;
+    std::vector<size_t> params;
+    size_t pending = 0;
+    bool ready = false;
+    std::unique_ptr<PendingAllReduce> work;
+  };
+  std::vector<at::Tensor> params;
+  std::vector<size_t> bucket_of;
+  std::vector<int64_t> offset_of;
+  std::vector<Bucket> buckets;
+  size_t next_launch = 0;
+  std::mutex mu;  // hooks may run on autograd's device threads
+  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> hooks;
+};
+
+BucketedReducer::BucketedReducer(std::vector<at::Tensor> params, Communicator& comm,
+                                 double first_bucket_bytes, double bucket_cap_bytes)
+    : state_(std::make_unique<State>()), comm_(comm) {
+  auto& s = *state_;
+  s.params = std::move(params);
+  std::vector<double> bytes;
+  for (const auto& p : s.params) bytes.push_back(static_cast<double>(p.numel() * p.element_size()));
+  s.bucket_of.assign(s.params.size(), 0);
+  s.offset_of.assign(s.params.size(), 0);
+  for (auto& members : assign_buckets(bytes, first_bucket_bytes, bucket_cap_bytes)) {
+    State::Bucket b;
+    int64_t numel = 0;
+    for (size_t i : members) {
+      s.bucket_of[i] = s.buckets.size();
+      s.offset_of[i] = numel;
+      numel += s.params[i].numel();
+    }
+    b.flat = at::zeros({numel}, s.params[members.front()].options().requires_grad(false));
+    b.params = std::move(members);
+    s.buckets.push_back(std::move(b));
+  }
+  // The hook DDP's Reducer installs: a post-hook on each parameter's AccumulateGrad
+  // node, which runs once the gradient has been accumulated into .grad. The accumulator
+  // is held here, or autograd would make a fresh one (without the hook) every step.
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    auto acc = torch::autograd::impl::grad_accumulator(s.params[i]);
+    const uintptr_t key =
+        acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [this, i](const torch::autograd::variable_list& outputs,
+                      const torch::autograd::variable_list&) {
+              on_gradient_ready(i);
+              return outputs;
+            }));
+    s.hooks.emplace_back(std::move(acc), key);
+  }
+}
+
+BucketedReducer::~BucketedReducer() {
+  for (auto& [node, key] : state_->hooks) node->del_post_hook(key);
+}
+
+size_t BucketedReducer::bucket_count() const {
+  return state_->buckets.size();
+}
+
+std::vector<double> BucketedReducer::bucket_bytes() const {
+  std::vector<double> out;
+  for (const auto& b : state_->buckets)
+    out.push_back(static_cast<double>(b.flat.numel() * b.flat.element_size()));
+  return out;
+}
+
+void BucketedReducer::prepare_for_backward() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  for (auto& b : state_->buckets) {
+    b.pending = b.params.size();
+    b.ready = false;
+    b.work.reset();
+  }
+  state_->next_launch = 0;
+}
+
+void BucketedReducer::on_gradient_ready(size_t i) {
+  auto& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto& b = s.buckets[s.bucket_of[i]];
+  const at::Tensor& grad = s.params[i].grad();
+  if (!grad.defined()) return;
+  b.flat.narrow(0, s.offset_of[i], s.params[i].numel()).copy_(grad.reshape({-1}));
+  if (b.pending > 0 && --b.pending == 0) {
+    b.ready = true;
+    // Buckets launch in order, as DDP's Reducer does.
+    while (s.next_launch < s.buckets.size() && s.buckets[s.next_launch].ready)
+      launch(s.next_launch++);
+  }
+}
+
+void BucketedReducer::launch(size_t bucket) {
+  auto& b = state_->buckets[bucket];
+  b.flat.div_(comm_.size());
+  if (mode_ == Mode::kAllReduce) b.work = comm_.allreduce_sum_async(b.flat);
+}
+
+void BucketedReducer::finalize_backward() {
+  auto& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.next_launch != s.buckets.size()) {
+    throw std::runtime_error("ddp-step: bucket " + std::to_string(s.next_launch) +
+                             " never became ready (a parameter produced no gradient)");
+  }
+  for (auto& b : s.buckets) {
+    if (b.work) b.work->wait();
+    for (size_t i : b.params) {
+      at::Tensor& g = s.params[i].mutable_grad();
+      g.copy_(b.flat.narrow(0, s.offset_of[i], s.params[i].numel()).view(g.sizes()));
+    }
+  }
+}
+
+DdpStepResult measure_ddp_step(TrainableModel& model, Trainer& trainer, Communicator& comm,
+                               const DdpStepOptions& opts) {
+  BucketedReducer reducer(model.parameters(), comm, opts.first_bucket_bytes, opts.bucket_cap_bytes);
+  auto one_step = [&](BucketedReducer::Mode mode) {
+    reducer.set_mode(mode);
+    comm.barrier();
+    reducer.prepare_for_backward();
+    const auto t0 = std::chrono::steady_clock::now();
+    trainer.step([&] { reducer.finalize_backward(); });
+    comm.synchronize();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::vector<double> with_comm, compute_only;
+  for (int i = 0; i < opts.warmup + opts.iterations; ++i) {
+    const double c = one_step(BucketedReducer::Mode::kComputeOnly);
+    const double w = one_step(BucketedReducer::Mode::kAllReduce);
+    if (i >= opts.warmup) {
+      compute_only.push_back(c);
+      with_comm.push_back(w);
+    }
+  }
+  DdpStepResult r;
+  r.bucket_cap_bytes = opts.bucket_cap_bytes;
+  r.first_bucket_bytes = opts.first_bucket_bytes;
+  r.buckets = static_cast<int>(reducer.bucket_count());
+  r.step_time_ms = mean_over_ranks(comm, median(with_comm)) * 1e3;
+  r.compute_only_step_time_ms = mean_over_ranks(comm, median(compute_only)) * 1e3;
+  r.exposed_comm_ms = std::max(0.0, r.step_time_ms - r.compute_only_step_time_ms);
+  r.comm_share = r.step_time_ms > 0 ? r.exposed_comm_ms / r.step_time_ms : 0;
+  return r;
+}
+
+}  // namespace commgate::probe

@@ -1,0 +1,257 @@
+#include "probe-job/probe_runner.h"
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <sched.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "core/quantity.h"
+#include "probe-job/allreduce_sweep.h"
+#include "probe-job/communicator.h"
+#include "probe-job/compute.h"
+#include "probe-job/ddp_step.h"
+#include "probe-job/gloo_communicator.h"
+#include "probe-job/nccl_communicator.h"
+#include "probe-job/net_interface.h"
+#include "probe-job/rendezvous.h"
+#include "probe-job/report.h"
+#include "probe-job/watchdog.h"
+
+namespace commgate::probe {
+namespace {
+
+// OpenBLAS (which CPU LibTorch calls for matmuls) keeps its own thread pool and does not
+// follow at::set_num_threads; with several ranks per machine it would oversubscribe.
+void set_blas_threads(int threads) {
+  using SetThreads = void (*)(int);
+  if (void* sym = dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) {
+    reinterpret_cast<SetThreads>(sym)(threads);
+  }
+}
+
+// "allreduce 16 MiB" -> "allreduce": ProbeError.stage is the stage's name.
+std::string stage_name(const std::string& stage) {
+  return stage.substr(0, stage.find(' '));
+}
+
+std::chrono::milliseconds to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+class StageFailure : public std::runtime_error {
+ public:
+  StageFailure(std::string stage, const std::string& message, int code)
+      : std::runtime_error(message), stage_(std::move(stage)), code_(code) {}
+  const std::string& stage() const { return stage_; }
+  int code() const { return code_; }
+
+ private:
+  std::string stage_;
+  int code_;
+};
+
+// A failed rank leaves at once: a process group whose peer is gone can block in its
+// destructor forever.
+[[noreturn]] void exit_now(std::ostream& out, std::ostream& err, int code) {
+  out.flush();
+  err.flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+}  // namespace
+
+int default_threads(int local_world_size) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int cores = 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+  return std::max(1, cores / std::max(1, local_world_size));
+}
+
+int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
+  const bool reporter = cfg.rank == 0;
+  ReportWriter writer(cfg, out, err);
+  writer.update([&](ProbeResult& r) {
+    r.start_time = Clock::now();
+    r.procs_per_node = cfg.local_world_size;
+    r.nodes = std::max(1, cfg.world_size / cfg.local_world_size);
+    r.note = cfg.note;
+    r.allreduce_dtype = "fp32";
+    r.warmup_iterations = cfg.warmup;
+    r.iterations = cfg.iterations;
+    r.backend = cfg.backend == BackendChoice::kNccl ? "nccl" : "gloo";
+    r.device = "cpu";
+  });
+
+  auto report_error = [&](const std::string& stage, const std::string& message) {
+    if (reporter) {
+      writer.publish([&](ProbeResult& r) { r.error = ProbeError{stage, message}; });
+    } else {
+      err << "commgate-probe rank " << cfg.rank << ": " << stage << ": " << message << "\n";
+      err.flush();
+    }
+  };
+
+  Watchdog watchdog(to_ms(cfg.timeout_s), [&](const std::string& stage, double elapsed) {
+    char msg[512];
+    std::snprintf(
+        msg, sizeof msg,
+        "timed out after %.0fs (--timeout %.0f) in stage \"%s\" on rank %d: a peer may have "
+        "stopped, or the link is much slower than the sweep assumes",
+        elapsed, cfg.timeout_s, stage.c_str(), cfg.rank);
+    report_error(stage_name(stage), msg);
+    std::_Exit(kExitTimeout);
+  });
+
+  try {
+    // Setup: threads, backend choice, the route to the master.
+    const int threads = cfg.threads > 0 ? cfg.threads : default_threads(cfg.local_world_size);
+    at::set_num_threads(threads);
+    set_blas_threads(threads);
+    at::globalContext().setFlushDenormal(true);
+    at::manual_seed(1 + cfg.rank);
+
+    const bool gpu =
+        nccl_backend_built() && visible_cuda_devices() > 0 && torch::cuda::is_available();
+    BackendChoice backend = cfg.backend;
+    if (backend == BackendChoice::kAuto)
+      backend = gpu ? BackendChoice::kNccl : BackendChoice::kGloo;
+    if (backend == BackendChoice::kNccl && !gpu) {
+      throw StageFailure(
+          "backend",
+          nccl_backend_built()
+              ? "--backend nccl: no GPU is visible to this process's CUDA-enabled LibTorch"
+              : "--backend nccl: this binary was built without the NCCL backend",
+          kExitFailed);
+    }
+    writer.update([&](ProbeResult& r) {
+      r.backend = backend == BackendChoice::kNccl ? "nccl" : "gloo";
+      r.device = backend == BackendChoice::kNccl ? "cuda" : "cpu";
+    });
+
+    watchdog.enter("rendezvous");
+    std::string route_error;
+    auto route = route_to(cfg.master_addr, &route_error);
+    if (!route) throw StageFailure("rendezvous", "MASTER_ADDR " + route_error, kExitRendezvous);
+    const std::string where = cfg.master_addr + ":" + std::to_string(cfg.master_port);
+    const double rdv_s = cfg.rendezvous_timeout_s > 0 ? cfg.rendezvous_timeout_s
+                                                      : std::max(1.0, watchdog.remaining_s() - 2.0);
+    c10::intrusive_ptr<c10d::Store> store;
+    RendezvousInfo info;
+    try {
+      store = connect_tcp_store(cfg.master_addr, cfg.master_port, cfg.rank, cfg.world_size,
+                                to_ms(rdv_s));
+      info = join_world(*store, where, cfg.rank, cfg.world_size, local_hostname(), to_ms(rdv_s));
+    } catch (const RendezvousError& e) {
+      throw StageFailure("rendezvous", e.what(), kExitRendezvous);
+    }
+    writer.update([&](ProbeResult& r) { r.hostnames = info.hostnames; });
+
+    watchdog.enter("backend");
+    std::unique_ptr<Communicator> comm;
+    const auto collective_timeout = to_ms(std::max(1.0, watchdog.remaining_s()));
+    if (backend == BackendChoice::kNccl) {
+      NcclOptions o;
+      o.local_rank = cfg.local_rank;
+      o.timeout = collective_timeout;
+      o.socket_interface = cfg.interface_name.empty() ? route->interface_name : cfg.interface_name;
+      comm = make_nccl_communicator(store, cfg.rank, cfg.world_size, o);
+    } else {
+      GlooOptions o;
+      o.interface_name = cfg.interface_name;
+      o.bind_address = route->address;
+      o.route_interface = route->interface_name;
+      o.timeout = collective_timeout;
+      comm = make_gloo_communicator(store, cfg.rank, cfg.world_size, o);
+    }
+    writer.update([&](ProbeResult& r) {
+      r.gpu_product = comm->device_product();
+      r.interface_name = comm->interface_name();
+      r.transport = comm->transport();
+    });
+
+    // The model comes first: its gradient size bounds the sweep.
+    std::unique_ptr<TrainableModel> model;
+    const bool autocast = comm->device().is_cuda();
+    if (!cfg.skip_compute) {
+      watchdog.enter("compute");
+      if (!cfg.torchscript.empty()) {
+        model = load_torchscript_model(cfg.torchscript, cfg.input_shape, comm->device(), autocast);
+      } else {
+        model = make_synthetic_mlp(synthetic_mlp_shape(cfg.parameters), cfg.batch_size,
+                                   comm->device(), autocast);
+      }
+    }
+    const double gradient_bytes = model ? parameter_count(model->parameters()) * 4 : cfg.max_bytes;
+
+    SweepOptions sweep;
+    sweep.max_bytes = std::min(cfg.max_bytes, gradient_bytes);
+    sweep.min_bytes = std::min(cfg.min_bytes, sweep.max_bytes);
+    sweep.factor = cfg.size_factor;
+    sweep.warmup = cfg.warmup;
+    sweep.iterations = cfg.iterations;
+    sweep.size_time_budget_s = cfg.size_time_budget_s;
+    SweepReport swept =
+        run_allreduce_sweep(*comm, sweep, [&](const std::string& s) { watchdog.enter(s); });
+    comm->refresh_transport();
+    writer.update([&](ProbeResult& r) {
+      r.allreduce = swept.results;
+      r.fit = swept.fit;
+      r.transport = comm->transport();
+      r.interface_name = comm->interface_name();
+    });
+    if (!swept.data_ok) {
+      std::string sizes;
+      for (const auto& a : swept.results) {
+        if (!a.data_check_ok) sizes += (sizes.empty() ? "" : ", ") + format_bytes(a.bytes);
+      }
+      throw StageFailure("allreduce",
+                         "data check failed: the all-reduced sum was wrong at " + sizes,
+                         kExitDataCheck);
+    }
+
+    if (model) {
+      watchdog.enter("compute");
+      Trainer trainer(*model, comm->device());
+      comm->barrier();  // every rank computes at once, as in training
+      ComputeResult c = measure_compute(*model, trainer, cfg.compute_warmup, cfg.compute_iterations,
+                                        autocast ? "bf16-amp" : "fp32");
+      for (double* v : {&c.step_time_ms, &c.forward_ms, &c.backward_ms, &c.optimizer_ms, &c.p10_ms,
+                        &c.p90_ms}) {
+        *v = mean_over_ranks(*comm, *v);
+      }
+      writer.update([&](ProbeResult& r) { r.compute = c; });
+
+      watchdog.enter("ddp-step");
+      DdpStepOptions d;
+      d.first_bucket_bytes = cfg.first_bucket_bytes;
+      d.bucket_cap_bytes = cfg.bucket_cap_bytes;
+      d.warmup = cfg.ddp_warmup;
+      d.iterations = cfg.ddp_iterations;
+      DdpStepResult ddp = measure_ddp_step(*model, trainer, *comm, d);
+      writer.update([&](ProbeResult& r) { r.ddp_step = ddp; });
+    }
+
+    // Rank 0 serves the store: nobody leaves before everybody is done with it.
+    watchdog.enter("finish");
+    comm->barrier();
+    watchdog.disarm();
+    if (reporter) writer.publish();
+    return kExitOk;
+  } catch (const StageFailure& e) {
+    report_error(e.stage(), e.what());
+    exit_now(out, err, e.code());
+  } catch (const std::exception& e) {
+    report_error(stage_name(watchdog.stage()), exception_text(e));
+    exit_now(out, err, kExitFailed);
+  }
+}
+
+}  // namespace commgate::probe
