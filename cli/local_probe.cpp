@@ -101,18 +101,20 @@ ProbeResult run_local_probe(const ModelSpec& model, const LocalProbeOptions& opt
         "); build it with `make build`, or pass --measurement FILE");
   }
   const bool measure_compute = model.parameters <= options.max_compute_parameters;
+  // The probe's all-reduce data is fp32 and its synthetic model trains in fp32 on CPU,
+  // so its compute step matches fp32-gradient jobs; others need stepTimeHintMs.
   std::vector<std::string> argv = {probe,
                                    "--local-ranks", std::to_string(options.ranks),
                                    "--timeout", std::to_string(options.timeout_seconds),
-                                   "--gradient-dtype", model.gradient_dtype,
                                    "--batch-size", std::to_string(model.batch_size),
                                    "--termination-log", "",
+                                   "--quiet",
                                    "--max-bytes", std::to_string(static_cast<long long>(
                                                       std::min(model.gradient_bytes(), 64.0 * 1048576)))};
   if (measure_compute) {
     argv.insert(argv.end(), {"--params", std::to_string(static_cast<long long>(model.parameters))});
   } else {
-    argv.push_back("--skip-compute");
+    argv.push_back("--no-compute");
   }
   std::string out, err;
   int rc = run_capture(argv, &out, &err);
