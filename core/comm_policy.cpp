@@ -124,7 +124,7 @@ nlohmann::json to_json(const CommPolicy& p) {
       {"onMissingMeasurement", to_string(s.on_missing_measurement)},
       {"probe",
        {{"timeoutSeconds", s.probe.timeout_seconds},
-        {"sizes", {{"min", format_count(s.probe.min_bytes)}, {"max", format_count(s.probe.max_bytes)}}},
+        {"sizes", {{"min", format_byte_quantity(s.probe.min_bytes)}, {"max", format_byte_quantity(s.probe.max_bytes)}}},
         {"iterations", s.probe.iterations},
         {"warmupIterations", s.probe.warmup_iterations},
         {"backend", s.probe.backend},

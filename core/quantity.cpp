@@ -170,6 +170,19 @@ std::string format_count(double value) {
   return buf;
 }
 
+std::string format_byte_quantity(double bytes) {
+  const double whole = std::floor(bytes);
+  if (whole != bytes || whole < 0 || whole > 9e18) return std::to_string(bytes);
+  auto n = static_cast<unsigned long long>(whole);
+  static const char* kSuffixes[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+  int i = 0;
+  while (n != 0 && n % 1024 == 0 && i < 6) {
+    n /= 1024;
+    ++i;
+  }
+  return std::to_string(n) + kSuffixes[i];
+}
+
 std::string format_bytes(double bytes) {
   static const std::vector<std::pair<double, const char*>> kScales = {
       {0x1p40, "TiB"}, {0x1p30, "GiB"}, {0x1p20, "MiB"}, {0x1p10, "KiB"}};

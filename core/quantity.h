@@ -25,6 +25,10 @@ std::string format_duration(std::chrono::nanoseconds d);
 // Human-readable counts: 340000000 -> "340M", 7000000000 -> "7G" (decimal SI).
 std::string format_count(double value);
 
+// A byte count as an exact Kubernetes quantity: 67108864 -> "64Mi", 1000 -> "1000".
+// Round-trips through parse_quantity.
+std::string format_byte_quantity(double bytes);
+
 // Human-readable byte sizes: 26214400 -> "25 MiB".
 std::string format_bytes(double bytes);
 

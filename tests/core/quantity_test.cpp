@@ -84,6 +84,13 @@ TEST(Format, counts_and_bytes) {
   EXPECT_EQ(format_count(7e9), "7G");
   EXPECT_EQ(format_bytes(25.0 * 1048576), "25 MiB");
   EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_byte_quantity(64.0 * 1048576), "64Mi");
+  EXPECT_EQ(format_byte_quantity(8192), "8Ki");
+  EXPECT_EQ(format_byte_quantity(1000), "1000");
+  EXPECT_EQ(format_byte_quantity(0), "0");
+  for (double b : {1.0, 1536.0, 8192.0, 3.0 * 1048576, 1e9}) {
+    EXPECT_DOUBLE_EQ(*parse_quantity(format_byte_quantity(b), nullptr), b);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include "core/comm_policy.h"
+#include "core/yaml_json.h"
+
+namespace commgate {
+namespace {
+
+using Json = nlohmann::json;
+
+Json minimal_policy() {
+  return {{"apiVersion", "commgate.io/v1alpha1"},
+          {"kind", "CommPolicy"},
+          {"metadata", {{"name", "team-a"}}},
+          {"spec", {{"maxCommShare", 0.3}}}};
+}
+
+struct Case {
+  std::string name;
+  std::string pointer;
+  std::optional<Json> value;
+  std::string want_path;
+  std::string want_message;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class CommPolicyErrors : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CommPolicyErrors, names_the_field) {
+  const Case& c = GetParam();
+  Json doc = minimal_policy();
+  Json::json_pointer p(c.pointer);
+  if (c.value) doc[p] = *c.value;
+  else doc[p.parent_pointer()].erase(p.back());
+  try {
+    parse_comm_policy(doc);
+    FAIL() << "expected a ValidationError";
+  } catch (const ValidationError& e) {
+    bool found = false;
+    for (const auto& fe : e.errors().all()) {
+      if (fe.path == c.want_path && fe.message.find(c.want_message) != std::string::npos) found = true;
+    }
+    EXPECT_TRUE(found) << "want " << c.want_path << ": ..." << c.want_message << "\ngot:\n" << e.errors().to_string();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Parsing, CommPolicyErrors,
+    ::testing::Values(
+        Case{"missing_max_comm_share", "/spec/maxCommShare", std::nullopt, "spec.maxCommShare", "required"},
+        Case{"max_comm_share_above_one", "/spec/maxCommShare", 1.5, "spec.maxCommShare", "must be <= 1, got 1.5"},
+        Case{"max_comm_share_percent_string", "/spec/maxCommShare", "30%", "spec.maxCommShare", "must be a number"},
+        Case{"efficiency_negative", "/spec/minScalingEfficiency", -0.1, "spec.minScalingEfficiency", "must be >= 0"},
+        Case{"unknown_action", "/spec/enforcementAction", "reject", "spec.enforcementAction",
+             "must be one of downsize, deny, warn, dryrun"},
+        Case{"unknown_missing_action", "/spec/onMissingMeasurement", "wait", "spec.onMissingMeasurement",
+             "must be one of gate, admit, deny"},
+        Case{"ttl_without_unit", "/spec/measurementTTL", "24", "spec.measurementTTL", "must be a duration"},
+        Case{"ttl_in_days", "/spec/measurementTTL", "1d", "spec.measurementTTL", "must be a duration"},
+        Case{"ttl_as_number", "/spec/measurementTTL", 3600, "spec.measurementTTL", "must be a duration string"},
+        Case{"namespaced_policy", "/metadata/namespace", "default", "metadata.namespace", "cluster-scoped"},
+        Case{"selector_bad_operator", "/spec/namespaceSelector",
+             Json{{"matchExpressions", {{{"key", "team"}, {"operator", "Equals"}, {"values", {"a"}}}}}},
+             "spec.namespaceSelector.matchExpressions[0].operator", "must be one of In, NotIn"},
+        Case{"selector_in_without_values", "/spec/namespaceSelector",
+             Json{{"matchExpressions", {{{"key", "team"}, {"operator", "In"}}}}},
+             "spec.namespaceSelector.matchExpressions[0].values", "must be non-empty"},
+        Case{"probe_backend_mpi", "/spec/probe", Json{{"backend", "mpi"}}, "spec.probe.backend", "must be one of auto"},
+        Case{"probe_timeout_too_short", "/spec/probe", Json{{"timeoutSeconds", 1}}, "spec.probe.timeoutSeconds",
+             "must be >= 10"},
+        Case{"probe_sizes_inverted", "/spec/probe", Json{{"sizes", {{"min", "64Mi"}, {"max", "1Mi"}}}},
+             "spec.probe.sizes.min", "must be <= spec.probe.sizes.max"},
+        Case{"probe_max_nodes_one", "/spec/probe", Json{{"maxNodes", 1}}, "spec.probe.maxNodes", "must be >= 2"},
+        Case{"service_account_without_namespace", "/spec/exemptions", Json{{"serviceAccounts", {"nightly"}}},
+             "spec.exemptions.serviceAccounts[0]", "must be \"namespace/name\""},
+        Case{"users_not_a_list", "/spec/exemptions", Json{{"users", "alice"}}, "spec.exemptions.users",
+             "must be a list of strings"},
+        Case{"retry_max_below_base", "/spec/retryStrategy",
+             Json{{"backoffBaseSeconds", 60}, {"backoffMaxSeconds", 10}}, "spec.retryStrategy.backoffMaxSeconds",
+             "must be >= backoffBaseSeconds (60)"},
+        Case{"unknown_field_hint", "/spec/maxCommShar", 0.3, "spec.maxCommShar",
+             "unknown field (did you mean \"maxCommShare\"?)"}),
+    [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
+
+TEST(CommPolicyParsing, applies_defaults) {
+  CommPolicy p = parse_comm_policy(minimal_policy());
+  EXPECT_EQ(p.spec.enforcement_action, EnforcementAction::kDownsize);
+  EXPECT_EQ(p.spec.on_missing_measurement, MissingMeasurementAction::kGate);
+  EXPECT_EQ(p.spec.measurement_ttl, std::chrono::hours(24));
+  EXPECT_FALSE(p.spec.min_scaling_efficiency);
+  EXPECT_EQ(p.spec.probe.backend, "auto");
+  EXPECT_EQ(p.spec.probe.max_nodes, 4);
+  EXPECT_TRUE(p.spec.namespace_selector.empty());
+}
+
+TEST(CommPolicyParsing, round_trips_through_json) {
+  auto docs = parse_manifests(R"(
+apiVersion: commgate.io/v1alpha1
+kind: CommPolicy
+metadata: {name: strict}
+spec:
+  maxCommShare: 0.25
+  minScalingEfficiency: 0.8
+  enforcementAction: deny
+  onMissingMeasurement: admit
+  measurementTTL: 1h30m
+  namespaceSelector:
+    matchLabels: {team: nlp}
+    matchExpressions: [{key: tier, operator: NotIn, values: [dev]}]
+  probe: {image: "probe:1", timeoutSeconds: 120, sizes: {min: 8Ki, max: 64Mi}, iterations: 10, backend: gloo, maxNodes: 3}
+  exemptions: {users: [alice], groups: [admins], serviceAccounts: [bench/nightly]}
+  retryStrategy: {backoffLimitCount: 5, backoffBaseSeconds: 10, backoffMaxSeconds: 300}
+)");
+  CommPolicy a = parse_comm_policy(docs.at(0));
+  CommPolicy b = parse_comm_policy(to_json(a));
+  EXPECT_EQ(to_json(a), to_json(b));
+  EXPECT_EQ(b.spec.measurement_ttl, std::chrono::minutes(90));
+  EXPECT_DOUBLE_EQ(b.spec.probe.max_bytes, 64.0 * 1048576);
+  EXPECT_TRUE(b.spec.namespace_selector.matches({{"team", "nlp"}, {"tier", "prod"}}));
+  EXPECT_FALSE(b.spec.namespace_selector.matches({{"team", "nlp"}, {"tier", "dev"}}));
+  EXPECT_FALSE(b.spec.namespace_selector.matches({{"tier", "prod"}}));
+}
+
+TEST(LabelSelector, operators_behave_as_in_kubernetes) {
+  LabelSelector s;
+  s.match_expressions = {{"a", "Exists", {}}, {"b", "DoesNotExist", {}}, {"c", "In", {"1", "2"}}};
+  EXPECT_TRUE(s.matches({{"a", ""}, {"c", "2"}}));
+  EXPECT_FALSE(s.matches({{"a", ""}, {"b", "x"}, {"c", "2"}}));
+  EXPECT_FALSE(s.matches({{"a", ""}, {"c", "3"}}));
+  EXPECT_TRUE(LabelSelector{}.matches({}));
+}
+
+}  // namespace
+}  // namespace commgate

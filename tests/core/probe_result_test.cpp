@@ -1,0 +1,170 @@
+#include "core/probe_result.h"
+
+#include <gtest/gtest.h>
+
+#include "core/comm_profile.h"
+#include "core/measurement.h"
+#include "core/training_job.h"
+#include "tests/support/builders.h"
+
+namespace commgate {
+namespace {
+
+ProbeResult full_result(size_t sizes) {
+  ProbeResult r;
+  r.start_time = testing::test_now();
+  r.duration_seconds = 12.5;
+  r.nodes = 4;
+  r.procs_per_node = 8;
+  r.backend = "nccl";
+  r.transport = "ib";
+  r.interface_name = "ib0";
+  r.device = "cuda";
+  r.gpu_product = "NVIDIA H100 80GB HBM3";
+  for (size_t i = 0; i < 32; ++i) r.hostnames.push_back("gpu-node-" + std::to_string(i) + ".cluster.example");
+  r.warmup_iterations = 5;
+  r.iterations = 20;
+  double bytes = 4096;
+  for (size_t i = 0; i < sizes; ++i, bytes *= 2) r.allreduce.push_back({bytes, 100 + bytes / 1e4, 1.2345678, 2.3456789, true});
+  r.fit.ranks = 32;
+  r.fit.latency_s = 42e-6;
+  r.fit.busbw_bytes_per_s = 11.5e9;
+  r.fit.max_relative_residual = 0.04;
+  ComputeResult c;
+  c.parameters = 340e6;
+  c.model = "synthetic-mlp";
+  c.precision = "bf16-amp";
+  c.batch_size = 16;
+  c.iterations = 10;
+  c.step_time_ms = 210.123456;
+  c.forward_ms = 60;
+  c.backward_ms = 130;
+  c.optimizer_ms = 20.123456;
+  r.compute = c;
+  r.ddp_step = DdpStepResult{25 * 1048576.0, 1048576.0, 14, 260, 211, 49, 0.188};
+  r.note = "recorded in a test";
+  return r;
+}
+
+TEST(ProbeResultSchema, round_trips) {
+  ProbeResult a = full_result(12);
+  ProbeResult b = parse_probe_result(to_json(a));
+  EXPECT_EQ(to_json(a), to_json(b));
+  EXPECT_EQ(b.allreduce.size(), 12u);
+  EXPECT_EQ(b.fit.ranks, 32);
+  EXPECT_NEAR(b.fit.busbw_bytes_per_s, 11.5e9, 1);
+  ASSERT_TRUE(b.ddp_step);
+  EXPECT_DOUBLE_EQ(b.ddp_step->comm_share, 0.188);
+}
+
+TEST(ProbeResultSchema, compact_form_fits_the_termination_message) {
+  // Even a report with a long sweep and many hosts fits in 4096 bytes, and parses.
+  ProbeResult r = full_result(40);
+  std::string compact = compact_probe_result(r);
+  EXPECT_LE(compact.size(), kTerminationMessageLimit);
+  ProbeResult back = parse_probe_result(nlohmann::json::parse(compact));
+  EXPECT_EQ(back.allreduce.size(), 1u);  // the largest size only
+  EXPECT_NEAR(back.fit.busbw_bytes_per_s, 11.5e9, 1e6);
+  EXPECT_NEAR(back.compute->step_time_ms, 210.1, 0.01);
+}
+
+TEST(ProbeResultSchema, compact_form_cuts_a_huge_error_message) {
+  ProbeResult r = full_result(4);
+  r.error = ProbeError{"allreduce", std::string(10000, 'x')};
+  std::string compact = compact_probe_result(r);
+  EXPECT_LE(compact.size(), kTerminationMessageLimit);
+  EXPECT_EQ(parse_probe_result(nlohmann::json::parse(compact)).error->stage, "allreduce");
+}
+
+TEST(ProbeResultSchema, ignores_unknown_fields_from_newer_probes) {
+  auto j = to_json(full_result(2));
+  j["somethingNew"] = {{"x", 1}};
+  EXPECT_NO_THROW(parse_probe_result(j));
+}
+
+TEST(ProbeResultSchema, rejects_wrong_schema_version) {
+  auto j = to_json(full_result(2));
+  j["apiVersion"] = "commgate.io/v2";
+  EXPECT_THROW(parse_probe_result(j), ValidationError);
+}
+
+TEST(CommProfile, records_probe_results_and_round_trips) {
+  CommProfile p;
+  p.metadata.name = pool_name({{"gpu", "h100"}});
+  p.node_selector = {{"gpu", "h100"}};
+  record_probe_result(p, full_result(8));
+  ProbeResult other = full_result(8);
+  other.compute->parameters = 7e9;
+  record_probe_result(p, other);
+  record_probe_result(p, full_result(8));  // replaces the first 340M record
+  ASSERT_EQ(p.status.compute_steps.size(), 2u);
+  CommProfile back = parse_comm_profile(to_json(p));
+  EXPECT_EQ(to_json(back), to_json(p));
+  EXPECT_EQ(back.status.link->nodes_probed, 4);
+}
+
+TEST(CommProfile, keeps_a_bounded_number_of_compute_records) {
+  CommProfile p;
+  p.metadata.name = "pool-all";
+  for (int i = 0; i < 20; ++i) {
+    ProbeResult r = full_result(2);
+    r.compute->parameters = 1e6 * (i + 1);
+    record_probe_result(p, r, 16);
+  }
+  EXPECT_EQ(p.status.compute_steps.size(), 16u);
+  EXPECT_DOUBLE_EQ(p.status.compute_steps.front().parameters, 5e6);  // oldest dropped first
+}
+
+TEST(CommProfile, pool_names_are_canonical) {
+  EXPECT_EQ(pool_name({}), "pool-all");
+  std::map<std::string, std::string> a = {{"b", "2"}, {"a", "1"}};
+  std::map<std::string, std::string> b = {{"a", "1"}, {"b", "2"}};
+  EXPECT_EQ(pool_name(a), pool_name(b));
+  EXPECT_NE(pool_name({{"a", "1"}}), pool_name({{"a", "2"}}));
+  EXPECT_LE(pool_name(a).size(), 63u);
+}
+
+TEST(Measurement, uses_compute_only_for_the_same_model) {
+  ProbeResult r = full_result(4);
+  ModelSpec same;
+  same.parameters = 340e6;
+  Measurement m = measurement_from_probe(r, same, "x");
+  ASSERT_TRUE(m.compute);
+  EXPECT_NEAR(m.compute->total_s(), 0.210123, 1e-6);
+  EXPECT_TRUE(m.measured_ddp_step);
+
+  ModelSpec other = same;
+  other.parameters = 25e6;
+  Measurement n = measurement_from_probe(r, other, "x");
+  EXPECT_FALSE(n.compute);
+  EXPECT_NE(n.compute_missing_reason.find("the probe measured 340M fp32"), std::string::npos);
+
+  other.step_time_hint_ms = 500;
+  Measurement h = measurement_from_probe(r, other, "x");
+  ASSERT_TRUE(h.compute);
+  EXPECT_EQ(h.compute_source, ComputeSource::kHint);
+  EXPECT_NEAR(h.compute->total_s(), 0.5, 1e-9);
+}
+
+TEST(Measurement, from_profile_takes_the_newest_matching_record_and_its_age) {
+  CommProfile p;
+  p.metadata.name = "pool-all";
+  ProbeResult old_run = full_result(4);
+  old_run.start_time = testing::test_now() - std::chrono::hours(30);
+  record_probe_result(p, old_run);
+  ProbeResult link_only = full_result(4);
+  link_only.compute.reset();
+  record_probe_result(p, link_only);  // fresh link, no compute
+  ModelSpec model;
+  model.parameters = 340e6;
+  model.batch_size = 16;
+  auto m = measurement_from_profile(p, model);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->compute);
+  // The compute record is 30 h old, so the measurement as a whole is.
+  EXPECT_EQ(m->measured_at, old_run.start_time);
+  EXPECT_FALSE(measurement_from_profile(CommProfile{}, model));
+}
+
+}  // namespace
+}  // namespace commgate
