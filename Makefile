@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build test demo bench format lint clean
+.PHONY: deps configure build test test-sanitize demo bench format lint clean
 
 deps:
 	./scripts/install-deps.sh
@@ -16,6 +16,14 @@ build: configure
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS) $(CTEST_FLAGS)
+
+# The CPU-only parts (no LibTorch) again under AddressSanitizer and UBSan.
+test-sanitize: deps
+	cmake -S . -B $(BUILD_DIR)-asan -DCMAKE_BUILD_TYPE=Debug -DCOMMGATE_SANITIZE=ON \
+	  -DCOMMGATE_BUILD_PROBE=OFF -DCOMMGATE_BUILD_BENCH=OFF >/dev/null
+	cmake --build $(BUILD_DIR)-asan -j$(JOBS)
+	cd $(BUILD_DIR)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS) -L unit
 
 demo: build
 	./scripts/demo.sh $(BUILD_DIR)
