@@ -13,17 +13,16 @@ bool valid_name(std::string_view name, bool allow_colon) {
   if (name.empty()) return false;
   for (size_t i = 0; i < name.size(); ++i) {
     const char c = name[i];
-    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-                       (allow_colon && c == ':');
+    const bool alpha =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (allow_colon && c == ':');
     const bool digit = c >= '0' && c <= '9';
     if (!(alpha || (digit && i > 0))) return false;
   }
   return true;
 }
 
-std::string render_labels(const Labels& labels, std::string_view extra_key = {},
-                          std::string_view extra_value = {}) {
-  if (labels.empty() && extra_key.empty()) return {};
+std::string render_labels(const Labels& labels) {
+  if (labels.empty()) return {};
   std::string out = "{";
   bool first = true;
   for (const auto& [k, v] : labels) {
@@ -33,13 +32,6 @@ std::string render_labels(const Labels& labels, std::string_view extra_key = {},
     out += k;
     out += "=\"";
     out += prometheus_escape_label(v);
-    out += '"';
-  }
-  if (!extra_key.empty()) {
-    if (!first) out += ',';
-    out += extra_key;
-    out += "=\"";
-    out += extra_value;
     out += '"';
   }
   out += '}';
@@ -135,8 +127,8 @@ Histogram::Histogram(std::vector<double> upper_bounds) : bounds_(std::move(upper
 }
 
 void Histogram::observe(double v) {
-  const size_t i = static_cast<size_t>(
-      std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
+  const size_t i =
+      static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
   counts_[i].fetch_add(1, std::memory_order_relaxed);
   sum_.fetch_add(v, std::memory_order_relaxed);
   count_.fetch_add(1, std::memory_order_relaxed);
@@ -222,8 +214,8 @@ std::string Registry::render() const {
             out += name + "_bucket" + with_le(labels, prometheus_number(snap.upper_bounds[i])) +
                    ' ' + std::to_string(snap.cumulative_counts[i]) + '\n';
           }
-          out += name + "_bucket" + with_le(labels, "+Inf") + ' ' + std::to_string(snap.count) +
-                 '\n';
+          out +=
+              name + "_bucket" + with_le(labels, "+Inf") + ' ' + std::to_string(snap.count) + '\n';
           out += name + "_sum" + labels + ' ' + prometheus_number(snap.sum) + '\n';
           out += name + "_count" + labels + ' ' + std::to_string(snap.count) + '\n';
         }

@@ -30,8 +30,7 @@ Router& Router::add(std::string method, std::string path, Handler handler) {
 bool Router::matches(const Route& route, std::string_view path) const {
   if (!route.prefix) return path == route.path;
   if (!path.starts_with(route.path)) return false;
-  return path.size() == route.path.size() || path[route.path.size()] == '/' ||
-         route.path.empty();
+  return path.size() == route.path.size() || path[route.path.size()] == '/' || route.path.empty();
 }
 
 Response Router::dispatch(const Request& request) const {

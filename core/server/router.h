@@ -18,8 +18,12 @@ class Router {
   // also answers HEAD (the body is dropped). Adding the same method and path twice throws
   // std::invalid_argument.
   Router& add(std::string method, std::string path, Handler handler);
-  Router& get(std::string path, Handler handler) { return add("GET", std::move(path), std::move(handler)); }
-  Router& post(std::string path, Handler handler) { return add("POST", std::move(path), std::move(handler)); }
+  Router& get(std::string path, Handler handler) {
+    return add("GET", std::move(path), std::move(handler));
+  }
+  Router& post(std::string path, Handler handler) {
+    return add("POST", std::move(path), std::move(handler));
+  }
 
   // Finds the handler and calls it, or builds the 404/405 answer. Exceptions from the
   // handler propagate (the server turns them into 500).

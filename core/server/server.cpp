@@ -1,5 +1,6 @@
 #include "core/server/server.h"
 
+#include <array>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -11,7 +12,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <array>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -41,10 +41,10 @@ constexpr std::size_t kIdleReadBytes = 4096;
 
 struct Counters {
   std::atomic<uint64_t> connections_accepted{0}, connections_rejected{0}, connections_active{0},
-      accept_errors{0}, handshake_failures{0}, tls_reloads{0}, tls_reload_failures{0},
-      requests{0}, handler_exceptions{0}, timeouts_handshake{0}, timeouts_idle{0},
-      timeouts_header{0}, timeouts_body{0}, timeouts_write{0}, streams_active{0},
-      streams_dropped_slow{0}, bytes_read{0}, bytes_written{0};
+      accept_errors{0}, handshake_failures{0}, tls_reloads{0}, tls_reload_failures{0}, requests{0},
+      handler_exceptions{0}, timeouts_handshake{0}, timeouts_idle{0}, timeouts_header{0},
+      timeouts_body{0}, timeouts_write{0}, streams_active{0}, streams_dropped_slow{0},
+      bytes_read{0}, bytes_written{0};
   std::atomic<uint64_t> by_class[5] = {0, 0, 0, 0, 0};
 };
 
@@ -60,16 +60,19 @@ void default_log(LogLevel level, std::string_view message) {
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
-std::string to_string(beast::string_view s) { return std::string(s.data(), s.size()); }
+std::string to_string(beast::string_view s) {
+  return std::string(s.data(), s.size());
+}
 
-bool is_timeout(const error_code& ec) { return ec == beast::error::timeout; }
+bool is_timeout(const error_code& ec) {
+  return ec == beast::error::timeout;
+}
 
 // Accept errors that mean "out of a resource": back off instead of spinning.
 bool is_resource_exhaustion(const error_code& ec) {
   return ec == boost::system::errc::too_many_files_open ||
          ec == boost::system::errc::too_many_files_open_in_system ||
-         ec == boost::system::errc::no_buffer_space ||
-         ec == boost::system::errc::not_enough_memory;
+         ec == boost::system::errc::no_buffer_space || ec == boost::system::errc::not_enough_memory;
 }
 
 bool is_reserved_header(std::string_view name) {
@@ -148,7 +151,7 @@ class StreamState final : public StreamSink {
 
   // Connection side (on its strand).
   struct Take {
-    std::string framed;  // chunk-encoded bytes to write now
+    std::string framed;   // chunk-encoded bytes to write now
     bool finish = false;  // after `framed`: the last chunk, then close
     bool overflow = false;
   };
@@ -259,8 +262,7 @@ struct Server::Impl {
     if (cls >= 0 && cls < 5) counters.by_class[cls].fetch_add(1, std::memory_order_relaxed);
   }
 
-  void report(std::string_view method, std::string_view path, int status,
-              Clock::time_point start) {
+  void report(std::string_view method, std::string_view path, int status, Clock::time_point start) {
     count_response(status);
     if (!opts.on_response) return;
     ResponseRecord r;
@@ -374,10 +376,9 @@ class Connection final : public ConnectionBase,
     if constexpr (kTls) {
       state_ = State::kHandshake;
       lowest().expires_after(opts().handshake_timeout);
-      stream_.async_handshake(ssl::stream_base::server,
-                              [self = this->shared_from_this()](error_code ec) {
-                                self->on_handshake(ec);
-                              });
+      stream_.async_handshake(
+          ssl::stream_base::server,
+          [self = this->shared_from_this()](error_code ec) { self->on_handshake(ec); });
     } else {
       wait_request();
     }
@@ -466,10 +467,9 @@ class Connection final : public ConnectionBase,
 
   void read_body() {
     lowest().expires_after(opts().body_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = this->shared_from_this()](error_code ec, std::size_t n) {
-                       self->on_body(ec, n);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](error_code ec, std::size_t n) { self->on_body(ec, n); });
   }
 
   void on_body(error_code ec, std::size_t n) {
@@ -497,7 +497,8 @@ class Connection final : public ConnectionBase,
     r.path = r.target.substr(0, q);
     if (q != std::string::npos) r.query = r.target.substr(q + 1);
     r.version = static_cast<int>(req.version());
-    for (const auto& f : req) r.headers.emplace_back(to_string(f.name_string()), to_string(f.value()));
+    for (const auto& f : req)
+      r.headers.emplace_back(to_string(f.name_string()), to_string(f.value()));
     r.body = std::move(req.body());
     r.peer = peer_;
     return r;
@@ -533,8 +534,7 @@ class Connection final : public ConnectionBase,
       }
     } catch (const std::exception& e) {
       server_.counters.handler_exceptions.fetch_add(1);
-      server_.log(LogLevel::kError,
-                  "handler for " + method_ + " " + path_ + " threw: " + e.what());
+      server_.log(LogLevel::kError, "handler for " + method_ + " " + path_ + " threw: " + e.what());
       response = Response::text(500, "internal server error\n");
     } catch (...) {
       server_.counters.handler_exceptions.fetch_add(1);
@@ -568,8 +568,7 @@ class Connection final : public ConnectionBase,
     status_ = response.status;
     res_ = http::response<http::string_body>{};
     fill_head(res_, response);
-    const bool no_body = response.status < 200 || response.status == 204 ||
-                         response.status == 304;
+    const bool no_body = response.status < 200 || response.status == 204 || response.status == 304;
     const std::size_t body_size = no_body ? 0 : response.body.size();
     if (!head_only && !no_body) res_.body() = std::move(response.body);
     keep_alive_ = !drain && keep_alive_after_this();
@@ -660,18 +659,18 @@ class Connection final : public ConnectionBase,
     write_buf_ = std::move(t.framed);
     writing_ = true;
     lowest().expires_after(opts().write_timeout);
-    net::async_write(stream_, net::buffer(write_buf_),
-                     [self = this->shared_from_this(), finish = t.finish](error_code ec,
-                                                                          std::size_t n) {
-                       self->writing_ = false;
-                       self->server_.counters.bytes_written.fetch_add(n);
-                       if (ec) {
-                         if (is_timeout(ec)) self->server_.counters.timeouts_write.fetch_add(1);
-                         return self->end_stream(false);
-                       }
-                       if (finish) return self->end_stream(true);
-                       self->pump_stream();
-                     });
+    net::async_write(
+        stream_, net::buffer(write_buf_),
+        [self = this->shared_from_this(), finish = t.finish](error_code ec, std::size_t n) {
+          self->writing_ = false;
+          self->server_.counters.bytes_written.fetch_add(n);
+          if (ec) {
+            if (is_timeout(ec)) self->server_.counters.timeouts_write.fetch_add(1);
+            return self->end_stream(false);
+          }
+          if (finish) return self->end_stream(true);
+          self->pump_stream();
+        });
   }
 
   // The stream is over. After the last chunk the socket is half-closed rather than given a
@@ -898,8 +897,8 @@ void Server::Impl::stop() {
   }
   const auto left = live_connections();
   if (!left.empty()) {
-    log(LogLevel::kWarning, "shutdown deadline passed; closing " + std::to_string(left.size()) +
-                                " connection(s)");
+    log(LogLevel::kWarning,
+        "shutdown deadline passed; closing " + std::to_string(left.size()) + " connection(s)");
     for (auto& c : left) c->force_close();
   }
   {
@@ -916,12 +915,22 @@ void Server::Impl::stop() {
 Server::Server(ServerOptions options, Router router)
     : impl_(std::make_shared<Impl>(std::move(options), std::move(router))) {}
 
-Server::~Server() { stop(); }
+Server::~Server() {
+  stop();
+}
 
-void Server::start() { impl_->start(); }
-void Server::stop() { impl_->stop(); }
-uint16_t Server::port() const { return impl_->bound_port.load(); }
-bool Server::reload_tls_now() { return impl_->poll_certs(); }
+void Server::start() {
+  impl_->start();
+}
+void Server::stop() {
+  impl_->stop();
+}
+uint16_t Server::port() const {
+  return impl_->bound_port.load();
+}
+bool Server::reload_tls_now() {
+  return impl_->poll_certs();
+}
 
 ServerStats Server::stats() const {
   const Counters& c = impl_->counters;

@@ -41,15 +41,15 @@ struct TlsFiles {
 
 struct ServerOptions {
   std::string address = "127.0.0.1";  // "0.0.0.0" / "::" to listen on all interfaces
-  uint16_t port = 0;                   // 0: any free port, see Server::port()
-  std::optional<TlsFiles> tls;         // required unless plain_http
-  bool plain_http = false;             // plain HTTP: only for tests that ask for it
-  int threads = 0;                     // 0: one per core
+  uint16_t port = 0;                  // 0: any free port, see Server::port()
+  std::optional<TlsFiles> tls;        // required unless plain_http
+  bool plain_http = false;            // plain HTTP: only for tests that ask for it
+  int threads = 0;                    // 0: one per core
 
-  std::size_t max_body_bytes = 7 * 1024 * 1024;  // larger: 413 and close
-  std::size_t max_header_bytes = 64 * 1024;      // request line + headers; larger: 431
-  std::size_t max_connections = 4096;            // beyond: accepted and closed at once
-  std::size_t max_requests_per_connection = 0;   // 0: unlimited; else Connection: close
+  std::size_t max_body_bytes = 7 * 1024 * 1024;        // larger: 413 and close
+  std::size_t max_header_bytes = 64 * 1024;            // request line + headers; larger: 431
+  std::size_t max_connections = 4096;                  // beyond: accepted and closed at once
+  std::size_t max_requests_per_connection = 0;         // 0: unlimited; else Connection: close
   std::size_t stream_buffer_limit = 16 * 1024 * 1024;  // bytes queued on one stream
 
   std::chrono::milliseconds handshake_timeout{10'000};  // TCP accept to TLS established
@@ -63,7 +63,7 @@ struct ServerOptions {
   std::chrono::milliseconds accept_backoff_min{5};      // after EMFILE/ENFILE/ENOBUFS/ENOMEM,
   std::chrono::milliseconds accept_backoff_max{1'000};  // doubling up to this
 
-  LogFunction log;                                      // default: one line to stderr
+  LogFunction log;                                         // default: one line to stderr
   std::function<void(const ResponseRecord&)> on_response;  // optional
 };
 
@@ -76,7 +76,7 @@ struct ServerStats {
   uint64_t handshake_failures = 0;  // includes connections closed before the handshake
   uint64_t tls_reloads = 0;         // certificate pairs loaded after start
   uint64_t tls_reload_failures = 0;
-  uint64_t requests = 0;            // responses sent, by status class below
+  uint64_t requests = 0;                             // responses sent, by status class below
   uint64_t responses_by_class[5] = {0, 0, 0, 0, 0};  // 1xx..5xx
   uint64_t handler_exceptions = 0;
   uint64_t timeouts_handshake = 0;

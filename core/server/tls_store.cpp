@@ -76,8 +76,8 @@ void TlsStore::load_initial() {
     std::lock_guard ctx_lock(mu_);
     ctx_ = std::move(ctx);
   } catch (const std::exception& e) {
-    throw std::runtime_error("cannot load TLS pair " + files_.cert_file + " / " +
-                             files_.key_file + ": " + e.what());
+    throw std::runtime_error("cannot load TLS pair " + files_.cert_file + " / " + files_.key_file +
+                             ": " + e.what());
   }
 }
 

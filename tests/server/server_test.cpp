@@ -1,0 +1,505 @@
+// Loopback integration tests of the shared HTTPS server: real sockets, real TLS with a CA
+// made at test time, short timeouts, conditions polled with deadlines (no sleeps to wait
+// for state).
+#include "core/server/server.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "tests/server/test_client.h"
+#include "tests/server/test_pki.h"
+
+namespace commgate::server {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Client;
+using testing::TestPki;
+using ms = std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+bool wait_until(const std::function<bool()>& condition, ms timeout = 5000ms) {
+  const auto deadline = Clock::now() + timeout;
+  while (!condition()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(2ms);  // poll interval, not a wait for state
+  }
+  return true;
+}
+
+// Shared state the test routes talk to.
+struct Probe {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release_block = false;
+  std::atomic<bool> in_block{false};
+  std::shared_ptr<StreamSink> sink;
+  std::atomic<bool> on_close_ran{false};
+
+  void release() {
+    std::lock_guard lock(mu);
+    release_block = true;
+    cv.notify_all();
+  }
+  std::shared_ptr<StreamSink> wait_sink() {
+    std::shared_ptr<StreamSink> s;
+    wait_until([&] {
+      std::lock_guard lock(mu);
+      s = sink;
+      return s != nullptr;
+    });
+    return s;
+  }
+};
+
+Router test_router(const std::shared_ptr<Probe>& probe) {
+  Router r;
+  r.get("/hello", [](const Request&) { return Response::text(200, "hello"); });
+  r.post("/echo", [](const Request& req) {
+    return Response::json(200, req.body).with_header("X-Peer", req.peer);
+  });
+  r.get("/boom", [](const Request&) -> Response { throw std::runtime_error("kaboom"); });
+  r.get("/block", [probe](const Request&) {
+    probe->in_block = true;
+    std::unique_lock lock(probe->mu);
+    probe->cv.wait_for(lock, 10s, [&] { return probe->release_block; });
+    return Response::text(200, "released");
+  });
+  r.get("/watch", [probe](const Request&) {
+    return Response::streaming(200, "application/json", [probe](std::shared_ptr<StreamSink> s) {
+      s->on_close([probe] { probe->on_close_ran = true; });
+      std::lock_guard lock(probe->mu);
+      probe->sink = std::move(s);
+    });
+  });
+  return r;
+}
+
+class Harness {
+ public:
+  explicit Harness(const std::function<void(ServerOptions&)>& tweak = {})
+      : probe(std::make_shared<Probe>()) {
+    pki.issue_server_cert(100);
+    ServerOptions o;
+    o.tls = TlsFiles{pki.cert_file(), pki.key_file()};
+    o.threads = 2;
+    o.handshake_timeout = 2s;
+    o.idle_timeout = 5s;
+    o.header_timeout = 1s;
+    o.body_timeout = 2s;
+    o.write_timeout = 2s;
+    o.linger_timeout = 1s;
+    o.shutdown_timeout = 3s;
+    o.cert_poll_interval = 20ms;
+    o.log = [this](LogLevel, std::string_view m) {
+      std::lock_guard lock(log_mu);
+      logs += std::string(m) + "\n";
+    };
+    if (tweak) tweak(o);
+    plain = o.plain_http;
+    server = std::make_unique<Server>(std::move(o), test_router(probe));
+    server->start();
+  }
+
+  std::unique_ptr<Client> client(bool connect = true) {
+    auto c = std::make_unique<Client>(server->port(), plain ? "" : pki.ca_file());
+    if (connect) {
+      const std::string err = c->connect();
+      EXPECT_EQ(err, "");
+    }
+    return c;
+  }
+  std::string log_text() {
+    std::lock_guard lock(log_mu);
+    return logs;
+  }
+
+  TestPki pki;
+  std::shared_ptr<Probe> probe;
+  bool plain = false;
+  std::mutex log_mu;
+  std::string logs;
+  std::unique_ptr<Server> server;  // last: stopped before the rest goes
+};
+
+std::string fd_list() {
+  std::string out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    out += e.path().filename().string() + "->" +
+           std::filesystem::read_symlink(e.path(), ec).string() + " ";
+  }
+  return out;
+}
+
+int open_fd_count() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// Sockets on `port` in CLOSE_WAIT (state 08), from /proc/net/tcp{,6}.
+int close_wait_count(uint16_t port) {
+  int n = 0;
+  char hex_port[8];
+  std::snprintf(hex_port, sizeof hex_port, "%04X", port);
+  for (const char* file : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(file);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream ss(line);
+      std::string sl, local, remote, state;
+      ss >> sl >> local >> remote >> state;
+      const auto colon = local.rfind(':');
+      if (colon != std::string::npos && local.substr(colon + 1) == hex_port && state == "08") ++n;
+    }
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------
+
+TEST(Server, serves_get_and_post_over_tls_with_keep_alive) {
+  Harness h;
+  auto c = h.client();
+  const auto r1 = c->request("GET", "/hello");
+  EXPECT_EQ(r1.status, 200);
+  EXPECT_EQ(r1.body, "hello");
+  EXPECT_TRUE(r1.keep_alive);
+  const auto r2 = c->request("POST", "/echo", R"({"kind":"AdmissionReview"})",
+                             {{"Content-Type", "application/json"}});
+  EXPECT_EQ(r2.status, 200);
+  EXPECT_EQ(r2.body, R"({"kind":"AdmissionReview"})");
+  EXPECT_EQ(r2.header("Content-Type"), "application/json");
+  EXPECT_TRUE(r2.header("X-Peer").starts_with("127.0.0.1:"));
+  const auto r3 = c->request("HEAD", "/hello");
+  EXPECT_EQ(r3.status, 200);
+  EXPECT_EQ(r3.header("Content-Length"), "5");
+  EXPECT_EQ(r3.body, "");
+  EXPECT_EQ(c->peer_serial(), 100);
+  const ServerStats s = h.server->stats();
+  EXPECT_EQ(s.connections_accepted, 1u);
+  EXPECT_EQ(s.responses_by_class[1], 3u);
+}
+
+TEST(Server, answers_404_and_405_with_allow) {
+  Harness h;
+  auto c = h.client();
+  EXPECT_EQ(c->request("GET", "/nope").status, 404);
+  const auto r = c->request("DELETE", "/echo");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.header("Allow"), "POST");
+  EXPECT_TRUE(r.keep_alive);
+  EXPECT_EQ(c->request("GET", "/hello").status, 200);  // same connection
+}
+
+TEST(Server, rejects_a_10mb_body_with_413_and_keeps_serving) {
+  Harness h;
+  auto c = h.client();
+  const auto r = c->request("POST", "/echo", std::string(10 * 1024 * 1024, 'x'));
+  EXPECT_EQ(r.status, 413);
+  EXPECT_FALSE(r.keep_alive);
+  auto c2 = h.client();
+  EXPECT_EQ(c2->request("POST", "/echo", std::string(1024 * 1024, 'y')).status, 200);
+}
+
+TEST(Server, answers_400_to_malformed_requests_and_closes) {
+  Harness h;
+  for (const std::string bad :
+       {"THIS IS NOT HTTP\r\n\r\n", "GET /hello HTTP/1.1\r\nNo colon here\r\n\r\n",
+        "GET /hello HTTP/1.1\r\nContent-Length: 12abc\r\n\r\n"}) {
+    auto c = h.client();
+    ASSERT_TRUE(c->write_raw(bad));
+    const std::string got = c->read_raw_until_closed(3s);
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 400")) << bad << " -> " << got;
+  }
+  EXPECT_EQ(h.client()->request("GET", "/hello").status, 200);
+}
+
+TEST(Server, answers_431_to_oversized_headers) {
+  Harness h;
+  auto c = h.client();
+  ASSERT_TRUE(
+      c->write_raw("GET /hello HTTP/1.1\r\nX-Big: " + std::string(100'000, 'a') + "\r\n\r\n"));
+  EXPECT_TRUE(c->read_raw_until_closed(3s).starts_with("HTTP/1.1 431"));
+}
+
+TEST(Server, cuts_off_a_slowloris_client_while_serving_others) {
+  Harness h;  // header_timeout 1 s
+  auto attacker = h.client();
+  std::atomic<bool> done{false};
+  const auto started = Clock::now();
+  std::thread slow([&] {
+    attacker->write_raw("GET /hello HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    while (!done && attacker->write_raw("a", 1s)) {
+      std::this_thread::sleep_for(200ms);  // the attack's pace: one header byte per 200 ms
+    }
+  });
+  auto good = h.client();
+  while (h.server->stats().timeouts_header == 0 && Clock::now() - started < 5s) {
+    const auto t0 = Clock::now();
+    EXPECT_EQ(good->request("GET", "/hello").status, 200);
+    EXPECT_LT(Clock::now() - t0, 200ms);
+  }
+  const auto cut_after = Clock::now() - started;
+  EXPECT_EQ(h.server->stats().timeouts_header, 1u);
+  EXPECT_LT(cut_after, 2500ms);
+  EXPECT_GE(cut_after, 900ms);
+  done = true;
+  slow.join();
+  EXPECT_TRUE(attacker->closed_by_server(2s));
+}
+
+TEST(Server, rotates_the_certificate_under_load_without_a_failed_request) {
+  Harness h;
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0}, saw_new{0};
+  std::mutex err_mu;
+  std::string first_error;
+  std::vector<std::thread> load;
+  for (int t = 0; t < 4; ++t) {
+    load.emplace_back([&] {
+      while (!stop) {
+        auto c = h.client(false);
+        std::string err = c->connect();
+        try {
+          if (!err.empty()) throw std::runtime_error(err);
+          for (int i = 0; i < 5 && !stop; ++i) {
+            const auto r = c->request("POST", "/echo", std::string(3000, 'j'));
+            if (r.status != 200) throw std::runtime_error("status " + std::to_string(r.status));
+            ++ok;
+          }
+          if (c->peer_serial() == 200) ++saw_new;
+        } catch (const std::exception& e) {
+          ++failed;
+          std::lock_guard lock(err_mu);
+          if (first_error.empty()) first_error = e.what();
+        }
+      }
+    });
+  }
+  ASSERT_TRUE(wait_until([&] { return ok > 100; }));
+  h.pki.issue_server_cert(200);
+  const bool rotated = wait_until([&] { return saw_new > 20; });
+  const int ok_at_rotation = ok;
+  wait_until([&] { return ok > ok_at_rotation + 100; });
+  stop = true;
+  for (auto& t : load) t.join();
+  EXPECT_TRUE(rotated);
+  EXPECT_EQ(failed, 0) << first_error;
+  EXPECT_GE(h.server->stats().tls_reloads, 1u);
+  auto fresh = h.client();
+  EXPECT_EQ(fresh->peer_serial(), 200);
+}
+
+TEST(Server, keeps_the_old_certificate_when_the_new_pair_is_bad) {
+  Harness h;
+  testing::write_file_atomically(h.pki.cert_file(), "-----BEGIN CERTIFICATE-----\nnope\n");
+  ASSERT_TRUE(wait_until([&] { return h.server->stats().tls_reload_failures >= 1; }));
+  EXPECT_NE(h.log_text().find("TLS reload rejected"), std::string::npos);
+  auto c = h.client();
+  EXPECT_EQ(c->request("GET", "/hello").status, 200);
+  EXPECT_EQ(c->peer_serial(), 100);
+  h.pki.issue_server_cert(300);
+  EXPECT_TRUE(wait_until([&] { return h.client()->peer_serial() == 300; }));
+}
+
+TEST(Server, turns_a_handler_exception_into_500_and_keeps_serving) {
+  Harness h;
+  auto c = h.client();
+  const auto r = c->request("GET", "/boom");
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(r.body, "internal server error\n");
+  EXPECT_EQ(c->request("GET", "/hello").status, 200);
+  EXPECT_EQ(h.server->stats().handler_exceptions, 1u);
+  EXPECT_NE(h.log_text().find("kaboom"), std::string::npos);
+}
+
+TEST(Server, streams_chunks_incrementally_and_tells_the_producer_when_the_client_leaves) {
+  Harness h;
+  auto c = h.client();
+  EXPECT_EQ(c->start_stream("/watch"), 200);
+  auto sink = h.probe->wait_sink();
+  ASSERT_NE(sink, nullptr);
+  for (int i = 1; i <= 3; ++i) {
+    const std::string chunk = "{\"type\":\"ADDED\",\"n\":" + std::to_string(i) + "}\n";
+    ASSERT_TRUE(sink->write(chunk));
+    // Each chunk arrives before the next one exists.
+    ASSERT_TRUE(c->read_stream(
+        [&](const std::string& all) { return all.find(chunk) != std::string::npos; }, 2s));
+  }
+  EXPECT_FALSE(c->stream_done());
+  EXPECT_EQ(h.server->stats().streams_active, 1u);
+  c->close();
+  EXPECT_TRUE(wait_until([&] { return h.probe->on_close_ran.load(); }));
+  EXPECT_FALSE(sink->write("after\n"));
+  EXPECT_TRUE(sink->closed());
+  EXPECT_TRUE(wait_until([&] { return h.server->stats().connections_active == 0; }));
+  EXPECT_EQ(h.server->stats().streams_active, 0u);
+}
+
+TEST(Server, producer_close_ends_the_stream_with_the_last_chunk) {
+  Harness h;
+  auto c = h.client();
+  EXPECT_EQ(c->start_stream("/watch"), 200);
+  auto sink = h.probe->wait_sink();
+  ASSERT_NE(sink, nullptr);
+  sink->write("one\n");
+  sink->write("two\n");
+  sink->close();
+  EXPECT_TRUE(c->read_stream([](const std::string&) { return false; }, 3s));
+  EXPECT_TRUE(c->stream_done());
+  EXPECT_EQ(c->stream_body(), "one\ntwo\n");
+  EXPECT_TRUE(wait_until([&] { return h.probe->on_close_ran.load(); }));
+}
+
+TEST(Server, does_not_leak_connections_closed_before_the_tls_handshake) {
+  Harness h;
+  EXPECT_EQ(h.client()->request("GET", "/hello").status, 200);  // warm: threads, TLS
+  boost::asio::io_context ioc;
+  const boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address("127.0.0.1"),
+                                          h.server->port());
+  {
+    boost::asio::ip::tcp::socket warm(ioc);  // the first socket creates ioc's epoll fds
+    warm.connect(ep);
+  }
+  ASSERT_TRUE(wait_until([&] {  // both accepted and gone: no descriptor in flight
+    const ServerStats s = h.server->stats();
+    return s.connections_accepted == 2 && s.connections_active == 0;
+  }));
+  const int baseline = open_fd_count();
+  const std::string baseline_list = fd_list();
+  for (int i = 0; i < 200; ++i) {
+    boost::asio::ip::tcp::socket s(ioc);
+    s.connect(ep);
+    if (i % 2 == 1) {  // half send the first bytes of a ClientHello, then leave
+      boost::asio::write(s, boost::asio::buffer("\x16\x03\x01\x02", 4));
+    }
+    s.close();
+  }
+  EXPECT_TRUE(wait_until([&] {
+    return h.server->stats().connections_active == 0 && open_fd_count() == baseline &&
+           close_wait_count(h.server->port()) == 0;
+  })) << "active "
+      << h.server->stats().connections_active << ", fds " << open_fd_count() << " vs " << baseline
+      << ", CLOSE_WAIT " << close_wait_count(h.server->port()) << "\n"
+      << baseline_list << "\n"
+      << fd_list();
+  EXPECT_GE(h.server->stats().handshake_failures, 200u);
+  EXPECT_EQ(h.client()->request("GET", "/hello").status, 200);
+}
+
+TEST(Server, stop_lets_in_flight_requests_finish_closes_idle_and_ends_streams) {
+  Harness h;
+  auto idle = h.client();
+  EXPECT_EQ(idle->request("GET", "/hello").status, 200);
+  auto watcher = h.client();
+  EXPECT_EQ(watcher->start_stream("/watch"), 200);
+  ASSERT_NE(h.probe->wait_sink(), nullptr);
+  auto in_flight = std::async(std::launch::async, [&] {
+    auto c = h.client();
+    return c->request("GET", "/block", "", {}, 10s);
+  });
+  ASSERT_TRUE(wait_until([&] { return h.probe->in_block.load(); }));
+
+  auto stopped = std::async(std::launch::async, [&] { h.server->stop(); });
+  EXPECT_TRUE(idle->closed_by_server(2s));
+  EXPECT_TRUE(watcher->read_stream([](const std::string&) { return false; }, 2s));
+  EXPECT_TRUE(watcher->stream_done());
+  EXPECT_TRUE(wait_until([&] { return !h.client(false)->connect(500ms).empty(); }));
+  EXPECT_EQ(stopped.wait_for(0s), std::future_status::timeout);  // waits for /block
+
+  h.probe->release();
+  const auto r = in_flight.get();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "released");
+  EXPECT_FALSE(r.keep_alive);
+  EXPECT_EQ(stopped.wait_for(5s), std::future_status::ready);
+}
+
+TEST(Server, refuses_to_start_without_tls_unless_plain_http_is_asked_for) {
+  ServerOptions o;
+  Server s(o, Router{});
+  EXPECT_THROW(s.start(), std::runtime_error);
+
+  Harness h([](ServerOptions& opts) {
+    opts.tls.reset();
+    opts.plain_http = true;
+  });
+  auto c = h.client();
+  EXPECT_EQ(c->request("POST", "/echo", "plain").body, "plain");
+}
+
+TEST(Server, refuses_to_start_with_a_key_that_does_not_match) {
+  TestPki a, b;
+  a.issue_server_cert(1);
+  b.issue_server_cert(2);
+  ServerOptions o;
+  o.tls = TlsFiles{a.cert_file(), b.key_file()};
+  Server s(o, Router{});
+  try {
+    s.start();
+    FAIL() << "started";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot load TLS pair"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mismatch"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Server, closes_connections_over_the_limits) {
+  Harness h([](ServerOptions& o) {
+    o.max_connections = 2;
+    o.max_requests_per_connection = 2;
+  });
+  auto a = h.client();
+  auto b = h.client();
+  EXPECT_TRUE(a->request("GET", "/hello").keep_alive);
+  EXPECT_FALSE(a->request("GET", "/hello").keep_alive);  // 2nd request: Connection: close
+  EXPECT_TRUE(a->closed_by_server(2s));
+  EXPECT_EQ(b->request("GET", "/hello").status, 200);
+  auto c = h.client(false);
+  EXPECT_NE(c->connect(), "");  // third while two are open: closed at once
+  EXPECT_GE(h.server->stats().connections_rejected, 1u);
+}
+
+TEST(Server, backs_off_when_out_of_file_descriptors_and_recovers) {
+  Harness h([](ServerOptions& o) { o.accept_backoff_max = 50ms; });
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket s(ioc);
+  s.open(boost::asio::ip::tcp::v4());
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  int max_fd = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    max_fd = std::max(max_fd, std::stoi(e.path().filename().string()));
+  }
+  rlimit tight = old;
+  tight.rlim_cur = static_cast<rlim_t>(max_fd + 1);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+  std::vector<int> filler;  // take every descriptor still free under the limit
+  for (int fd = dup(0); fd >= 0; fd = dup(0)) filler.push_back(fd);
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), h.server->port()});
+  const bool backed_off = wait_until([&] { return h.server->stats().accept_errors >= 2; });
+  for (int fd : filler) ::close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  EXPECT_TRUE(backed_off);
+  EXPECT_TRUE(wait_until([&] { return h.server->stats().connections_accepted >= 1; }));
+  s.close();
+  EXPECT_EQ(h.client()->request("GET", "/hello").status, 200);
+  EXPECT_NE(h.log_text().find("backing off"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace commgate::server
