@@ -70,21 +70,33 @@ Options parse_args(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw UsageError(std::string(flag) + " needs a value");
       return args[++i];
     };
-    auto is = [&](const char* flag) { return a == flag || a.rfind(std::string(flag) + "=", 0) == 0; };
-    if (a == "-h" || a == "--help") o.help = true;
-    else if (is("-f") || is("--filename")) o.job_files.push_back(value(a.rfind("-f", 0) == 0 && a.rfind("--", 0) != 0 ? "-f" : "--filename"));
-    else if (is("--policy")) o.policy_file = value("--policy");
-    else if (is("--measurement")) o.measurement_file = value("--measurement");
-    else if (is("--probe")) o.probe.probe_path = value("--probe");
-    else if (is("--now")) o.now = value("--now");
-    else if (is("--user")) o.requester.username = value("--user");
-    else if (is("--group")) o.requester.groups.push_back(value("--group"));
+    auto is = [&](const char* flag) {
+      return a == flag || a.rfind(std::string(flag) + "=", 0) == 0;
+    };
+    if (a == "-h" || a == "--help")
+      o.help = true;
+    else if (is("-f") || is("--filename"))
+      o.job_files.push_back(
+          value(a.rfind("-f", 0) == 0 && a.rfind("--", 0) != 0 ? "-f" : "--filename"));
+    else if (is("--policy"))
+      o.policy_file = value("--policy");
+    else if (is("--measurement"))
+      o.measurement_file = value("--measurement");
+    else if (is("--probe"))
+      o.probe.probe_path = value("--probe");
+    else if (is("--now"))
+      o.now = value("--now");
+    else if (is("--user"))
+      o.requester.username = value("--user");
+    else if (is("--group"))
+      o.requester.groups.push_back(value("--group"));
     else if (is("--local-ranks")) {
       std::string v = value("--local-ranks");
       try {
         size_t used = 0;
         o.probe.ranks = std::stoi(v, &used);
-        if (used != v.size() || o.probe.ranks < 2 || o.probe.ranks > 16) throw std::invalid_argument(v);
+        if (used != v.size() || o.probe.ranks < 2 || o.probe.ranks > 16)
+          throw std::invalid_argument(v);
       } catch (const std::exception&) {
         throw UsageError("--local-ranks must be an integer from 2 to 16, got \"" + v + "\"");
       }
@@ -120,7 +132,8 @@ std::vector<nlohmann::json> read_manifests(const std::string& path) {
 }
 
 // A ValidationError rendered with the file name in front of every field path.
-[[noreturn]] void rethrow_with_file(const std::string& path, const std::string& kind, const ValidationError& e) {
+[[noreturn]] void rethrow_with_file(const std::string& path, const std::string& kind,
+                                    const ValidationError& e) {
   std::string msg = path + ": invalid " + kind + ":";
   for (const auto& fe : e.errors().all()) msg += "\n  " + fe.to_string();
   throw UsageError(msg);
@@ -158,7 +171,8 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
     if (jobs.empty()) throw UsageError("no TrainingJob found in " + opts.job_files.front());
     if (!opts.policy_file.empty()) {
       auto docs = read_manifests(opts.policy_file);
-      if (docs.size() != 1) throw UsageError(opts.policy_file + ": expected exactly one CommPolicy document");
+      if (docs.size() != 1)
+        throw UsageError(opts.policy_file + ": expected exactly one CommPolicy document");
       try {
         policy = parse_comm_policy(docs[0]);
       } catch (const ValidationError& e) {
@@ -168,18 +182,23 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
     if (!policy) policy = default_comm_policy();
     if (!opts.measurement_file.empty()) {
       auto docs = read_manifests(opts.measurement_file);
-      if (docs.size() != 1) throw UsageError(opts.measurement_file + ": expected one probe result or CommProfile");
+      if (docs.size() != 1)
+        throw UsageError(opts.measurement_file + ": expected one probe result or CommProfile");
       const std::string kind = docs[0].is_object() ? docs[0].value("kind", "") : "";
       try {
-        if (kind == "CommProfile") profile = parse_comm_profile(docs[0]);
-        else probe_result = parse_probe_result(docs[0]);
+        if (kind == "CommProfile")
+          profile = parse_comm_profile(docs[0]);
+        else
+          probe_result = parse_probe_result(docs[0]);
       } catch (const ValidationError& e) {
         rethrow_with_file(opts.measurement_file, kind == "CommProfile" ? kind : "probe result", e);
       }
     }
     if (!opts.now.empty()) {
       now = parse_rfc3339(opts.now);
-      if (!now) throw UsageError("--now must be an RFC 3339 time such as 2026-11-30T17:30:00Z, got \"" + opts.now + "\"");
+      if (!now)
+        throw UsageError("--now must be an RFC 3339 time such as 2026-11-30T17:30:00Z, got \"" +
+                         opts.now + "\"");
     }
   } catch (const UsageError& e) {
     err << "commgate evaluate: " << e.what() << "\n";
@@ -196,14 +215,19 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
     std::optional<Measurement> measurement;
     std::string note;
     if (probe_result) {
-      measurement = measurement_from_probe(*probe_result, job.spec.model, "probe result " + opts.measurement_file);
+      measurement = measurement_from_probe(*probe_result, job.spec.model,
+                                           "probe result " + opts.measurement_file);
     } else if (profile) {
       measurement = measurement_from_profile(*profile, job.spec.model);
     } else if (job.spec.num_nodes > 1) {
       try {
-        if (opts.output == "table") err << "commgate evaluate: no --measurement; running commgate-probe with " << opts.probe.ranks << " local ranks...\n";
+        if (opts.output == "table")
+          err << "commgate evaluate: no --measurement; running commgate-probe with "
+              << opts.probe.ranks << " local ranks...\n";
         ProbeResult live = run_local_probe(job.spec.model, opts.probe);
-        measurement = measurement_from_probe(live, job.spec.model, "live local probe (" + std::to_string(opts.probe.ranks) + " ranks on this machine)");
+        measurement = measurement_from_probe(
+            live, job.spec.model,
+            "live local probe (" + std::to_string(opts.probe.ranks) + " ranks on this machine)");
         note = "a local probe measures this machine's loopback, not your cluster's network";
       } catch (const std::exception& e) {
         err << "commgate evaluate: " << e.what() << "\n";
@@ -241,7 +265,9 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   // Nothing reaches stdout until every job is evaluated: a failure leaves it empty.
   if (opts.output == "json") {
-    out << (items.size() == 1 ? items[0] : nlohmann::json{{"kind", "List"}, {"items", items}}).dump(2) << "\n";
+    out << (items.size() == 1 ? items[0] : nlohmann::json{{"kind", "List"}, {"items", items}})
+               .dump(2)
+        << "\n";
   } else {
     out << tables.str();
   }

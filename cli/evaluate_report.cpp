@@ -14,10 +14,13 @@ std::string fmt(const char* format, double v) {
   return buf;
 }
 
-std::string ms(double s) { return s < 0.01 ? fmt("%.2f ms", s * 1e3) : fmt("%.1f ms", s * 1e3); }
+std::string ms(double s) {
+  return s < 0.01 ? fmt("%.2f ms", s * 1e3) : fmt("%.1f ms", s * 1e3);
+}
 
 std::string job_name(const TrainingJob& j) {
-  return (j.metadata.namespace_.empty() ? "default" : j.metadata.namespace_) + "/" + j.metadata.name;
+  return (j.metadata.namespace_.empty() ? "default" : j.metadata.namespace_) + "/" +
+         j.metadata.name;
 }
 
 }  // namespace
@@ -26,30 +29,37 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
   const TrainingJob& job = *e.job;
   const ModelSpec& model = job.spec.model;
   const auto buckets = ddp_bucket_sizes(model.gradient_bytes(), DdpConfig{});
-  out << "TrainingJob " << job_name(job) << ": " << job.spec.num_nodes << " nodes x " << job.spec.num_proc_per_node
-      << " procs, " << format_count(model.parameters) << " parameters, " << model.gradient_dtype << " gradients ("
-      << format_bytes(model.gradient_bytes()) << " per step in " << buckets.size() << " DDP buckets)\n";
+  out << "TrainingJob " << job_name(job) << ": " << job.spec.num_nodes << " nodes x "
+      << job.spec.num_proc_per_node << " procs, " << format_count(model.parameters)
+      << " parameters, " << model.gradient_dtype << " gradients ("
+      << format_bytes(model.gradient_bytes()) << " per step in " << buckets.size()
+      << " DDP buckets)\n";
   const CommPolicySpec& p = e.policy->spec;
-  out << "Policy      " << e.policy->metadata.name << ": maxCommShare " << fmt("%.0f%%", p.max_comm_share * 100);
-  if (p.min_scaling_efficiency) out << ", minScalingEfficiency " << fmt("%.0f%%", *p.min_scaling_efficiency * 100);
+  out << "Policy      " << e.policy->metadata.name << ": maxCommShare "
+      << fmt("%.0f%%", p.max_comm_share * 100);
+  if (p.min_scaling_efficiency)
+    out << ", minScalingEfficiency " << fmt("%.0f%%", *p.min_scaling_efficiency * 100);
   out << ", enforcementAction " << to_string(p.enforcement_action) << ", onMissingMeasurement "
       << to_string(p.on_missing_measurement) << "\n";
   if (const Measurement* m = e.measurement) {
-    out << "Measurement " << m->source << " (" << format_rfc3339(m->measured_at) << "): " << m->nodes_probed
-        << " nodes probed, " << m->backend;
+    out << "Measurement " << m->source << " (" << format_rfc3339(m->measured_at)
+        << "): " << m->nodes_probed << " nodes probed, " << m->backend;
     if (!m->transport.empty()) out << " over " << m->transport;
     out << ", busbw " << fmt("%.3g GB/s", m->link.busbw_bytes_per_s / 1e9) << ", latency "
         << fmt("%.0f us", m->link.latency_s * 1e6);
     if (m->link.poor) out << " (poor fit: " << m->link.note << ")";
     out << "\n";
     if (m->compute) {
-      out << "            compute step " << ms(m->compute->total_s()) << " (forward " << ms(m->compute->forward_s)
-          << ", backward " << ms(m->compute->backward_s) << ", optimizer " << ms(m->compute->optimizer_s) << ")"
-          << (m->compute_source == ComputeSource::kHint ? " from spec.model.stepTimeHintMs" : " measured") << "\n";
+      out << "            compute step " << ms(m->compute->total_s()) << " (forward "
+          << ms(m->compute->forward_s) << ", backward " << ms(m->compute->backward_s)
+          << ", optimizer " << ms(m->compute->optimizer_s) << ")"
+          << (m->compute_source == ComputeSource::kHint ? " from spec.model.stepTimeHintMs"
+                                                        : " measured")
+          << "\n";
     }
     if (m->measured_ddp_step) {
-      out << "            measured DDP step at " << m->nodes_probed << " nodes: "
-          << ms(m->measured_ddp_step->step_time_ms / 1e3) << ", comm share "
+      out << "            measured DDP step at " << m->nodes_probed
+          << " nodes: " << ms(m->measured_ddp_step->step_time_ms / 1e3) << ", comm share "
           << fmt("%.1f%%", m->measured_ddp_step->comm_share * 100) << "\n";
     }
   } else {
@@ -61,17 +71,20 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
   if (!d.predictions.empty()) {
     out << "\n";
     char line[200];
-    std::snprintf(line, sizeof line, "%5s  %11s  %11s  %11s  %11s  %9s  %7s  %10s  %s\n", "NODES", "STEP", "COMPUTE",
-                  "ALLREDUCE", "EXPOSED", "COMMSHARE", "SPEEDUP", "EFFICIENCY", "POLICY");
+    std::snprintf(line, sizeof line, "%5s  %11s  %11s  %11s  %11s  %9s  %7s  %10s  %s\n", "NODES",
+                  "STEP", "COMPUTE", "ALLREDUCE", "EXPOSED", "COMMSHARE", "SPEEDUP", "EFFICIENCY",
+                  "POLICY");
     out << line;
     for (const auto& s : d.predictions) {
       std::string mark = meets_policy(s, p) ? "pass" : "over";
       if (s.nodes == d.requested_nodes) mark += "  <- requested";
-      if (s.nodes == d.admitted_nodes && d.admitted_nodes != d.requested_nodes) mark += "  <- admitted";
-      std::snprintf(line, sizeof line, "%5d  %11s  %11s  %11s  %11s  %8.1f%%  %6.2fx  %9.1f%%  %s\n", s.nodes,
+      if (s.nodes == d.admitted_nodes && d.admitted_nodes != d.requested_nodes)
+        mark += "  <- admitted";
+      std::snprintf(line, sizeof line,
+                    "%5d  %11s  %11s  %11s  %11s  %8.1f%%  %6.2fx  %9.1f%%  %s\n", s.nodes,
                     ms(s.step_s).c_str(), ms(s.compute_s).c_str(), ms(s.allreduce_s).c_str(),
-                    ms(s.exposed_comm_s).c_str(), s.comm_share * 100, s.speedup, s.scaling_efficiency * 100,
-                    mark.c_str());
+                    ms(s.exposed_comm_s).c_str(), s.comm_share * 100, s.speedup,
+                    s.scaling_efficiency * 100, mark.c_str());
       out << line;
     }
   }

@@ -69,16 +69,21 @@ int run_capture(const std::vector<std::string>& argv, std::string* out, std::str
     FD_ZERO(&fds);
     if (out_open) FD_SET(out_pipe[0], &fds);
     if (err_open) FD_SET(err_pipe[0], &fds);
-    if (select(std::max(out_pipe[0], err_pipe[0]) + 1, &fds, nullptr, nullptr, nullptr) < 0) continue;
+    if (select(std::max(out_pipe[0], err_pipe[0]) + 1, &fds, nullptr, nullptr, nullptr) < 0)
+      continue;
     if (out_open && FD_ISSET(out_pipe[0], &fds)) {
       ssize_t n = read(out_pipe[0], buf.data(), buf.size());
-      if (n <= 0) out_open = false;
-      else out->append(buf.data(), static_cast<size_t>(n));
+      if (n <= 0)
+        out_open = false;
+      else
+        out->append(buf.data(), static_cast<size_t>(n));
     }
     if (err_open && FD_ISSET(err_pipe[0], &fds)) {
       ssize_t n = read(err_pipe[0], buf.data(), buf.size());
-      if (n <= 0) err_open = false;
-      else err_all.append(buf.data(), static_cast<size_t>(n));
+      if (n <= 0)
+        err_open = false;
+      else
+        err_all.append(buf.data(), static_cast<size_t>(n));
     }
   }
   close(out_pipe[0]);
@@ -95,22 +100,28 @@ int run_capture(const std::vector<std::string>& argv, std::string* out, std::str
 ProbeResult run_local_probe(const ModelSpec& model, const LocalProbeOptions& options) {
   std::string probe = find_probe_binary(options.probe_path);
   if (probe.empty()) {
-    throw std::runtime_error(
-        "no measurement given and commgate-probe was not found (looked " +
-        (options.probe_path.empty() ? std::string("next to commgate and on $PATH") : "at " + options.probe_path) +
-        "); build it with `make build`, or pass --measurement FILE");
+    throw std::runtime_error("no measurement given and commgate-probe was not found (looked " +
+                             (options.probe_path.empty()
+                                  ? std::string("next to commgate and on $PATH")
+                                  : "at " + options.probe_path) +
+                             "); build it with `make build`, or pass --measurement FILE");
   }
   const bool measure_compute = model.parameters <= options.max_compute_parameters;
   // The probe's all-reduce data is fp32 and its synthetic model trains in fp32 on CPU,
   // so its compute step matches fp32-gradient jobs; others need stepTimeHintMs.
-  std::vector<std::string> argv = {probe,
-                                   "--local-ranks", std::to_string(options.ranks),
-                                   "--timeout", std::to_string(options.timeout_seconds),
-                                   "--batch-size", std::to_string(model.batch_size),
-                                   "--termination-log", "",
-                                   "--quiet",
-                                   "--max-bytes", std::to_string(static_cast<long long>(
-                                                      std::min(model.gradient_bytes(), 64.0 * 1048576)))};
+  std::vector<std::string> argv = {
+      probe,
+      "--local-ranks",
+      std::to_string(options.ranks),
+      "--timeout",
+      std::to_string(options.timeout_seconds),
+      "--batch-size",
+      std::to_string(model.batch_size),
+      "--termination-log",
+      "",
+      "--quiet",
+      "--max-bytes",
+      std::to_string(static_cast<long long>(std::min(model.gradient_bytes(), 64.0 * 1048576)))};
   if (measure_compute) {
     argv.insert(argv.end(), {"--params", std::to_string(static_cast<long long>(model.parameters))});
   } else {
@@ -124,7 +135,8 @@ ProbeResult run_local_probe(const ModelSpec& model, const LocalProbeOptions& opt
   try {
     return parse_probe_result(nlohmann::json::parse(out));
   } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("commgate-probe printed an unreadable result: ") + e.what());
+    throw std::runtime_error(std::string("commgate-probe printed an unreadable result: ") +
+                             e.what());
   }
 }
 

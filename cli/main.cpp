@@ -7,7 +7,8 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(commgate: measures the communication cost of multi-node PyTorch DDP jobs and
+constexpr const char* kUsage =
+    R"(commgate: measures the communication cost of multi-node PyTorch DDP jobs and
 gates them by policy.
 
 Usage: commgate <command> [options]

@@ -16,7 +16,8 @@ double LinkModel::allreduce_seconds(double bytes, int nodes, int procs_per_node)
   if (nodes <= 1 || bytes <= 0) return 0;
   const int ranks = nodes * std::max(1, procs_per_node);
   const double alpha = 2.0 * (nodes - 1) * hop_latency_s;
-  const double transfer = busbw_bytes_per_s > 0 ? bytes * allreduce_bus_factor(ranks) / busbw_bytes_per_s : 0;
+  const double transfer =
+      busbw_bytes_per_s > 0 ? bytes * allreduce_bus_factor(ranks) / busbw_bytes_per_s : 0;
   return alpha + transfer;
 }
 

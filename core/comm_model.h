@@ -48,12 +48,12 @@ std::vector<double> ddp_bucket_sizes(double gradient_bytes, const DdpConfig& ddp
 struct StepPrediction {
   int nodes = 0;
   int ranks = 0;
-  double compute_s = 0;         // forward + backward + optimizer, no communication
-  double allreduce_s = 0;       // all bucket all-reduces back to back
-  double step_s = 0;            // the overlapped step
-  double exposed_comm_s = 0;    // step_s - compute_s
-  double comm_share = 0;        // exposed_comm_s / step_s
-  double speedup = 0;           // throughput vs 1 node at the same per-GPU batch
+  double compute_s = 0;           // forward + backward + optimizer, no communication
+  double allreduce_s = 0;         // all bucket all-reduces back to back
+  double step_s = 0;              // the overlapped step
+  double exposed_comm_s = 0;      // step_s - compute_s
+  double comm_share = 0;          // exposed_comm_s / step_s
+  double speedup = 0;             // throughput vs 1 node at the same per-GPU batch
   double scaling_efficiency = 0;  // speedup / nodes
 };
 

@@ -11,19 +11,26 @@ using P = Presence;
 
 const char* to_string(EnforcementAction a) {
   switch (a) {
-    case EnforcementAction::kDownsize: return "downsize";
-    case EnforcementAction::kDeny: return "deny";
-    case EnforcementAction::kWarn: return "warn";
-    case EnforcementAction::kDryRun: return "dryrun";
+    case EnforcementAction::kDownsize:
+      return "downsize";
+    case EnforcementAction::kDeny:
+      return "deny";
+    case EnforcementAction::kWarn:
+      return "warn";
+    case EnforcementAction::kDryRun:
+      return "dryrun";
   }
   return "?";
 }
 
 const char* to_string(MissingMeasurementAction a) {
   switch (a) {
-    case MissingMeasurementAction::kGate: return "gate";
-    case MissingMeasurementAction::kAdmit: return "admit";
-    case MissingMeasurementAction::kDeny: return "deny";
+    case MissingMeasurementAction::kGate:
+      return "gate";
+    case MissingMeasurementAction::kAdmit:
+      return "admit";
+    case MissingMeasurementAction::kDeny:
+      return "deny";
   }
   return "?";
 }
@@ -48,7 +55,8 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
   CommPolicySpec& s = policy.spec;
   s.max_comm_share = spec.number("maxCommShare", P::kRequired, 0.0, 1.0).value_or(s.max_comm_share);
   s.min_scaling_efficiency = spec.number("minScalingEfficiency", P::kOptional, 0.0, 1.0);
-  if (auto a = spec.one_of("enforcementAction", P::kOptional, {"downsize", "deny", "warn", "dryrun"})) {
+  if (auto a =
+          spec.one_of("enforcementAction", P::kOptional, {"downsize", "deny", "warn", "dryrun"})) {
     s.enforcement_action = *a == "downsize" ? EnforcementAction::kDownsize
                            : *a == "deny"   ? EnforcementAction::kDeny
                            : *a == "warn"   ? EnforcementAction::kWarn
@@ -57,8 +65,10 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
   auto selector = spec.object("namespaceSelector");
   if (selector.present()) s.namespace_selector = read_label_selector(selector);
   if (auto ttl = spec.duration("measurementTTL", P::kOptional)) {
-    if (ttl->count() <= 0) errors.add("spec.measurementTTL", "must be positive");
-    else s.measurement_ttl = *ttl;
+    if (ttl->count() <= 0)
+      errors.add("spec.measurementTTL", "must be positive");
+    else
+      s.measurement_ttl = *ttl;
   }
   if (auto m = spec.one_of("onMissingMeasurement", P::kOptional, {"gate", "admit", "deny"})) {
     s.on_missing_measurement = *m == "gate"    ? MissingMeasurementAction::kGate
@@ -69,29 +79,35 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
   auto probe = spec.object("probe");
   ProbeSettings& ps = s.probe;
   ps.image = probe.string("image", P::kOptional).value_or("");
-  ps.timeout_seconds = static_cast<int>(probe.integer("timeoutSeconds", P::kOptional, 10, 3600).value_or(ps.timeout_seconds));
+  ps.timeout_seconds = static_cast<int>(
+      probe.integer("timeoutSeconds", P::kOptional, 10, 3600).value_or(ps.timeout_seconds));
   auto sizes = probe.object("sizes");
   ps.min_bytes = sizes.quantity("min", P::kOptional, 4).value_or(ps.min_bytes);
   ps.max_bytes = sizes.quantity("max", P::kOptional, 4).value_or(ps.max_bytes);
   if (ps.min_bytes > ps.max_bytes) {
-    errors.add("spec.probe.sizes.min", "must be <= spec.probe.sizes.max (" + format_bytes(ps.max_bytes) + ")");
+    errors.add("spec.probe.sizes.min",
+               "must be <= spec.probe.sizes.max (" + format_bytes(ps.max_bytes) + ")");
   }
   sizes.reject_unknown_fields();
-  ps.iterations = static_cast<int>(probe.integer("iterations", P::kOptional, 1, 10000).value_or(ps.iterations));
-  ps.warmup_iterations =
-      static_cast<int>(probe.integer("warmupIterations", P::kOptional, 0, 10000).value_or(ps.warmup_iterations));
+  ps.iterations =
+      static_cast<int>(probe.integer("iterations", P::kOptional, 1, 10000).value_or(ps.iterations));
+  ps.warmup_iterations = static_cast<int>(
+      probe.integer("warmupIterations", P::kOptional, 0, 10000).value_or(ps.warmup_iterations));
   ps.backend = probe.one_of("backend", P::kOptional, {"auto", "nccl", "gloo"}).value_or(ps.backend);
-  ps.max_nodes = static_cast<int>(probe.integer("maxNodes", P::kOptional, 2, kMaxNodes).value_or(ps.max_nodes));
+  ps.max_nodes = static_cast<int>(
+      probe.integer("maxNodes", P::kOptional, 2, kMaxNodes).value_or(ps.max_nodes));
   probe.reject_unknown_fields();
 
   auto ex = spec.object("exemptions");
   s.exemptions.users = ex.string_list("users", P::kOptional).value_or(std::vector<std::string>{});
   s.exemptions.groups = ex.string_list("groups", P::kOptional).value_or(std::vector<std::string>{});
-  s.exemptions.service_accounts = ex.string_list("serviceAccounts", P::kOptional).value_or(std::vector<std::string>{});
+  s.exemptions.service_accounts =
+      ex.string_list("serviceAccounts", P::kOptional).value_or(std::vector<std::string>{});
   for (size_t i = 0; i < s.exemptions.service_accounts.size(); ++i) {
     const auto& sa = s.exemptions.service_accounts[i];
     auto slash = sa.find('/');
-    if (slash == std::string::npos || slash == 0 || slash + 1 == sa.size() || sa.find('/', slash + 1) != std::string::npos) {
+    if (slash == std::string::npos || slash == 0 || slash + 1 == sa.size() ||
+        sa.find('/', slash + 1) != std::string::npos) {
       errors.add(index_path("spec.exemptions.serviceAccounts", i),
                  "must be \"namespace/name\", got \"" + sa + "\"");
     }
@@ -100,12 +116,15 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
 
   auto retry = spec.object("retryStrategy");
   RetryStrategy& r = s.retry_strategy;
-  r.backoff_limit_count = static_cast<int>(retry.integer("backoffLimitCount", P::kOptional, 0, 100).value_or(r.backoff_limit_count));
-  r.backoff_base_seconds = static_cast<int>(retry.integer("backoffBaseSeconds", P::kOptional, 1, 86400).value_or(r.backoff_base_seconds));
-  r.backoff_max_seconds = static_cast<int>(retry.integer("backoffMaxSeconds", P::kOptional, 1, 86400).value_or(r.backoff_max_seconds));
+  r.backoff_limit_count = static_cast<int>(
+      retry.integer("backoffLimitCount", P::kOptional, 0, 100).value_or(r.backoff_limit_count));
+  r.backoff_base_seconds = static_cast<int>(
+      retry.integer("backoffBaseSeconds", P::kOptional, 1, 86400).value_or(r.backoff_base_seconds));
+  r.backoff_max_seconds = static_cast<int>(
+      retry.integer("backoffMaxSeconds", P::kOptional, 1, 86400).value_or(r.backoff_max_seconds));
   if (r.backoff_max_seconds < r.backoff_base_seconds) {
-    errors.add("spec.retryStrategy.backoffMaxSeconds", "must be >= backoffBaseSeconds (" +
-                                                            std::to_string(r.backoff_base_seconds) + ")");
+    errors.add("spec.retryStrategy.backoffMaxSeconds",
+               "must be >= backoffBaseSeconds (" + std::to_string(r.backoff_base_seconds) + ")");
   }
   retry.reject_unknown_fields();
   spec.reject_unknown_fields();
@@ -117,29 +136,35 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
 
 nlohmann::json to_json(const CommPolicy& p) {
   const CommPolicySpec& s = p.spec;
-  nlohmann::json spec = {
-      {"maxCommShare", s.max_comm_share},
-      {"enforcementAction", to_string(s.enforcement_action)},
-      {"measurementTTL", format_duration(s.measurement_ttl)},
-      {"onMissingMeasurement", to_string(s.on_missing_measurement)},
-      {"probe",
-       {{"timeoutSeconds", s.probe.timeout_seconds},
-        {"sizes", {{"min", format_byte_quantity(s.probe.min_bytes)}, {"max", format_byte_quantity(s.probe.max_bytes)}}},
-        {"iterations", s.probe.iterations},
-        {"warmupIterations", s.probe.warmup_iterations},
-        {"backend", s.probe.backend},
-        {"maxNodes", s.probe.max_nodes}}},
-      {"retryStrategy",
-       {{"backoffLimitCount", s.retry_strategy.backoff_limit_count},
-        {"backoffBaseSeconds", s.retry_strategy.backoff_base_seconds},
-        {"backoffMaxSeconds", s.retry_strategy.backoff_max_seconds}}}};
+  nlohmann::json spec = {{"maxCommShare", s.max_comm_share},
+                         {"enforcementAction", to_string(s.enforcement_action)},
+                         {"measurementTTL", format_duration(s.measurement_ttl)},
+                         {"onMissingMeasurement", to_string(s.on_missing_measurement)},
+                         {"probe",
+                          {{"timeoutSeconds", s.probe.timeout_seconds},
+                           {"sizes",
+                            {{"min", format_byte_quantity(s.probe.min_bytes)},
+                             {"max", format_byte_quantity(s.probe.max_bytes)}}},
+                           {"iterations", s.probe.iterations},
+                           {"warmupIterations", s.probe.warmup_iterations},
+                           {"backend", s.probe.backend},
+                           {"maxNodes", s.probe.max_nodes}}},
+                         {"retryStrategy",
+                          {{"backoffLimitCount", s.retry_strategy.backoff_limit_count},
+                           {"backoffBaseSeconds", s.retry_strategy.backoff_base_seconds},
+                           {"backoffMaxSeconds", s.retry_strategy.backoff_max_seconds}}}};
   if (!s.probe.image.empty()) spec["probe"]["image"] = s.probe.image;
   if (s.min_scaling_efficiency) spec["minScalingEfficiency"] = *s.min_scaling_efficiency;
-  if (!s.namespace_selector.empty()) spec["namespaceSelector"] = label_selector_to_json(s.namespace_selector);
+  if (!s.namespace_selector.empty())
+    spec["namespaceSelector"] = label_selector_to_json(s.namespace_selector);
   if (!s.exemptions.users.empty()) spec["exemptions"]["users"] = s.exemptions.users;
   if (!s.exemptions.groups.empty()) spec["exemptions"]["groups"] = s.exemptions.groups;
-  if (!s.exemptions.service_accounts.empty()) spec["exemptions"]["serviceAccounts"] = s.exemptions.service_accounts;
-  return {{"apiVersion", kApiVersion}, {"kind", "CommPolicy"}, {"metadata", object_meta_to_json(p.metadata)}, {"spec", spec}};
+  if (!s.exemptions.service_accounts.empty())
+    spec["exemptions"]["serviceAccounts"] = s.exemptions.service_accounts;
+  return {{"apiVersion", kApiVersion},
+          {"kind", "CommPolicy"},
+          {"metadata", object_meta_to_json(p.metadata)},
+          {"spec", spec}};
 }
 
 }  // namespace commgate

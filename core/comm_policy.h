@@ -3,11 +3,10 @@
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/label_selector.h"
 #include "core/object_meta.h"
@@ -21,14 +20,14 @@ const char* to_string(EnforcementAction a);
 const char* to_string(MissingMeasurementAction a);
 
 struct ProbeSettings {
-  std::string image;                 // empty: the operator's default probe image
+  std::string image;  // empty: the operator's default probe image
   int timeout_seconds = 300;
-  double min_bytes = 8 * 1024.0;     // smallest all-reduce message swept
+  double min_bytes = 8 * 1024.0;       // smallest all-reduce message swept
   double max_bytes = 256 * 1048576.0;  // largest (also capped at the job's gradient size)
   int iterations = 20;
   int warmup_iterations = 5;
-  std::string backend = "auto";      // auto | nccl | gloo
-  int max_nodes = 4;                 // nodes a probe may take at most
+  std::string backend = "auto";  // auto | nccl | gloo
+  int max_nodes = 4;             // nodes a probe may take at most
 };
 
 struct Exemptions {

@@ -45,7 +45,8 @@ CommProfile parse_comm_profile(const nlohmann::json& doc) {
   check_type_meta(root, kApiVersion, "CommProfile");
   p.metadata = read_object_meta(root, true);
   auto spec = root.object("spec");
-  p.node_selector = spec.string_map("nodeSelector", P::kOptional).value_or(std::map<std::string, std::string>{});
+  p.node_selector =
+      spec.string_map("nodeSelector", P::kOptional).value_or(std::map<std::string, std::string>{});
   spec.reject_unknown_fields();
   auto status = root.object("status");
   auto link = status.object("link");
@@ -70,7 +71,8 @@ CommProfile parse_comm_profile(const nlohmann::json& doc) {
   for (auto& c : status.object_list("computeSteps")) {
     ComputeStepRecord r;
     r.parameters = c.quantity("parameters", P::kRequired, 1).value_or(0);
-    r.gradient_dtype = c.one_of("gradientDtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
+    r.gradient_dtype =
+        c.one_of("gradientDtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
     r.batch_size = static_cast<int>(c.integer("batchSize", P::kOptional, 0).value_or(0));
     r.gpu_product = c.string("gpuProduct", P::kOptional, true).value_or("");
     r.step_time_ms = c.number("stepTimeMs", P::kRequired, 0.0).value_or(0);
@@ -92,10 +94,14 @@ nlohmann::json to_json(const CommProfile& p) {
   nlohmann::json status = nlohmann::json::object();
   if (p.status.link) {
     const LinkRecord& l = *p.status.link;
-    status["link"] = {{"latencyUs", l.latency_us},         {"busbwGBps", l.busbw_gbps},
-                      {"algbwGBps", l.algbw_gbps},         {"nodesProbed", l.nodes_probed},
-                      {"procsPerNode", l.procs_per_node},  {"maxRelativeResidual", l.max_relative_residual},
-                      {"poor", l.poor},                    {"measuredAt", format_rfc3339(l.measured_at)}};
+    status["link"] = {{"latencyUs", l.latency_us},
+                      {"busbwGBps", l.busbw_gbps},
+                      {"algbwGBps", l.algbw_gbps},
+                      {"nodesProbed", l.nodes_probed},
+                      {"procsPerNode", l.procs_per_node},
+                      {"maxRelativeResidual", l.max_relative_residual},
+                      {"poor", l.poor},
+                      {"measuredAt", format_rfc3339(l.measured_at)}};
     if (!l.note.empty()) status["link"]["note"] = l.note;
     status["lastProbeTime"] = format_rfc3339(l.measured_at);
   }
@@ -106,10 +112,14 @@ nlohmann::json to_json(const CommProfile& p) {
   status["gpuProduct"] = p.status.gpu_product;
   status["computeSteps"] = nlohmann::json::array();
   for (const auto& c : p.status.compute_steps) {
-    status["computeSteps"].push_back({{"parameters", c.parameters},   {"gradientDtype", c.gradient_dtype},
-                                      {"batchSize", c.batch_size},    {"gpuProduct", c.gpu_product},
-                                      {"stepTimeMs", c.step_time_ms}, {"forwardMs", c.forward_ms},
-                                      {"backwardMs", c.backward_ms},  {"optimizerMs", c.optimizer_ms},
+    status["computeSteps"].push_back({{"parameters", c.parameters},
+                                      {"gradientDtype", c.gradient_dtype},
+                                      {"batchSize", c.batch_size},
+                                      {"gpuProduct", c.gpu_product},
+                                      {"stepTimeMs", c.step_time_ms},
+                                      {"forwardMs", c.forward_ms},
+                                      {"backwardMs", c.backward_ms},
+                                      {"optimizerMs", c.optimizer_ms},
                                       {"measuredAt", format_rfc3339(c.measured_at)}});
   }
   nlohmann::json spec = nlohmann::json::object();
@@ -152,8 +162,10 @@ void record_probe_result(CommProfile& profile, const ProbeResult& r, size_t max_
   auto& steps = profile.status.compute_steps;
   steps.erase(std::remove_if(steps.begin(), steps.end(),
                              [&](const ComputeStepRecord& s) {
-                               return s.parameters == c.parameters && s.gradient_dtype == c.gradient_dtype &&
-                                      s.batch_size == c.batch_size && s.gpu_product == c.gpu_product;
+                               return s.parameters == c.parameters &&
+                                      s.gradient_dtype == c.gradient_dtype &&
+                                      s.batch_size == c.batch_size &&
+                                      s.gpu_product == c.gpu_product;
                              }),
               steps.end());
   steps.push_back(c);

@@ -4,11 +4,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/link_fit.h"
 #include "core/object_meta.h"
@@ -62,6 +61,7 @@ nlohmann::json to_json(const CommProfile& profile);
 // Folds a probe result into a profile: replaces the link record and adds or replaces
 // the compute record of the probed model signature (at most `max_compute_records`,
 // oldest dropped first).
-void record_probe_result(CommProfile& profile, const ProbeResult& result, size_t max_compute_records = 16);
+void record_probe_result(CommProfile& profile, const ProbeResult& result,
+                         size_t max_compute_records = 16);
 
 }  // namespace commgate

@@ -20,8 +20,10 @@ std::string pct(double share) {
 
 std::string ms(double seconds) {
   char buf[32];
-  if (seconds < 0.01) std::snprintf(buf, sizeof buf, "%.2f ms", seconds * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.0f ms", seconds * 1e3);
+  if (seconds < 0.01)
+    std::snprintf(buf, sizeof buf, "%.2f ms", seconds * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f ms", seconds * 1e3);
   return buf;
 }
 
@@ -31,30 +33,37 @@ std::string gbps(double bytes_per_s) {
   return buf;
 }
 
-std::string nodes_str(int n) { return std::to_string(n) + (n == 1 ? " node" : " nodes"); }
+std::string nodes_str(int n) {
+  return std::to_string(n) + (n == 1 ? " node" : " nodes");
+}
 
 // "measured busbw 0.118 GB/s (gloo over socket, 2 nodes probed), compute step 180 ms"
 std::string evidence(const Measurement& m) {
   std::string transport = m.backend;
   if (!m.transport.empty() && m.transport != "unknown") transport += " over " + m.transport;
-  std::string s = "measured all-reduce busbw " + gbps(m.link.busbw_bytes_per_s) + " (" + transport + ", " +
-                  std::to_string(m.nodes_probed) + " nodes probed), compute step " + ms(m.compute->total_s());
+  std::string s = "measured all-reduce busbw " + gbps(m.link.busbw_bytes_per_s) + " (" + transport +
+                  ", " + std::to_string(m.nodes_probed) + " nodes probed), compute step " +
+                  ms(m.compute->total_s());
   if (m.compute_source == ComputeSource::kHint) s += " (from spec.model.stepTimeHintMs)";
   return s;
 }
 
 std::string policy_limits(const CommPolicySpec& p, const std::string& name) {
-  std::string s = "CommPolicy " + name + " allows at most " + pct(p.max_comm_share) + " communication";
-  if (p.min_scaling_efficiency) s += " and requires scaling efficiency >= " + pct(*p.min_scaling_efficiency);
+  std::string s =
+      "CommPolicy " + name + " allows at most " + pct(p.max_comm_share) + " communication";
+  if (p.min_scaling_efficiency)
+    s += " and requires scaling efficiency >= " + pct(*p.min_scaling_efficiency);
   return s;
 }
 
 std::string prediction_text(const StepPrediction& p) {
-  return "at " + nodes_str(p.nodes) + " the model predicts " + pct(p.comm_share) + " of each " + ms(p.step_s) +
-         " step in exposed communication (scaling efficiency " + pct(p.scaling_efficiency) + ")";
+  return "at " + nodes_str(p.nodes) + " the model predicts " + pct(p.comm_share) + " of each " +
+         ms(p.step_s) + " step in exposed communication (scaling efficiency " +
+         pct(p.scaling_efficiency) + ")";
 }
 
-Decision missing(Decision d, const CommPolicySpec& policy, const char* code, const std::string& why) {
+Decision missing(Decision d, const CommPolicySpec& policy, const char* code,
+                 const std::string& why) {
   d.reason = code;
   switch (policy.on_missing_measurement) {
     case MissingMeasurementAction::kGate:
@@ -80,11 +89,16 @@ Decision missing(Decision d, const CommPolicySpec& policy, const char* code, con
 
 const char* to_string(Action a) {
   switch (a) {
-    case Action::kAdmit: return "Admit";
-    case Action::kDownsize: return "Downsize";
-    case Action::kDeny: return "Deny";
-    case Action::kWarn: return "Warn";
-    case Action::kGate: return "Gate";
+    case Action::kAdmit:
+      return "Admit";
+    case Action::kDownsize:
+      return "Downsize";
+    case Action::kDeny:
+      return "Deny";
+    case Action::kWarn:
+      return "Warn";
+    case Action::kGate:
+      return "Gate";
   }
   return "?";
 }
@@ -98,7 +112,8 @@ const StepPrediction* Decision::prediction_for(int nodes) const {
 
 bool meets_policy(const StepPrediction& p, const CommPolicySpec& policy) {
   if (p.comm_share > policy.max_comm_share + kShareTolerance) return false;
-  if (policy.min_scaling_efficiency && p.scaling_efficiency + kShareTolerance < *policy.min_scaling_efficiency) {
+  if (policy.min_scaling_efficiency &&
+      p.scaling_efficiency + kShareTolerance < *policy.min_scaling_efficiency) {
     return false;
   }
   return true;
@@ -115,7 +130,8 @@ bool is_exempt(const Requester& who, const Exemptions& ex) {
   for (const auto& sa : ex.service_accounts) {
     auto slash = sa.find('/');
     if (slash == std::string::npos) continue;
-    if (who.username == "system:serviceaccount:" + sa.substr(0, slash) + ":" + sa.substr(slash + 1)) return true;
+    if (who.username == "system:serviceaccount:" + sa.substr(0, slash) + ":" + sa.substr(slash + 1))
+      return true;
   }
   return false;
 }
@@ -130,16 +146,16 @@ Decision decide(const DecisionInput& in) {
   if (job.num_nodes < 1 || job.min_nodes < 1 || job.min_nodes > job.num_nodes) {
     d.action = Action::kDeny;
     d.reason = reason::kInvalidSpec;
-    d.message = "spec.minNodes (" + std::to_string(job.min_nodes) + ") must be between 1 and spec.numNodes (" +
-                std::to_string(job.num_nodes) + ")";
+    d.message = "spec.minNodes (" + std::to_string(job.min_nodes) +
+                ") must be between 1 and spec.numNodes (" + std::to_string(job.num_nodes) + ")";
     return d;
   }
   if (is_exempt(in.requester, policy.exemptions)) {
     d.action = Action::kAdmit;
     d.reason = reason::kExempt;
     d.admitted_nodes = job.num_nodes;
-    d.message = "admitted without a communication check: " + in.requester.username + " is exempt under CommPolicy " +
-                d.policy_name;
+    d.message = "admitted without a communication check: " + in.requester.username +
+                " is exempt under CommPolicy " + d.policy_name;
     return d;
   }
   if (job.num_nodes == 1) {
@@ -152,11 +168,13 @@ Decision decide(const DecisionInput& in) {
   }
 
   const Measurement* m = in.measurement;
-  if (!m) return missing(d, policy, reason::kNoMeasurement, "no measurement of the link between these nodes yet");
+  if (!m)
+    return missing(d, policy, reason::kNoMeasurement,
+                   "no measurement of the link between these nodes yet");
   if (in.now - m->measured_at > policy.measurement_ttl) {
     return missing(d, policy, reason::kStaleMeasurement,
-                   "the link measurement from " + format_rfc3339(m->measured_at) + " is older than measurementTTL " +
-                       format_duration(policy.measurement_ttl));
+                   "the link measurement from " + format_rfc3339(m->measured_at) +
+                       " is older than measurementTTL " + format_duration(policy.measurement_ttl));
   }
   if (!m->compute) return missing(d, policy, reason::kNoCompute, m->compute_missing_reason);
 
@@ -179,30 +197,32 @@ Decision decide(const DecisionInput& in) {
     d.admitted_nodes = job.num_nodes;
     d.message = prediction_text(requested);
     d.message[0] = 'A';
-    d.message += ", within policy (" + pct(policy.max_comm_share) + "); " +
-                evidence(*m) + "." + fit_warning;
+    d.message +=
+        ", within policy (" + pct(policy.max_comm_share) + "); " + evidence(*m) + "." + fit_warning;
     return d;
   }
 
   // Over policy: the largest count in [minNodes, numNodes) that passes, if any.
   int downsize_to = 0;
   for (const auto& p : d.predictions) {
-    if (p.nodes >= job.min_nodes && p.nodes < job.num_nodes && meets_policy(p, policy)) downsize_to = p.nodes;
+    if (p.nodes >= job.min_nodes && p.nodes < job.num_nodes && meets_policy(p, policy))
+      downsize_to = p.nodes;
   }
   std::string over = prediction_text(requested);
   over[0] = 'A';
-  over = over + ", over the limit: " + policy_limits(policy, d.policy_name) +
-                           "; " + evidence(*m) + ".";
+  over = over + ", over the limit: " + policy_limits(policy, d.policy_name) + "; " + evidence(*m) +
+         ".";
   // One node sends nothing between nodes, so some count always passes.
-  const std::string largest = " The largest count that passes is " + nodes_str(d.largest_passing_nodes) + ".";
+  const std::string largest =
+      " The largest count that passes is " + nodes_str(d.largest_passing_nodes) + ".";
   const Action enforced = downsize_to > 0 ? Action::kDownsize : Action::kDeny;
   auto downsize_or_deny_text = [&]() {
     if (downsize_to > 0) {
-      return " Downsized from " + std::to_string(job.num_nodes) + " to " + nodes_str(downsize_to) + ": " +
-             prediction_text(*d.prediction_for(downsize_to)) + ".";
+      return " Downsized from " + std::to_string(job.num_nodes) + " to " + nodes_str(downsize_to) +
+             ": " + prediction_text(*d.prediction_for(downsize_to)) + ".";
     }
-    return " Even spec.minNodes (" + std::to_string(job.min_nodes) + ") does not pass, so it cannot be downsized." +
-           largest;
+    return " Even spec.minNodes (" + std::to_string(job.min_nodes) +
+           ") does not pass, so it cannot be downsized." + largest;
   };
 
   switch (policy.enforcement_action) {
@@ -232,9 +252,10 @@ Decision decide(const DecisionInput& in) {
       d.admitted_nodes = job.num_nodes;
       d.would_action = enforced;
       d.would_admit_nodes = downsize_to;
-      d.message = over + " Dry run: would " +
-                  (downsize_to > 0 ? "downsize to " + nodes_str(downsize_to) : std::string("deny")) +
-                  "; admitted unchanged." + fit_warning;
+      d.message =
+          over + " Dry run: would " +
+          (downsize_to > 0 ? "downsize to " + nodes_str(downsize_to) : std::string("deny")) +
+          "; admitted unchanged." + fit_warning;
       return d;
   }
   return d;
@@ -250,7 +271,8 @@ nlohmann::json decision_to_json(const Decision& d) {
                       {"largestPassingNodes", d.largest_passing_nodes}};
   if (d.would_action) j["wouldAction"] = to_string(*d.would_action);
   if (d.would_admit_nodes) j["wouldAdmitNodes"] = *d.would_admit_nodes;
-  if (const StepPrediction* p = d.prediction_for(d.requested_nodes)) j["predictedCommShare"] = p->comm_share;
+  if (const StepPrediction* p = d.prediction_for(d.requested_nodes))
+    j["predictedCommShare"] = p->comm_share;
   nlohmann::json table = nlohmann::json::array();
   for (const auto& p : d.predictions) {
     table.push_back({{"nodes", p.nodes},
@@ -266,8 +288,10 @@ nlohmann::json decision_to_json(const Decision& d) {
   return j;
 }
 
-std::optional<CommPolicy> select_policy(const TrainingJob& job, const std::map<std::string, std::string>& namespace_labels,
-                                        const std::vector<CommPolicy>& policies, std::string* error) {
+std::optional<CommPolicy> select_policy(const TrainingJob& job,
+                                        const std::map<std::string, std::string>& namespace_labels,
+                                        const std::vector<CommPolicy>& policies,
+                                        std::string* error) {
   if (!job.spec.policy_ref.empty()) {
     for (const auto& p : policies) {
       if (p.metadata.name == job.spec.policy_ref) return p;
@@ -279,7 +303,8 @@ std::optional<CommPolicy> select_policy(const TrainingJob& job, const std::map<s
   for (const auto& p : policies) {
     if (!p.spec.namespace_selector.matches(namespace_labels)) continue;
     if (!best || p.spec.max_comm_share < best->spec.max_comm_share ||
-        (p.spec.max_comm_share == best->spec.max_comm_share && p.metadata.name < best->metadata.name)) {
+        (p.spec.max_comm_share == best->spec.max_comm_share &&
+         p.metadata.name < best->metadata.name)) {
       best = &p;
     }
   }

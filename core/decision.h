@@ -4,11 +4,10 @@
 // call it, so the three always agree.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/comm_model.h"
 #include "core/comm_policy.h"
@@ -84,7 +83,9 @@ nlohmann::json decision_to_json(const Decision& d);
 // Chooses the policy for a job: spec.policyRef by name when set (nullopt and `error`
 // when no such policy), else the strictest (lowest maxCommShare, then name) of those
 // whose namespaceSelector matches the job's namespace labels, else the default policy.
-std::optional<CommPolicy> select_policy(const TrainingJob& job, const std::map<std::string, std::string>& namespace_labels,
-                                        const std::vector<CommPolicy>& policies, std::string* error);
+std::optional<CommPolicy> select_policy(const TrainingJob& job,
+                                        const std::map<std::string, std::string>& namespace_labels,
+                                        const std::vector<CommPolicy>& policies,
+                                        std::string* error);
 
 }  // namespace commgate

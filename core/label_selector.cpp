@@ -12,7 +12,8 @@ bool LabelSelector::matches(const std::map<std::string, std::string>& labels) co
   for (const auto& r : match_expressions) {
     auto it = labels.find(r.key);
     const bool has = it != labels.end();
-    const bool in = has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
+    const bool in =
+        has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
     if (r.op == "In" && !in) return false;
     if (r.op == "NotIn" && in) return false;
     if (r.op == "Exists" && !has) return false;
@@ -23,11 +24,13 @@ bool LabelSelector::matches(const std::map<std::string, std::string>& labels) co
 
 LabelSelector read_label_selector(ObjectReader& reader) {
   LabelSelector s;
-  s.match_labels = reader.string_map("matchLabels", Presence::kOptional).value_or(std::map<std::string, std::string>{});
+  s.match_labels = reader.string_map("matchLabels", Presence::kOptional)
+                       .value_or(std::map<std::string, std::string>{});
   for (auto& e : reader.object_list("matchExpressions")) {
     LabelRequirement r;
     r.key = e.string("key", Presence::kRequired).value_or("");
-    r.op = e.one_of("operator", Presence::kRequired, {"In", "NotIn", "Exists", "DoesNotExist"}).value_or("");
+    r.op = e.one_of("operator", Presence::kRequired, {"In", "NotIn", "Exists", "DoesNotExist"})
+               .value_or("");
     r.values = e.string_list("values", Presence::kOptional).value_or(std::vector<std::string>{});
     if ((r.op == "In" || r.op == "NotIn") && r.values.empty()) {
       e.errors().add(e.path_of("values"), "must be non-empty when operator is " + r.op);

@@ -9,7 +9,8 @@ namespace {
 
 bool same_model(double parameters, const std::string& dtype, const ModelSpec& model) {
   // Parameter counts are written rounded ("340M"); 0.5% is the same model.
-  return std::fabs(parameters - model.parameters) <= 0.005 * model.parameters && dtype == model.gradient_dtype;
+  return std::fabs(parameters - model.parameters) <= 0.005 * model.parameters &&
+         dtype == model.gradient_dtype;
 }
 
 ComputeProfile profile_from_ms(double step_ms, double fwd_ms, double bwd_ms, double opt_ms) {
@@ -23,14 +24,15 @@ void use_hint_or_explain(Measurement& m, const ModelSpec& model, const std::stri
     m.compute_source = ComputeSource::kHint;
     return;
   }
-  m.compute_missing_reason = "no compute measurement for a " + format_count(model.parameters) + "-parameter " +
-                             model.gradient_dtype + " model (" + measured_what +
+  m.compute_missing_reason = "no compute measurement for a " + format_count(model.parameters) +
+                             "-parameter " + model.gradient_dtype + " model (" + measured_what +
                              ") and no spec.model.stepTimeHintMs";
 }
 
 }  // namespace
 
-Measurement measurement_from_probe(const ProbeResult& r, const ModelSpec& model, std::string source) {
+Measurement measurement_from_probe(const ProbeResult& r, const ModelSpec& model,
+                                   std::string source) {
   Measurement m;
   m.source = std::move(source);
   m.measured_at = r.start_time;
@@ -44,13 +46,13 @@ Measurement measurement_from_probe(const ProbeResult& r, const ModelSpec& model,
   m.device = r.device;
   m.gpu_product = r.gpu_product;
   if (r.compute && same_model(r.compute->parameters, r.compute->gradient_dtype, model)) {
-    m.compute = profile_from_ms(r.compute->step_time_ms, r.compute->forward_ms, r.compute->backward_ms,
-                                r.compute->optimizer_ms);
+    m.compute = profile_from_ms(r.compute->step_time_ms, r.compute->forward_ms,
+                                r.compute->backward_ms, r.compute->optimizer_ms);
     m.measured_ddp_step = r.ddp_step;
   } else {
     use_hint_or_explain(m, model,
-                        r.compute ? "the probe measured " + format_count(r.compute->parameters) + " " +
-                                        r.compute->gradient_dtype
+                        r.compute ? "the probe measured " + format_count(r.compute->parameters) +
+                                        " " + r.compute->gradient_dtype
                                   : "the probe measured no compute step");
   }
   return m;
@@ -83,7 +85,8 @@ std::optional<Measurement> measurement_from_profile(const CommProfile& p, const 
     if (!best || c.measured_at > best->measured_at) best = &c;
   }
   if (best) {
-    m.compute = profile_from_ms(best->step_time_ms, best->forward_ms, best->backward_ms, best->optimizer_ms);
+    m.compute = profile_from_ms(best->step_time_ms, best->forward_ms, best->backward_ms,
+                                best->optimizer_ms);
     // Compute older than the link makes the whole measurement as old as the compute.
     m.measured_at = std::min(m.measured_at, best->measured_at);
   } else {

@@ -16,7 +16,7 @@ namespace commgate {
 enum class ComputeSource { kMeasured, kHint };
 
 struct Measurement {
-  std::string source;  // where it came from, for messages ("CommProfile pool-all")
+  std::string source;       // where it came from, for messages ("CommProfile pool-all")
   TimePoint measured_at{};  // of the link; staleness is judged on this
   int nodes_probed = 0;
   int procs_per_node = 1;
@@ -36,6 +36,7 @@ struct Measurement {
 Measurement measurement_from_probe(const ProbeResult& result, const ModelSpec& model,
                                    std::string source);
 // The same from a pool's CommProfile. Returns nullopt when the profile holds no link.
-std::optional<Measurement> measurement_from_profile(const CommProfile& profile, const ModelSpec& model);
+std::optional<Measurement> measurement_from_profile(const CommProfile& profile,
+                                                    const ModelSpec& model);
 
 }  // namespace commgate

@@ -12,13 +12,15 @@ ObjectMeta read_object_meta(ObjectReader& root, bool require_name) {
     for (char c : *name) {
       if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) ok = false;
     }
-    if (ok && (name->front() == '-' || name->front() == '.' || name->back() == '-' || name->back() == '.')) {
+    if (ok && (name->front() == '-' || name->front() == '.' || name->back() == '-' ||
+               name->back() == '.')) {
       ok = false;
     }
     if (!ok) {
       meta.errors().add(meta.path_of("name"),
                         "must be a lowercase RFC 1123 subdomain (a-z, 0-9, '-', '.'; start and end "
-                        "alphanumeric; at most 253 characters), got \"" + *name + "\"");
+                        "alphanumeric; at most 253 characters), got \"" +
+                            *name + "\"");
     } else {
       m.name = *name;
     }
@@ -29,11 +31,13 @@ ObjectMeta read_object_meta(ObjectReader& root, bool require_name) {
   m.generation = meta.integer("generation", Presence::kOptional, 0).value_or(0);
   if (auto ts = meta.string("creationTimestamp", Presence::kOptional)) {
     m.creation_timestamp = parse_rfc3339(*ts);
-    if (!m.creation_timestamp) meta.errors().add(meta.path_of("creationTimestamp"), "must be an RFC 3339 time");
+    if (!m.creation_timestamp)
+      meta.errors().add(meta.path_of("creationTimestamp"), "must be an RFC 3339 time");
   }
-  m.labels = meta.string_map("labels", Presence::kOptional).value_or(std::map<std::string, std::string>{});
-  m.annotations =
-      meta.string_map("annotations", Presence::kOptional).value_or(std::map<std::string, std::string>{});
+  m.labels =
+      meta.string_map("labels", Presence::kOptional).value_or(std::map<std::string, std::string>{});
+  m.annotations = meta.string_map("annotations", Presence::kOptional)
+                      .value_or(std::map<std::string, std::string>{});
   // The rest of ObjectMeta belongs to the apiserver; it is not ours to judge.
   return m;
 }

@@ -9,8 +9,10 @@ namespace commgate {
 
 std::string describe_json(const Json& value) {
   switch (value.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return value.get<bool>() ? "boolean true" : "boolean false";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return value.get<bool>() ? "boolean true" : "boolean false";
     case Json::value_t::string: {
       std::string s = value.get<std::string>();
       if (s.size() > 40) s = s.substr(0, 37) + "...";
@@ -18,10 +20,14 @@ std::string describe_json(const Json& value) {
     }
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
-    case Json::value_t::number_float: return "number " + value.dump();
-    case Json::value_t::array: return "a list";
-    case Json::value_t::object: return "an object";
-    default: return "an unsupported value";
+    case Json::value_t::number_float:
+      return "number " + value.dump();
+    case Json::value_t::array:
+      return "a list";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "an unsupported value";
   }
 }
 
@@ -67,7 +73,8 @@ const Json* ObjectReader::find(const std::string& key, Presence presence) {
     if (it != object_->end() && !it->is_null()) return &*it;
   }
   // A missing parent is reported once, by whoever required it.
-  if (presence == Presence::kRequired && object_) errors_->add(path_of(key), "required field is missing");
+  if (presence == Presence::kRequired && object_)
+    errors_->add(path_of(key), "required field is missing");
   return nullptr;
 }
 
@@ -103,11 +110,13 @@ std::optional<int64_t> ObjectReader::integer(const std::string& key, Presence pr
     return std::nullopt;
   }
   if (min && value < *min) {
-    errors_->add(path_of(key), "must be >= " + std::to_string(*min) + ", got " + std::to_string(value));
+    errors_->add(path_of(key),
+                 "must be >= " + std::to_string(*min) + ", got " + std::to_string(value));
     return std::nullopt;
   }
   if (max && value > *max) {
-    errors_->add(path_of(key), "must be <= " + std::to_string(*max) + ", got " + std::to_string(value));
+    errors_->add(path_of(key),
+                 "must be <= " + std::to_string(*max) + ", got " + std::to_string(value));
     return std::nullopt;
   }
   return value;
@@ -135,11 +144,13 @@ std::optional<double> ObjectReader::number(const std::string& key, Presence pres
     return std::nullopt;
   }
   if (min && value < *min) {
-    errors_->add(path_of(key), "must be >= " + format_number(*min) + ", got " + format_number(value));
+    errors_->add(path_of(key),
+                 "must be >= " + format_number(*min) + ", got " + format_number(value));
     return std::nullopt;
   }
   if (max && value > *max) {
-    errors_->add(path_of(key), "must be <= " + format_number(*max) + ", got " + format_number(value));
+    errors_->add(path_of(key),
+                 "must be <= " + format_number(*max) + ", got " + format_number(value));
     return std::nullopt;
   }
   return value;
@@ -206,7 +217,8 @@ std::optional<double> ObjectReader::quantity(const std::string& key, Presence pr
     return std::nullopt;
   }
   if (min && *value < *min) {
-    errors_->add(path_of(key), "must be >= " + format_number(*min) + ", got " + format_number(*value));
+    errors_->add(path_of(key),
+                 "must be >= " + format_number(*min) + ", got " + format_number(*value));
     return std::nullopt;
   }
   return value;

@@ -6,12 +6,11 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/field_errors.h"
 
@@ -55,8 +54,7 @@ class ObjectReader {
   // map[string]string, such as labels and nodeSelector.
   std::optional<std::map<std::string, std::string>> string_map(const std::string& key,
                                                                Presence presence);
-  std::optional<std::vector<std::string>> string_list(const std::string& key,
-                                                      Presence presence);
+  std::optional<std::vector<std::string>> string_list(const std::string& key, Presence presence);
   // A nested object; absent → a reader with present() == false.
   ObjectReader object(const std::string& key, Presence presence = Presence::kOptional);
   // A list of objects, one reader per element.

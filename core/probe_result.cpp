@@ -12,18 +12,25 @@ using P = Presence;
 
 double round_to(double v, int digits) {
   if (!std::isfinite(v) || v == 0) return v;
-  const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
+  const double scale =
+      std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
   return std::round(v * scale) / scale;
 }
 
 nlohmann::json compute_json(const ComputeResult& c, bool compact) {
   auto r = [&](double v) { return compact ? round_to(v, 4) : v; };
-  return {{"parameters", c.parameters}, {"gradientDtype", c.gradient_dtype},
-          {"model", c.model},           {"precision", c.precision},
-          {"batchSize", c.batch_size},  {"iterations", c.iterations},
-          {"stepTimeMs", r(c.step_time_ms)}, {"forwardMs", r(c.forward_ms)},
-          {"backwardMs", r(c.backward_ms)},  {"optimizerMs", r(c.optimizer_ms)},
-          {"p10Ms", r(c.p10_ms)},           {"p90Ms", r(c.p90_ms)}};
+  return {{"parameters", c.parameters},
+          {"gradientDtype", c.gradient_dtype},
+          {"model", c.model},
+          {"precision", c.precision},
+          {"batchSize", c.batch_size},
+          {"iterations", c.iterations},
+          {"stepTimeMs", r(c.step_time_ms)},
+          {"forwardMs", r(c.forward_ms)},
+          {"backwardMs", r(c.backward_ms)},
+          {"optimizerMs", r(c.optimizer_ms)},
+          {"p10Ms", r(c.p10_ms)},
+          {"p90Ms", r(c.p90_ms)}};
 }
 
 nlohmann::json ddp_json(const DdpStepResult& d, bool compact) {
@@ -55,7 +62,8 @@ nlohmann::json to_json_impl(const ProbeResult& p, bool compact) {
                        {"iterations", p.iterations}};
   nlohmann::json results = nlohmann::json::array();
   // The compact form keeps only the largest size: the headline busbw.
-  for (size_t i = compact && !p.allreduce.empty() ? p.allreduce.size() - 1 : 0; i < p.allreduce.size(); ++i) {
+  for (size_t i = compact && !p.allreduce.empty() ? p.allreduce.size() - 1 : 0;
+       i < p.allreduce.size(); ++i) {
     const auto& a = p.allreduce[i];
     results.push_back({{"bytes", a.bytes},
                        {"timeUs", r(a.time_us)},
@@ -80,7 +88,9 @@ nlohmann::json to_json_impl(const ProbeResult& p, bool compact) {
 
 }  // namespace
 
-nlohmann::json to_json(const ProbeResult& result) { return to_json_impl(result, false); }
+nlohmann::json to_json(const ProbeResult& result) {
+  return to_json_impl(result, false);
+}
 
 std::string compact_probe_result(const ProbeResult& result) {
   ProbeResult copy = result;
@@ -104,7 +114,8 @@ ProbeResult parse_probe_result(const nlohmann::json& doc) {
   if (!root.present()) errors.throw_if_any("invalid probe result");
   auto api = root.string("apiVersion", P::kRequired);
   if (api && *api != kProbeResultApiVersion) {
-    errors.add("apiVersion", std::string("must be ") + kProbeResultApiVersion + ", got \"" + *api + "\"");
+    errors.add("apiVersion",
+               std::string("must be ") + kProbeResultApiVersion + ", got \"" + *api + "\"");
   }
   auto kind = root.string("kind", P::kRequired);
   if (kind && *kind != kProbeResultKind) {
@@ -112,13 +123,17 @@ ProbeResult parse_probe_result(const nlohmann::json& doc) {
   }
   if (auto t = root.string("startTime", P::kRequired)) {
     auto tp = parse_rfc3339(*t);
-    if (!tp) errors.add("startTime", "must be an RFC 3339 time such as 2026-11-30T17:30:00Z, got \"" + *t + "\"");
-    else p.start_time = *tp;
+    if (!tp)
+      errors.add("startTime",
+                 "must be an RFC 3339 time such as 2026-11-30T17:30:00Z, got \"" + *t + "\"");
+    else
+      p.start_time = *tp;
   }
   p.duration_seconds = root.number("durationSeconds", P::kOptional, 0.0).value_or(0);
   auto world = root.object("world", P::kRequired);
   p.nodes = static_cast<int>(world.integer("nodes", P::kRequired, 1, 100000).value_or(0));
-  p.procs_per_node = static_cast<int>(world.integer("procsPerNode", P::kOptional, 1, 1024).value_or(1));
+  p.procs_per_node =
+      static_cast<int>(world.integer("procsPerNode", P::kOptional, 1, 1024).value_or(1));
   p.backend = root.one_of("backend", P::kRequired, {"gloo", "nccl"}).value_or("");
   p.transport = root.string("transport", P::kOptional, true).value_or("");
   p.interface_name = root.string("interface", P::kOptional, true).value_or("");
@@ -129,7 +144,8 @@ ProbeResult parse_probe_result(const nlohmann::json& doc) {
 
   auto ar = root.object("allReduce", P::kRequired);
   p.allreduce_dtype = ar.one_of("dtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
-  p.warmup_iterations = static_cast<int>(ar.integer("warmupIterations", P::kOptional, 0).value_or(0));
+  p.warmup_iterations =
+      static_cast<int>(ar.integer("warmupIterations", P::kOptional, 0).value_or(0));
   p.iterations = static_cast<int>(ar.integer("iterations", P::kOptional, 0).value_or(0));
   for (auto& item : ar.object_list("results", P::kOptional)) {
     AllReduceResult a;
@@ -137,7 +153,8 @@ ProbeResult parse_probe_result(const nlohmann::json& doc) {
     a.time_us = item.number("timeUs", P::kRequired, 0.0).value_or(0);
     a.algbw_gbps = item.number("algbwGBps", P::kOptional, 0.0).value_or(0);
     a.busbw_gbps = item.number("busbwGBps", P::kOptional, 0.0).value_or(0);
-    a.data_check_ok = item.one_of("dataCheck", P::kOptional, {"ok", "failed"}).value_or("ok") == "ok";
+    a.data_check_ok =
+        item.one_of("dataCheck", P::kOptional, {"ok", "failed"}).value_or("ok") == "ok";
     p.allreduce.push_back(a);
   }
   auto fit = ar.object("fit", P::kRequired);
@@ -152,7 +169,8 @@ ProbeResult parse_probe_result(const nlohmann::json& doc) {
   if (c.present()) {
     ComputeResult cr;
     cr.parameters = c.quantity("parameters", P::kRequired, 1.0).value_or(0);
-    cr.gradient_dtype = c.one_of("gradientDtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
+    cr.gradient_dtype =
+        c.one_of("gradientDtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
     cr.model = c.string("model", P::kOptional, true).value_or("");
     cr.precision = c.string("precision", P::kOptional, true).value_or("");
     cr.batch_size = static_cast<int>(c.integer("batchSize", P::kOptional, 0).value_or(0));

@@ -3,11 +3,10 @@
 // message, and what `commgate evaluate --measurement` takes.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/link_fit.h"
 #include "core/time_format.h"
@@ -20,10 +19,10 @@ inline constexpr const char* kProbeResultKind = "ProbeResult";
 inline constexpr size_t kTerminationMessageLimit = 4096;
 
 struct AllReduceResult {
-  double bytes = 0;        // per-rank message size
-  double time_us = 0;      // mean time of one all-reduce over the timed iterations
-  double algbw_gbps = 0;   // bytes / time, GB/s (1e9)
-  double busbw_gbps = 0;   // algbw * 2(n-1)/n
+  double bytes = 0;       // per-rank message size
+  double time_us = 0;     // mean time of one all-reduce over the timed iterations
+  double algbw_gbps = 0;  // bytes / time, GB/s (1e9)
+  double busbw_gbps = 0;  // algbw * 2(n-1)/n
   bool data_check_ok = true;
 };
 
@@ -54,7 +53,7 @@ struct DdpStepResult {
 };
 
 struct ProbeError {
-  std::string stage;    // "rendezvous", "allreduce", "compute", "ddp-step"
+  std::string stage;  // "rendezvous", "allreduce", "compute", "ddp-step"
   std::string message;
 };
 
@@ -63,10 +62,10 @@ struct ProbeResult {
   double duration_seconds = 0;
   int nodes = 0;
   int procs_per_node = 1;
-  std::string backend;     // gloo | nccl
-  std::string transport;   // socket | ib | p2p/nvlink | shm | unknown
+  std::string backend;    // gloo | nccl
+  std::string transport;  // socket | ib | p2p/nvlink | shm | unknown
   std::string interface_name;
-  std::string device;      // "cpu" or "cuda"
+  std::string device;  // "cpu" or "cuda"
   std::string gpu_product;
   std::vector<std::string> hostnames;
   std::string allreduce_dtype = "fp32";
@@ -89,6 +88,8 @@ nlohmann::json to_json(const ProbeResult& result);
 std::string compact_probe_result(const ProbeResult& result);
 
 // GB/s as nccl-tests reports it (1e9 bytes per second).
-inline double to_gbps(double bytes_per_s) { return bytes_per_s / 1e9; }
+inline double to_gbps(double bytes_per_s) {
+  return bytes_per_s / 1e9;
+}
 
 }  // namespace commgate

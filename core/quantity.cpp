@@ -55,10 +55,9 @@ std::optional<double> parse_quantity(std::string_view text, std::string* error) 
   }
   std::string_view suffix = s.substr(used);
   static const std::vector<std::pair<std::string_view, double>> kSuffixes = {
-      {"", 1},      {"n", 1e-9},  {"u", 1e-6},  {"m", 1e-3},  {"k", 1e3},
-      {"M", 1e6},   {"G", 1e9},   {"T", 1e12},  {"P", 1e15},  {"E", 1e18},
-      {"Ki", 0x1p10}, {"Mi", 0x1p20}, {"Gi", 0x1p30}, {"Ti", 0x1p40}, {"Pi", 0x1p50},
-      {"Ei", 0x1p60}};
+      {"", 1},        {"n", 1e-9},    {"u", 1e-6},    {"m", 1e-3},   {"k", 1e3},     {"M", 1e6},
+      {"G", 1e9},     {"T", 1e12},    {"P", 1e15},    {"E", 1e18},   {"Ki", 0x1p10}, {"Mi", 0x1p20},
+      {"Gi", 0x1p30}, {"Ti", 0x1p40}, {"Pi", 0x1p50}, {"Ei", 0x1p60}};
   for (const auto& [name, scale] : kSuffixes) {
     if (suffix == name) return sign * number * scale;
   }
@@ -72,20 +71,21 @@ std::optional<double> parse_quantity(std::string_view text, std::string* error) 
     int e = 0;
     bool ok = !exp.empty() && exp.size() <= 3;
     for (char c : exp) {
-      if (c < '0' || c > '9') ok = false;
-      else e = e * 10 + (c - '0');
+      if (c < '0' || c > '9')
+        ok = false;
+      else
+        e = e * 10 + (c - '0');
     }
     if (ok) return sign * number * std::pow(10.0, exp_sign * e);
   }
   std::string hint;
   if (suffix == "B" || suffix == "b") hint = " (for billions write G: 7G = 7,000,000,000)";
   if (suffix == "K") hint = " (thousands are lower-case k)";
-  return fail("unknown quantity suffix \"" + std::string(suffix) + "\" in \"" +
-              std::string(text) + "\"" + hint + "; use k M G T, Ki Mi Gi, or an exponent");
+  return fail("unknown quantity suffix \"" + std::string(suffix) + "\" in \"" + std::string(text) +
+              "\"" + hint + "; use k M G T, Ki Mi Gi, or an exponent");
 }
 
-std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text,
-                                                       std::string* error) {
+std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text, std::string* error) {
   auto fail = [&]() -> std::optional<std::chrono::nanoseconds> {
     if (error) {
       *error = "must be a duration such as 90s, 15m or 1h30m, got \"" + std::string(text) + "\"";
@@ -102,8 +102,8 @@ std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text,
     if (used == 0) return fail();
     s.remove_prefix(used);
     static const std::vector<std::pair<std::string_view, double>> kUnits = {
-        {"ns", 1}, {"us", 1e3}, {"\xC2\xB5s", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9},
-        {"h", 3600e9}};
+        {"ns", 1},  {"us", 1e3}, {"\xC2\xB5s", 1e3}, {"ms", 1e6},
+        {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
     bool matched = false;
     // Longest unit first so "ms" is not read as "m" followed by "s".
     for (const auto& [unit, scale] : kUnits) {
@@ -143,9 +143,12 @@ std::string format_duration(std::chrono::nanoseconds d) {
   }
   if (ns < 1'000'000'000 || (ns % 1'000'000 != 0 && ns < 60'000'000'000)) {
     char buf[32];
-    if (ns < 1'000'000) std::snprintf(buf, sizeof buf, "%gus", static_cast<double>(ns) / 1e3);
-    else if (ns < 1'000'000'000) std::snprintf(buf, sizeof buf, "%gms", static_cast<double>(ns) / 1e6);
-    else std::snprintf(buf, sizeof buf, "%gs", static_cast<double>(ns) / 1e9);
+    if (ns < 1'000'000)
+      std::snprintf(buf, sizeof buf, "%gus", static_cast<double>(ns) / 1e3);
+    else if (ns < 1'000'000'000)
+      std::snprintf(buf, sizeof buf, "%gms", static_cast<double>(ns) / 1e6);
+    else
+      std::snprintf(buf, sizeof buf, "%gs", static_cast<double>(ns) / 1e9);
     return out + buf;
   }
   int64_t secs = ns / 1'000'000'000;

@@ -69,8 +69,9 @@ std::optional<TimePoint> parse_rfc3339(std::string_view s) {
     return std::nullopt;
   }
   if (pos != s.size()) return std::nullopt;
-  int64_t secs = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 +
-                 hour * 3600 + minute * 60 + second - offset_seconds;
+  int64_t secs =
+      days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 +
+      hour * 3600 + minute * 60 + second - offset_seconds;
   return TimePoint(std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(secs) +
                                                                std::chrono::nanoseconds(nanos)));
 }

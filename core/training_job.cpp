@@ -49,18 +49,22 @@ void read_model(ObjectReader& spec, ModelSpec& m) {
   auto model = spec.object("model", P::kRequired);
   if (auto params = model.quantity("parameters", P::kRequired, 1)) {
     if (*params != std::floor(*params)) {
-      model.errors().add(model.path_of("parameters"), "must be a whole number of gradient elements");
+      model.errors().add(model.path_of("parameters"),
+                         "must be a whole number of gradient elements");
     } else if (*params > 1e15) {
-      model.errors().add(model.path_of("parameters"), "must be <= 1P (1e15), got " + std::to_string(*params));
+      model.errors().add(model.path_of("parameters"),
+                         "must be <= 1P (1e15), got " + std::to_string(*params));
     } else {
       m.parameters = *params;
     }
   }
-  m.gradient_dtype = model.one_of("gradientDtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
+  m.gradient_dtype =
+      model.one_of("gradientDtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
   m.torch_script = model.string("torchScript", P::kOptional).value_or("");
   if (const Json* shape = model.raw("inputShape")) {
     if (!shape->is_array() || shape->empty()) {
-      model.errors().add(model.path_of("inputShape"), "must be a non-empty list of positive integers");
+      model.errors().add(model.path_of("inputShape"),
+                         "must be a non-empty list of positive integers");
     } else {
       for (size_t i = 0; i < shape->size(); ++i) {
         const Json& d = (*shape)[i];
@@ -76,10 +80,13 @@ void read_model(ObjectReader& spec, ModelSpec& m) {
   if (!m.torch_script.empty() && !model.raw("inputShape")) {
     model.errors().add(model.path_of("inputShape"), "required when torchScript is set");
   }
-  m.batch_size = static_cast<int>(model.integer("batchSize", P::kOptional, 1, 1 << 20).value_or(32));
+  m.batch_size =
+      static_cast<int>(model.integer("batchSize", P::kOptional, 1, 1 << 20).value_or(32));
   if (auto hint = model.number("stepTimeHintMs", P::kOptional)) {
-    if (*hint <= 0) model.errors().add(model.path_of("stepTimeHintMs"), "must be > 0");
-    else m.step_time_hint_ms = hint;
+    if (*hint <= 0)
+      model.errors().add(model.path_of("stepTimeHintMs"), "must be > 0");
+    else
+      m.step_time_hint_ms = hint;
   }
   model.reject_unknown_fields();
 }
@@ -94,7 +101,9 @@ void read_run_policy(ObjectReader& spec, RunPolicy& r) {
 
 }  // namespace
 
-double ModelSpec::gradient_bytes() const { return parameters * dtype_bytes(gradient_dtype); }
+double ModelSpec::gradient_bytes() const {
+  return parameters * dtype_bytes(gradient_dtype);
+}
 
 int dtype_bytes(const std::string& dtype) {
   if (dtype == "fp32") return 4;
@@ -110,7 +119,8 @@ TrainingJob parse_training_job(const nlohmann::json& doc, ObjectSource source) {
   check_type_meta(root, kApiVersion, "TrainingJob");
   job.metadata = read_object_meta(root, source == ObjectSource::kManifest);
   if (source == ObjectSource::kAdmission && job.metadata.name.empty()) {
-    const Json* gen = doc.contains("metadata") && doc["metadata"].is_object() && doc["metadata"].contains("generateName")
+    const Json* gen = doc.contains("metadata") && doc["metadata"].is_object() &&
+                              doc["metadata"].contains("generateName")
                           ? &doc["metadata"]["generateName"]
                           : nullptr;
     if (!gen || !gen->is_string() || gen->get<std::string>().empty()) {
@@ -124,17 +134,20 @@ TrainingJob parse_training_job(const nlohmann::json& doc, ObjectSource source) {
   auto min_nodes = spec.integer("minNodes", P::kOptional, 1, kMaxNodes);
   s.min_nodes = static_cast<int>(min_nodes.value_or(1));
   if (min_nodes && s.num_nodes > 0 && *min_nodes > s.num_nodes) {
-    errors.add("spec.minNodes", "must be <= spec.numNodes (" + std::to_string(s.num_nodes) + "), got " +
-                                    std::to_string(*min_nodes));
+    errors.add("spec.minNodes", "must be <= spec.numNodes (" + std::to_string(s.num_nodes) +
+                                    "), got " + std::to_string(*min_nodes));
   }
-  s.num_proc_per_node = static_cast<int>(spec.integer("numProcPerNode", P::kOptional, 1, 1024).value_or(1));
+  s.num_proc_per_node =
+      static_cast<int>(spec.integer("numProcPerNode", P::kOptional, 1, 1024).value_or(1));
   s.suspend = spec.boolean("suspend", P::kOptional).value_or(false);
-  s.node_selector = spec.string_map("nodeSelector", P::kOptional).value_or(std::map<std::string, std::string>{});
+  s.node_selector =
+      spec.string_map("nodeSelector", P::kOptional).value_or(std::map<std::string, std::string>{});
   read_tolerations(spec, s);
   read_model(spec, s.model);
   read_template(spec, s);
   auto policy_ref = spec.object("policyRef");
-  s.policy_ref = policy_ref.string("name", policy_ref.present() ? P::kRequired : P::kOptional).value_or("");
+  s.policy_ref =
+      policy_ref.string("name", policy_ref.present() ? P::kRequired : P::kOptional).value_or("");
   policy_ref.reject_unknown_fields();
   read_run_policy(spec, s.run_policy);
   spec.reject_unknown_fields();

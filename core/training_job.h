@@ -4,11 +4,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/object_meta.h"
 
@@ -43,8 +42,8 @@ struct TrainingJobSpec {
   std::map<std::string, std::string> node_selector;
   nlohmann::json tolerations = nlohmann::json::array();  // []corev1.Toleration, validated
   ModelSpec model;
-  nlohmann::json pod_template;                           // corev1.PodTemplateSpec, kept verbatim
-  std::string policy_ref;                                // CommPolicy name, optional
+  nlohmann::json pod_template;  // corev1.PodTemplateSpec, kept verbatim
+  std::string policy_ref;       // CommPolicy name, optional
   RunPolicy run_policy;
 };
 

@@ -1,10 +1,10 @@
 #include "core/yaml_json.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <cmath>
 #include <regex>
 #include <stdexcept>
-
-#include <yaml-cpp/yaml.h>
 
 namespace commgate {
 namespace {
@@ -38,7 +38,8 @@ nlohmann::json resolve_plain_scalar(const std::string& s) {
 nlohmann::json to_json(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined: return nullptr;
+    case YAML::NodeType::Undefined:
+      return nullptr;
     case YAML::NodeType::Scalar:
       // Tag "!" marks a quoted (non-plain) scalar: always a string.
       if (node.Tag() == "!") return node.Scalar();
@@ -91,7 +92,8 @@ std::vector<nlohmann::json> parse_manifests(const std::string& text) {
     } catch (const nlohmann::json::parse_error& e) {
       // JSON documents separated by "---" lines are a YAML stream. Anything else
       // that looks like JSON is held to JSON: YAML would read `{"a": }` as a null.
-      const bool has_separator = text.rfind("---\n", 0) == 0 || text.find("\n---\n") != std::string::npos ||
+      const bool has_separator = text.rfind("---\n", 0) == 0 ||
+                                 text.find("\n---\n") != std::string::npos ||
                                  text.find("\n---\r\n") != std::string::npos;
       if (has_separator) return yaml_documents_to_json(text);
       throw std::runtime_error(std::string("invalid JSON: ") + e.what());

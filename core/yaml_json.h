@@ -3,10 +3,9 @@
 // strings ("340M" and 340M are both strings; 4 is a number, "4" a string).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace commgate {
 

@@ -1,8 +1,7 @@
 // `commgate evaluate` as a user runs it: the real binary, real files, exit codes.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <array>
 #include <cstdio>
@@ -42,12 +41,15 @@ CliRun run(const std::vector<std::string>& args) {
   return r;
 }
 
-std::string example(const std::string& rel) { return std::string(COMMGATE_SOURCE_DIR) + "/examples/" + rel; }
+std::string example(const std::string& rel) {
+  return std::string(COMMGATE_SOURCE_DIR) + "/examples/" + rel;
+}
 
 class TempFile {
  public:
   explicit TempFile(const std::string& content, const std::string& suffix = ".json") {
-    path_ = fs::temp_directory_path() / ("cg-test-" + std::to_string(getpid()) + "-" + std::to_string(counter_++) + suffix);
+    path_ = fs::temp_directory_path() /
+            ("cg-test-" + std::to_string(getpid()) + "-" + std::to_string(counter_++) + suffix);
     std::ofstream(path_) << content;
   }
   ~TempFile() { fs::remove(path_); }
@@ -89,8 +91,9 @@ TEST(EvaluateCli, zero_nodes_exits_2_and_names_the_field) {
 TEST(EvaluateCli, every_mistake_is_listed_with_its_path) {
   CliRun r = run({"evaluate", "-f", example("invalid/many-mistakes.yaml"), "-o", "json"});
   EXPECT_EQ(r.exit_code, 2);
-  for (const char* path : {"metadata.name:", "spec.numNodes:", "spec.numProcPerNode:", "spec.model.parameters:",
-                           "spec.model.gradientDtype:", "spec.template.spec.containers:", "spec.minNode: unknown field"}) {
+  for (const char* path : {"metadata.name:", "spec.numNodes:", "spec.numProcPerNode:",
+                           "spec.model.parameters:", "spec.model.gradientDtype:",
+                           "spec.template.spec.containers:", "spec.minNode: unknown field"}) {
     EXPECT_NE(r.err.find(path), std::string::npos) << path << "\n" << r.err;
   }
   EXPECT_TRUE(r.out.empty());
@@ -103,7 +106,8 @@ TEST(EvaluateCli, usage_errors_exit_2) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown argument \"--bogus\""), std::string::npos);
   EXPECT_EQ(run({"evaluate", "-f", example("jobs/resnet50-5m.yaml"), "-o", "xml"}).exit_code, 2);
-  EXPECT_EQ(run({"evaluate", "-f", example("jobs/resnet50-5m.yaml"), "--now", "tomorrow"}).exit_code, 2);
+  EXPECT_EQ(
+      run({"evaluate", "-f", example("jobs/resnet50-5m.yaml"), "--now", "tomorrow"}).exit_code, 2);
   EXPECT_EQ(run({"frobnicate"}).exit_code, 2);
 }
 
@@ -122,7 +126,8 @@ TEST(EvaluateCli, downsizes_over_policy_job_from_measurement_file) {
   TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump());
   CliRun r = run({"evaluate", "-f", job.path(), "--measurement", m.path()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("Decision: Downsize to 2 nodes [OverPolicyDownsized]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Decision: Downsize to 2 nodes [OverPolicyDownsized]"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("<- requested"), std::string::npos);
   EXPECT_NE(r.out.find("<- admitted"), std::string::npos);
 }
@@ -143,7 +148,8 @@ TEST(EvaluateCli, json_output_is_machine_readable) {
 TEST(EvaluateCli, deny_policy_exits_1_with_the_reason) {
   TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
   TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump());
-  CliRun r = run({"evaluate", "-f", job.path(), "--measurement", m.path(), "--policy", example("policies/strict-deny.yaml")});
+  CliRun r = run({"evaluate", "-f", job.path(), "--measurement", m.path(), "--policy",
+                  example("policies/strict-deny.yaml")});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("Decision: Deny [OverPolicyDenied]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("The largest count that passes is 2 nodes"), std::string::npos) << r.out;
@@ -152,8 +158,9 @@ TEST(EvaluateCli, deny_policy_exits_1_with_the_reason) {
 TEST(EvaluateCli, exempt_group_is_admitted) {
   TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
   TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump());
-  CliRun r = run({"evaluate", "-f", job.path(), "--measurement", m.path(), "--policy", example("policies/strict-deny.yaml"),
-               "--user", "carol", "--group", "ml-platform-admins"});
+  CliRun r = run({"evaluate", "-f", job.path(), "--measurement", m.path(), "--policy",
+                  example("policies/strict-deny.yaml"), "--user", "carol", "--group",
+                  "ml-platform-admins"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("[Exempt]"), std::string::npos) << r.out;
 }
@@ -161,7 +168,8 @@ TEST(EvaluateCli, exempt_group_is_admitted) {
 TEST(EvaluateCli, now_applies_the_ttl_to_a_measurement_file) {
   TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
   TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump());
-  CliRun r = run({"evaluate", "-f", job.path(), "--measurement", m.path(), "--now", "2026-12-02T00:00:00Z"});
+  CliRun r = run(
+      {"evaluate", "-f", job.path(), "--measurement", m.path(), "--now", "2026-12-02T00:00:00Z"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Decision: Gate [MeasurementStale]"), std::string::npos) << r.out;
 }
@@ -173,15 +181,17 @@ TEST(EvaluateCli, other_model_in_measurement_needs_a_hint) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("[ComputeMeasurementMissing]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("the probe measured 5M fp32"), std::string::npos) << r.out;
-  TempFile hinted(testing::a_training_job("bert").nodes(4).params(25e6).step_time_hint_ms(300).json().dump());
+  TempFile hinted(
+      testing::a_training_job("bert").nodes(4).params(25e6).step_time_hint_ms(300).json().dump());
   CliRun h = run({"evaluate", "-f", hinted.path(), "--measurement", m.path()});
   EXPECT_NE(h.out.find("from spec.model.stepTimeHintMs"), std::string::npos) << h.out;
 }
 
 TEST(EvaluateCli, policy_inside_the_job_file_is_used) {
   TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
-  std::string both = testing::a_training_job("bert").nodes(4).params(25e6).json().dump() + "\n---\n" +
-                     R"({"apiVersion":"commgate.io/v1alpha1","kind":"CommPolicy","metadata":{"name":"loose"},"spec":{"maxCommShare":0.5}})";
+  std::string both =
+      testing::a_training_job("bert").nodes(4).params(25e6).json().dump() + "\n---\n" +
+      R"({"apiVersion":"commgate.io/v1alpha1","kind":"CommPolicy","metadata":{"name":"loose"},"spec":{"maxCommShare":0.5}})";
   TempFile job(both, ".yaml");
   CliRun r = run({"evaluate", "-f", job.path(), "--measurement", m.path()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -190,7 +200,8 @@ TEST(EvaluateCli, policy_inside_the_job_file_is_used) {
 }
 
 TEST(EvaluateCli, missing_probe_is_explained) {
-  CliRun r = run({"evaluate", "-f", example("jobs/resnet50-5m.yaml"), "--probe", "/nonexistent/commgate-probe"});
+  CliRun r = run({"evaluate", "-f", example("jobs/resnet50-5m.yaml"), "--probe",
+                  "/nonexistent/commgate-probe"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("commgate-probe was not found"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty());

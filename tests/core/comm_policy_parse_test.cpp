@@ -22,7 +22,9 @@ struct Case {
   std::string want_path;
   std::string want_message;
 };
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class CommPolicyErrors : public ::testing::TestWithParam<Case> {};
 
@@ -30,54 +32,71 @@ TEST_P(CommPolicyErrors, names_the_field) {
   const Case& c = GetParam();
   Json doc = minimal_policy();
   Json::json_pointer p(c.pointer);
-  if (c.value) doc[p] = *c.value;
-  else doc[p.parent_pointer()].erase(p.back());
+  if (c.value)
+    doc[p] = *c.value;
+  else
+    doc[p.parent_pointer()].erase(p.back());
   try {
     parse_comm_policy(doc);
     FAIL() << "expected a ValidationError";
   } catch (const ValidationError& e) {
     bool found = false;
     for (const auto& fe : e.errors().all()) {
-      if (fe.path == c.want_path && fe.message.find(c.want_message) != std::string::npos) found = true;
+      if (fe.path == c.want_path && fe.message.find(c.want_message) != std::string::npos)
+        found = true;
     }
-    EXPECT_TRUE(found) << "want " << c.want_path << ": ..." << c.want_message << "\ngot:\n" << e.errors().to_string();
+    EXPECT_TRUE(found) << "want " << c.want_path << ": ..." << c.want_message << "\ngot:\n"
+                       << e.errors().to_string();
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Parsing, CommPolicyErrors,
     ::testing::Values(
-        Case{"missing_max_comm_share", "/spec/maxCommShare", std::nullopt, "spec.maxCommShare", "required"},
-        Case{"max_comm_share_above_one", "/spec/maxCommShare", 1.5, "spec.maxCommShare", "must be <= 1, got 1.5"},
-        Case{"max_comm_share_percent_string", "/spec/maxCommShare", "30%", "spec.maxCommShare", "must be a number"},
-        Case{"efficiency_negative", "/spec/minScalingEfficiency", -0.1, "spec.minScalingEfficiency", "must be >= 0"},
+        Case{"missing_max_comm_share", "/spec/maxCommShare", std::nullopt, "spec.maxCommShare",
+             "required"},
+        Case{"max_comm_share_above_one", "/spec/maxCommShare", 1.5, "spec.maxCommShare",
+             "must be <= 1, got 1.5"},
+        Case{"max_comm_share_percent_string", "/spec/maxCommShare", "30%", "spec.maxCommShare",
+             "must be a number"},
+        Case{"efficiency_negative", "/spec/minScalingEfficiency", -0.1, "spec.minScalingEfficiency",
+             "must be >= 0"},
         Case{"unknown_action", "/spec/enforcementAction", "reject", "spec.enforcementAction",
              "must be one of downsize, deny, warn, dryrun"},
-        Case{"unknown_missing_action", "/spec/onMissingMeasurement", "wait", "spec.onMissingMeasurement",
-             "must be one of gate, admit, deny"},
-        Case{"ttl_without_unit", "/spec/measurementTTL", "24", "spec.measurementTTL", "must be a duration"},
-        Case{"ttl_in_days", "/spec/measurementTTL", "1d", "spec.measurementTTL", "must be a duration"},
-        Case{"ttl_as_number", "/spec/measurementTTL", 3600, "spec.measurementTTL", "must be a duration string"},
-        Case{"namespaced_policy", "/metadata/namespace", "default", "metadata.namespace", "cluster-scoped"},
+        Case{"unknown_missing_action", "/spec/onMissingMeasurement", "wait",
+             "spec.onMissingMeasurement", "must be one of gate, admit, deny"},
+        Case{"ttl_without_unit", "/spec/measurementTTL", "24", "spec.measurementTTL",
+             "must be a duration"},
+        Case{"ttl_in_days", "/spec/measurementTTL", "1d", "spec.measurementTTL",
+             "must be a duration"},
+        Case{"ttl_as_number", "/spec/measurementTTL", 3600, "spec.measurementTTL",
+             "must be a duration string"},
+        Case{"namespaced_policy", "/metadata/namespace", "default", "metadata.namespace",
+             "cluster-scoped"},
         Case{"selector_bad_operator", "/spec/namespaceSelector",
-             Json{{"matchExpressions", {{{"key", "team"}, {"operator", "Equals"}, {"values", {"a"}}}}}},
+             Json{{"matchExpressions",
+                   {{{"key", "team"}, {"operator", "Equals"}, {"values", {"a"}}}}}},
              "spec.namespaceSelector.matchExpressions[0].operator", "must be one of In, NotIn"},
         Case{"selector_in_without_values", "/spec/namespaceSelector",
              Json{{"matchExpressions", {{{"key", "team"}, {"operator", "In"}}}}},
              "spec.namespaceSelector.matchExpressions[0].values", "must be non-empty"},
-        Case{"probe_backend_mpi", "/spec/probe", Json{{"backend", "mpi"}}, "spec.probe.backend", "must be one of auto"},
-        Case{"probe_timeout_too_short", "/spec/probe", Json{{"timeoutSeconds", 1}}, "spec.probe.timeoutSeconds",
-             "must be >= 10"},
-        Case{"probe_sizes_inverted", "/spec/probe", Json{{"sizes", {{"min", "64Mi"}, {"max", "1Mi"}}}},
-             "spec.probe.sizes.min", "must be <= spec.probe.sizes.max"},
-        Case{"probe_max_nodes_one", "/spec/probe", Json{{"maxNodes", 1}}, "spec.probe.maxNodes", "must be >= 2"},
-        Case{"service_account_without_namespace", "/spec/exemptions", Json{{"serviceAccounts", {"nightly"}}},
-             "spec.exemptions.serviceAccounts[0]", "must be \"namespace/name\""},
-        Case{"users_not_a_list", "/spec/exemptions", Json{{"users", "alice"}}, "spec.exemptions.users",
-             "must be a list of strings"},
+        Case{"probe_backend_mpi", "/spec/probe", Json{{"backend", "mpi"}}, "spec.probe.backend",
+             "must be one of auto"},
+        Case{"probe_timeout_too_short", "/spec/probe", Json{{"timeoutSeconds", 1}},
+             "spec.probe.timeoutSeconds", "must be >= 10"},
+        Case{"probe_sizes_inverted", "/spec/probe",
+             Json{{"sizes", {{"min", "64Mi"}, {"max", "1Mi"}}}}, "spec.probe.sizes.min",
+             "must be <= spec.probe.sizes.max"},
+        Case{"probe_max_nodes_one", "/spec/probe", Json{{"maxNodes", 1}}, "spec.probe.maxNodes",
+             "must be >= 2"},
+        Case{"service_account_without_namespace", "/spec/exemptions",
+             Json{{"serviceAccounts", {"nightly"}}}, "spec.exemptions.serviceAccounts[0]",
+             "must be \"namespace/name\""},
+        Case{"users_not_a_list", "/spec/exemptions", Json{{"users", "alice"}},
+             "spec.exemptions.users", "must be a list of strings"},
         Case{"retry_max_below_base", "/spec/retryStrategy",
-             Json{{"backoffBaseSeconds", 60}, {"backoffMaxSeconds", 10}}, "spec.retryStrategy.backoffMaxSeconds",
-             "must be >= backoffBaseSeconds (60)"},
+             Json{{"backoffBaseSeconds", 60}, {"backoffMaxSeconds", 10}},
+             "spec.retryStrategy.backoffMaxSeconds", "must be >= backoffBaseSeconds (60)"},
         Case{"unknown_field_hint", "/spec/maxCommShar", 0.3, "spec.maxCommShar",
              "unknown field (did you mean \"maxCommShare\"?)"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });

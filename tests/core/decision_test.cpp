@@ -20,7 +20,8 @@ struct Case {
   std::string name;
   testing::TrainingJobBuilder job = a_training_job("bert").nodes(4).params(25e6);
   CommPolicy policy = a_policy().build();
-  std::optional<Measurement> measurement = a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build();
+  std::optional<Measurement> measurement =
+      a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build();
   Requester requester = {};
   Action want_action;
   int want_admitted;
@@ -33,131 +34,210 @@ std::vector<Case> cases() {
   std::vector<Case> c;
   c.push_back({.name = "admits_when_every_count_is_under_policy",
                .policy = a_policy().max_comm_share(0.40).build(),
-               .want_action = Action::kAdmit, .want_admitted = 4, .want_reason = reason::kWithinPolicy,
+               .want_action = Action::kAdmit,
+               .want_admitted = 4,
+               .want_reason = reason::kWithinPolicy,
                .want_message = "At 4 nodes the model predicts 35.9%"});
   c.push_back({.name = "downsizes_to_largest_count_under_policy",
-               .want_action = Action::kDownsize, .want_admitted = 2, .want_reason = reason::kDownsized,
+               .want_action = Action::kDownsize,
+               .want_admitted = 2,
+               .want_reason = reason::kDownsized,
                .want_message = "Downsized from 4 to 2 nodes"});
   c.push_back({.name = "downsize_message_quotes_the_measurement",
-               .want_action = Action::kDownsize, .want_admitted = 2, .want_reason = reason::kDownsized,
-               .want_message = "measured all-reduce busbw 0.5 GB/s (gloo over socket, 2 nodes probed), compute step 300 ms"});
+               .want_action = Action::kDownsize,
+               .want_admitted = 2,
+               .want_reason = reason::kDownsized,
+               .want_message = "measured all-reduce busbw 0.5 GB/s (gloo over socket, 2 nodes "
+                               "probed), compute step 300 ms"});
   c.push_back({.name = "downsize_respects_min_nodes",
                .job = a_training_job("bert").nodes(4).min_nodes(3).params(25e6),
-               .want_action = Action::kDeny, .want_admitted = 0, .want_reason = reason::kNoCountMeetsPolicy,
+               .want_action = Action::kDeny,
+               .want_admitted = 0,
+               .want_reason = reason::kNoCountMeetsPolicy,
                .want_message = "Even spec.minNodes (3) does not pass"});
   c.push_back({.name = "min_nodes_equal_to_a_passing_count_downsizes_to_it",
                .job = a_training_job("bert").nodes(4).min_nodes(3).params(25e6),
                .policy = a_policy().max_comm_share(0.32).build(),
-               .want_action = Action::kDownsize, .want_admitted = 3, .want_reason = reason::kDownsized,
+               .want_action = Action::kDownsize,
+               .want_admitted = 3,
+               .want_reason = reason::kDownsized,
                .want_message = "to 3 nodes"});
   c.push_back({.name = "deny_policy_names_the_largest_passing_count",
                .policy = a_policy().action(EnforcementAction::kDeny).build(),
-               .want_action = Action::kDeny, .want_admitted = 0, .want_reason = reason::kDenied,
+               .want_action = Action::kDeny,
+               .want_admitted = 0,
+               .want_reason = reason::kDenied,
                .want_message = "The largest count that passes is 2 nodes"});
   c.push_back({.name = "deny_message_names_policy_maximum",
                .policy = a_policy().action(EnforcementAction::kDeny).named("team-a").build(),
-               .want_action = Action::kDeny, .want_admitted = 0, .want_reason = reason::kDenied,
+               .want_action = Action::kDeny,
+               .want_admitted = 0,
+               .want_reason = reason::kDenied,
                .want_message = "CommPolicy team-a allows at most 30.0% communication"});
   c.push_back({.name = "warn_admits_unchanged_and_says_what_downsize_would_do",
                .policy = a_policy().action(EnforcementAction::kWarn).build(),
-               .want_action = Action::kWarn, .want_admitted = 4, .want_reason = reason::kWarned,
-               .want_message = "Admitted anyway", .want_would = Action::kDownsize});
+               .want_action = Action::kWarn,
+               .want_admitted = 4,
+               .want_reason = reason::kWarned,
+               .want_message = "Admitted anyway",
+               .want_would = Action::kDownsize});
   c.push_back({.name = "dryrun_admits_and_reports_the_would_be_downsize",
                .policy = a_policy().action(EnforcementAction::kDryRun).build(),
-               .want_action = Action::kAdmit, .want_admitted = 4, .want_reason = reason::kDryRun,
-               .want_message = "Dry run: would downsize to 2 nodes", .want_would = Action::kDownsize});
+               .want_action = Action::kAdmit,
+               .want_admitted = 4,
+               .want_reason = reason::kDryRun,
+               .want_message = "Dry run: would downsize to 2 nodes",
+               .want_would = Action::kDownsize});
   c.push_back({.name = "dryrun_reports_a_would_be_denial",
                .job = a_training_job("bert").nodes(4).min_nodes(4).params(25e6),
                .policy = a_policy().action(EnforcementAction::kDryRun).build(),
-               .want_action = Action::kAdmit, .want_admitted = 4, .want_reason = reason::kDryRun,
-               .want_message = "Dry run: would deny", .want_would = Action::kDeny});
+               .want_action = Action::kAdmit,
+               .want_admitted = 4,
+               .want_reason = reason::kDryRun,
+               .want_message = "Dry run: would deny",
+               .want_would = Action::kDeny});
   c.push_back({.name = "min_scaling_efficiency_is_enforced_too",
                .policy = a_policy().max_comm_share(0.9).min_scaling_efficiency(0.75).build(),
-               .want_action = Action::kDownsize, .want_admitted = 2, .want_reason = reason::kDownsized,
+               .want_action = Action::kDownsize,
+               .want_admitted = 2,
+               .want_reason = reason::kDownsized,
                .want_message = "requires scaling efficiency >= 75.0%"});
   c.push_back({.name = "gates_without_measurement",
                .measurement = std::nullopt,
-               .want_action = Action::kGate, .want_admitted = 4, .want_reason = reason::kNoMeasurement,
+               .want_action = Action::kGate,
+               .want_admitted = 4,
+               .want_reason = reason::kNoMeasurement,
                .want_message = "suspended until commgate has probed"});
   c.push_back({.name = "admits_without_measurement_when_policy_says_admit",
-               .policy = a_policy().on_missing(MissingMeasurementAction::kAdmit).build(), .measurement = std::nullopt,
-               .want_action = Action::kAdmit, .want_admitted = 4, .want_reason = reason::kNoMeasurement,
+               .policy = a_policy().on_missing(MissingMeasurementAction::kAdmit).build(),
+               .measurement = std::nullopt,
+               .want_action = Action::kAdmit,
+               .want_admitted = 4,
+               .want_reason = reason::kNoMeasurement,
                .want_message = "admitted unmeasured"});
   c.push_back({.name = "denies_without_measurement_when_policy_says_deny",
-               .policy = a_policy().on_missing(MissingMeasurementAction::kDeny).build(), .measurement = std::nullopt,
-               .want_action = Action::kDeny, .want_admitted = 0, .want_reason = reason::kNoMeasurement,
+               .policy = a_policy().on_missing(MissingMeasurementAction::kDeny).build(),
+               .measurement = std::nullopt,
+               .want_action = Action::kDeny,
+               .want_admitted = 0,
+               .want_reason = reason::kNoMeasurement,
                .want_message = "onMissingMeasurement: deny"});
   c.push_back({.name = "stale_measurement_gates",
                .measurement = a_measurement().busbw_gbps(0.5).measured_at(test_now() - 25h).build(),
-               .want_action = Action::kGate, .want_admitted = 4, .want_reason = reason::kStaleMeasurement,
+               .want_action = Action::kGate,
+               .want_admitted = 4,
+               .want_reason = reason::kStaleMeasurement,
                .want_message = "older than measurementTTL 24h"});
-  c.push_back({.name = "measurement_just_inside_ttl_is_used",
-               .measurement = a_measurement().busbw_gbps(0.5).latency_us(200).measured_at(test_now() - 24h).build(),
-               .want_action = Action::kDownsize, .want_admitted = 2, .want_reason = reason::kDownsized,
-               .want_message = "Downsized"});
+  c.push_back(
+      {.name = "measurement_just_inside_ttl_is_used",
+       .measurement =
+           a_measurement().busbw_gbps(0.5).latency_us(200).measured_at(test_now() - 24h).build(),
+       .want_action = Action::kDownsize,
+       .want_admitted = 2,
+       .want_reason = reason::kDownsized,
+       .want_message = "Downsized"});
   c.push_back({.name = "short_ttl_makes_an_hour_old_measurement_stale",
                .policy = a_policy().ttl(30min).build(),
-               .want_action = Action::kGate, .want_admitted = 4, .want_reason = reason::kStaleMeasurement,
+               .want_action = Action::kGate,
+               .want_admitted = 4,
+               .want_reason = reason::kStaleMeasurement,
                .want_message = "measurementTTL 30m"});
-  c.push_back({.name = "missing_compute_gates_and_says_why",
-               .measurement = a_measurement().no_compute("no compute measurement for a 25M-parameter fp32 model").build(),
-               .want_action = Action::kGate, .want_admitted = 4, .want_reason = reason::kNoCompute,
-               .want_message = "no compute measurement for a 25M-parameter"});
+  c.push_back(
+      {.name = "missing_compute_gates_and_says_why",
+       .measurement = a_measurement()
+                          .no_compute("no compute measurement for a 25M-parameter fp32 model")
+                          .build(),
+       .want_action = Action::kGate,
+       .want_admitted = 4,
+       .want_reason = reason::kNoCompute,
+       .want_message = "no compute measurement for a 25M-parameter"});
   c.push_back({.name = "exempt_user_bypasses_policy",
                .policy = a_policy().action(EnforcementAction::kDeny).exempt_user("alice").build(),
                .requester = {"alice", {}},
-               .want_action = Action::kAdmit, .want_admitted = 4, .want_reason = reason::kExempt,
+               .want_action = Action::kAdmit,
+               .want_admitted = 4,
+               .want_reason = reason::kExempt,
                .want_message = "alice is exempt"});
-  c.push_back({.name = "exempt_group_bypasses_policy",
-               .policy = a_policy().action(EnforcementAction::kDeny).exempt_group("ml-admins").build(),
-               .requester = {"bob", {"system:authenticated", "ml-admins"}},
-               .want_action = Action::kAdmit, .want_admitted = 4, .want_reason = reason::kExempt,
-               .want_message = "exempt"});
+  c.push_back(
+      {.name = "exempt_group_bypasses_policy",
+       .policy = a_policy().action(EnforcementAction::kDeny).exempt_group("ml-admins").build(),
+       .requester = {"bob", {"system:authenticated", "ml-admins"}},
+       .want_action = Action::kAdmit,
+       .want_admitted = 4,
+       .want_reason = reason::kExempt,
+       .want_message = "exempt"});
   c.push_back({.name = "exempt_service_account_bypasses_policy",
-               .policy = a_policy().action(EnforcementAction::kDeny).exempt_service_account("bench/nightly").build(),
+               .policy = a_policy()
+                             .action(EnforcementAction::kDeny)
+                             .exempt_service_account("bench/nightly")
+                             .build(),
                .requester = {"system:serviceaccount:bench:nightly", {}},
-               .want_action = Action::kAdmit, .want_admitted = 4, .want_reason = reason::kExempt,
+               .want_action = Action::kAdmit,
+               .want_admitted = 4,
+               .want_reason = reason::kExempt,
                .want_message = "exempt"});
   c.push_back({.name = "non_exempt_user_is_judged",
                .policy = a_policy().action(EnforcementAction::kDeny).exempt_user("alice").build(),
                .requester = {"mallory", {"alice"}},
-               .want_action = Action::kDeny, .want_admitted = 0, .want_reason = reason::kDenied,
+               .want_action = Action::kDeny,
+               .want_admitted = 0,
+               .want_reason = reason::kDenied,
                .want_message = "over the limit"});
   c.push_back({.name = "single_node_is_always_admitted",
-               .job = a_training_job("bert").nodes(1).params(25e6), .measurement = std::nullopt,
-               .want_action = Action::kAdmit, .want_admitted = 1, .want_reason = reason::kSingleNode,
+               .job = a_training_job("bert").nodes(1).params(25e6),
+               .measurement = std::nullopt,
+               .want_action = Action::kAdmit,
+               .want_admitted = 1,
+               .want_reason = reason::kSingleNode,
                .want_message = "single-node"});
   c.push_back({.name = "downsizes_to_one_node_when_only_one_passes",
                .measurement = a_measurement().busbw_gbps(0.01).build(),
-               .want_action = Action::kDownsize, .want_admitted = 1, .want_reason = reason::kDownsized,
+               .want_action = Action::kDownsize,
+               .want_admitted = 1,
+               .want_reason = reason::kDownsized,
                .want_message = "Downsized from 4 to 1 node"});
   c.push_back({.name = "no_count_passes_on_a_very_slow_link",
                .job = a_training_job("bert").nodes(4).min_nodes(2).params(25e6),
                .measurement = a_measurement().busbw_gbps(0.01).build(),
-               .want_action = Action::kDeny, .want_admitted = 0, .want_reason = reason::kNoCountMeetsPolicy,
-               .want_message = "Even spec.minNodes (2) does not pass, so it cannot be downsized. The largest count that passes is 1 node."});
-  c.push_back({.name = "compute_hint_is_quoted",
-               .job = a_training_job("bert").nodes(4).params(25e6).step_time_hint_ms(300),
-               .measurement = a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build(),
-               .want_action = Action::kDownsize, .want_admitted = 2, .want_reason = reason::kDownsized,
-               .want_message = "compute step 300 ms"});
+               .want_action = Action::kDeny,
+               .want_admitted = 0,
+               .want_reason = reason::kNoCountMeetsPolicy,
+               .want_message = "Even spec.minNodes (2) does not pass, so it cannot be downsized. "
+                               "The largest count that passes is 1 node."});
+  c.push_back(
+      {.name = "compute_hint_is_quoted",
+       .job = a_training_job("bert").nodes(4).params(25e6).step_time_hint_ms(300),
+       .measurement = a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build(),
+       .want_action = Action::kDownsize,
+       .want_admitted = 2,
+       .want_reason = reason::kDownsized,
+       .want_message = "compute step 300 ms"});
   c.push_back({.name = "poor_fit_is_flagged_in_the_message",
                .policy = a_policy().max_comm_share(0.40).build(),
-               .measurement = a_measurement().busbw_gbps(0.5).latency_us(200).poor_fit("the ring model misses").build(),
-               .want_action = Action::kAdmit, .want_admitted = 4, .want_reason = reason::kWithinPolicy,
+               .measurement = a_measurement()
+                                  .busbw_gbps(0.5)
+                                  .latency_us(200)
+                                  .poor_fit("the ring model misses")
+                                  .build(),
+               .want_action = Action::kAdmit,
+               .want_admitted = 4,
+               .want_reason = reason::kWithinPolicy,
                .want_message = "Caution: the ring model misses"});
   return c;
 }
 
 // Test names print the case name, not a byte dump.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class DecisionTable : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DecisionTable, decides) {
   const Case& c = GetParam();
   TrainingJob job = c.job.build();
-  DecisionInput in{&job, &c.policy, c.measurement ? &*c.measurement : nullptr, c.requester, test_now()};
+  DecisionInput in{&job, &c.policy, c.measurement ? &*c.measurement : nullptr, c.requester,
+                   test_now()};
   Decision d = decide(in);
   EXPECT_EQ(to_string(d.action), std::string(to_string(c.want_action))) << d.message;
   EXPECT_EQ(d.admitted_nodes, c.want_admitted) << d.message;
@@ -225,7 +305,8 @@ TEST(PolicySelection, policy_ref_wins_then_strictest_matching_then_default) {
   std::string err;
   auto job = a_training_job().build();
   EXPECT_EQ(select_policy(job, {{"team", "nlp"}}, policies, &err)->metadata.name, "team");
-  EXPECT_EQ(select_policy(job, {{"tier", "prod"}, {"team", "nlp"}}, policies, &err)->metadata.name, "strict");
+  EXPECT_EQ(select_policy(job, {{"tier", "prod"}, {"team", "nlp"}}, policies, &err)->metadata.name,
+            "strict");
   EXPECT_EQ(select_policy(job, {}, policies, &err)->metadata.name, "lenient");
   EXPECT_EQ(select_policy(job, {}, {}, &err)->metadata.name, "default");
   auto ref = a_training_job().policy_ref("lenient").build();

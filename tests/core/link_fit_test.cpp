@@ -14,7 +14,8 @@ TEST(BusFactor, matches_nccl_tests) {
   EXPECT_DOUBLE_EQ(allreduce_bus_factor(8), 1.75);
 }
 
-std::vector<AllReduceSample> sweep(double alpha, double busbw, int ranks, double noise, unsigned seed) {
+std::vector<AllReduceSample> sweep(double alpha, double busbw, int ranks, double noise,
+                                   unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<double> n(0.0, noise);
   std::vector<AllReduceSample> out;

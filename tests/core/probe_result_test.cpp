@@ -21,11 +21,13 @@ ProbeResult full_result(size_t sizes) {
   r.interface_name = "ib0";
   r.device = "cuda";
   r.gpu_product = "NVIDIA H100 80GB HBM3";
-  for (size_t i = 0; i < 32; ++i) r.hostnames.push_back("gpu-node-" + std::to_string(i) + ".cluster.example");
+  for (size_t i = 0; i < 32; ++i)
+    r.hostnames.push_back("gpu-node-" + std::to_string(i) + ".cluster.example");
   r.warmup_iterations = 5;
   r.iterations = 20;
   double bytes = 4096;
-  for (size_t i = 0; i < sizes; ++i, bytes *= 2) r.allreduce.push_back({bytes, 100 + bytes / 1e4, 1.2345678, 2.3456789, true});
+  for (size_t i = 0; i < sizes; ++i, bytes *= 2)
+    r.allreduce.push_back({bytes, 100 + bytes / 1e4, 1.2345678, 2.3456789, true});
   r.fit.ranks = 32;
   r.fit.latency_s = 42e-6;
   r.fit.busbw_bytes_per_s = 11.5e9;

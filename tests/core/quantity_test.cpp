@@ -14,10 +14,10 @@ struct QuantityCase {
 
 TEST(Quantity, parses_kubernetes_notations) {
   const std::vector<QuantityCase> cases = {
-      {"340M", 340e6}, {"7G", 7e9},         {"1.5G", 1.5e9},      {"25Mi", 25.0 * 1048576},
-      {"4Ki", 4096},   {"100", 100},        {"1e9", 1e9},         {"2E3", 2000},
-      {"500m", 0.5},   {"+3k", 3000},       {".5M", 500000},      {"7B", std::nullopt},
-      {"", std::nullopt}, {"M", std::nullopt}, {"12 M", std::nullopt}, {"1.2.3", std::nullopt},
+      {"340M", 340e6},       {"7G", 7e9},         {"1.5G", 1.5e9},        {"25Mi", 25.0 * 1048576},
+      {"4Ki", 4096},         {"100", 100},        {"1e9", 1e9},           {"2E3", 2000},
+      {"500m", 0.5},         {"+3k", 3000},       {".5M", 500000},        {"7B", std::nullopt},
+      {"", std::nullopt},    {"M", std::nullopt}, {"12 M", std::nullopt}, {"1.2.3", std::nullopt},
       {"3KB", std::nullopt}, {"1e", std::nullopt}};
   for (const auto& c : cases) {
     std::string err;
@@ -35,10 +35,10 @@ TEST(Quantity, parses_kubernetes_notations) {
 TEST(Duration, parses_go_durations) {
   using namespace std::chrono;
   const std::vector<std::pair<std::string, std::optional<nanoseconds>>> cases = {
-      {"24h", hours(24)},       {"1h30m", minutes(90)}, {"90s", seconds(90)},
-      {"250ms", milliseconds(250)}, {"1.5h", minutes(90)}, {"10us", microseconds(10)},
-      {"0", nanoseconds(0)},    {"1d", std::nullopt},   {"h", std::nullopt},
-      {"", std::nullopt},       {"10", std::nullopt},   {"5 m", std::nullopt}};
+      {"24h", hours(24)},           {"1h30m", minutes(90)}, {"90s", seconds(90)},
+      {"250ms", milliseconds(250)}, {"1.5h", minutes(90)},  {"10us", microseconds(10)},
+      {"0", nanoseconds(0)},        {"1d", std::nullopt},   {"h", std::nullopt},
+      {"", std::nullopt},           {"10", std::nullopt},   {"5 m", std::nullopt}};
   for (const auto& [text, want] : cases) {
     auto got = parse_duration(text, nullptr);
     if (want) {

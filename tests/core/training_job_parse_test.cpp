@@ -14,31 +14,37 @@ using Json = nlohmann::json;
 
 struct Case {
   std::string name;
-  std::string pointer;  // JSON pointer to change
+  std::string pointer;        // JSON pointer to change
   std::optional<Json> value;  // nullopt: remove the field
   std::string want_path;
   std::string want_message;  // substring
 };
 
 // Test names print the case name, not a byte dump.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class TrainingJobErrors : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TrainingJobErrors, names_the_field) {
   const Case& c = GetParam();
   auto b = a_training_job("bert");
-  if (c.value) b.set(c.pointer, *c.value);
-  else b.remove(c.pointer);
+  if (c.value)
+    b.set(c.pointer, *c.value);
+  else
+    b.remove(c.pointer);
   try {
     b.build();
     FAIL() << "expected a ValidationError for " << c.name;
   } catch (const ValidationError& e) {
     bool found = false;
     for (const auto& fe : e.errors().all()) {
-      if (fe.path == c.want_path && fe.message.find(c.want_message) != std::string::npos) found = true;
+      if (fe.path == c.want_path && fe.message.find(c.want_message) != std::string::npos)
+        found = true;
     }
-    EXPECT_TRUE(found) << "want " << c.want_path << ": ...\"" << c.want_message << "\"...\ngot:\n" << e.errors().to_string();
+    EXPECT_TRUE(found) << "want " << c.want_path << ": ...\"" << c.want_message << "\"...\ngot:\n"
+                       << e.errors().to_string();
   }
 }
 
@@ -46,35 +52,60 @@ INSTANTIATE_TEST_SUITE_P(
     Parsing, TrainingJobErrors,
     ::testing::Values(
         Case{"zero_nodes", "/spec/numNodes", 0, "spec.numNodes", "must be >= 1, got 0"},
-        Case{"missing_num_nodes", "/spec/numNodes", std::nullopt, "spec.numNodes", "required field is missing"},
-        Case{"num_nodes_as_string", "/spec/numNodes", "four", "spec.numNodes", "must be an integer, got string \"four\""},
-        Case{"num_nodes_fraction", "/spec/numNodes", 2.5, "spec.numNodes", "must be an integer, got number 2.5"},
+        Case{"missing_num_nodes", "/spec/numNodes", std::nullopt, "spec.numNodes",
+             "required field is missing"},
+        Case{"num_nodes_as_string", "/spec/numNodes", "four", "spec.numNodes",
+             "must be an integer, got string \"four\""},
+        Case{"num_nodes_fraction", "/spec/numNodes", 2.5, "spec.numNodes",
+             "must be an integer, got number 2.5"},
         Case{"num_nodes_too_large", "/spec/numNodes", 1e12, "spec.numNodes", "must be <= 10000"},
-        Case{"min_nodes_over_num_nodes", "/spec/minNodes", 3, "spec.minNodes", "must be <= spec.numNodes (2), got 3"},
+        Case{"min_nodes_over_num_nodes", "/spec/minNodes", 3, "spec.minNodes",
+             "must be <= spec.numNodes (2), got 3"},
         Case{"min_nodes_zero", "/spec/minNodes", 0, "spec.minNodes", "must be >= 1"},
-        Case{"procs_per_node_zero", "/spec/numProcPerNode", 0, "spec.numProcPerNode", "must be >= 1"},
+        Case{"procs_per_node_zero", "/spec/numProcPerNode", 0, "spec.numProcPerNode",
+             "must be >= 1"},
         Case{"suspend_not_bool", "/spec/suspend", "yes", "spec.suspend", "must be true or false"},
-        Case{"missing_model", "/spec/model", std::nullopt, "spec.model", "required field is missing"},
-        Case{"missing_parameters", "/spec/model/parameters", std::nullopt, "spec.model.parameters", "required"},
-        Case{"parameters_zero", "/spec/model/parameters", 0, "spec.model.parameters", "must be >= 1"},
-        Case{"parameters_billions_written_b", "/spec/model/parameters", "7B", "spec.model.parameters", "for billions write G"},
-        Case{"parameters_not_whole", "/spec/model/parameters", "1.5", "spec.model.parameters", "whole number"},
-        Case{"parameters_bool", "/spec/model/parameters", true, "spec.model.parameters", "must be a quantity"},
-        Case{"dtype_unknown", "/spec/model/gradientDtype", "fp64", "spec.model.gradientDtype", "must be one of fp32, fp16, bf16"},
-        Case{"hint_negative", "/spec/model/stepTimeHintMs", -5, "spec.model.stepTimeHintMs", "must be > 0"},
-        Case{"torchscript_without_shape", "/spec/model/torchScript", "/models/m.pt", "spec.model.inputShape", "required when torchScript is set"},
-        Case{"input_shape_negative", "/spec/model/inputShape", Json::array({3, -1}), "spec.model.inputShape[1]", "must be a positive integer"},
-        Case{"unknown_spec_field_with_hint", "/spec/numNode", 4, "spec.numNode", "unknown field (did you mean \"numNodes\"?)"},
+        Case{"missing_model", "/spec/model", std::nullopt, "spec.model",
+             "required field is missing"},
+        Case{"missing_parameters", "/spec/model/parameters", std::nullopt, "spec.model.parameters",
+             "required"},
+        Case{"parameters_zero", "/spec/model/parameters", 0, "spec.model.parameters",
+             "must be >= 1"},
+        Case{"parameters_billions_written_b", "/spec/model/parameters", "7B",
+             "spec.model.parameters", "for billions write G"},
+        Case{"parameters_not_whole", "/spec/model/parameters", "1.5", "spec.model.parameters",
+             "whole number"},
+        Case{"parameters_bool", "/spec/model/parameters", true, "spec.model.parameters",
+             "must be a quantity"},
+        Case{"dtype_unknown", "/spec/model/gradientDtype", "fp64", "spec.model.gradientDtype",
+             "must be one of fp32, fp16, bf16"},
+        Case{"hint_negative", "/spec/model/stepTimeHintMs", -5, "spec.model.stepTimeHintMs",
+             "must be > 0"},
+        Case{"torchscript_without_shape", "/spec/model/torchScript", "/models/m.pt",
+             "spec.model.inputShape", "required when torchScript is set"},
+        Case{"input_shape_negative", "/spec/model/inputShape", Json::array({3, -1}),
+             "spec.model.inputShape[1]", "must be a positive integer"},
+        Case{"unknown_spec_field_with_hint", "/spec/numNode", 4, "spec.numNode",
+             "unknown field (did you mean \"numNodes\"?)"},
         Case{"unknown_model_field", "/spec/model/params", 4, "spec.model.params", "unknown field"},
-        Case{"missing_template", "/spec/template", std::nullopt, "spec.template", "required field is missing"},
-        Case{"no_containers", "/spec/template/spec/containers", Json::array(), "spec.template.spec.containers", "at least one container"},
-        Case{"container_without_image", "/spec/template/spec/containers/0/image", std::nullopt, "spec.template.spec.containers[0].image", "required"},
-        Case{"node_selector_value_not_string", "/spec/nodeSelector", Json{{"gpu", true}}, "spec.nodeSelector.gpu", "must be a string"},
-        Case{"toleration_bad_effect", "/spec/tolerations", Json::array({{{"key", "gpu"}, {"operator", "Exists"}, {"effect", "Never"}}}), "spec.tolerations[0].effect", "must be one of"},
-        Case{"policy_ref_without_name", "/spec/policyRef", Json::object(), "spec.policyRef.name", "required"},
-        Case{"run_policy_negative_backoff", "/spec/runPolicy/backoffLimit", -1, "spec.runPolicy.backoffLimit", "must be >= 0"},
+        Case{"missing_template", "/spec/template", std::nullopt, "spec.template",
+             "required field is missing"},
+        Case{"no_containers", "/spec/template/spec/containers", Json::array(),
+             "spec.template.spec.containers", "at least one container"},
+        Case{"container_without_image", "/spec/template/spec/containers/0/image", std::nullopt,
+             "spec.template.spec.containers[0].image", "required"},
+        Case{"node_selector_value_not_string", "/spec/nodeSelector", Json{{"gpu", true}},
+             "spec.nodeSelector.gpu", "must be a string"},
+        Case{"toleration_bad_effect", "/spec/tolerations",
+             Json::array({{{"key", "gpu"}, {"operator", "Exists"}, {"effect", "Never"}}}),
+             "spec.tolerations[0].effect", "must be one of"},
+        Case{"policy_ref_without_name", "/spec/policyRef", Json::object(), "spec.policyRef.name",
+             "required"},
+        Case{"run_policy_negative_backoff", "/spec/runPolicy/backoffLimit", -1,
+             "spec.runPolicy.backoffLimit", "must be >= 0"},
         Case{"wrong_kind", "/kind", "PyTorchJob", "kind", "must be TrainingJob"},
-        Case{"wrong_api_version", "/apiVersion", "commgate.io/v1", "apiVersion", "must be commgate.io/v1alpha1"},
+        Case{"wrong_api_version", "/apiVersion", "commgate.io/v1", "apiVersion",
+             "must be commgate.io/v1alpha1"},
         Case{"bad_name", "/metadata/name", "BERT_large", "metadata.name", "RFC 1123"},
         Case{"spec_not_object", "/spec", "numNodes=4", "spec", "must be an object"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
@@ -92,15 +123,24 @@ TEST(TrainingJobParsing, applies_defaults) {
 }
 
 TEST(TrainingJobParsing, reads_quantities_and_integers_alike) {
-  EXPECT_DOUBLE_EQ(a_training_job().set("/spec/model/parameters", "340M").build().spec.model.parameters, 340e6);
-  EXPECT_DOUBLE_EQ(a_training_job().set("/spec/model/parameters", 340000000).build().spec.model.parameters, 340e6);
-  EXPECT_DOUBLE_EQ(a_training_job().set("/spec/model/parameters", "7G").build().spec.model.parameters, 7e9);
-  EXPECT_DOUBLE_EQ(a_training_job().set("/spec/model/parameters", "1.5e9").build().spec.model.parameters, 1.5e9);
+  EXPECT_DOUBLE_EQ(
+      a_training_job().set("/spec/model/parameters", "340M").build().spec.model.parameters, 340e6);
+  EXPECT_DOUBLE_EQ(
+      a_training_job().set("/spec/model/parameters", 340000000).build().spec.model.parameters,
+      340e6);
+  EXPECT_DOUBLE_EQ(
+      a_training_job().set("/spec/model/parameters", "7G").build().spec.model.parameters, 7e9);
+  EXPECT_DOUBLE_EQ(
+      a_training_job().set("/spec/model/parameters", "1.5e9").build().spec.model.parameters, 1.5e9);
 }
 
 TEST(TrainingJobParsing, reports_every_error_in_one_pass) {
   try {
-    a_training_job().nodes(0).set("/spec/numProcPerNode", -1).set("/spec/model/gradientDtype", "int8").build();
+    a_training_job()
+        .nodes(0)
+        .set("/spec/numProcPerNode", -1)
+        .set("/spec/model/gradientDtype", "int8")
+        .build();
     FAIL();
   } catch (const ValidationError& e) {
     EXPECT_EQ(e.errors().size(), 3u) << e.what();
@@ -108,17 +148,21 @@ TEST(TrainingJobParsing, reports_every_error_in_one_pass) {
 }
 
 TEST(TrainingJobParsing, admission_objects_may_use_generate_name) {
-  auto doc = a_training_job().remove("/metadata/name").set("/metadata/generateName", "bert-").json();
+  auto doc =
+      a_training_job().remove("/metadata/name").set("/metadata/generateName", "bert-").json();
   EXPECT_NO_THROW(parse_training_job(doc, ObjectSource::kAdmission));
   EXPECT_THROW(parse_training_job(doc, ObjectSource::kManifest), ValidationError);
 }
 
 TEST(TrainingJobParsing, keeps_pod_template_and_status_verbatim) {
-  auto doc = a_training_job().set("/spec/template/spec/containers/0/resources", {{"limits", {{"nvidia.com/gpu", 8}}}})
-                 .set("/status", {{"phase", "Gated"}})
-                 .json();
+  auto doc =
+      a_training_job()
+          .set("/spec/template/spec/containers/0/resources", {{"limits", {{"nvidia.com/gpu", 8}}}})
+          .set("/status", {{"phase", "Gated"}})
+          .json();
   TrainingJob j = parse_training_job(doc);
-  EXPECT_EQ(j.spec.pod_template["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], 8);
+  EXPECT_EQ(j.spec.pod_template["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+            8);
   EXPECT_EQ(j.status["phase"], "Gated");
 }
 
@@ -143,14 +187,17 @@ spec:
 }
 
 TEST(TrainingJobParsing, yaml_unquoted_bool_in_node_selector_is_named) {
-  auto docs = parse_manifests("apiVersion: commgate.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: a}\n"
-                              "spec: {numNodes: 2, nodeSelector: {gpu: true}, model: {parameters: 1M},"
-                              " template: {spec: {containers: [{name: t, image: i}]}}}\n");
+  auto docs = parse_manifests(
+      "apiVersion: commgate.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: a}\n"
+      "spec: {numNodes: 2, nodeSelector: {gpu: true}, model: {parameters: 1M},"
+      " template: {spec: {containers: [{name: t, image: i}]}}}\n");
   try {
     parse_training_job(docs[0]);
     FAIL();
   } catch (const ValidationError& e) {
-    EXPECT_NE(std::string(e.what()).find("spec.nodeSelector.gpu: must be a string, got boolean true"), std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("spec.nodeSelector.gpu: must be a string, got boolean true"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -62,7 +62,7 @@ TEST(YamlJson, syntax_errors_name_the_line) {
 }
 
 TEST(YamlJson, deeply_nested_input_does_not_crash) {
-  EXPECT_ANY_THROW(parse_manifests(std::string(5000, '[')));        // JSON path
+  EXPECT_ANY_THROW(parse_manifests(std::string(5000, '[')));          // JSON path
   EXPECT_ANY_THROW(parse_manifests("a: " + std::string(5000, '[')));  // YAML path
 }
 

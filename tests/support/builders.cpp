@@ -9,17 +9,30 @@ TrainingJobBuilder::TrainingJobBuilder(std::string name) {
           {"spec",
            {{"numNodes", 2},
             {"model", {{"parameters", "25M"}}},
-            {"template", {{"spec", {{"containers", {{{"name", "trainer"}, {"image", "train:1"}}}}}}}}}}};
+            {"template",
+             {{"spec", {{"containers", {{{"name", "trainer"}, {"image", "train:1"}}}}}}}}}}};
 }
-TrainingJobBuilder& TrainingJobBuilder::nodes(int n) { return set("/spec/numNodes", n); }
-TrainingJobBuilder& TrainingJobBuilder::min_nodes(int n) { return set("/spec/minNodes", n); }
-TrainingJobBuilder& TrainingJobBuilder::procs_per_node(int n) { return set("/spec/numProcPerNode", n); }
-TrainingJobBuilder& TrainingJobBuilder::params(double p) { return set("/spec/model/parameters", p); }
-TrainingJobBuilder& TrainingJobBuilder::dtype(const std::string& d) { return set("/spec/model/gradientDtype", d); }
+TrainingJobBuilder& TrainingJobBuilder::nodes(int n) {
+  return set("/spec/numNodes", n);
+}
+TrainingJobBuilder& TrainingJobBuilder::min_nodes(int n) {
+  return set("/spec/minNodes", n);
+}
+TrainingJobBuilder& TrainingJobBuilder::procs_per_node(int n) {
+  return set("/spec/numProcPerNode", n);
+}
+TrainingJobBuilder& TrainingJobBuilder::params(double p) {
+  return set("/spec/model/parameters", p);
+}
+TrainingJobBuilder& TrainingJobBuilder::dtype(const std::string& d) {
+  return set("/spec/model/gradientDtype", d);
+}
 TrainingJobBuilder& TrainingJobBuilder::step_time_hint_ms(double ms) {
   return set("/spec/model/stepTimeHintMs", ms);
 }
-TrainingJobBuilder& TrainingJobBuilder::namespace_(const std::string& ns) { return set("/metadata/namespace", ns); }
+TrainingJobBuilder& TrainingJobBuilder::namespace_(const std::string& ns) {
+  return set("/metadata/namespace", ns);
+}
 TrainingJobBuilder& TrainingJobBuilder::policy_ref(const std::string& name) {
   return set("/spec/policyRef", {{"name", name}});
 }
@@ -32,10 +45,16 @@ TrainingJobBuilder& TrainingJobBuilder::remove(const std::string& pointer) {
   doc_[p.parent_pointer()].erase(p.back());
   return *this;
 }
-TrainingJob TrainingJobBuilder::build() const { return parse_training_job(doc_); }
-TrainingJobBuilder a_training_job(const std::string& name) { return TrainingJobBuilder(name); }
+TrainingJob TrainingJobBuilder::build() const {
+  return parse_training_job(doc_);
+}
+TrainingJobBuilder a_training_job(const std::string& name) {
+  return TrainingJobBuilder(name);
+}
 
-PolicyBuilder::PolicyBuilder() { policy_ = default_comm_policy(); }
+PolicyBuilder::PolicyBuilder() {
+  policy_ = default_comm_policy();
+}
 PolicyBuilder& PolicyBuilder::max_comm_share(double s) {
   policy_.spec.max_comm_share = s;
   return *this;
@@ -76,9 +95,13 @@ PolicyBuilder& PolicyBuilder::namespace_selector(const std::string& key, const s
   policy_.spec.namespace_selector.match_labels[key] = value;
   return *this;
 }
-PolicyBuilder a_policy() { return PolicyBuilder(); }
+PolicyBuilder a_policy() {
+  return PolicyBuilder();
+}
 
-TimePoint test_now() { return *parse_rfc3339("2026-11-30T12:00:00Z"); }
+TimePoint test_now() {
+  return *parse_rfc3339("2026-11-30T12:00:00Z");
+}
 
 MeasurementBuilder::MeasurementBuilder() {
   m_.source = "test";
@@ -122,6 +145,8 @@ MeasurementBuilder& MeasurementBuilder::poor_fit(const std::string& note) {
   m_.link.note = note;
   return *this;
 }
-MeasurementBuilder a_measurement() { return MeasurementBuilder(); }
+MeasurementBuilder a_measurement() {
+  return MeasurementBuilder();
+}
 
 }  // namespace commgate::testing

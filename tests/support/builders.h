@@ -3,9 +3,8 @@
 //   a_measurement().busbw_gbps(0.118).compute_ms(300).build()
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/comm_policy.h"
 #include "core/measurement.h"
