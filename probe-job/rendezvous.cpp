@@ -44,7 +44,7 @@ c10::intrusive_ptr<c10d::Store> connect_tcp_store(const std::string& master_addr
     return c10::make_intrusive<c10d::TCPStore>(master_addr, opts);
   } catch (const std::exception& e) {
     if (rank == 0) {
-      throw RendezvousError("rendezvous: rank 0 could not serve the store on port " +
+      throw RendezvousError("rank 0 could not serve the store on port " +
                             std::to_string(master_port) + " or reach it at " + where +
                             " (MASTER_ADDR:" + "MASTER_PORT): " + exception_text(e));
     }

@@ -1,0 +1,147 @@
+// commgate-probe as a program, over loopback: the contract `commgate evaluate` relies on
+// (--local-ranks: stdout is rank 0's JSON), the termination message, exit codes, and the
+// failures that must be clear (bad flags, a rank that never joins, a wrong MASTER_ADDR,
+// a hung stage under --timeout).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/probe_result.h"
+#include "tests/probe/subprocess.h"
+
+namespace commgate::probe {
+namespace {
+
+using std::chrono::seconds;
+using testing::Finished;
+using testing::read_file;
+
+const std::string kProbe = COMMGATE_PROBE_BIN;
+
+std::string scratch(const std::string& name) {
+  return ::testing::TempDir() + "/probe-" + name;
+}
+
+// A loopback port nothing listens on (bound, then released).
+int unused_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+TEST(ProbeProcess, bad_flags_exit_2_with_a_message_naming_the_flag) {
+  Finished f = testing::run({kProbe, "--params", "many"}, {}, scratch("badflag"), seconds(30));
+  EXPECT_EQ(f.exit_code, 2);
+  EXPECT_TRUE(contains(f.err, "--params")) << f.err;
+  EXPECT_TRUE(f.out.empty());
+  Finished help = testing::run({kProbe, "--help"}, {}, scratch("help"), seconds(30));
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(contains(help.out, "Exit codes")) << help.out;
+}
+
+TEST(ProbeProcess, local_ranks_print_rank_zeros_json_and_a_compact_termination_message) {
+  const std::string term = scratch("local.termination");
+  const std::string output = scratch("local.json");
+  Finished f = testing::run(
+      {kProbe, "--local-ranks", "2",           "--params",          "1M", "--batch-size",
+       "8",    "--max-bytes",   "1Mi",         "--compute-iters",   "3",  "--ddp-iters",
+       "2",    "--timeout",     "60",          "--termination-log", term, "--output",
+       output, "--note",        "process test"},
+      {}, scratch("local"), seconds(90));
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  ProbeResult r = parse_probe_result(nlohmann::json::parse(f.out));  // stdout is one document
+  EXPECT_EQ(r.nodes, 2);
+  EXPECT_EQ(r.backend, "gloo");
+  EXPECT_EQ(r.interface_name, "lo");
+  EXPECT_EQ(r.hostnames.size(), 2u);
+  ASSERT_FALSE(r.allreduce.empty());
+  EXPECT_EQ(r.allreduce.back().bytes, 1024.0 * 1024);
+  for (const auto& a : r.allreduce) EXPECT_TRUE(a.data_check_ok);
+  ASSERT_TRUE(r.compute);
+  EXPECT_NEAR(r.compute->parameters, 1e6, 0.01e6);
+  EXPECT_GT(r.compute->step_time_ms, 0);
+  ASSERT_TRUE(r.ddp_step);
+  EXPECT_GT(r.ddp_step->step_time_ms, 0);
+  EXPECT_GE(r.ddp_step->comm_share, 0);
+  EXPECT_EQ(r.note, "process test");
+  EXPECT_FALSE(r.error);
+  EXPECT_EQ(nlohmann::json::parse(read_file(output)), nlohmann::json::parse(f.out));
+  const std::string compact = read_file(term);
+  EXPECT_LE(compact.size(), kTerminationMessageLimit);
+  EXPECT_EQ(parse_probe_result(nlohmann::json::parse(compact)).nodes, 2);
+  EXPECT_TRUE(contains(f.err, "busbw")) << "human summary on stderr";
+}
+
+TEST(ProbeProcess, a_rank_that_never_joins_makes_the_others_fail_clearly_within_the_timeout) {
+  const int port = unused_port();
+  Finished f = testing::run({kProbe, "--no-compute", "--timeout", "6", "--termination-log", ""},
+                            {{"MASTER_ADDR", "127.0.0.1"},
+                             {"MASTER_PORT", std::to_string(port)},
+                             {"RANK", "0"},
+                             {"WORLD_SIZE", "2"}},
+                            scratch("nojoin"), seconds(30));
+  EXPECT_EQ(f.exit_code, 3) << f.err;
+  EXPECT_LE(f.seconds, 6 + 5);
+  ProbeResult r = parse_probe_result(nlohmann::json::parse(f.out));
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->stage, "rendezvous");
+  EXPECT_TRUE(contains(r.error->message, "127.0.0.1:" + std::to_string(port))) << r.error->message;
+  EXPECT_TRUE(contains(r.error->message, "rank(s) 1 to join")) << r.error->message;
+}
+
+TEST(ProbeProcess, a_wrong_master_addr_is_named_in_the_error) {
+  // Nothing serves the store there: rank 1 cannot connect.
+  const int port = unused_port();
+  Finished f = testing::run({kProbe, "--no-compute", "--timeout", "5"},
+                            {{"MASTER_ADDR", "127.0.0.1"},
+                             {"MASTER_PORT", std::to_string(port)},
+                             {"RANK", "1"},
+                             {"WORLD_SIZE", "2"}},
+                            scratch("wrongaddr"), seconds(30));
+  EXPECT_EQ(f.exit_code, 3) << f.err;
+  EXPECT_LE(f.seconds, 5 + 5);
+  EXPECT_TRUE(
+      contains(f.err, "could not connect to the store at 127.0.0.1:" + std::to_string(port)))
+      << f.err;
+  EXPECT_TRUE(f.out.empty()) << "only rank 0 writes the result";
+
+  // An address that does not resolve fails at once, naming it.
+  Finished g =
+      testing::run({kProbe, "--no-compute", "--timeout", "5", "--termination-log", ""},
+                   {{"MASTER_ADDR", "no-such-master.invalid"}, {"RANK", "0"}, {"WORLD_SIZE", "2"}},
+                   scratch("unresolvable"), seconds(30));
+  EXPECT_EQ(g.exit_code, 3) << g.err;
+  EXPECT_TRUE(contains(g.err, "no-such-master.invalid")) << g.err;
+}
+
+TEST(ProbeProcess, a_stage_that_outlasts_the_timeout_is_reported_by_name) {
+  // 64 MiB all-reduces, 100000 times: the sweep cannot finish in 8 s.
+  const std::string term = scratch("hang.termination");
+  Finished f = testing::run(
+      {kProbe, "--local-ranks", "2", "--no-compute", "--min-bytes", "64Mi", "--max-bytes", "64Mi",
+       "--iters", "100000", "--timeout", "8", "--termination-log", term},
+      {}, scratch("hang"), seconds(30));
+  EXPECT_EQ(f.exit_code, 4) << f.err;
+  EXPECT_LE(f.seconds, 8 + 5);
+  ProbeResult r = parse_probe_result(nlohmann::json::parse(f.out));
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->stage, "allreduce");
+  EXPECT_TRUE(contains(r.error->message, "allreduce 64 MiB")) << r.error->message;
+  EXPECT_TRUE(contains(r.error->message, "--timeout")) << r.error->message;
+  ASSERT_TRUE(parse_probe_result(nlohmann::json::parse(read_file(term))).error);
+}
+
+}  // namespace
+}  // namespace commgate::probe

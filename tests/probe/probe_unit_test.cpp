@@ -1,0 +1,446 @@
+// Unit tests of the probe's pieces: flags, the collective table and harness math, the
+// fit through the harness, the report's JSON round trip and termination-message bound,
+// NCCL log parsing, DDP bucket assignment and the bucketed reducer (with a fake
+// communicator), rendezvous over an in-memory store.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+
+#include "core/comm_model.h"
+#include "core/link_fit.h"
+#include "core/probe_result.h"
+#include "probe-job/allreduce_sweep.h"
+#include "probe-job/compute.h"
+#include "probe-job/ddp_step.h"
+#include "probe-job/local_ranks.h"
+#include "probe-job/nccl_log.h"
+#include "probe-job/probe_config.h"
+#include "probe-job/rendezvous.h"
+#include "probe-job/report.h"
+#include "probe-job/stats.h"
+#include "tests/probe/subprocess.h"
+
+namespace commgate::probe {
+namespace {
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+// ---- flags and environment ----
+
+TEST(ProbeConfig, reads_the_torchrun_environment_and_flags_override_it) {
+  auto got =
+      parse_probe_config({"--rank", "1", "--params", "350M"}, env_of({{"MASTER_ADDR", "198.18.0.1"},
+                                                                      {"MASTER_PORT", "29400"},
+                                                                      {"RANK", "0"},
+                                                                      {"WORLD_SIZE", "4"}}));
+  ASSERT_TRUE(got.config) << got.error;
+  EXPECT_EQ(got.config->master_addr, "198.18.0.1");
+  EXPECT_EQ(got.config->master_port, 29400);
+  EXPECT_EQ(got.config->rank, 1);
+  EXPECT_EQ(got.config->world_size, 4);
+  EXPECT_DOUBLE_EQ(got.config->parameters, 350e6);
+}
+
+TEST(ProbeConfig, accepts_quantities_durations_and_equals_forms) {
+  auto got = parse_probe_config(
+      {"--max-bytes=16Mi", "--timeout", "2m", "--backend=gloo", "--termination-log", ""},
+      env_of({}));
+  ASSERT_TRUE(got.config) << got.error;
+  EXPECT_DOUBLE_EQ(got.config->max_bytes, 16.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(got.config->timeout_s, 120);
+  EXPECT_EQ(got.config->backend, BackendChoice::kGloo);
+  ASSERT_TRUE(got.config->termination_log);
+  EXPECT_EQ(*got.config->termination_log, "");
+}
+
+TEST(ProbeConfig, rejects_bad_input_naming_the_flag_or_variable) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    std::string want_in_error;
+  };
+  const std::vector<Case> cases = {
+      {"unknown_flag", {"--frobnicate"}, {}, "unknown flag \"--frobnicate\""},
+      {"missing_value", {"--params"}, {}, "--params: needs a value"},
+      {"params_not_a_quantity", {"--params", "lots"}, {}, "--params"},
+      {"bad_backend", {"--backend", "mpi"}, {}, "--backend: must be one of auto, gloo, nccl"},
+      {"port_out_of_range", {"--master-port", "70000"}, {}, "--master-port: must be in [1, 65535]"},
+      {"rank_not_below_world",
+       {},
+       {{"RANK", "2"}, {"WORLD_SIZE", "2"}},
+       "RANK: must be < world size 2"},
+      {"env_not_a_number", {}, {{"WORLD_SIZE", "two"}}, "WORLD_SIZE: must be an integer"},
+      {"torchscript_without_shape", {"--torchscript", "m.pt"}, {}, "--input-shape: required"},
+      {"bad_shape",
+       {"--torchscript", "m.pt", "--input-shape", "32,x"},
+       {},
+       "--input-shape dimension"},
+      {"negative_timeout", {"--timeout", "-3"}, {}, "--timeout"},
+      {"flag_takes_no_value", {"--quiet=yes"}, {}, "--quiet: takes no value"},
+  };
+  for (const auto& c : cases) {
+    auto got = parse_probe_config(c.args, env_of(c.env));
+    EXPECT_FALSE(got.config) << c.name;
+    EXPECT_NE(got.error.find(c.want_in_error), std::string::npos)
+        << c.name << ": error was \"" << got.error << "\", want it to contain \"" << c.want_in_error
+        << "\"";
+  }
+}
+
+TEST(LocalRanks, spawned_ranks_drop_the_world_flags_and_get_threads) {
+  auto got = local_rank_args(
+      {"--local-ranks", "2", "--params", "5M", "--rank=3", "--master-port", "1"}, 1);
+  EXPECT_EQ(got, (std::vector<std::string>{"--params", "5M", "--threads", "1"}));
+  auto kept = local_rank_args({"--threads=4", "--local-ranks=2"}, 1);
+  EXPECT_EQ(kept, (std::vector<std::string>{"--threads=4"}));
+}
+
+// ---- the collective table and the harness math ----
+
+TEST(CollectiveTable, allreduce_bus_factor_is_two_n_minus_one_over_n) {
+  const auto& ar = allreduce_collective();
+  EXPECT_EQ(ar.name, "allreduce");
+  const std::vector<std::pair<int, double>> want = {
+      {1, 0.0}, {2, 1.0}, {3, 4.0 / 3}, {4, 1.5}, {8, 1.75}};
+  for (auto [n, factor] : want) {
+    EXPECT_DOUBLE_EQ(ar.bus_factor(n), factor) << n << " ranks";
+    EXPECT_DOUBLE_EQ(ar.bus_factor(n), allreduce_bus_factor(n)) << "core agrees for " << n;
+  }
+  EXPECT_DOUBLE_EQ(ar.bytes(1024, 4, 4), 4096);
+}
+
+TEST(CollectiveTable, rows_report_algbw_and_busbw_as_nccl_tests) {
+  // 64 MiB in 0.5 s over 4 ranks: algbw = 0.134 GB/s, busbw = 1.5x that.
+  auto r = make_result(allreduce_collective(), 64.0 * 1024 * 1024, 0.5, 4, true);
+  EXPECT_DOUBLE_EQ(r.time_us, 5e5);
+  EXPECT_NEAR(r.algbw_gbps, 0.134217728, 1e-12);
+  EXPECT_NEAR(r.busbw_gbps, 0.134217728 * 1.5, 1e-12);
+  EXPECT_TRUE(r.data_check_ok);
+}
+
+TEST(Sweep, sizes_grow_by_the_factor_and_end_at_the_gradient_size) {
+  EXPECT_EQ(sweep_sizes(4096, 65536, 4), (std::vector<double>{4096, 16384, 65536}));
+  // 5M parameters: 20e6 bytes is the last size, aligned to 4 bytes.
+  auto s = sweep_sizes(4096, 20e6, 4);
+  EXPECT_EQ(s.front(), 4096);
+  EXPECT_EQ(s.back(), 20e6);
+  EXPECT_EQ(s[s.size() - 2], 16.0 * 1024 * 1024);
+  EXPECT_EQ(sweep_sizes(4096, 4096, 4), (std::vector<double>{4096}));
+  EXPECT_EQ(sweep_sizes(10, 10, 2), (std::vector<double>{8}));
+}
+
+TEST(Sweep, short_messages_get_more_iterations_within_bounds) {
+  EXPECT_EQ(iterations_for(0.5, 5, 0.1), 5);     // long: the minimum
+  EXPECT_EQ(iterations_for(0.01, 5, 0.1), 10);   // 0.1 s / 10 ms
+  EXPECT_EQ(iterations_for(1e-6, 5, 0.1), 100);  // capped at 20x
+  EXPECT_EQ(iterations_for(0, 5, 0.1), 5);
+}
+
+TEST(Sweep, the_fit_through_the_harness_recovers_latency_and_bandwidth) {
+  // Synthetic rows from T = 50 us + S * 2(n-1)/n / 0.125 GB/s at 2 and 4 ranks.
+  for (int n : {2, 4}) {
+    std::vector<AllReduceResult> rows;
+    for (double bytes : sweep_sizes(4096, 64.0 * 1024 * 1024, 4)) {
+      const double t = 50e-6 + bytes * allreduce_bus_factor(n) / 0.125e9;
+      rows.push_back(make_result(allreduce_collective(), bytes, t, n, true));
+    }
+    LinkFit fit = fit_results(rows, n);
+    EXPECT_FALSE(fit.poor) << fit.note;
+    EXPECT_NEAR(fit.latency_s, 50e-6, 1e-9) << n;
+    EXPECT_NEAR(fit.busbw_bytes_per_s, 0.125e9, 1e3) << n;
+    EXPECT_NEAR(rows.back().busbw_gbps, 0.125, 0.001)
+        << "the largest size approaches the link rate";
+  }
+}
+
+TEST(Stats, quantiles_interpolate_between_closest_ranks) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
+  EXPECT_DOUBLE_EQ(quantile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 0.1), 2);
+  EXPECT_DOUBLE_EQ(quantile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 0.9), 10);
+  EXPECT_DOUBLE_EQ(quantile({}, 0.5), 0);
+}
+
+// ---- the synthetic model ----
+
+TEST(SyntheticMlp, shape_matches_the_requested_parameter_count) {
+  for (double want : {1e5, 5e6, 25e6, 100e6, 350e6}) {
+    MlpShape s = synthetic_mlp_shape(want);
+    EXPECT_NEAR(s.parameters, want, 0.01 * want) << want;
+    EXPECT_EQ(s.width % 64, 0);
+    EXPECT_GE(s.layers, 1) << want;
+  }
+  auto model = make_synthetic_mlp(synthetic_mlp_shape(2e5), 4, at::Device(at::kCPU), false);
+  EXPECT_DOUBLE_EQ(parameter_count(model->parameters()), synthetic_mlp_shape(2e5).parameters);
+}
+
+TEST(Compute, times_forward_backward_and_optimizer_separately) {
+  auto model = make_synthetic_mlp(synthetic_mlp_shape(2e5), 4, at::Device(at::kCPU), false);
+  Trainer trainer(*model, at::Device(at::kCPU));
+  ComputeResult c = measure_compute(*model, trainer, 1, 5, "fp32");
+  EXPECT_EQ(c.model, "synthetic-mlp");
+  EXPECT_EQ(c.iterations, 5);
+  EXPECT_GT(c.forward_ms, 0);
+  EXPECT_GT(c.backward_ms, 0);
+  EXPECT_GT(c.optimizer_ms, 0);
+  EXPECT_LE(c.p10_ms, c.step_time_ms);
+  EXPECT_GE(c.p90_ms, c.step_time_ms);
+}
+
+// ---- DDP buckets and the reducer ----
+
+TEST(DdpBuckets, fine_grained_parameters_bucket_like_the_comm_model) {
+  // 30 MiB of 1 KiB parameters: 1 MiB first, then 25 MiB, then the rest, as core's model.
+  std::vector<double> params(30 * 1024, 1024.0);
+  auto buckets = assign_buckets(params, 1 << 20, 25 << 20);
+  std::vector<double> sizes;
+  for (const auto& b : buckets) sizes.push_back(static_cast<double>(b.size()) * 1024);
+  EXPECT_EQ(sizes, ddp_bucket_sizes(30.0 * 1024 * 1024, DdpConfig{}));
+  EXPECT_EQ(buckets.front().front(), params.size() - 1) << "reverse registration order";
+}
+
+TEST(DdpBuckets, a_bucket_closes_once_it_reaches_its_cap_as_ddp_does) {
+  // Four 12 MiB tensors and a 4 KiB bias at the end: the bias and the last tensor form the
+  // first bucket (over 1 MiB), then 24 MiB (under 25, stays open) + 12 MiB.
+  const double mib = 1 << 20;
+  auto b = assign_buckets({12 * mib, 12 * mib, 12 * mib, 12 * mib, 4096}, mib, 25 * mib);
+  EXPECT_EQ(b, (std::vector<std::vector<size_t>>{{4, 3}, {2, 1, 0}}));
+}
+
+// A communicator standing for `n` ranks that all hold the same data: the sum is n times it.
+class FakeComm final : public Communicator {
+ public:
+  explicit FakeComm(int n) : n_(n) {}
+  std::string backend_name() const override { return "fake"; }
+  std::string transport() const override { return "none"; }
+  std::string interface_name() const override { return ""; }
+  at::Device device() const override { return at::Device(at::kCPU); }
+  int rank() const override { return 0; }
+  int size() const override { return n_; }
+  std::unique_ptr<PendingAllReduce> allreduce_sum_async(at::Tensor& t) override {
+    launches.push_back(t.numel());
+    t.mul_(n_);
+    struct Done final : PendingAllReduce {
+      void wait() override {}
+    };
+    return std::make_unique<Done>();
+  }
+  double time_allreduce(at::Tensor&, int) override { return 0; }
+  void barrier() override {}
+  std::vector<int64_t> launches;
+
+ private:
+  int n_;
+};
+
+TEST(BucketedReducer, launches_buckets_in_order_during_backward_and_averages_gradients) {
+  auto model = make_synthetic_mlp(synthetic_mlp_shape(2e6), 4, at::Device(at::kCPU), false);
+  auto params = model->parameters();
+  // Reference gradients from a plain backward.
+  for (auto& p : params) p.mutable_grad().reset();
+  model->forward_loss().backward();
+  std::vector<at::Tensor> want;
+  for (auto& p : params) want.push_back(p.grad().clone());
+
+  FakeComm comm(2);
+  BucketedReducer reducer(params, comm, 1 << 20, 2 << 20);  // small cap: several buckets
+  ASSERT_GE(reducer.bucket_count(), 3u);
+  for (auto& p : params) p.mutable_grad().reset();
+  reducer.prepare_for_backward();
+  model->forward_loss().backward();
+  // Every bucket was launched by the hooks, before backward returned.
+  EXPECT_EQ(comm.launches.size(), reducer.bucket_count());
+  reducer.finalize_backward();
+  std::vector<double> bytes = reducer.bucket_bytes();
+  for (size_t b = 0; b < bytes.size(); ++b)
+    EXPECT_EQ(comm.launches[b] * 4, bytes[b]) << "launch order";
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(at::equal(params[i].grad(), want[i]))
+        << "gradient " << i << " is the average over ranks";
+  }
+
+  // Compute-only mode: the same copies, no communication.
+  comm.launches.clear();
+  reducer.set_mode(BucketedReducer::Mode::kComputeOnly);
+  for (auto& p : params) p.mutable_grad().reset();
+  reducer.prepare_for_backward();
+  model->forward_loss().backward();
+  reducer.finalize_backward();
+  EXPECT_TRUE(comm.launches.empty());
+  EXPECT_TRUE(at::allclose(params[0].grad(), want[0].div(2)));
+}
+
+// ---- rendezvous over an in-memory store ----
+
+TEST(Rendezvous, all_ranks_join_and_hostnames_are_collected) {
+  c10d::HashStore store;
+  // Rank 1 announced itself earlier.
+  store.set("commgate/joined/1", std::vector<uint8_t>{'n', '1'});
+  auto info = join_world(store, "mem:0", 0, 2, "n0", std::chrono::milliseconds(2000));
+  EXPECT_EQ(info.hostnames, (std::vector<std::string>{"n0", "n1"}));
+}
+
+TEST(Rendezvous, a_rank_that_never_joins_is_named_in_the_timeout_error) {
+  c10d::HashStore store;
+  try {
+    join_world(store, "198.18.0.1:29500", 0, 3, "n0", std::chrono::milliseconds(200));
+    FAIL() << "expected a timeout";
+  } catch (const RendezvousError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("198.18.0.1:29500"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank(s) 1, 2 to join"), std::string::npos) << what;
+    EXPECT_NE(what.find("1 of 3 joined"), std::string::npos) << what;
+  }
+}
+
+// ---- the report ----
+
+ProbeResult a_full_result(int sizes) {
+  ProbeResult r;
+  r.start_time = Clock::from_time_t(1790000000);
+  r.nodes = 2;
+  r.backend = "gloo";
+  r.transport = "socket";
+  r.interface_name = "eth0";
+  r.device = "cpu";
+  r.hostnames = {"node-a", "node-b"};
+  r.warmup_iterations = 1;
+  r.iterations = 5;
+  for (double bytes : sweep_sizes(4096, 4096.0 * (1 << (sizes - 1)), 2)) {
+    r.allreduce.push_back(
+        make_result(allreduce_collective(), bytes, 1e-4 + bytes / 0.12e9, 2, true));
+  }
+  r.fit = fit_results(r.allreduce, 2);
+  ComputeResult c;
+  c.parameters = 25e6;
+  c.model = "synthetic-mlp";
+  c.precision = "fp32";
+  c.batch_size = 32;
+  c.iterations = 10;
+  c.step_time_ms = 412.25;
+  c.forward_ms = 100;
+  c.backward_ms = 200;
+  c.optimizer_ms = 112.25;
+  c.p10_ms = 400;
+  c.p90_ms = 430;
+  r.compute = c;
+  DdpStepResult d;
+  d.bucket_cap_bytes = 25 << 20;
+  d.first_bucket_bytes = 1 << 20;
+  d.buckets = 5;
+  d.step_time_ms = 1200;
+  d.compute_only_step_time_ms = 420;
+  d.exposed_comm_ms = 780;
+  d.comm_share = 0.65;
+  r.ddp_step = d;
+  r.note = "unit test";
+  return r;
+}
+
+TEST(Report, the_written_json_parses_back_into_the_same_result) {
+  const std::string dir = ::testing::TempDir();
+  ProbeConfig cfg;
+  cfg.output_path = dir + "/probe-roundtrip.json";
+  cfg.termination_log = dir + "/probe-roundtrip.termination";
+  std::ostringstream out, err;
+  ReportWriter writer(cfg, out, err);
+  const ProbeResult want = a_full_result(15);
+  writer.update([&](ProbeResult& r) { r = want; });
+  ASSERT_TRUE(writer.publish());
+  EXPECT_FALSE(writer.publish()) << "writes once";
+
+  for (const std::string& text : {out.str(), testing::read_file(cfg.output_path)}) {
+    ProbeResult got = parse_probe_result(nlohmann::json::parse(text));
+    EXPECT_EQ(got.nodes, 2);
+    EXPECT_EQ(got.backend, "gloo");
+    EXPECT_EQ(got.interface_name, "eth0");
+    EXPECT_EQ(got.hostnames, want.hostnames);
+    ASSERT_EQ(got.allreduce.size(), want.allreduce.size());
+    EXPECT_DOUBLE_EQ(got.allreduce.back().busbw_gbps, want.allreduce.back().busbw_gbps);
+    EXPECT_NEAR(got.fit.busbw_bytes_per_s, want.fit.busbw_bytes_per_s, 1);
+    ASSERT_TRUE(got.compute && got.ddp_step);
+    EXPECT_DOUBLE_EQ(got.compute->optimizer_ms, 112.25);
+    EXPECT_DOUBLE_EQ(got.ddp_step->comm_share, 0.65);
+    EXPECT_EQ(got.note, "unit test");
+    EXPECT_EQ(format_rfc3339(got.start_time), format_rfc3339(want.start_time));
+  }
+  const std::string compact = testing::read_file(*cfg.termination_log);
+  EXPECT_LE(compact.size(), kTerminationMessageLimit);
+  ProbeResult from_compact = parse_probe_result(nlohmann::json::parse(compact));
+  ASSERT_EQ(from_compact.allreduce.size(), 1u) << "the compact form keeps the largest size";
+  EXPECT_NEAR(from_compact.allreduce[0].busbw_gbps, want.allreduce.back().busbw_gbps, 1e-3);
+  EXPECT_NE(err.str().find("comm share 65.0%"), std::string::npos) << err.str();
+}
+
+TEST(Report, the_termination_message_stays_within_4096_bytes_whatever_the_error) {
+  ProbeResult r = a_full_result(30);
+  r.hostnames.assign(5000, "a-rather-long-node-hostname.example.internal");
+  r.error = ProbeError{"allreduce", std::string(100000, 'x')};
+  const std::string msg = termination_message(r);
+  EXPECT_LE(msg.size(), kTerminationMessageLimit);
+  ProbeResult back = parse_probe_result(nlohmann::json::parse(msg));
+  ASSERT_TRUE(back.error);
+  EXPECT_EQ(back.error->stage, "allreduce");
+}
+
+TEST(Report, the_model_is_fed_the_probes_own_fit_and_compute) {
+  ProbeConfig cfg;
+  ProbeResult r = a_full_result(15);
+  auto p = predict_at_probe(r, cfg);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->nodes, 2);
+  EXPECT_NEAR(p->compute_s, 0.41225, 1e-9);
+  EXPECT_GT(p->comm_share, 0.3);
+  r.compute.reset();
+  EXPECT_FALSE(predict_at_probe(r, cfg));
+}
+
+TEST(Report, the_termination_log_defaults_to_the_kubernetes_path_only_when_writable) {
+  EXPECT_EQ(resolve_termination_log(std::string("/tmp/x")), "/tmp/x");
+  EXPECT_EQ(resolve_termination_log(std::string("")), std::nullopt);
+}
+
+// ---- NCCL's log ----
+
+TEST(NcclLog, tells_the_transport_and_interface_from_nccls_info_lines) {
+  struct Case {
+    std::string name, log, want_transport, want_iface;
+  };
+  const std::vector<Case> cases = {
+      {"infiniband",
+       "node0:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB "
+       "eth0:10.0.0.1<0>\n"
+       "node0:1:1 [0] NCCL INFO Using network IB\n"
+       "node0:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n",
+       "ib", "mlx5_0:1"},
+      {"socket",
+       "node0:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:198.18.0.1<0>\n"
+       "node0:1:1 [0] NCCL INFO Using network Socket\n"
+       "node0:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0\n",
+       "socket", "eth0"},
+      {"nvlink_inside_a_node",
+       "node0:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n", "p2p/nvlink",
+       ""},
+      {"nothing_known", "some other text\n", "unknown", ""},
+  };
+  for (const auto& c : cases) {
+    auto got = parse_nccl_transport(c.log);
+    EXPECT_EQ(got.transport, c.want_transport) << c.name;
+    EXPECT_EQ(got.interface_name, c.want_iface) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace commgate::probe
