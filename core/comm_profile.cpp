@@ -82,8 +82,8 @@ CommProfile parse_comm_profile(const nlohmann::json& doc) {
     r.measured_at = read_time(c, "measuredAt", P::kRequired);
     p.status.compute_steps.push_back(r);
   }
-  // Conditions and other operator bookkeeping are kept by the operator, not read here.
-  status.allow({"conditions", "observedGeneration", "lastProbeTime"});
+  // Status is the operator's output: fields this reader does not know (conditions,
+  // observedGeneration, or a newer operator's) are ignored, not rejected.
   root.allow({"status"});
   root.reject_unknown_fields();
   errors.throw_if_any("invalid CommProfile");

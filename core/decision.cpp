@@ -85,6 +85,18 @@ Decision missing(Decision d, const CommPolicySpec& policy, const char* code,
   return d;
 }
 
+// A status holds at most about 64 prediction rows (a 10,000-node table would pass etcd's
+// object limit): all of them up to 64 nodes, else 1-8, powers of two, and the counts a
+// reader looks for (requested, admitted, largest passing) with their neighbours.
+bool keep_prediction_row(const Decision& d, int n) {
+  if (d.predictions.size() <= 64) return true;
+  if (n <= 8 || (n & (n - 1)) == 0) return true;
+  for (int anchor : {d.requested_nodes, d.admitted_nodes, d.largest_passing_nodes}) {
+    if (anchor > 0 && n >= anchor - 1 && n <= anchor + 1) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 const char* to_string(Action a) {
@@ -275,6 +287,7 @@ nlohmann::json decision_to_json(const Decision& d) {
     j["predictedCommShare"] = p->comm_share;
   nlohmann::json table = nlohmann::json::array();
   for (const auto& p : d.predictions) {
+    if (!keep_prediction_row(d, p.nodes)) continue;
     table.push_back({{"nodes", p.nodes},
                      {"stepTimeMs", p.step_s * 1e3},
                      {"computeMs", p.compute_s * 1e3},

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/support/builders.h"
 
 namespace commgate {
@@ -295,6 +297,20 @@ TEST(Decision, serializes_for_status) {
   EXPECT_EQ(j["reason"], reason::kDownsized);
   EXPECT_EQ(j["predictions"].size(), 4u);
   EXPECT_NEAR(j["predictedCommShare"].get<double>(), 0.359, 0.001);
+}
+
+TEST(Decision, status_table_stays_small_for_huge_jobs) {
+  TrainingJob job = a_training_job("huge").nodes(10000).params(25e6).build();
+  CommPolicy policy = a_policy().max_comm_share(0.5).build();
+  Measurement m = a_measurement().busbw_gbps(50).latency_us(5).compute_ms(300).build();
+  Decision d = decide({&job, &policy, &m, {}, test_now()});
+  EXPECT_EQ(d.predictions.size(), 10000u);
+  auto j = decision_to_json(d);
+  EXPECT_LE(j["predictions"].size(), 64u);
+  EXPECT_LT(j.dump().size(), 64u * 1024);
+  std::set<int> rows;
+  for (const auto& r : j["predictions"]) rows.insert(r["nodes"].get<int>());
+  for (int n : {1, 2, 8, 1024, 8192, 9999, 10000, d.admitted_nodes}) EXPECT_TRUE(rows.count(n)) << n;
 }
 
 TEST(PolicySelection, policy_ref_wins_then_strictest_matching_then_default) {
