@@ -13,6 +13,8 @@ PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread
   # network emulation for the probe's emulated-node tests
   iproute2 iputils-ping procps
+  # benchmarks: the HTTPS server against nginx (bench/server)
+  nginx wrk
   # formatting and analysis
   clang-format clang-tidy cppcheck
 )

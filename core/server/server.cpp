@@ -326,7 +326,10 @@ class Connection final : public ConnectionBase,
       : server_(server), ctx_(std::move(ctx)), stream_(make_stream(std::move(socket), ctx_)) {
     error_code ec;
     const auto ep = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
-    if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+    if (!ec) {
+      const std::string addr = ep.address().to_string();
+      peer_ = (ep.address().is_v6() ? "[" + addr + "]" : addr) + ":" + std::to_string(ep.port());
+    }
   }
 
   ~Connection() override {

@@ -475,6 +475,11 @@ TEST(Server, closes_connections_over_the_limits) {
 }
 
 TEST(Server, backs_off_when_out_of_file_descriptors_and_recovers) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizers' runtimes need descriptors of their own (UBSan's vptr check probes memory
+  // through a pipe) and report false errors while the process is out of them.
+  GTEST_SKIP() << "not under sanitizers";
+#endif
   Harness h([](ServerOptions& o) { o.accept_backoff_max = 50ms; });
   boost::asio::io_context ioc;
   boost::asio::ip::tcp::socket s(ioc);

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Side by side: commgate's HTTPS server against nginx, both serving the same ~3 KB JSON over
+# TLS on loopback, wrk at 1, 16 and 64 keep-alive connections, alternating servers, ROUNDS
+# rounds. Prints one line per run and a summary with the ratio (ours / nginx).
+#
+#   bench/server/run.sh BUILD_DIR [ROUNDS=2] [DURATION=5s] [THREADS=nproc]
+#
+# nginx runs as a process started here, with a config in a temp dir, on 127.0.0.1 only, and
+# is stopped by its pid. Needs: nginx, wrk, openssl (scripts/install-deps.sh).
+set -euo pipefail
+
+BUILD_DIR=${1:?usage: run.sh BUILD_DIR [ROUNDS] [DURATION] [THREADS]}
+ROUNDS=${2:-2}
+DURATION=${3:-5s}
+THREADS=${4:-$(nproc)}
+OURS="$BUILD_DIR/bin/commgate-server-bench"
+[ -x "$OURS" ] || { echo "missing $OURS (cmake --build $BUILD_DIR --target commgate-server-bench)" >&2; exit 1; }
+for tool in nginx wrk openssl; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh" >&2; exit 1; }
+done
+
+WORK=$(mktemp -d /tmp/commgate-bench-server.XXXXXX)
+chmod 755 "$WORK"
+OURS_PID=""
+NGINX_PID=""
+cleanup() {
+  [ -n "$OURS_PID" ] && kill "$OURS_PID" 2>/dev/null && wait "$OURS_PID" 2>/dev/null || true
+  [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# A throwaway EC P-256 certificate for 127.0.0.1.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+  -subj /CN=commgate-bench -addext subjectAltName=IP:127.0.0.1 \
+  -keyout "$WORK/tls.key" -out "$WORK/tls.crt" 2>/dev/null
+
+# A ~3 KB JSON document (an AdmissionReview-sized body).
+python3 - "$WORK/static.json" <<'PY'
+import json, sys
+containers = [{"name": f"worker-{i}", "image": "registry.example/train:1.0",
+               "resources": {"limits": {"nvidia.com/gpu": 8, "cpu": "32", "memory": "256Gi"}},
+               "env": [{"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}]} for i in range(12)]
+doc = {"apiVersion": "commgate.io/v1alpha1", "kind": "TrainingJob",
+       "metadata": {"name": "bert-large", "namespace": "research"},
+       "spec": {"numNodes": 4, "containers": containers}}
+s = json.dumps(doc)
+open(sys.argv[1], "w").write(s)
+PY
+chmod 644 "$WORK"/*
+BYTES=$(wc -c < "$WORK/static.json")
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+NGINX_PORT=$(free_port)
+mkdir -p "$WORK/nginx"
+cat > "$WORK/nginx.conf" <<CONF
+worker_processes $THREADS;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+daemon off;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $WORK/nginx;
+  proxy_temp_path $WORK/nginx;
+  fastcgi_temp_path $WORK/nginx;
+  uwsgi_temp_path $WORK/nginx;
+  scgi_temp_path $WORK/nginx;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$NGINX_PORT ssl;
+    ssl_certificate $WORK/tls.crt;
+    ssl_certificate_key $WORK/tls.key;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    location = /static.json { root $WORK; default_type application/json; }
+  }
+}
+CONF
+nginx -p "$WORK/nginx" -c "$WORK/nginx.conf" -e "$WORK/nginx/error.log" &
+NGINX_PID=$!
+
+"$OURS" --cert "$WORK/tls.crt" --key "$WORK/tls.key" --body-file "$WORK/static.json" \
+  --threads "$THREADS" > "$WORK/ours.out" 2>&1 &
+OURS_PID=$!
+for _ in $(seq 100); do grep -q listening "$WORK/ours.out" 2>/dev/null && break; sleep 0.05; done
+OURS_PORT=$(sed -n 's/.*127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/ours.out")
+for _ in $(seq 100); do curl -skf "https://127.0.0.1:$NGINX_PORT/static.json" -o /dev/null && break; sleep 0.05; done
+[ -n "$OURS_PORT" ] || { cat "$WORK/ours.out"; exit 1; }
+# Same body from both.
+cmp <(curl -sk "https://127.0.0.1:$NGINX_PORT/static.json") <(curl -sk "https://127.0.0.1:$OURS_PORT/static.json")
+
+echo "# $BYTES-byte JSON over TLS, loopback, $THREADS server threads/workers, wrk $DURATION per run, $ROUNDS rounds; $(nproc) cores"
+RESULTS="$WORK/results"
+: > "$RESULTS"
+run() {  # name port connections
+  local wrk_threads=$(( $3 < THREADS ? $3 : THREADS ))
+  local out rps p50 p99
+  out=$(wrk -t"$wrk_threads" -c"$3" -d"$DURATION" --latency "https://127.0.0.1:$2/static.json")
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  if grep -q -E 'Non-2xx|Socket errors' <<<"$out"; then echo "$1 c=$3: errors: $(grep -E 'Non-2xx|Socket errors' <<<"$out")"; fi
+  printf '%-8s c=%-3s %10s req/s  p50 %-8s p99 %s\n' "$1" "$3" "$rps" "$p50" "$p99"
+  echo "$1 $3 $rps" >> "$RESULTS"
+}
+for round in $(seq "$ROUNDS"); do
+  for c in 1 16 64; do
+    if (( round % 2 )); then
+      run nginx "$NGINX_PORT" "$c"; run commgate "$OURS_PORT" "$c"
+    else
+      run commgate "$OURS_PORT" "$c"; run nginx "$NGINX_PORT" "$c"
+    fi
+  done
+done
+echo "# connections  nginx req/s (mean)  commgate req/s (mean)  ratio"
+awk '{ s[$1" "$2] += $3; n[$1" "$2]++ }
+     END { split("1 16 64", cs, " ");
+           for (i = 1; i <= 3; i++) { c = cs[i]; a = s["nginx " c] / n["nginx " c]; b = s["commgate " c] / n["commgate " c];
+             printf "  %-11s %18.0f %22.0f  %5.2f\n", c, a, b, b / a } }' "$RESULTS"
