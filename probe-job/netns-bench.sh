@@ -5,6 +5,7 @@
 #   probe-job/netns-bench.sh busbw   [BUILD]   busbw / link rate at 200mbit, 1gbit, 5gbit; 2 and 4 ranks
 #   probe-job/netns-bench.sh walltime [BUILD]  wall time with default settings, 2 ranks, 1gbit, 25M
 #   probe-job/netns-bench.sh overlap [BUILD]   model-predicted vs measured DDP comm share
+#                                              (SAVE_DIR=dir keeps each run's ProbeResult there)
 #   probe-job/netns-bench.sh one RANKS RATE OUT.json [probe flags...]   one run, result kept
 #
 # All ranks share this machine's cores, so each gets --threads = cores / ranks (at least 1).
@@ -71,7 +72,12 @@ case "$MODE" in
     printf "| link | nodes | params | compute step (ms) | fit busbw (GB/s) | measured step (ms) | measured comm share | model comm share | difference (points) |\n|---|---|---|---|---|---|---|---|---|\n"
     for spec in "2 1gbit 5M" "2 200mbit 5M" "2 1gbit 25M" "2 5gbit 25M" "4 1gbit 5M" "2 5gbit 5M"; do
       read -r ranks rate params <<<"$spec"
-      run "$ranks" "$rate" "$TMP/r.json" "$TMP/r.err" --params "$params"
+      note="recorded $(date -u +%Y-%m-%dT%H:%M:%SZ) by 'probe-job/netns-bench.sh overlap': $ranks netns nodes joined by a bridge, each link shaped to $rate (tc tbf), commgate-probe --params $params --threads $(( $(nproc) / ranks > 0 ? $(nproc) / ranks : 1 )), all ranks on one $(nproc)-core machine"
+      run "$ranks" "$rate" "$TMP/r.json" "$TMP/r.err" --params "$params" --note "$note"
+      if [ -n "${SAVE_DIR:-}" ]; then
+        mkdir -p "$SAVE_DIR"
+        cp "$TMP/r.json" "$SAVE_DIR/netns-${ranks}-nodes-${rate}-${params}-params.json"
+      fi
       model=$(grep -o 'model at [0-9]* nodes: step [0-9.]* ms, comm share [0-9.]*%' "$TMP/r.err" | sed 's/.*comm share \([0-9.]*\)%/\1/')
       jq -r --arg rate "$rate" --arg params "$params" --argjson model "${model:-0}" \
         '"| \($rate) | \(.world.nodes) | \($params) | \(.compute.stepTimeMs*10|round/10) | \(.allReduce.fit.busbwGBps*1000|round/1000) | \(.ddpStep.stepTimeMs*10|round/10) | \(.ddpStep.commShare*1000|round/10)% | \($model)% | \(($model - .ddpStep.commShare*100)*10|round/10) |"' "$TMP/r.json"

@@ -94,7 +94,7 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
     if (reporter) {
       writer.publish([&](ProbeResult& r) { r.error = ProbeError{stage, message}; });
     } else {
-      err << "commgate-probe rank " << cfg.rank << ": " << stage << ": " << message << "\n";
+      err << "commgate-probe rank " << cfg.rank << ": " << stage << " failed: " << message << "\n";
       err.flush();
     }
   };

@@ -46,11 +46,11 @@ c10::intrusive_ptr<c10d::Store> connect_tcp_store(const std::string& master_addr
     if (rank == 0) {
       throw RendezvousError("rank 0 could not serve the store on port " +
                             std::to_string(master_port) + " or reach it at " + where +
-                            " (MASTER_ADDR:" + "MASTER_PORT): " + exception_text(e));
+                            " (MASTER_ADDR:MASTER_PORT): " + exception_text(e));
     }
-    throw RendezvousError(
-        "rendezvous: rank " + std::to_string(rank) + " could not connect to the store at " + where +
-        " (MASTER_ADDR:MASTER_PORT) within " + seconds_text(timeout) + ": " + exception_text(e));
+    throw RendezvousError("rank " + std::to_string(rank) + " could not connect to the store at " +
+                          where + " (MASTER_ADDR:MASTER_PORT) within " + seconds_text(timeout) +
+                          ": " + exception_text(e));
   }
 }
 
