@@ -118,7 +118,7 @@ class StreamState final : public StreamSink {
     if (queued_bytes_ + chunk.size() > limit_) {
       closed_ = true;
       overflow_ = true;
-      wake(lock);
+      wake(lock, /*force=*/true);  // even while a write is in flight: drop it now
       return false;
     }
     queued_bytes_ += chunk.size();
@@ -153,16 +153,12 @@ class StreamState final : public StreamSink {
   struct Take {
     std::string framed;   // chunk-encoded bytes to write now
     bool finish = false;  // after `framed`: the last chunk, then close
-    bool overflow = false;
   };
   Take take() {
     std::lock_guard lock(mu_);
     wake_pending_ = false;
     Take t;
-    if (overflow_) {
-      t.overflow = true;
-      return t;
-    }
+    if (overflow_) return t;
     for (const std::string& c : queue_) t.framed += chunk_frame(c);
     queue_.clear();
     queued_bytes_ = 0;
@@ -198,8 +194,8 @@ class StreamState final : public StreamSink {
     }
   }
 
-  void wake(std::unique_lock<std::mutex>& lock) {
-    if (wake_pending_) return;
+  void wake(std::unique_lock<std::mutex>& lock, bool force = false) {
+    if (wake_pending_ && !force) return;
     wake_pending_ = true;
     lock.unlock();
     if (auto c = conn_.lock()) c->wake_stream();
@@ -651,12 +647,13 @@ class Connection final : public ConnectionBase,
   }
 
   void pump_stream() {
-    if (state_ != State::kStreaming || writing_ || !stream_state_) return;
-    StreamState::Take t = stream_state_->take();
-    if (t.overflow) {
+    if (state_ != State::kStreaming || !stream_state_) return;
+    if (stream_state_->overflowed()) {
       server_.counters.streams_dropped_slow.fetch_add(1);
       return end_stream(false);
     }
+    if (writing_) return;  // its completion pumps again
+    StreamState::Take t = stream_state_->take();
     if (t.finish) t.framed += "0\r\n\r\n";
     if (t.framed.empty()) return;
     write_buf_ = std::move(t.framed);

@@ -160,6 +160,33 @@ std::string Client::read_raw_until_closed(ms timeout) {
   }
 }
 
+bool Client::read_stream_raw_until(const std::string& needle, ms timeout) {
+  std::string got;
+  char buf[4096];
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (got.find(needle) == std::string::npos) {
+    const auto left = std::chrono::duration_cast<ms>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    std::size_t n = 0;
+    error_code ec = run(
+        [&](auto h) {
+          auto done = [&n, h](error_code e, std::size_t k) mutable {
+            n = k;
+            h(e);
+          };
+          if (tls_) {
+            tls_->async_read_some(net::buffer(buf), done);
+          } else {
+            plain_->async_read_some(net::buffer(buf), done);
+          }
+        },
+        left);
+    got.append(buf, n);
+    if (ec) return got.find(needle) != std::string::npos;
+  }
+  return true;
+}
+
 bool Client::closed_by_server(ms timeout) {
   char buf[4096];
   const auto deadline = std::chrono::steady_clock::now() + timeout;

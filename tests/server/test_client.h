@@ -41,6 +41,8 @@ class Client {
   bool write_raw(const std::string& bytes, ms timeout = ms(5000));
   // Reads whatever arrives until `timeout` or the server closes; returns it.
   std::string read_raw_until_closed(ms timeout);
+  // Reads until `needle` has arrived (true) or the timeout / a close (false).
+  bool read_stream_raw_until(const std::string& needle, ms timeout);
   // True when the server has closed the connection (EOF or error within `timeout`).
   bool closed_by_server(ms timeout);
 
