@@ -99,7 +99,10 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
     }
   };
 
-  Watchdog watchdog(to_ms(cfg.timeout_s), [&](const std::string& stage, double elapsed) {
+  // Rank 0 reports, so its watchdog fires first; the others give it 2 s, or their exit
+  // would reach rank 0 as a lost connection before its own deadline names the stage.
+  const double budget_s = cfg.timeout_s + (reporter ? 0.0 : 2.0);
+  Watchdog watchdog(to_ms(budget_s), [&](const std::string& stage, double elapsed) {
     char msg[512];
     std::snprintf(
         msg, sizeof msg,
