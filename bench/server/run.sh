@@ -40,7 +40,7 @@ python3 - "$WORK/static.json" <<'PY'
 import json, sys
 containers = [{"name": f"worker-{i}", "image": "registry.example/train:1.0",
                "resources": {"limits": {"nvidia.com/gpu": 8, "cpu": "32", "memory": "256Gi"}},
-               "env": [{"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}]} for i in range(12)]
+               "env": [{"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}]} for i in range(14)]
 doc = {"apiVersion": "commgate.io/v1alpha1", "kind": "TrainingJob",
        "metadata": {"name": "bert-large", "namespace": "research"},
        "spec": {"numNodes": 4, "containers": containers}}
