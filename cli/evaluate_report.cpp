@@ -89,7 +89,8 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
     }
   }
   out << "\nDecision: " << to_string(d.action);
-  if (d.action == Action::kDownsize) out << " to " << d.admitted_nodes << " nodes";
+  if (d.action == Action::kDownsize)
+    out << " to " << d.admitted_nodes << (d.admitted_nodes == 1 ? " node" : " nodes");
   if (d.would_action) out << " (would " << to_string(*d.would_action) << ")";
   out << " [" << d.reason << "]\n  " << d.message << "\n";
 }

@@ -7,10 +7,13 @@
 namespace commgate {
 namespace {
 
-bool same_model(double parameters, const std::string& dtype, const ModelSpec& model) {
+// The compute step depends on the model and on the per-process batch; a record with
+// batch 0 (unknown) matches any batch.
+bool same_model(double parameters, const std::string& dtype, int batch_size,
+                const ModelSpec& model) {
   // Parameter counts are written rounded ("340M"); 0.5% is the same model.
   return std::fabs(parameters - model.parameters) <= 0.005 * model.parameters &&
-         dtype == model.gradient_dtype;
+         dtype == model.gradient_dtype && (batch_size == 0 || batch_size == model.batch_size);
 }
 
 ComputeProfile profile_from_ms(double step_ms, double fwd_ms, double bwd_ms, double opt_ms) {
@@ -25,7 +28,8 @@ void use_hint_or_explain(Measurement& m, const ModelSpec& model, const std::stri
     return;
   }
   m.compute_missing_reason = "no compute measurement for a " + format_count(model.parameters) +
-                             "-parameter " + model.gradient_dtype + " model (" + measured_what +
+                             "-parameter " + model.gradient_dtype + " model at batch " +
+                             std::to_string(model.batch_size) + " (" + measured_what +
                              ") and no spec.model.stepTimeHintMs";
 }
 
@@ -45,14 +49,16 @@ Measurement measurement_from_probe(const ProbeResult& r, const ModelSpec& model,
   m.interface_name = r.interface_name;
   m.device = r.device;
   m.gpu_product = r.gpu_product;
-  if (r.compute && same_model(r.compute->parameters, r.compute->gradient_dtype, model)) {
+  if (r.compute &&
+      same_model(r.compute->parameters, r.compute->gradient_dtype, r.compute->batch_size, model)) {
     m.compute = profile_from_ms(r.compute->step_time_ms, r.compute->forward_ms,
                                 r.compute->backward_ms, r.compute->optimizer_ms);
     m.measured_ddp_step = r.ddp_step;
   } else {
     use_hint_or_explain(m, model,
                         r.compute ? "the probe measured " + format_count(r.compute->parameters) +
-                                        " " + r.compute->gradient_dtype
+                                        " " + r.compute->gradient_dtype + " at batch " +
+                                        std::to_string(r.compute->batch_size)
                                   : "the probe measured no compute step");
   }
   return m;
@@ -80,8 +86,7 @@ std::optional<Measurement> measurement_from_profile(const CommProfile& p, const 
   m.gpu_product = p.status.gpu_product;
   const ComputeStepRecord* best = nullptr;
   for (const auto& c : p.status.compute_steps) {
-    if (!same_model(c.parameters, c.gradient_dtype, model)) continue;
-    if (c.batch_size != 0 && c.batch_size != model.batch_size) continue;
+    if (!same_model(c.parameters, c.gradient_dtype, c.batch_size, model)) continue;
     if (!best || c.measured_at > best->measured_at) best = &c;
   }
   if (best) {

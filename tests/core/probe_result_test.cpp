@@ -130,6 +130,7 @@ TEST(Measurement, uses_compute_only_for_the_same_model) {
   ProbeResult r = full_result(4);
   ModelSpec same;
   same.parameters = 340e6;
+  same.batch_size = 16;
   Measurement m = measurement_from_probe(r, same, "x");
   ASSERT_TRUE(m.compute);
   EXPECT_NEAR(m.compute->total_s(), 0.210123, 1e-6);
@@ -139,7 +140,13 @@ TEST(Measurement, uses_compute_only_for_the_same_model) {
   other.parameters = 25e6;
   Measurement n = measurement_from_probe(r, other, "x");
   EXPECT_FALSE(n.compute);
-  EXPECT_NE(n.compute_missing_reason.find("the probe measured 340M fp32"), std::string::npos);
+  EXPECT_NE(n.compute_missing_reason.find("the probe measured 340M fp32 at batch 16"),
+            std::string::npos)
+      << n.compute_missing_reason;
+
+  ModelSpec other_batch = same;
+  other_batch.batch_size = 64;
+  EXPECT_FALSE(measurement_from_probe(r, other_batch, "x").compute);
 
   other.step_time_hint_ms = 500;
   Measurement h = measurement_from_probe(r, other, "x");
