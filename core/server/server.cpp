@@ -225,7 +225,7 @@ struct Server::Impl {
   std::mutex conn_mu;
   std::condition_variable conn_cv;
   std::unordered_map<uint64_t, std::weak_ptr<ConnectionBase>> conns;
-  uint64_t next_conn_id = 0;
+  uint64_t next_conn_id = 1;  // 0: not registered
   std::atomic<bool> stopping{false};
 
   net::io_context ioc;
@@ -282,7 +282,7 @@ struct Server::Impl {
   void unregister_connection(uint64_t id) {
     {
       std::lock_guard lock(conn_mu);
-      conns.erase(id);
+      if (id != 0) conns.erase(id);
       counters.connections_active.fetch_sub(1);
     }
     conn_cv.notify_all();
@@ -326,6 +326,8 @@ class Connection final : public ConnectionBase,
       const std::string addr = ep.address().to_string();
       peer_ = (ep.address().is_v6() ? "[" + addr + "]" : addr) + ":" + std::to_string(ep.port());
     }
+    // Last: from here on the destructor runs, and gives it back.
+    server_.counters.connections_active.fetch_add(1);
   }
 
   ~Connection() override {
@@ -841,13 +843,16 @@ void Server::Impl::on_accept(error_code ec, tcp::socket socket) {
     error_code ignored;
     socket.close(ignored);
   } else {
-    counters.connections_active.fetch_add(1);
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    if (tls) {
-      std::make_shared<TlsConnection>(*this, std::move(socket), tls->current())->run();
-    } else {
-      std::make_shared<PlainConnection>(*this, std::move(socket), nullptr)->run();
+    try {  // e.g. SSL_new failing: lose this connection, never the accept loop
+      if (tls) {
+        std::make_shared<TlsConnection>(*this, std::move(socket), tls->current())->run();
+      } else {
+        std::make_shared<PlainConnection>(*this, std::move(socket), nullptr)->run();
+      }
+    } catch (const std::exception& e) {
+      log(LogLevel::kError, std::string("cannot set up a connection: ") + e.what());
     }
   }
   do_accept();
