@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Side by side: commgate's HTTPS server against nginx, both serving the same ~3 KB JSON over
-# TLS on loopback, wrk at 1, 16 and 64 keep-alive connections, alternating servers, ROUNDS
-# rounds. Prints one line per run and a summary with the ratio (ours / nginx).
+# TLS on loopback, wrk at 1, 16 and 64 keep-alive connections and at 16 connections with a
+# new TLS connection per request ("16new"), alternating servers, ROUNDS rounds. Prints one
+# line per run and a summary with the ratio (ours / nginx).
 #
 #   bench/server/run.sh BUILD_DIR [ROUNDS=2] [DURATION=5s] [THREADS=nproc]
 #
@@ -92,10 +93,12 @@ cmp <(curl -sk "https://127.0.0.1:$NGINX_PORT/static.json") <(curl -sk "https://
 echo "# $BYTES-byte JSON over TLS, loopback, $THREADS server threads/workers, wrk $DURATION per run, $ROUNDS rounds; $(nproc) cores"
 RESULTS="$WORK/results"
 : > "$RESULTS"
-run() {  # name port connections
-  local wrk_threads=$(( $3 < THREADS ? $3 : THREADS ))
+run() {  # name port connections ("16new": 16, a new connection per request)
+  local conns=${3%new} extra=()
+  [ "$conns" != "$3" ] && extra=(-H "Connection: close")
+  local wrk_threads=$(( conns < THREADS ? conns : THREADS ))
   local out rps p50 p99
-  out=$(wrk -t"$wrk_threads" -c"$3" -d"$DURATION" --latency "https://127.0.0.1:$2/static.json")
+  out=$(wrk -t"$wrk_threads" -c"$conns" -d"$DURATION" --latency "${extra[@]}" "https://127.0.0.1:$2/static.json")
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   p50=$(awk '$1=="50%" {print $2}' <<<"$out")
   p99=$(awk '$1=="99%" {print $2}' <<<"$out")
@@ -104,7 +107,7 @@ run() {  # name port connections
   echo "$1 $3 $rps" >> "$RESULTS"
 }
 for round in $(seq "$ROUNDS"); do
-  for c in 1 16 64; do
+  for c in 1 16 64 16new; do
     if (( round % 2 )); then
       run nginx "$NGINX_PORT" "$c"; run commgate "$OURS_PORT" "$c"
     else
@@ -114,6 +117,6 @@ for round in $(seq "$ROUNDS"); do
 done
 echo "# connections  nginx req/s (mean)  commgate req/s (mean)  ratio"
 awk '{ s[$1" "$2] += $3; n[$1" "$2]++ }
-     END { split("1 16 64", cs, " ");
-           for (i = 1; i <= 3; i++) { c = cs[i]; a = s["nginx " c] / n["nginx " c]; b = s["commgate " c] / n["commgate " c];
+     END { split("1 16 64 16new", cs, " ");
+           for (i = 1; i <= 4; i++) { c = cs[i]; a = s["nginx " c] / n["nginx " c]; b = s["commgate " c] / n["commgate " c];
              printf "  %-11s %18.0f %22.0f  %5.2f\n", c, a, b, b / a } }' "$RESULTS"

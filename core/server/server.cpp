@@ -422,6 +422,17 @@ class Connection final : public ConnectionBase,
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(opts().max_header_bytes));
     parser_->body_limit(static_cast<std::uint64_t>(opts().max_body_bytes));
+    if (buffer_.size() > 0) {
+      // Fast path: the head (usually the whole request) is already here; parse it now
+      // instead of paying an asynchronous round trip through the scheduler.
+      parser_->eager(true);
+      error_code ec;
+      const std::size_t n = parser_->put(buffer_.data(), ec);
+      buffer_.consume(n);
+      if (ec != http::error::need_more && (ec || parser_->is_header_done())) {
+        return on_header(ec, 0);
+      }
+    }
     lowest().expires_after(opts().header_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = this->shared_from_this()](error_code ec, std::size_t n) {
