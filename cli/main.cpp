@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/evaluate_command.h"
+#include "cli/webhook_command.h"
 
 namespace {
 
@@ -15,6 +16,7 @@ Usage: commgate <command> [options]
 
 Commands:
   evaluate   predict the communication share of a TrainingJob and print the decision
+  webhook    serve the admission webhook over HTTPS
   version    print the version
 
 Run 'commgate <command> --help' for a command's options.
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   if (command == "evaluate") return commgate::run_evaluate(args, std::cout, std::cerr);
+  if (command == "webhook") return commgate::run_webhook(args, std::cout, std::cerr);
   if (command == "version") {
     std::cout << "commgate " << COMMGATE_VERSION << "\n";
     return 0;

@@ -1,0 +1,240 @@
+#include "webhook/admission_review.h"
+
+#include <cmath>
+
+namespace commgate::webhook {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kV1 = "admission.k8s.io/v1";
+constexpr const char* kV1beta1 = "admission.k8s.io/v1beta1";
+
+// The deepest nesting of arrays and objects, counted without parsing, so a body of a
+// million '[' is refused before a recursive walk (dump, comparison) could overflow the
+// stack. Brackets inside strings do not count.
+int nesting_depth(std::string_view body, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return depth;
+}
+
+// A number no double holds (1e400) parses to infinity; it is never a valid value of any
+// field commgate reads, and JSON cannot carry it back, so such a body is refused.
+bool has_non_finite_number(const Json& j) {
+  // Depth is bounded by kMaxJsonDepth, so recursion is safe here.
+  switch (j.type()) {
+    case Json::value_t::number_float:
+      return !std::isfinite(j.get<double>());
+    case Json::value_t::object:
+    case Json::value_t::array:
+      for (const auto& v : j) {
+        if (has_non_finite_number(v)) return true;
+      }
+      return false;
+    default:
+      return false;
+  }
+}
+
+std::string string_at(const Json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+AdmissionResponse allowed() {
+  return AdmissionResponse{};
+}
+
+AdmissionResponse denied(std::string message, int code) {
+  AdmissionResponse r;
+  r.allowed = false;
+  r.code = code;
+  r.reason = code == 400 ? "BadRequest" : code == 422 ? "Invalid" : "Forbidden";
+  r.message = std::move(message);
+  return r;
+}
+
+AdmissionResponse invalid(std::string message) {
+  AdmissionResponse r = denied(std::move(message), 422);
+  r.decision = "Invalid";
+  return r;
+}
+
+AdmissionResponse patched(std::vector<JsonPatchOp> ops) {
+  AdmissionResponse r;
+  r.patch = std::move(ops);
+  return r;
+}
+
+AdmissionResponse with_warnings(AdmissionResponse response, std::vector<std::string> warnings) {
+  for (auto& w : warnings) response.warnings.push_back(std::move(w));
+  return response;
+}
+
+AdmissionRequest parse_admission_review(std::string_view body) {
+  if (nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth) {
+    throw MalformedReview(400, "", "",
+                          "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  Json doc = Json::parse(body, nullptr, false);
+  if (doc.is_discarded()) throw MalformedReview(400, "", "", "body is not valid JSON");
+  if (!doc.is_object()) throw MalformedReview(400, "", "", "body is not a JSON object");
+  const std::string api_version = string_at(doc, "apiVersion");
+  if (api_version != kV1 && api_version != kV1beta1) {
+    throw MalformedReview(
+        400, "", "",
+        "apiVersion must be admission.k8s.io/v1 (or v1beta1), got \"" + api_version + "\"");
+  }
+  if (string_at(doc, "kind") != "AdmissionReview") {
+    throw MalformedReview(400, "", "",
+                          "kind must be AdmissionReview, got \"" + string_at(doc, "kind") + "\"");
+  }
+  auto req_it = doc.find("request");
+  if (req_it == doc.end() || !req_it->is_object())
+    throw MalformedReview(400, "", "", "request is missing or not an object");
+  const Json& req = *req_it;
+  AdmissionRequest r;
+  r.uid = string_at(req, "uid");
+  if (r.uid.empty()) throw MalformedReview(400, "", "", "request.uid is missing or empty");
+  r.api_version = api_version;
+
+  // From here the uid is known: problems are answered as allowed=false reviews.
+  auto fail = [&](const std::string& message) {
+    throw MalformedReview(200, r.uid, api_version, message);
+  };
+  if (has_non_finite_number(doc)) fail("request holds a number too large for a double");
+  r.operation = string_at(req, "operation");
+  if (r.operation != "CREATE" && r.operation != "UPDATE" && r.operation != "DELETE" &&
+      r.operation != "CONNECT") {
+    fail("request.operation must be CREATE, UPDATE, DELETE or CONNECT, got \"" + r.operation +
+         "\"");
+  }
+  if (auto k = req.find("kind"); k != req.end() && k->is_object()) r.kind = string_at(*k, "kind");
+  if (r.kind.empty()) fail("request.kind.kind is missing");
+  if (auto res = req.find("resource"); res != req.end() && res->is_object()) {
+    r.resource = {string_at(*res, "group"), string_at(*res, "version"),
+                  string_at(*res, "resource")};
+  }
+  if (r.resource.resource.empty()) fail("request.resource.resource is missing");
+  r.sub_resource = string_at(req, "subResource");
+  r.name = string_at(req, "name");
+  r.namespace_ = string_at(req, "namespace");
+  if (auto u = req.find("userInfo"); u != req.end() && u->is_object()) {
+    r.user_info.username = string_at(*u, "username");
+    r.user_info.uid = string_at(*u, "uid");
+    if (auto g = u->find("groups"); g != u->end() && g->is_array()) {
+      for (const auto& v : *g) {
+        if (v.is_string()) r.user_info.groups.push_back(v.get<std::string>());
+      }
+    }
+    if (auto e = u->find("extra"); e != u->end() && e->is_object()) {
+      for (const auto& [key, values] : e->items()) {
+        auto& out = r.user_info.extra[key];
+        if (!values.is_array()) continue;
+        for (const auto& v : values) {
+          if (v.is_string()) out.push_back(v.get<std::string>());
+        }
+      }
+    }
+  }
+  if (auto o = req.find("object"); o != req.end()) r.object = *o;
+  if (auto o = req.find("oldObject"); o != req.end()) r.old_object = *o;
+  if (auto d = req.find("dryRun"); d != req.end() && d->is_boolean()) r.dry_run = d->get<bool>();
+  if ((r.operation == "CREATE" || r.operation == "UPDATE") && !r.object.is_object())
+    fail("request.object must be an object for " + r.operation);
+  if (r.operation == "UPDATE" && !r.old_object.is_object())
+    fail("request.oldObject must be an object for UPDATE");
+  return r;
+}
+
+nlohmann::json admission_review_response(const std::string& uid, const std::string& api_version,
+                                         const AdmissionResponse& response) {
+  Json out = {{"uid", uid}, {"allowed", response.allowed}};
+  if (!response.allowed || !response.message.empty()) {
+    Json status = {{"message", response.message}};
+    if (!response.allowed) {
+      status["code"] = response.code == 0 ? 403 : response.code;
+      status["reason"] = response.reason.empty() ? "Forbidden" : response.reason;
+      status["status"] = "Failure";
+    }
+    out["status"] = status;
+  }
+  if (!response.patch.empty()) {
+    Json ops = Json::array();
+    for (const auto& op : response.patch) {
+      Json j = {{"op", op.op}, {"path", op.path}};
+      if (op.op != "remove") j["value"] = op.value;
+      ops.push_back(std::move(j));
+    }
+    const std::string text = ops.dump();
+    // base64 by hand: a dozen lines instead of a dependency for one call.
+    static constexpr char kAlphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string b64;
+    b64.reserve((text.size() + 2) / 3 * 4);
+    for (size_t i = 0; i < text.size(); i += 3) {
+      uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(text[i])) << 16;
+      if (i + 1 < text.size())
+        n |= static_cast<uint32_t>(static_cast<unsigned char>(text[i + 1])) << 8;
+      if (i + 2 < text.size()) n |= static_cast<unsigned char>(text[i + 2]);
+      b64 += kAlphabet[(n >> 18) & 63];
+      b64 += kAlphabet[(n >> 12) & 63];
+      b64 += i + 1 < text.size() ? kAlphabet[(n >> 6) & 63] : '=';
+      b64 += i + 2 < text.size() ? kAlphabet[n & 63] : '=';
+    }
+    out["patchType"] = "JSONPatch";
+    out["patch"] = b64;
+  }
+  if (!response.warnings.empty()) out["warnings"] = response.warnings;
+  if (!response.audit_annotations.empty()) out["auditAnnotations"] = response.audit_annotations;
+  return {{"apiVersion", api_version.empty() ? kV1 : api_version},
+          {"kind", "AdmissionReview"},
+          {"response", out}};
+}
+
+std::string try_read_uid(std::string_view body) {
+  if (nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth) return "";
+  Json doc = Json::parse(body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return "";
+  auto req = doc.find("request");
+  if (req == doc.end() || !req->is_object()) return "";
+  return string_at(*req, "uid");
+}
+
+std::string json_pointer_token(std::string_view token) {
+  std::string out;
+  for (char c : token) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace commgate::webhook

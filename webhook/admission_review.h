@@ -1,0 +1,106 @@
+// AdmissionReview (admission.k8s.io/v1, and v1beta1 which has the same shape): the
+// request the apiserver sends and the response the webhook returns. Handlers see only the
+// parsed AdmissionRequest and build an AdmissionResponse with the helpers below; the HTTP
+// layer (webhook_server.h) owns the envelope, the uid echo and every malformed case.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace commgate::webhook {
+
+struct GroupVersionResource {
+  std::string group, version, resource;
+};
+
+struct UserInfo {
+  std::string username;
+  std::string uid;
+  std::vector<std::string> groups;
+  std::map<std::string, std::vector<std::string>> extra;
+};
+
+struct AdmissionRequest {
+  std::string uid;
+  std::string api_version;  // of the envelope: the response echoes it
+  std::string kind;         // request.kind.kind ("TrainingJob", "Scale", "CommPolicy")
+  GroupVersionResource resource;
+  std::string sub_resource;  // "", "scale", "status"
+  std::string name;
+  std::string namespace_;
+  std::string operation;  // CREATE | UPDATE | DELETE | CONNECT
+  UserInfo user_info;
+  nlohmann::json object;      // null for DELETE
+  nlohmann::json old_object;  // null for CREATE
+  bool dry_run = false;
+};
+
+struct JsonPatchOp {
+  std::string op;    // add | replace | remove
+  std::string path;  // JSON pointer
+  nlohmann::json value;
+};
+
+struct AdmissionResponse {
+  bool allowed = true;
+  int code = 0;        // status.code when denied (403 policy, 422 invalid, 400 bad request)
+  std::string reason;  // status.reason (Forbidden, Invalid, BadRequest)
+  std::string message;
+  std::vector<JsonPatchOp> patch;
+  std::vector<std::string> warnings;
+  std::map<std::string, std::string> audit_annotations;
+  // For metrics: the commgate decision this response carries ("Admit", "Gate", ... or
+  // "Invalid", "Bypass", "None" when no decision was made).
+  std::string decision = "None";
+};
+
+// Builders, so handlers read as what they answer.
+AdmissionResponse allowed();
+AdmissionResponse denied(std::string message, int code = 403);
+AdmissionResponse invalid(std::string message);  // 422, reason Invalid
+AdmissionResponse patched(std::vector<JsonPatchOp> ops);
+AdmissionResponse with_warnings(AdmissionResponse response, std::vector<std::string> warnings);
+
+// Why an envelope could not be read. `http_status` 400 means the body is not an
+// AdmissionReview we can answer (no readable uid); otherwise the review is answered with
+// allowed=false and `message`, echoing `uid`.
+class MalformedReview : public std::runtime_error {
+ public:
+  MalformedReview(int http_status, std::string uid, std::string api_version,
+                  const std::string& message)
+      : std::runtime_error(message),
+        http_status_(http_status),
+        uid_(std::move(uid)),
+        api_version_(std::move(api_version)) {}
+  int http_status() const { return http_status_; }  // 400, or 200 for an allowed=false answer
+  const std::string& uid() const { return uid_; }
+  const std::string& api_version() const { return api_version_; }
+
+ private:
+  int http_status_;
+  std::string uid_;
+  std::string api_version_;
+};
+
+// Limits on what the parser accepts (docs/webhook.md "Malformed requests").
+inline constexpr int kMaxJsonDepth = 128;
+
+// Parses a request body. Throws MalformedReview.
+AdmissionRequest parse_admission_review(std::string_view body);
+
+// The response envelope, echoing the request's uid and apiVersion.
+nlohmann::json admission_review_response(const std::string& uid, const std::string& api_version,
+                                         const AdmissionResponse& response);
+
+// Reads the uid from a body when it can (for the 500 answer after an exception): "" if not.
+std::string try_read_uid(std::string_view body);
+
+// Escapes one JSON pointer token ("commgate.io/decision" -> "commgate.io~1decision").
+std::string json_pointer_token(std::string_view token);
+
+}  // namespace commgate::webhook

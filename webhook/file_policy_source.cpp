@@ -1,0 +1,192 @@
+#include "webhook/file_policy_source.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/field_errors.h"
+#include "core/yaml_json.h"
+
+namespace commgate::webhook {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_manifest(const fs::path& p) {
+  const std::string ext = p.extension().string();
+  return ext == ".yaml" || ext == ".yml" || ext == ".json";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string kind_of(const nlohmann::json& doc) {
+  if (!doc.is_object()) return "";
+  auto k = doc.find("kind");
+  return k != doc.end() && k->is_string() ? k->get<std::string>() : "";
+}
+
+}  // namespace
+
+FilePolicySource::FilePolicySource(Options options) : options_(std::move(options)) {}
+
+FilePolicySource::~FilePolicySource() {
+  stop();
+}
+
+void FilePolicySource::log(server::LogLevel level, const std::string& message) const {
+  if (options_.log) {
+    options_.log(level, message);
+  } else {
+    std::cerr << "commgate webhook: " << message << "\n";
+  }
+}
+
+std::vector<FilePolicySource::FileSig> FilePolicySource::scan() const {
+  std::vector<FileSig> out;
+  for (const std::string& dir : {options_.policy_dir, options_.profile_dir}) {
+    if (dir.empty()) continue;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) throw std::runtime_error(dir + ": not a directory");
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      if (!is_manifest(entry.path())) continue;
+      struct stat st {};
+      // stat follows symlinks: a ConfigMap volume's ..data swap changes the inode.
+      if (::stat(entry.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      out.push_back({entry.path().string(), static_cast<uint64_t>(st.st_ino),
+                     static_cast<int64_t>(st.st_size),
+                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec});
+    }
+    if (ec) throw std::runtime_error(dir + ": " + ec.message());
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FileSig& a, const FileSig& b) { return a.path < b.path; });
+  return out;
+}
+
+std::shared_ptr<const Snapshot> FilePolicySource::build(const std::vector<FileSig>& files) const {
+  auto snap = std::make_shared<Snapshot>();
+  std::vector<std::string> problems;
+  for (const FileSig& file : files) {
+    const bool in_policy_dir = !options_.policy_dir.empty() &&
+                               fs::path(file.path).parent_path() == fs::path(options_.policy_dir);
+    try {
+      const auto docs = parse_manifests(read_file(file.path));
+      for (size_t i = 0; i < docs.size(); ++i) {
+        const std::string where = file.path + " (document " + std::to_string(i + 1) + ")";
+        const std::string kind = kind_of(docs[i]);
+        try {
+          if (in_policy_dir && kind == "CommPolicy") {
+            snap->policies.push_back(parse_comm_policy(docs[i]));
+          } else if (in_policy_dir && kind == "Namespace") {
+            const auto& meta = docs[i].at("metadata");
+            auto& labels = snap->namespace_labels[meta.at("name").get<std::string>()];
+            if (meta.contains("labels"))
+              labels = meta.at("labels").get<std::map<std::string, std::string>>();
+          } else if (!in_policy_dir && kind == "CommProfile") {
+            CommProfile p = parse_comm_profile(docs[i]);
+            snap->profiles[p.metadata.name] = std::move(p);
+          } else {
+            problems.push_back(where + ": kind: must be " +
+                               (in_policy_dir ? "CommPolicy or Namespace" : "CommProfile") +
+                               ", got \"" + kind + "\"");
+          }
+        } catch (const std::exception& e) {
+          problems.push_back(where + ": " + e.what());
+        }
+      }
+    } catch (const std::exception& e) {
+      problems.push_back(file.path + ": " + e.what());
+    }
+  }
+  if (!problems.empty()) {
+    std::string message;
+    for (const auto& p : problems) message += (message.empty() ? "" : "\n") + p;
+    throw std::runtime_error(message);
+  }
+  snap->loaded_at = options_.clock ? options_.clock() : std::chrono::system_clock::now();
+  return snap;
+}
+
+void FilePolicySource::load_initial() {
+  std::lock_guard lock(poll_mu_);
+  const auto files = scan();
+  std::atomic_store(&snapshot_, build(files));
+  last_seen_ = files;
+}
+
+bool FilePolicySource::poll_now() {
+  std::lock_guard lock(poll_mu_);
+  std::vector<FileSig> files;
+  try {
+    files = scan();
+  } catch (const std::exception& e) {
+    if (!scan_failing_) {  // once per episode, not every poll
+      reload_failures_.fetch_add(1, std::memory_order_relaxed);
+      log(server::LogLevel::kError, std::string("policy files: ") + e.what() +
+                                        "; keeping the last good policies and profiles");
+    }
+    scan_failing_ = true;
+    last_seen_.clear();
+    return false;
+  }
+  scan_failing_ = false;
+  if (files == last_seen_) return false;
+  last_seen_ = files;
+  try {
+    std::atomic_store(&snapshot_, build(files));
+  } catch (const std::exception& e) {
+    reload_failures_.fetch_add(1, std::memory_order_relaxed);
+    log(server::LogLevel::kError, std::string("policy files rejected, keeping the last good "
+                                              "policies and profiles:\n") +
+                                      e.what());
+    return false;
+  }
+  log(server::LogLevel::kInfo,
+      "policy files reloaded (" + std::to_string(files.size()) + " files)");
+  return true;
+}
+
+void FilePolicySource::start_polling() {
+  std::lock_guard lock(thread_mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] {
+    std::unique_lock lk(thread_mu_);
+    while (!wake_.wait_for(lk, options_.poll_interval, [this] { return stopping_; })) {
+      lk.unlock();
+      poll_now();
+      lk.lock();
+    }
+  });
+}
+
+void FilePolicySource::stop() {
+  {
+    std::lock_guard lock(thread_mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::shared_ptr<const Snapshot> FilePolicySource::snapshot() const {
+  return std::atomic_load(&snapshot_);
+}
+
+uint64_t FilePolicySource::reload_failures() const {
+  return reload_failures_.load(std::memory_order_relaxed);
+}
+
+}  // namespace commgate::webhook

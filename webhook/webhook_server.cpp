@@ -1,0 +1,136 @@
+#include "webhook/webhook_server.h"
+
+#include <cctype>
+#include <chrono>
+
+#include "webhook/admission_review.h"
+#include "webhook/handlers.h"
+
+namespace commgate::webhook {
+namespace {
+
+using server::Request;
+using server::Response;
+
+bool is_json_content_type(std::string_view value) {
+  // "application/json", optionally with parameters ("; charset=utf-8"), any case.
+  constexpr std::string_view kJson = "application/json";
+  if (value.size() < kJson.size()) return false;
+  for (size_t i = 0; i < kJson.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(value[i])) != kJson[i]) return false;
+  }
+  const std::string_view rest = value.substr(kJson.size());
+  return rest.empty() || rest.front() == ';' || rest.front() == ' ';
+}
+
+Response review(int status, const std::string& uid, const std::string& api_version,
+                const AdmissionResponse& answer) {
+  return Response::json(status, admission_review_response(uid, api_version, answer).dump());
+}
+
+}  // namespace
+
+AdmissionService::AdmissionService(std::shared_ptr<const PolicySource> source, WebhookConfig config,
+                                   Clock clock)
+    : source_(std::move(source)),
+      config_(std::move(config)),
+      clock_(clock ? std::move(clock) : Clock([] { return std::chrono::system_clock::now(); })) {}
+
+Response AdmissionService::admit(const Request& request, bool mutate) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::string endpoint = mutate ? "mutate" : "validate";
+  std::string decision = "Malformed";
+  Response response;
+  try {
+    response = [&]() -> Response {
+      if (!is_json_content_type(request.header("Content-Type"))) {
+        return Response::text(400, "Content-Type must be application/json, got \"" +
+                                       std::string(request.header("Content-Type")) + "\"\n");
+      }
+      AdmissionRequest parsed;
+      try {
+        parsed = parse_admission_review(request.body);
+      } catch (const MalformedReview& e) {
+        if (e.http_status() == 400) return Response::text(400, std::string(e.what()) + "\n");
+        return review(200, e.uid(), e.api_version(), denied(e.what(), 400));
+      }
+      const auto snapshot = source_->snapshot();
+      if (!snapshot) {
+        decision = "NotReady";
+        return review(200, parsed.uid, parsed.api_version,
+                      denied("commgate has not loaded its policies and measurements yet", 503));
+      }
+      const AdmissionResponse answer = mutate
+                                           ? handle_mutate(parsed, *snapshot, clock_(), config_)
+                                           : handle_validate(parsed, *snapshot, clock_(), config_);
+      decision = answer.decision;
+      return review(200, parsed.uid, parsed.api_version, answer);
+    }();
+  } catch (const std::exception& e) {
+    // Never let an exception reach the server's generic 500: the apiserver reads an
+    // AdmissionReview with the uid it sent, and the message says what happened.
+    decision = "Error";
+    response = review(500, try_read_uid(request.body), "",
+                      denied(std::string("commgate webhook internal error: ") + e.what(), 500));
+  }
+  metrics_.record_request(endpoint, decision, response.status,
+                          std::chrono::steady_clock::now() - started);
+  return response;
+}
+
+std::string AdmissionService::render_metrics(const std::function<server::ServerStats()>& stats) {
+  std::string out = metrics_.registry().render();
+  const auto snapshot = source_->snapshot();
+  const double age =
+      snapshot ? std::chrono::duration<double>(clock_() - snapshot->loaded_at).count() : -1;
+  server::append_prometheus_sample(out, "commgate_webhook_snapshot_age_seconds", "gauge",
+                                   "Age of the policies and measurements the webhook decides "
+                                   "from; -1 before the first load.",
+                                   age);
+  server::append_prometheus_sample(out, "commgate_webhook_policies", "gauge",
+                                   "CommPolicies in the current snapshot.",
+                                   snapshot ? static_cast<double>(snapshot->policies.size()) : 0);
+  server::append_prometheus_sample(out, "commgate_webhook_profiles", "gauge",
+                                   "CommProfiles in the current snapshot.",
+                                   snapshot ? static_cast<double>(snapshot->profiles.size()) : 0);
+  if (stats) out += server::server_stats_prometheus(stats(), "commgate_webhook_http");
+  return out;
+}
+
+server::Router AdmissionService::router(std::function<server::ServerStats()> stats) {
+  server::Router r;
+  r.post("/mutate", [this](const Request& q) { return admit(q, true); });
+  r.post("/validate", [this](const Request& q) { return admit(q, false); });
+  r.get("/healthz", [](const Request&) { return Response::text(200, "ok\n"); });
+  r.get("/readyz", [this](const Request&) {
+    return source_->snapshot() ? Response::text(200, "ok\n")
+                               : Response::text(503, "policies and measurements not loaded\n");
+  });
+  r.get("/metrics", [this, stats](const Request&) {
+    Response m = Response::text(200, render_metrics(stats));
+    m.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return m;
+  });
+  return r;
+}
+
+WebhookServer::WebhookServer(server::ServerOptions options,
+                             std::shared_ptr<const PolicySource> source, WebhookConfig config,
+                             Clock clock)
+    : service_(std::make_unique<AdmissionService>(std::move(source), std::move(config),
+                                                  std::move(clock))) {
+  // The router's /metrics reads the server's stats; the server exists only after the
+  // router is built, hence the indirection through this object.
+  server_ = std::make_unique<server::Server>(std::move(options),
+                                             service_->router([this] { return server_->stats(); }));
+}
+
+void WebhookServer::start() {
+  server_->start();
+}
+
+void WebhookServer::stop() {
+  server_->stop();
+}
+
+}  // namespace commgate::webhook

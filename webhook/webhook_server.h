@@ -1,0 +1,57 @@
+// The webhook's HTTP layer: AdmissionReview envelopes over core/server's HTTPS server.
+// It owns what the handlers do not: content type (400), the envelope and uid echo, the
+// malformed cases, exceptions (AdmissionReview-shaped 500), readiness and metrics. The
+// server owns TLS and its reload, the body limit (413), methods (405) and timeouts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "core/server/router.h"
+#include "core/server/server.h"
+#include "webhook/policy_source.h"
+#include "webhook/webhook_config.h"
+#include "webhook/webhook_metrics.h"
+
+namespace commgate::webhook {
+
+using Clock = std::function<TimePoint()>;
+
+// The routes, as a value: usable without sockets (tests call Router::dispatch).
+// /mutate and /validate (POST), /healthz, /readyz, /metrics (GET). `stats` supplies the
+// server's counters for /metrics (may be empty).
+class AdmissionService {
+ public:
+  AdmissionService(std::shared_ptr<const PolicySource> source, WebhookConfig config,
+                   Clock clock = {});
+  server::Router router(std::function<server::ServerStats()> stats = {});
+  // One admission endpoint: the whole envelope, from HTTP request to HTTP response.
+  server::Response admit(const server::Request& request, bool mutate);
+  WebhookMetrics& metrics() { return metrics_; }
+
+ private:
+  std::string render_metrics(const std::function<server::ServerStats()>& stats);
+
+  const std::shared_ptr<const PolicySource> source_;
+  const WebhookConfig config_;
+  const Clock clock_;
+  WebhookMetrics metrics_;
+};
+
+// The service behind an HTTPS server.
+class WebhookServer {
+ public:
+  WebhookServer(server::ServerOptions options, std::shared_ptr<const PolicySource> source,
+                WebhookConfig config, Clock clock = {});
+  void start();  // throws std::runtime_error on misconfiguration (see server::Server::start)
+  void stop();
+  uint16_t port() const { return server_->port(); }
+  server::Server& http() { return *server_; }
+
+ private:
+  std::unique_ptr<AdmissionService> service_;
+  std::unique_ptr<server::Server> server_;
+};
+
+}  // namespace commgate::webhook
