@@ -1,7 +1,5 @@
 #include "webhook/admission_review.h"
 
-#include <cmath>
-
 namespace commgate::webhook {
 namespace {
 
@@ -35,24 +33,6 @@ int nesting_depth(std::string_view body, int limit) {
     }
   }
   return depth;
-}
-
-// A number no double holds (1e400) parses to infinity; it is never a valid value of any
-// field commgate reads, and JSON cannot carry it back, so such a body is refused.
-bool has_non_finite_number(const Json& j) {
-  // Depth is bounded by kMaxJsonDepth, so recursion is safe here.
-  switch (j.type()) {
-    case Json::value_t::number_float:
-      return !std::isfinite(j.get<double>());
-    case Json::value_t::object:
-    case Json::value_t::array:
-      for (const auto& v : j) {
-        if (has_non_finite_number(v)) return true;
-      }
-      return false;
-    default:
-      return false;
-  }
 }
 
 std::string string_at(const Json& obj, const char* key) {
@@ -98,8 +78,14 @@ AdmissionRequest parse_admission_review(std::string_view body) {
     throw MalformedReview(400, "", "",
                           "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
-  Json doc = Json::parse(body, nullptr, false);
-  if (doc.is_discarded()) throw MalformedReview(400, "", "", "body is not valid JSON");
+  Json doc;
+  try {
+    doc = Json::parse(body);
+  } catch (const Json::exception& e) {
+    // nlohmann's message names the byte offset, or the number that overflows a double
+    // ("number overflow parsing '1e999'").
+    throw MalformedReview(400, "", "", std::string("body is not valid JSON: ") + e.what());
+  }
   if (!doc.is_object()) throw MalformedReview(400, "", "", "body is not a JSON object");
   const std::string api_version = string_at(doc, "apiVersion");
   if (api_version != kV1 && api_version != kV1beta1) {
@@ -124,7 +110,6 @@ AdmissionRequest parse_admission_review(std::string_view body) {
   auto fail = [&](const std::string& message) {
     throw MalformedReview(200, r.uid, api_version, message);
   };
-  if (has_non_finite_number(doc)) fail("request holds a number too large for a double");
   r.operation = string_at(req, "operation");
   if (r.operation != "CREATE" && r.operation != "UPDATE" && r.operation != "DELETE" &&
       r.operation != "CONNECT") {

@@ -42,18 +42,13 @@ class PatchBuilder {
       ops_.push_back({"add", "/spec/model/" + key, std::move(value)});
   }
   void annotate(const std::string& key, std::string value) {
-    const Json* annotations = nullptr;
-    if (auto m = object_.find("metadata"); m != object_.end() && m->is_object()) {
-      if (auto a = m->find("annotations"); a != m->end() && a->is_object()) annotations = &*a;
-    }
-    if (!annotations && !annotations_created_) {
+    static const Json::json_pointer kAnnotations("/metadata/annotations");
+    const bool have_map = object_.contains(kAnnotations) && object_.at(kAnnotations).is_object();
+    if (!have_map && !annotations_created_) {
       ops_.push_back({"add", "/metadata/annotations", Json::object()});
       annotations_created_ = true;
     }
-    if (annotations) {
-      auto it = annotations->find(key);
-      if (it != annotations->end() && *it == value) return;
-    }
+    if (have_map && object_.at(kAnnotations).value(key, Json()) == value) return;
     ops_.push_back({"add", "/metadata/annotations/" + json_pointer_token(key), std::move(value)});
   }
   std::vector<JsonPatchOp> take() { return std::move(ops_); }

@@ -1,0 +1,152 @@
+// The AdmissionReview envelope: parsing the real apiserver requests, each malformed case,
+// and the response shape (uid echo, base64 JSONPatch, warnings, status).
+#include "webhook/admission_review.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/webhook/webhook_test_support.h"
+
+namespace commgate::webhook {
+namespace {
+
+using nlohmann::json;
+using namespace commgate::webhook::testing;
+
+TEST(ParseAdmissionReview, ReadsTheRealCreateEnvelope) {
+  const auto r = ReviewBuilder("request-v1-create-pod-minikube-user").parse();
+  EXPECT_EQ(r.uid, "c3ce937b-1a18-4e45-a0e8-adf5c962f1e4");
+  EXPECT_EQ(r.operation, "CREATE");
+  EXPECT_EQ(r.user_info.username, "minikube-user");
+  EXPECT_EQ(r.user_info.groups,
+            (std::vector<std::string>{"system:masters", "system:authenticated"}));
+  EXPECT_TRUE(r.old_object.is_null());
+  EXPECT_FALSE(r.dry_run);
+}
+
+TEST(ParseAdmissionReview, ReadsUserInfoExtraOfAServiceAccount) {
+  const auto r = ReviewBuilder("request-v1-update-clusterscoped-cr-serviceaccount").parse();
+  EXPECT_EQ(r.operation, "UPDATE");
+  EXPECT_TRUE(r.namespace_.empty()) << "cluster-scoped";
+  ASSERT_EQ(r.user_info.extra.count("authentication.kubernetes.io/pod-name"), 1u);
+  EXPECT_EQ(r.user_info.extra.at("authentication.kubernetes.io/pod-name"),
+            std::vector<std::string>{"capsule-controller-manager-58c7d76f49-5kdl6"});
+  EXPECT_TRUE(r.old_object.is_object());
+}
+
+TEST(ParseAdmissionReview, ReadsADeleteWithObjectNull) {
+  const auto r = ReviewBuilder("request-v1-delete-pod-by-node").parse();
+  EXPECT_EQ(r.operation, "DELETE");
+  EXPECT_TRUE(r.object.is_null());
+  EXPECT_TRUE(r.old_object.is_object());
+}
+
+TEST(ParseAdmissionReview, AcceptsV1beta1AndEchoesIt) {
+  const auto r = ReviewBuilder("request-v1-create-pod-minikube-user")
+                     .set("/apiVersion", "admission.k8s.io/v1beta1")
+                     .parse();
+  const json out = admission_review_response(r.uid, r.api_version, allowed());
+  EXPECT_EQ(out["apiVersion"], "admission.k8s.io/v1beta1");
+}
+
+struct MalformedCase {
+  std::string name;
+  std::string body;
+  int want_http_status;  // 400: plain 400; 200: AdmissionReview allowed=false
+  std::string want_message_part;
+};
+
+class Malformed : public ::testing::TestWithParam<MalformedCase> {};
+
+TEST_P(Malformed, IsRefusedWithAClearMessage) {
+  const MalformedCase& c = GetParam();
+  try {
+    parse_admission_review(c.body);
+    FAIL() << "parsed";
+  } catch (const MalformedReview& e) {
+    EXPECT_EQ(e.http_status(), c.want_http_status);
+    EXPECT_NE(std::string(e.what()).find(c.want_message_part), std::string::npos) << e.what();
+    if (e.http_status() == 200) {
+      EXPECT_FALSE(e.uid().empty());
+    }
+  }
+}
+
+std::string with(const std::string& pointer, json value) {
+  return ReviewBuilder("request-v1-create-pod-minikube-user").set(pointer, value).body();
+}
+std::string without(const std::string& key) {
+  json doc = ReviewBuilder("request-v1-create-pod-minikube-user").json();
+  doc["request"].erase(key);
+  return doc.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, Malformed,
+    ::testing::Values(
+        MalformedCase{"not_json", "{\"apiVersion\": ", 400, "not valid JSON"},
+        MalformedCase{"not_an_object", "[1,2,3]", 400, "not a JSON object"},
+        MalformedCase{"deeply_nested", std::string(100000, '[') + std::string(100000, ']'), 400,
+                      "nested deeper"},
+        MalformedCase{"wrong_api_version", with("/apiVersion", "admission.k8s.io/v2"), 400,
+                      "apiVersion"},
+        MalformedCase{"wrong_kind", with("/kind", "TokenReview"), 400, "kind must be"},
+        MalformedCase{
+            "missing_request",
+            json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}}.dump(), 400,
+            "request is missing"},
+        MalformedCase{"missing_uid", without("uid"), 400, "request.uid"},
+        MalformedCase{"uid_not_a_string", with("/request/uid", 42), 400, "request.uid"},
+        MalformedCase{"huge_number",
+                      [] {
+                        std::string b = with("/request/object/spec/numNodes", 7);
+                        const auto at = b.find("\"numNodes\":7");
+                        return b.replace(at, 12, "\"numNodes\":1e999");
+                      }(),
+                      400, "number overflow"},
+        MalformedCase{"unknown_operation", with("/request/operation", "PATCH"), 200,
+                      "request.operation"},
+        MalformedCase{"missing_object_on_create", with("/request/object", nullptr), 200,
+                      "request.object"},
+        MalformedCase{"missing_old_object_on_update", with("/request/operation", "UPDATE"), 200,
+                      "request.oldObject"}),
+    [](const auto& case_info) { return case_info.param.name; });
+
+TEST(ParseAdmissionReview, ReadsAHugeIntegerAsANumberTheJobParserRefuses) {
+  // 2^64 + 1 fits no integer type: nlohmann reads it as a double, and the TrainingJob
+  // parser then names the field (it must be an integer in 1..10000).
+  std::string body = with("/request/object/spec/numNodes", 7);
+  body.replace(body.find("\"numNodes\":7"), 12, "\"numNodes\":18446744073709551617");
+  EXPECT_NO_THROW(parse_admission_review(body));
+}
+
+TEST(AdmissionReviewResponse, EchoesTheUidAndEncodesThePatch) {
+  AdmissionResponse r = with_warnings(patched({{"add", "/spec/suspend", true}}), {"why"});
+  const json out = admission_review_response("u-1", "admission.k8s.io/v1", r);
+  EXPECT_EQ(out["kind"], "AdmissionReview");
+  EXPECT_EQ(out["response"]["uid"], "u-1");
+  EXPECT_EQ(out["response"]["allowed"], true);
+  EXPECT_EQ(out["response"]["patchType"], "JSONPatch");
+  // base64 of [{"op":"add","path":"/spec/suspend","value":true}]
+  EXPECT_EQ(out["response"]["patch"],
+            "W3sib3AiOiJhZGQiLCJwYXRoIjoiL3NwZWMvc3VzcGVuZCIsInZhbHVlIjp0cnVlfV0=");
+  EXPECT_EQ(out["response"]["warnings"], json::array({"why"}));
+}
+
+TEST(AdmissionReviewResponse, CarriesTheStatusOfADenial) {
+  const json out = admission_review_response("u-2", "", denied("over policy"));
+  EXPECT_EQ(out["apiVersion"], "admission.k8s.io/v1");
+  EXPECT_EQ(out["response"]["allowed"], false);
+  EXPECT_EQ(out["response"]["status"]["code"], 403);
+  EXPECT_EQ(out["response"]["status"]["message"], "over policy");
+  EXPECT_FALSE(out["response"].contains("patch"));
+}
+
+TEST(JsonPointerToken, EscapesSlashAndTilde) {
+  EXPECT_EQ(json_pointer_token("commgate.io/decision"), "commgate.io~1decision");
+  EXPECT_EQ(json_pointer_token("a~b"), "a~0b");
+}
+
+}  // namespace
+}  // namespace commgate::webhook

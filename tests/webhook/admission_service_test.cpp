@@ -1,0 +1,137 @@
+// The HTTP layer without sockets: Router::dispatch on AdmissionService's routes.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "tests/webhook/webhook_test_support.h"
+#include "webhook/webhook_server.h"
+
+namespace commgate::webhook {
+namespace {
+
+using commgate::testing::a_training_job;
+using commgate::testing::test_now;
+using nlohmann::json;
+using server::Request;
+using server::Response;
+using namespace commgate::webhook::testing;
+
+Request post(const std::string& path, std::string body,
+             const std::string& content_type = "application/json") {
+  Request r;
+  r.method = "POST";
+  r.target = r.path = path;
+  r.body = std::move(body);
+  if (!content_type.empty()) r.headers.push_back({"Content-Type", content_type});
+  return r;
+}
+
+Request get(const std::string& path) {
+  Request r;
+  r.method = "GET";
+  r.target = r.path = path;
+  return r;
+}
+
+struct Fixture {
+  std::shared_ptr<StaticPolicySource> source =
+      std::make_shared<StaticPolicySource>(std::make_shared<Snapshot>(snapshot_of({}, {})));
+  AdmissionService service{source, WebhookConfig{}, [] { return test_now(); }};
+  server::Router router = service.router();
+};
+
+const std::string kJob = a_create_of(a_training_job("bert").nodes(4).json()).body();
+
+TEST(AdmissionService, AnswersAnAdmissionReviewWithTheUid) {
+  Fixture f;
+  const Response r = f.router.dispatch(post("/mutate", kJob));
+  EXPECT_EQ(r.status, 200);
+  const json out = json::parse(r.body);
+  EXPECT_EQ(out["response"]["uid"], "c3ce937b-1a18-4e45-a0e8-adf5c962f1e4");
+  EXPECT_EQ(out["response"]["patchType"], "JSONPatch") << "gated";
+}
+
+TEST(AdmissionService, AcceptsAJsonContentTypeWithParameters) {
+  Fixture f;
+  EXPECT_EQ(f.router.dispatch(post("/validate", kJob, "application/json; charset=utf-8")).status,
+            200);
+}
+
+TEST(AdmissionService, RefusesAnotherContentTypeWith400) {
+  Fixture f;
+  EXPECT_EQ(f.router.dispatch(post("/validate", kJob, "text/plain")).status, 400);
+  EXPECT_EQ(f.router.dispatch(post("/validate", kJob, "")).status, 400);
+}
+
+TEST(AdmissionService, RefusesAMalformedBodyWith400) {
+  Fixture f;
+  const Response r = f.router.dispatch(post("/validate", "{not json"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("not valid JSON"), std::string::npos);
+}
+
+TEST(AdmissionService, AnswersAReadableButWrongRequestWithAllowedFalse) {
+  Fixture f;
+  const std::string body =
+      a_create_of(a_training_job().json()).set("/request/operation", "X").body();
+  const Response r = f.router.dispatch(post("/validate", body));
+  EXPECT_EQ(r.status, 200);
+  const json out = json::parse(r.body);
+  EXPECT_EQ(out["response"]["allowed"], false);
+  EXPECT_EQ(out["response"]["status"]["code"], 400);
+}
+
+TEST(AdmissionService, Answers405ForAGet) {
+  Fixture f;
+  EXPECT_EQ(f.router.dispatch(get("/mutate")).status, 405);
+}
+
+TEST(AdmissionService, IsNotReadyAndDeniesUntilTheSourceHasLoaded) {
+  Fixture f;
+  f.source->set(nullptr);
+  EXPECT_EQ(f.router.dispatch(get("/readyz")).status, 503);
+  EXPECT_EQ(f.router.dispatch(get("/healthz")).status, 200);
+  const json out = json::parse(f.router.dispatch(post("/validate", kJob)).body);
+  EXPECT_EQ(out["response"]["allowed"], false);
+  EXPECT_EQ(out["response"]["status"]["code"], 503);
+  f.source->set(std::make_shared<Snapshot>());
+  EXPECT_EQ(f.router.dispatch(get("/readyz")).status, 200);
+}
+
+class ThrowingSource : public PolicySource {
+ public:
+  std::shared_ptr<const Snapshot> snapshot() const override {
+    throw std::runtime_error("cache exploded");
+  }
+};
+
+TEST(AdmissionService, TurnsAnExceptionIntoAnAdmissionReview500WithTheUid) {
+  AdmissionService service(std::make_shared<ThrowingSource>(), WebhookConfig{});
+  const Response r = service.admit(post("/validate", kJob), false);
+  EXPECT_EQ(r.status, 500);
+  const json out = json::parse(r.body);
+  EXPECT_EQ(out["response"]["uid"], "c3ce937b-1a18-4e45-a0e8-adf5c962f1e4");
+  EXPECT_NE(out["response"]["status"]["message"].get<std::string>().find("cache exploded"),
+            std::string::npos);
+}
+
+TEST(AdmissionService, CountsRequestsByEndpointDecisionAndCode) {
+  Fixture f;
+  f.router.dispatch(post("/mutate", kJob));
+  f.router.dispatch(post("/validate", "{"));
+  const std::string text = f.router.dispatch(get("/metrics")).body;
+  EXPECT_NE(
+      text.find(
+          R"(commgate_webhook_requests_total{endpoint="mutate",decision="Gate",code="200"} 1)"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find(
+          R"(commgate_webhook_requests_total{endpoint="validate",decision="Malformed",code="400"} 1)"),
+      std::string::npos);
+  EXPECT_NE(text.find("commgate_webhook_request_duration_seconds_bucket"), std::string::npos);
+  EXPECT_NE(text.find("commgate_webhook_snapshot_age_seconds"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace commgate::webhook
