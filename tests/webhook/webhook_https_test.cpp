@@ -1,0 +1,283 @@
+// Integration: the real `commgate webhook` binary over HTTPS with a throwaway CA
+// (tests/server/test_pki.h). Port 0; the test reads the bound port from the log line;
+// conditions are polled with deadlines.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include "tests/server/test_client.h"
+#include "tests/server/test_pki.h"
+#include "tests/webhook/webhook_test_support.h"
+
+namespace commgate::webhook {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+using server::testing::Client;
+using server::testing::TestPki;
+
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = Clock::now() + timeout;
+  while (!condition()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);  // polling interval, not a wait for state
+  }
+  return true;
+}
+
+// `commgate webhook ...` as a child process; its stderr is collected by a thread.
+class WebhookProcess {
+ public:
+  explicit WebhookProcess(std::vector<std::string> args) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], 2);
+      std::vector<char*> argv;
+      static std::string binary = COMMGATE_BINARY, command = "webhook";
+      argv.push_back(binary.data());
+      argv.push_back(command.data());
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(binary.c_str(), argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    reader_ = std::thread([this, fd = fds[0]] {
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof buf)) > 0) {
+        std::lock_guard lock(mu_);
+        log_.append(buf, static_cast<size_t>(n));
+      }
+      close(fd);
+    });
+  }
+  ~WebhookProcess() {
+    if (!exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    reader_.join();
+  }
+  std::string log() const {
+    std::lock_guard lock(mu_);
+    return log_;
+  }
+  // The port from "listening on ADDRESS:PORT", or 0 when it did not come up in time.
+  uint16_t wait_for_port() {
+    static const std::regex kListening("listening on [^ ]*:([0-9]+)");
+    uint16_t port = 0;
+    wait_until([&] {
+      std::smatch m;
+      const std::string text = log();
+      if (std::regex_search(text, m, kListening)) port = static_cast<uint16_t>(std::stoi(m[1]));
+      return port != 0 || exited();
+    });
+    return port;
+  }
+  bool exited() {
+    if (exited_) return true;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      exited_ = true;
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    return exited_;
+  }
+  // SIGTERM, then the exit code (or -1 when it did not exit in time).
+  int terminate() {
+    kill(pid_, SIGTERM);
+    return wait_for_exit();
+  }
+  int wait_for_exit() {
+    return wait_until([&] { return exited(); }, 15s) ? exit_code_ : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int exit_code_ = -1;
+  mutable std::mutex mu_;
+  std::string log_;
+  std::thread reader_;
+};
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("commgate-webhook-it-" + std::to_string(getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+constexpr const char* kStrictPolicy = R"(apiVersion: commgate.io/v1alpha1
+kind: CommPolicy
+metadata: {name: strict}
+spec: {maxCommShare: 0.10}
+)";
+
+// One running webhook with a strict policy and a 1 GB/s profile for pool-all.
+struct Harness {
+  TestPki pki;
+  TempDir dir;
+  std::unique_ptr<WebhookProcess> process;
+  uint16_t port = 0;
+
+  Harness() {
+    pki.issue_server_cert(100);
+    fs::create_directories(dir.path / "policies");
+    fs::create_directories(dir.path / "profiles");
+    std::ofstream(dir.path / "policies" / "strict.yaml") << kStrictPolicy;
+    std::ofstream(dir.path / "profiles" / "pool-all.json")
+        << testing::a_profile(1.0, std::chrono::system_clock::now()).dump();
+    process = std::make_unique<WebhookProcess>(std::vector<std::string>{
+        "--port", "0", "--address", "127.0.0.1", "--tls-cert-file", pki.cert_file(),
+        "--tls-private-key-file", pki.key_file(), "--policy-dir", (dir.path / "policies").string(),
+        "--profile-dir", (dir.path / "profiles").string()});
+    port = process->wait_for_port();
+  }
+  std::unique_ptr<Client> client() {
+    auto c = std::make_unique<Client>(port, pki.ca_file());
+    const std::string err = c->connect();
+    if (!err.empty()) throw std::runtime_error("connect: " + err);
+    return c;
+  }
+};
+
+const std::vector<std::pair<std::string, std::string>> kJson = {
+    {"Content-Type", "application/json"}};
+
+std::string an_8_node_job_review() {
+  return testing::a_create_of(commgate::testing::a_training_job("bert")
+                                  .nodes(8)
+                                  .params(100e6)
+                                  .step_time_hint_ms(1000)
+                                  .json())
+      .body();
+}
+
+TEST(WebhookHttps, downsizes_over_tls_and_stops_gracefully_on_sigterm) {
+  Harness h;
+  ASSERT_NE(h.port, 0) << h.process->log();
+  auto c = h.client();
+  EXPECT_EQ(c->request("GET", "/readyz").status, 200);
+  const auto r = c->request("POST", "/mutate", an_8_node_job_review(), kJson);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json out = json::parse(r.body);
+  EXPECT_EQ(out["response"]["uid"], "c3ce937b-1a18-4e45-a0e8-adf5c962f1e4");
+  EXPECT_EQ(out["response"]["patchType"], "JSONPatch");
+  ASSERT_EQ(out["response"]["warnings"].size(), 1u);
+  EXPECT_NE(out["response"]["warnings"][0].get<std::string>().find("from 8 to 6"),
+            std::string::npos);
+  const auto metrics = c->request("GET", "/metrics");
+  EXPECT_NE(metrics.body.find("decision=\"Downsize\""), std::string::npos);
+  EXPECT_NE(metrics.body.find("commgate_webhook_http_"), std::string::npos) << "server stats";
+  c->close();
+  EXPECT_EQ(h.process->terminate(), 0) << h.process->log();
+  EXPECT_NE(h.process->log().find("stopped"), std::string::npos);
+}
+
+TEST(WebhookHttps, refuses_bad_bodies_content_types_and_a_10mb_body) {
+  Harness h;
+  ASSERT_NE(h.port, 0) << h.process->log();
+  EXPECT_EQ(h.client()->request("POST", "/validate", "{nope", kJson).status, 400);
+  EXPECT_EQ(
+      h.client()
+          ->request("POST", "/validate", an_8_node_job_review(), {{"Content-Type", "text/plain"}})
+          .status,
+      400);
+  EXPECT_EQ(h.client()->request("GET", "/validate").status, 405);
+  EXPECT_EQ(
+      h.client()->request("POST", "/validate", std::string(10 * 1024 * 1024, 'x'), kJson).status,
+      413);
+  EXPECT_EQ(h.client()->request("POST", "/validate", an_8_node_job_review(), kJson).status, 200)
+      << "still serving";
+}
+
+TEST(WebhookHttps, a_slowloris_client_does_not_block_others) {
+  Harness h;
+  ASSERT_NE(h.port, 0) << h.process->log();
+  auto attacker = h.client();
+  ASSERT_TRUE(attacker->write_raw("POST /validate HTTP/1.1\r\nHost: x\r\nX-Slow: "));
+  auto good = h.client();
+  const auto until = Clock::now() + 1s;
+  int served = 0;
+  while (Clock::now() < until) {
+    attacker->write_raw("a", 1s);  // one header byte per request of the good client
+    const auto t0 = Clock::now();
+    EXPECT_EQ(good->request("POST", "/validate", an_8_node_job_review(), kJson).status, 200);
+    EXPECT_LT(Clock::now() - t0, 500ms);
+    ++served;
+  }
+  EXPECT_GT(served, 10);
+}
+
+TEST(WebhookHttps, rotates_the_certificate_without_a_failed_request) {
+  Harness h;
+  ASSERT_NE(h.port, 0) << h.process->log();
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0}, saw_new{0};
+  std::mutex err_mu;
+  std::string first_error;
+  std::vector<std::thread> load;
+  for (int t = 0; t < 2; ++t) {
+    load.emplace_back([&] {
+      while (!stop) {
+        try {
+          auto c = h.client();
+          for (int i = 0; i < 5 && !stop; ++i) {
+            const auto r = c->request("POST", "/validate", an_8_node_job_review(), kJson);
+            if (r.status != 200) throw std::runtime_error("status " + std::to_string(r.status));
+            ++ok;
+          }
+          if (c->peer_serial() == 200) ++saw_new;
+        } catch (const std::exception& e) {
+          ++failed;
+          std::lock_guard lock(err_mu);
+          if (first_error.empty()) first_error = e.what();
+        }
+      }
+    });
+  }
+  ASSERT_TRUE(wait_until([&] { return ok > 50; }));
+  h.pki.issue_server_cert(200);
+  const bool rotated = wait_until([&] { return saw_new > 5; });
+  stop = true;
+  for (auto& t : load) t.join();
+  EXPECT_TRUE(rotated) << h.process->log();
+  EXPECT_EQ(failed, 0) << first_error;
+}
+
+TEST(WebhookHttps, misconfiguration_at_start_is_fatal_with_a_clear_message) {
+  TestPki pki;
+  pki.issue_server_cert(1);
+  {
+    WebhookProcess p({"--port", "0", "--tls-cert-file", pki.cert_file()});
+    EXPECT_EQ(p.wait_for_exit(), 2);
+    EXPECT_NE(p.log().find("--tls-private-key-file"), std::string::npos) << p.log();
+  }
+  {
+    WebhookProcess p({"--port", "0", "--address", "127.0.0.1", "--tls-cert-file", pki.cert_file(),
+                      "--tls-private-key-file", pki.key_file(), "--policy-dir",
+                      "/nonexistent/commgate"});
+    EXPECT_EQ(p.wait_for_exit(), 2);
+    EXPECT_NE(p.log().find("/nonexistent/commgate"), std::string::npos) << p.log();
+  }
+}
+
+}  // namespace
+}  // namespace commgate::webhook
