@@ -51,7 +51,22 @@ AdmissionResponse denied(std::string message, int code) {
   AdmissionResponse r;
   r.allowed = false;
   r.code = code;
-  r.reason = code == 400 ? "BadRequest" : code == 422 ? "Invalid" : "Forbidden";
+  switch (code) {
+    case 400:
+      r.reason = "BadRequest";
+      break;
+    case 422:
+      r.reason = "Invalid";
+      break;
+    case 500:
+      r.reason = "InternalError";
+      break;
+    case 503:
+      r.reason = "ServiceUnavailable";
+      break;
+    default:
+      r.reason = "Forbidden";
+  }
   r.message = std::move(message);
   return r;
 }
