@@ -55,17 +55,20 @@ void FilePolicySource::log(server::LogLevel level, const std::string& message) c
 
 std::vector<FilePolicySource::FileSig> FilePolicySource::scan() const {
   std::vector<FileSig> out;
-  for (const std::string& dir : {options_.policy_dir, options_.profile_dir}) {
-    if (dir.empty()) continue;
-    std::error_code ec;
+  std::error_code ec;
+  const bool same_dir = !options_.policy_dir.empty() && !options_.profile_dir.empty() &&
+                        fs::equivalent(options_.policy_dir, options_.profile_dir, ec);
+  for (const bool policies : {true, false}) {
+    const std::string& dir = policies ? options_.policy_dir : options_.profile_dir;
+    if (dir.empty() || (same_dir && !policies)) continue;
     if (!fs::is_directory(dir, ec)) throw std::runtime_error(dir + ": not a directory");
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
       if (!is_manifest(entry.path())) continue;
       struct stat st {};
       // stat follows symlinks: a ConfigMap volume's ..data swap changes the inode.
       if (::stat(entry.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      out.push_back({entry.path().string(), static_cast<uint64_t>(st.st_ino),
-                     static_cast<int64_t>(st.st_size),
+      out.push_back({entry.path().string(), policies, !policies || same_dir,
+                     static_cast<uint64_t>(st.st_ino), static_cast<int64_t>(st.st_size),
                      static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec});
     }
     if (ec) throw std::runtime_error(dir + ": " + ec.message());
@@ -79,28 +82,29 @@ std::shared_ptr<const Snapshot> FilePolicySource::build(const std::vector<FileSi
   auto snap = std::make_shared<Snapshot>();
   std::vector<std::string> problems;
   for (const FileSig& file : files) {
-    const bool in_policy_dir = !options_.policy_dir.empty() &&
-                               fs::path(file.path).parent_path() == fs::path(options_.policy_dir);
     try {
       const auto docs = parse_manifests(read_file(file.path));
       for (size_t i = 0; i < docs.size(); ++i) {
         const std::string where = file.path + " (document " + std::to_string(i + 1) + ")";
         const std::string kind = kind_of(docs[i]);
         try {
-          if (in_policy_dir && kind == "CommPolicy") {
+          if (file.policies && kind == "CommPolicy") {
             snap->policies.push_back(parse_comm_policy(docs[i]));
-          } else if (in_policy_dir && kind == "Namespace") {
+          } else if (file.policies && kind == "Namespace") {
             const auto& meta = docs[i].at("metadata");
             auto& labels = snap->namespace_labels[meta.at("name").get<std::string>()];
             if (meta.contains("labels"))
               labels = meta.at("labels").get<std::map<std::string, std::string>>();
-          } else if (!in_policy_dir && kind == "CommProfile") {
+          } else if (file.profiles && kind == "CommProfile") {
             CommProfile p = parse_comm_profile(docs[i]);
             snap->profiles[p.metadata.name] = std::move(p);
           } else {
-            problems.push_back(where + ": kind: must be " +
-                               (in_policy_dir ? "CommPolicy or Namespace" : "CommProfile") +
-                               ", got \"" + kind + "\"");
+            const std::string allowed_kinds =
+                file.policies ? (file.profiles ? "CommPolicy, Namespace or CommProfile"
+                                               : "CommPolicy or Namespace")
+                              : "CommProfile";
+            problems.push_back(where + ": kind: must be " + allowed_kinds + ", got \"" + kind +
+                               "\"");
           }
         } catch (const std::exception& e) {
           problems.push_back(where + ": " + e.what());

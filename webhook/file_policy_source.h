@@ -55,6 +55,8 @@ class FilePolicySource : public PolicySource {
  private:
   struct FileSig {
     std::string path;
+    bool policies = false;  // from policy_dir: CommPolicy and Namespace documents
+    bool profiles = false;  // from profile_dir: CommProfile documents (both: same dir)
     uint64_t inode = 0;
     int64_t size = 0;
     int64_t mtime_ns = 0;

@@ -137,5 +137,18 @@ TEST(FilePolicySource, RefusesAWrongKindInADirectory) {
   EXPECT_THROW(source.load_initial(), std::runtime_error);
 }
 
+TEST(FilePolicySource, ReadsBothKindsFromOneDirectoryGivenTwiceWithATrailingSlash) {
+  TempDirs dirs;
+  TempDirs::write(dirs.policies() / "strict.yaml", kPolicy);
+  TempDirs::write(dirs.policies() / "pool-all.json", testing::a_profile(1.0, test_now()).dump());
+  std::vector<std::string> logs;
+  auto o = options(dirs, &logs);
+  o.profile_dir = dirs.policies().string() + "/";
+  FilePolicySource source(o);
+  source.load_initial();
+  EXPECT_EQ(source.snapshot()->policies.size(), 1u);
+  EXPECT_EQ(source.snapshot()->profiles.size(), 1u);
+}
+
 }  // namespace
 }  // namespace commgate::webhook
