@@ -51,6 +51,13 @@ class PatchBuilder {
     if (have_map && object_.at(kAnnotations).value(key, Json()) == value) return;
     ops_.push_back({"add", "/metadata/annotations/" + json_pointer_token(key), std::move(value)});
   }
+  void unannotate(const std::string& key) {
+    static const Json::json_pointer kAnnotations("/metadata/annotations");
+    if (object_.contains(kAnnotations) && object_.at(kAnnotations).is_object() &&
+        object_.at(kAnnotations).contains(key)) {
+      ops_.push_back({"remove", "/metadata/annotations/" + json_pointer_token(key), nullptr});
+    }
+  }
   std::vector<JsonPatchOp> take() { return std::move(ops_); }
 
  private:
@@ -131,6 +138,8 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
       if (d.reason == reason::kDryRun) warnings.push_back("commgate (dry run): " + d.message);
       break;
   }
+  // A request recorded by an earlier downsize no longer describes this spec.
+  if (d.action != Action::kDownsize) patch.unannotate(annotation::kRequestedNodes);
   patch.annotate(annotation::kDecision, to_string(d.action));
   patch.annotate(annotation::kReason, d.reason);
   AdmissionResponse response = with_warnings(patched(patch.take()), std::move(warnings));

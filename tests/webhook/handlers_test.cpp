@@ -123,6 +123,20 @@ TEST(Mutate, RecordsTheRequestedCountWhenDownsizing) {
   EXPECT_EQ(annotation_of(after, annotation::kReason), "OverPolicyDownsized");
 }
 
+TEST(Mutate, DropsAnEarlierRequestedCountWhenTheNewSpecPasses) {
+  json old_job = bert(6);
+  old_job["metadata"]["annotations"] = {{annotation::kRequestedNodes, "8"},
+                                        {annotation::kDecision, "Downsize"}};
+  json new_job = old_job;
+  new_job["spec"]["numNodes"] = 4;
+  const auto request = an_update_of(old_job, new_job).user("alice").parse();
+  const auto response = handle_mutate(
+      request, snapshot_of({strict()}, {a_profile(kSlowLink, test_now())}), test_now());
+  const json after = apply_patch(request.object, response);
+  EXPECT_FALSE(after["metadata"]["annotations"].contains(annotation::kRequestedNodes));
+  EXPECT_EQ(annotation_of(after, annotation::kDecision), "Admit");
+}
+
 TEST(Mutate, LeavesADeniedJobForTheValidatingEndpoint) {
   const auto request = a_create_of(bert(8)).parse();
   const auto response = handle_mutate(
