@@ -307,7 +307,18 @@ std::optional<CommPolicy> select_policy(const TrainingJob& job,
                                         std::string* error) {
   if (!job.spec.policy_ref.empty()) {
     for (const auto& p : policies) {
-      if (p.metadata.name == job.spec.policy_ref) return p;
+      if (p.metadata.name != job.spec.policy_ref) continue;
+      // A reference may only choose among the policies that apply to the namespace;
+      // otherwise any job could name the loosest policy and bypass its own.
+      if (!p.spec.namespace_selector.matches(namespace_labels)) {
+        if (error) {
+          *error = "spec.policyRef.name: CommPolicy \"" + p.metadata.name +
+                   "\" does not apply to namespace \"" + job.metadata.namespace_ +
+                   "\" (its namespaceSelector does not match)";
+        }
+        return std::nullopt;
+      }
+      return p;
     }
     if (error) *error = "spec.policyRef.name: CommPolicy \"" + job.spec.policy_ref + "\" not found";
     return std::nullopt;

@@ -327,6 +327,9 @@ TEST(PolicySelection, policy_ref_wins_then_strictest_matching_then_default) {
   EXPECT_EQ(select_policy(job, {}, {}, &err)->metadata.name, "default");
   auto ref = a_training_job().policy_ref("lenient").build();
   EXPECT_EQ(select_policy(ref, {{"tier", "prod"}}, policies, &err)->metadata.name, "lenient");
+  auto escape = a_training_job().policy_ref("strict").build();
+  EXPECT_FALSE(select_policy(escape, {{"team", "nlp"}}, policies, &err));
+  EXPECT_NE(err.find("does not apply to namespace \"research\""), std::string::npos) << err;
   auto missing = a_training_job().policy_ref("nope").build();
   EXPECT_FALSE(select_policy(missing, {}, policies, &err));
   EXPECT_NE(err.find("spec.policyRef.name: CommPolicy \"nope\" not found"), std::string::npos);
