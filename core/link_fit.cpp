@@ -80,6 +80,8 @@ LinkFit fit_ring_allreduce(const std::vector<AllReduceSample>& samples, int rank
     fit.poor = true;
     fit.note = "time does not grow with message size; the sizes swept are all latency-bound";
   }
+  double largest_bytes = 0;
+  for (const auto& s : samples) largest_bytes = std::max(largest_bytes, s.bytes);
   fit.latency_s = intercept;
   fit.busbw_bytes_per_s = slope > 0 ? 1.0 / slope : 0;
   for (const auto& s : samples) {
@@ -87,15 +89,14 @@ LinkFit fit_ring_allreduce(const std::vector<AllReduceSample>& samples, int rank
       fit.relative_residuals.push_back(0);
       continue;
     }
-    const double transfer = s.bytes * factor * slope;
-    const double predicted = intercept + transfer;
+    const double predicted = intercept + s.bytes * factor * slope;
     const double r = (s.seconds - predicted) / s.seconds;
     fit.relative_residuals.push_back(r);
     fit.max_relative_residual = std::max(fit.max_relative_residual, std::fabs(r));
-    // Latency-bound messages jitter by multiples on a shared host (a 4 KiB all-reduce
-    // takes 0.1 ms or 3 ms); they say little about what DDP's MiB-sized buckets cost.
-    // The fit is judged on the sizes where moving bytes takes at least as long as alpha.
-    if (transfer >= intercept) {
+    // Small messages jitter by multiples on a shared host (a 4 KiB all-reduce takes
+    // 0.1 ms or 3 ms); they say little about what DDP's buckets (1 MiB and up) cost.
+    // The fit is judged on the sizes in that range, or on the largest when none is.
+    if (s.bytes >= std::min(kJudgedMinBytes, largest_bytes)) {
       fit.max_bandwidth_residual = std::max(fit.max_bandwidth_residual, std::fabs(r));
     }
   }
@@ -103,8 +104,8 @@ LinkFit fit_ring_allreduce(const std::vector<AllReduceSample>& samples, int rank
     fit.poor = true;
     char buf[160];
     std::snprintf(buf, sizeof buf,
-                  "the ring model misses a bandwidth-bound size by %.0f%% (limit %.0f%%); the link "
-                  "may be shared or congested",
+                  "the ring model misses a size of 256 KiB or more by %.0f%% (limit %.0f%%); the "
+                  "link may be shared or congested",
                   fit.max_bandwidth_residual * 100, kPoorFitRelativeResidual * 100);
     fit.note = buf;
   }

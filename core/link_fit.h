@@ -23,7 +23,7 @@ struct LinkFit {
   // (measured - fitted) / measured, one per sample, in the order given.
   std::vector<double> relative_residuals;
   double max_relative_residual = 0;
-  // The same over bandwidth-bound sizes only (transfer time >= alpha): what `poor` judges.
+  // The same over sizes >= kJudgedMinBytes only: what `poor` judges.
   double max_bandwidth_residual = 0;
   bool poor = false;  // true when the fit should not be trusted; `note` says why
   std::string note;
@@ -34,8 +34,10 @@ struct LinkFit {
 // Needs at least two distinct sizes; with fewer the result is `poor`.
 LinkFit fit_ring_allreduce(const std::vector<AllReduceSample>& samples, int ranks);
 
-// A fit is called poor when the residual of any bandwidth-bound size exceeds this share
-// of its measurement.
+// A fit is called poor when the residual of any size of at least kJudgedMinBytes (the
+// range DDP's buckets live in; the largest size when the sweep stops below it) exceeds
+// this share of its measurement.
+inline constexpr double kJudgedMinBytes = 256 * 1024.0;
 inline constexpr double kPoorFitRelativeResidual = 0.25;
 
 }  // namespace commgate
