@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/webhook/webhook_test_support.h"
 
@@ -127,6 +128,24 @@ TEST(FilePolicySource, ReloadsOnChangeAndKeepsTheLastGoodSnapshotOnABadFile) {
   fs::remove(dirs.policies() / "second.yaml");
   EXPECT_TRUE(source.poll_now());
   EXPECT_EQ(source.snapshot()->policies.size(), 1u);
+}
+
+TEST(FilePolicySource, PicksUpAChangeOnItsOwnWhenPolling) {
+  TempDirs dirs;
+  std::vector<std::string> logs;
+  auto o = options(dirs, &logs);
+  o.poll_interval = std::chrono::milliseconds(10);
+  o.log = nullptr;  // the polling thread logs; the vector is not synchronized
+  FilePolicySource source(o);
+  source.load_initial();
+  source.start_polling();
+  TempDirs::write(dirs.policies() / "strict.yaml", kPolicy);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (source.snapshot()->policies.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling, not waiting for state
+  }
+  EXPECT_EQ(source.snapshot()->policies.size(), 1u);
+  source.stop();
 }
 
 TEST(FilePolicySource, RefusesAWrongKindInADirectory) {
