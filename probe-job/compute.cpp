@@ -117,7 +117,10 @@ class TorchScriptModel final : public TrainableModel {
       if (p.requires_grad()) params_.push_back(p);
     }
     if (params_.empty())
-      throw std::runtime_error("TorchScript module " + path + " has no trainable parameters");
+      throw std::runtime_error(
+          "TorchScript module " + path +
+          " has no trainable parameters (none requires grad: export it from a model in training
+          "form, not a frozen one)");
     input_ = at::randn(shape, at::TensorOptions().dtype(at::kFloat).device(device));
   }
 

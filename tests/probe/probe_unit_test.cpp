@@ -3,6 +3,7 @@
 // NCCL log parsing, DDP bucket assignment and the bucketed reducer (with a fake
 // communicator), rendezvous over an in-memory store.
 #include <gtest/gtest.h>
+#include <torch/script.h>
 
 #include <chrono>
 #include <cstdio>
@@ -197,6 +198,81 @@ TEST(Compute, times_forward_backward_and_optimizer_separately) {
   EXPECT_GT(c.optimizer_ms, 0);
   EXPECT_LE(c.p10_ms, c.step_time_ms);
   EXPECT_GE(c.p90_ms, c.step_time_ms);
+}
+
+// A real TorchScript module, defined and saved with LibTorch's own API (no Python here):
+// two matmuls with a ReLU, 16x32 + 32x4 = 640 parameters.
+std::string save_tiny_torchscript(const std::string& path, bool with_parameters = true) {
+  torch::jit::Module m("TinyNet");
+  if (with_parameters) {
+    // As a module scripted from Python carries them: trainable (requires_grad).
+    m.register_parameter("w1", torch::randn({16, 32}).requires_grad_(true), false);
+    m.register_parameter("w2", torch::randn({32, 4}).requires_grad_(true), false);
+    m.define(R"(
+def forward(self, x):
+    return torch.relu(x.mm(self.w1)).mm(self.w2)
+)");
+  } else {
+    m.define(R"(
+def forward(self, x):
+    return x * 2
+)");
+  }
+  m.save(path);
+  return path;
+}
+
+TEST(TorchScript, a_saved_module_is_loaded_and_trained_step_by_step) {
+  const std::string path = save_tiny_torchscript(::testing::TempDir() + "/tiny.pt");
+  auto model = load_torchscript_model(path, {8, 16}, at::Device(at::kCPU), false);
+  EXPECT_DOUBLE_EQ(parameter_count(model->parameters()), 640);
+  EXPECT_EQ(model->batch_size(), 8);
+  EXPECT_EQ(model->description(), "torchscript:" + path);
+  Trainer trainer(*model, at::Device(at::kCPU));
+  const at::Tensor before = model->parameters()[0].clone();
+  ComputeResult c = measure_compute(*model, trainer, 1, 3, "fp32");
+  EXPECT_EQ(c.parameters, 640);
+  EXPECT_EQ(c.batch_size, 8);
+  EXPECT_GT(c.step_time_ms, 0);
+  EXPECT_GT(c.backward_ms, 0);
+  // The optimizer really stepped the module's own parameters.
+  EXPECT_FALSE(at::equal(before, model->parameters()[0]));
+}
+
+TEST(TorchScript, unreadable_or_parameterless_modules_are_named_in_the_error) {
+  try {
+    load_torchscript_model("/nonexistent/model.pt", {8, 16}, at::Device(at::kCPU), false);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot load TorchScript module /nonexistent/model.pt"),
+              std::string::npos)
+        << e.what();
+  }
+  const std::string path = save_tiny_torchscript(::testing::TempDir() + "/noparams.pt", false);
+  try {
+    load_torchscript_model(path, {8, 16}, at::Device(at::kCPU), false);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no trainable parameters"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(TorchScript, the_probe_binary_measures_a_module_across_two_local_ranks) {
+  const std::string path = save_tiny_torchscript(::testing::TempDir() + "/tiny-process.pt");
+  testing::Finished f =
+      testing::run({COMMGATE_PROBE_BIN, "--local-ranks", "2", "--torchscript", path,
+                    "--input-shape", "8,16", "--max-bytes", "64Ki", "--compute-iters", "3",
+                    "--ddp-iters", "2", "--timeout", "60", "--termination-log", ""},
+                   {}, ::testing::TempDir() + "/probe-ts", std::chrono::seconds(90));
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  ProbeResult r = parse_probe_result(nlohmann::json::parse(f.out));
+  ASSERT_TRUE(r.compute);
+  EXPECT_EQ(r.compute->model, "torchscript:" + path);
+  EXPECT_EQ(r.compute->parameters, 640);
+  EXPECT_EQ(r.compute->batch_size, 8);
+  ASSERT_TRUE(r.ddp_step);
+  EXPECT_EQ(r.ddp_step->buckets, 1);  // 2.5 KB of gradients: one bucket
 }
 
 // ---- DDP buckets and the reducer ----
