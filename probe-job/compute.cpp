@@ -116,11 +116,11 @@ class TorchScriptModel final : public TrainableModel {
     for (const auto& p : module_.parameters()) {
       if (p.requires_grad()) params_.push_back(p);
     }
-    if (params_.empty())
-      throw std::runtime_error(
-          "TorchScript module " + path +
-          " has no trainable parameters (none requires grad: export it from a model in training
-          "form, not a frozen one)");
+    if (params_.empty()) {
+      throw std::runtime_error("TorchScript module " + path +
+                               " has no trainable parameters (none requires grad: export it "
+                               "from the model in training form, not a frozen one)");
+    }
     input_ = at::randn(shape, at::TensorOptions().dtype(at::kFloat).device(device));
   }
 
