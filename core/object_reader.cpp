@@ -184,13 +184,15 @@ std::optional<std::string> ObjectReader::string(const std::string& key, Presence
 
 std::optional<std::string> ObjectReader::one_of(const std::string& key, Presence presence,
                                                 std::initializer_list<const char*> allowed) {
-  auto s = string(key, presence);
+  bool empty_allowed = false;
+  for (const char* a : allowed) empty_allowed = empty_allowed || *a == '\0';
+  auto s = string(key, presence, empty_allowed);
   if (!s) return std::nullopt;
   std::string list;
   for (const char* a : allowed) {
     if (*s == a) return s;
     if (!list.empty()) list += ", ";
-    list += a;
+    list += *a == '\0' ? "\"\"" : a;
   }
   errors_->add(path_of(key), "must be one of " + list + ", got \"" + *s + "\"");
   return std::nullopt;

@@ -13,11 +13,16 @@ void read_tolerations(ObjectReader& spec, TrainingJobSpec& out) {
   const Json* raw = spec.raw("tolerations");
   if (!raw) return;
   for (auto& t : spec.object_list("tolerations")) {
-    auto op = t.one_of("operator", P::kOptional, {"Exists", "Equal"});
+    // As corev1.Toleration: an empty operator means Equal, an empty effect every effect.
+    auto op = t.one_of("operator", P::kOptional, {"Exists", "Equal", ""});
+    if (op && op->empty()) op = "Equal";
     auto key = t.string("key", P::kOptional, true);
     auto value = t.string("value", P::kOptional, true);
-    t.one_of("effect", P::kOptional, {"NoSchedule", "PreferNoSchedule", "NoExecute"});
-    t.integer("tolerationSeconds", P::kOptional);
+    auto effect =
+        t.one_of("effect", P::kOptional, {"NoSchedule", "PreferNoSchedule", "NoExecute", ""});
+    if (t.integer("tolerationSeconds", P::kOptional) && effect.value_or("") != "NoExecute") {
+      t.errors().add(t.path_of("tolerationSeconds"), "requires effect NoExecute");
+    }
     if (op && *op == "Exists" && value && !value->empty()) {
       t.errors().add(t.path_of("value"), "must be empty when operator is Exists");
     }

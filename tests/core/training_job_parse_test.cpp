@@ -99,6 +99,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"toleration_bad_effect", "/spec/tolerations",
              Json::array({{{"key", "gpu"}, {"operator", "Exists"}, {"effect", "Never"}}}),
              "spec.tolerations[0].effect", "must be one of"},
+        Case{"toleration_seconds_without_no_execute", "/spec/tolerations",
+             Json::array({{{"key", "gpu"}, {"effect", "NoSchedule"}, {"tolerationSeconds", 60}}}),
+             "spec.tolerations[0].tolerationSeconds", "requires effect NoExecute"},
         Case{"policy_ref_without_name", "/spec/policyRef", Json::object(), "spec.policyRef.name",
              "required"},
         Case{"run_policy_negative_backoff", "/spec/runPolicy/backoffLimit", -1,
@@ -120,6 +123,20 @@ TEST(TrainingJobParsing, applies_defaults) {
   EXPECT_EQ(j.spec.model.batch_size, 32);
   EXPECT_DOUBLE_EQ(j.spec.model.parameters, 25e6);
   EXPECT_DOUBLE_EQ(j.spec.model.gradient_bytes(), 100e6);
+}
+
+TEST(TrainingJobParsing, tolerations_read_as_kubernetes_reads_them) {
+  // An empty operator means Equal, an empty effect every effect.
+  auto j = a_training_job()
+               .set("/spec/tolerations",
+                    Json::array({{{"key", "gpu"}, {"operator", ""}, {"value", "a"}, {"effect", ""}},
+                                 {{"operator", "Exists"}},
+                                 {{"key", "node.kubernetes.io/unreachable"},
+                                  {"operator", "Exists"},
+                                  {"effect", "NoExecute"},
+                                  {"tolerationSeconds", 300}}}))
+               .build();
+  EXPECT_EQ(j.spec.tolerations.size(), 3u);
 }
 
 TEST(TrainingJobParsing, reads_quantities_and_integers_alike) {

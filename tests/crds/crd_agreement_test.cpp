@@ -337,6 +337,10 @@ const std::map<std::string, Companion>& companions() {
        [](Json& d, const std::string& parent, const auto& v) {
          if (v && *v == "Exists") d[Json::json_pointer(parent)].erase("value");
        }},
+      {"spec.tolerations[].effect",
+       [](Json& d, const std::string& parent, const auto& v) {
+         if (!v || *v != "NoExecute") d[Json::json_pointer(parent)].erase("tolerationSeconds");
+       }},
       {"spec.tolerations[].key",
        [](Json& d, const std::string& parent, const auto&) {
          Json& t = d[Json::json_pointer(parent)];
@@ -480,7 +484,9 @@ std::set<std::string> allowed_in_message(const std::string& message) {
   size_t start = 0;
   while (start <= list.size()) {
     size_t end = list.find(", ", start);
-    out.insert(list.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    std::string item =
+        list.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    out.insert(item == "\"\"" ? "" : item);  // the empty member is printed as ""
     if (end == std::string::npos) break;
     start = end + 2;
   }
@@ -890,6 +896,11 @@ INSTANTIATE_TEST_SUITE_P(
                        [](Json& d) { d["spec"]["tolerations"][0]["operator"] = "Exists"; },
                        "spec.tolerations[0].value", "spec.tolerations[]",
                        "self.operator != 'Exists' || !has(self.value) || self.value == ''"},
+        CrossFieldCase{"toleration_seconds_needs_no_execute", "TrainingJob",
+                       [](Json& d) { d["spec"]["tolerations"][0]["effect"] = "NoSchedule"; },
+                       "spec.tolerations[0].tolerationSeconds", "spec.tolerations[]",
+                       "!has(self.tolerationSeconds) || (has(self.effect) && self.effect == "
+                       "'NoExecute')"},
         CrossFieldCase{"toleration_without_key_must_be_exists", "TrainingJob",
                        [](Json& d) { d["spec"]["tolerations"][0].erase("key"); },
                        "spec.tolerations[0].operator", "spec.tolerations[]",
