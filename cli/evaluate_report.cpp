@@ -54,7 +54,8 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
           << ms(m->compute->forward_s) << ", backward " << ms(m->compute->backward_s)
           << ", optimizer " << ms(m->compute->optimizer_s) << ")"
           << (m->compute_source == ComputeSource::kHint ? " from spec.model.stepTimeHintMs"
-                                                        : " measured")
+              : m->measured_ddp_step ? " measured (the DDP-style step without communication)"
+                                     : " measured")
           << "\n";
     }
     if (m->measured_ddp_step) {

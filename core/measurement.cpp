@@ -35,6 +35,17 @@ void use_hint_or_explain(Measurement& m, const ModelSpec& model, const std::stri
 
 }  // namespace
 
+ComputeProfile compute_profile_of(const ComputeResult& c, const DdpStepResult* ddp) {
+  ComputeProfile p = profile_from_ms(c.step_time_ms, c.forward_ms, c.backward_ms, c.optimizer_ms);
+  if (ddp && ddp->compute_only_step_time_ms > 0 && p.total_s() > 0) {
+    const double scale = ddp->compute_only_step_time_ms / 1e3 / p.total_s();
+    p.forward_s *= scale;
+    p.backward_s *= scale;
+    p.optimizer_s *= scale;
+  }
+  return p;
+}
+
 Measurement measurement_from_probe(const ProbeResult& r, const ModelSpec& model,
                                    std::string source) {
   Measurement m;
@@ -51,8 +62,7 @@ Measurement measurement_from_probe(const ProbeResult& r, const ModelSpec& model,
   m.gpu_product = r.gpu_product;
   if (r.compute &&
       same_model(r.compute->parameters, r.compute->gradient_dtype, r.compute->batch_size, model)) {
-    m.compute = profile_from_ms(r.compute->step_time_ms, r.compute->forward_ms,
-                                r.compute->backward_ms, r.compute->optimizer_ms);
+    m.compute = compute_profile_of(*r.compute, r.ddp_step ? &*r.ddp_step : nullptr);
     m.measured_ddp_step = r.ddp_step;
   } else {
     use_hint_or_explain(m, model,

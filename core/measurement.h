@@ -31,6 +31,14 @@ struct Measurement {
   std::optional<DdpStepResult> measured_ddp_step;
 };
 
+// The compute profile a probe measured for its model: the forward, backward and
+// optimizer medians, scaled to add up to the DDP-style step without communication when
+// the probe ran one. That step ran interleaved with the communicating step, under the
+// same load and with the same bucket copies, so the model's baseline and the measured
+// step compare like with like (on a shared host the separate compute phase can differ
+// from it by tens of percent).
+ComputeProfile compute_profile_of(const ComputeResult& compute, const DdpStepResult* ddp_step);
+
 // The link of a probe result, and its compute step when the probe ran the job's model
 // (same parameter count and gradient dtype); otherwise the job's stepTimeHintMs.
 Measurement measurement_from_probe(const ProbeResult& result, const ModelSpec& model,

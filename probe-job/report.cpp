@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/measurement.h"
 #include "core/quantity.h"
 
 namespace commgate::probe {
@@ -24,9 +25,8 @@ std::optional<StepPrediction> predict_at_probe(const ProbeResult& r, const Probe
   if (!r.compute || r.nodes * r.procs_per_node < 2 || !(r.fit.busbw_bytes_per_s > 0))
     return std::nullopt;
   ModelInputs in;
-  in.compute.forward_s = r.compute->forward_ms / 1e3;
-  in.compute.backward_s = r.compute->backward_ms / 1e3;
-  in.compute.optimizer_s = r.compute->optimizer_ms / 1e3;
+  // The same baseline the decision uses (core/measurement.h).
+  in.compute = compute_profile_of(*r.compute, r.ddp_step ? &*r.ddp_step : nullptr);
   in.link = LinkModel::from_fit(r.fit, r.nodes);
   in.gradient_bytes = r.compute->parameters * 4;
   in.procs_per_node = r.procs_per_node;
