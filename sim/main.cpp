@@ -1,0 +1,82 @@
+// commgate-sim: the simulated Kubernetes API server (docs/testing.md). Wires flags to an
+// ApiServer, writes the kubeconfig, prints the port, and serves until SIGINT/SIGTERM.
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "sim/api_server.h"
+
+namespace {
+
+void usage() {
+  std::cerr << "usage: commgate-sim [--port N] [--kubeconfig-out FILE] [--token T]\n"
+               "                    [--history N] [--bookmark-interval-ms N]\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  commgate::sim::ApiServerOptions options;
+  std::string kubeconfig_out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "commgate-sim: " << arg << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    try {
+      if (arg == "--port") {
+        options.port = static_cast<uint16_t>(std::stoul(value()));
+      } else if (arg == "--kubeconfig-out") {
+        kubeconfig_out = value();
+      } else if (arg == "--token") {
+        options.token = value();
+      } else if (arg == "--history") {
+        options.history_limit = std::stoul(value());
+      } else if (arg == "--bookmark-interval-ms") {
+        options.bookmark_interval = std::chrono::milliseconds(std::stoul(value()));
+      } else if (arg == "-h" || arg == "--help") {
+        usage();
+        return 0;
+      } else {
+        std::cerr << "commgate-sim: unknown flag " << arg << "\n";
+        usage();
+        return 2;
+      }
+    } catch (const std::exception&) {
+      std::cerr << "commgate-sim: bad value for " << arg << "\n";
+      return 2;
+    }
+  }
+
+  // Block the stop signals in every thread; main waits for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  try {
+    commgate::sim::ApiServer server(options);
+    server.start();
+    if (!kubeconfig_out.empty()) {
+      std::ofstream out(kubeconfig_out, std::ios::trunc);
+      out << server.kubeconfig();
+      if (!out) throw std::runtime_error("cannot write " + kubeconfig_out);
+    }
+    std::cout << "commgate-sim listening on " << server.url() << " port " << server.port()
+              << std::endl;
+    int sig = 0;
+    sigwait(&signals, &sig);
+    server.stop();
+  } catch (const std::exception& e) {
+    std::cerr << "commgate-sim: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

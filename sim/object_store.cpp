@@ -1,0 +1,461 @@
+#include "sim/object_store.h"
+
+#include <random>
+
+#include "sim/api_status.h"
+
+namespace commgate::sim {
+namespace {
+
+using nlohmann::json;
+
+std::string object_key(const std::string& ns, const std::string& name) {
+  return ns + "/" + name;
+}
+
+// A lowercase RFC 1123 subdomain, as metadata.name must be for most resources.
+bool valid_name(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(name.front()) || !alnum(name.back())) return false;
+  for (char c : name)
+    if (!alnum(c) && c != '-' && c != '.') return false;
+  return true;
+}
+
+const ResourceInfo& namespaces_resource() {
+  static const ResourceInfo r = [] {
+    ResourceInfo n;
+    n.version = "v1";
+    n.plural = "namespaces";
+    n.kind = "Namespace";
+    n.namespaced = false;
+    return n;
+  }();
+  return r;
+}
+
+bool matches(const WatchRequest& w, const json& obj) {
+  if (!w.ns.empty() && obj["metadata"].value("namespace", "") != w.ns) return false;
+  return w.labels.matches(obj) && w.fields.matches(obj);
+}
+
+std::string hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+
+std::string unhex(const std::string& s) {
+  auto v = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  if (s.size() % 2 != 0) throw bad_request("invalid continue token");
+  std::string out;
+  for (size_t i = 0; i < s.size(); i += 2) {
+    const int hi = v(s[i]), lo = v(s[i + 1]);
+    if (hi < 0 || lo < 0) throw bad_request("invalid continue token");
+    out += static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool spec_changed(const json& before, const json& after) {
+  json a = before, b = after;
+  for (json* o : {&a, &b}) {
+    if (!o->is_object()) continue;
+    o->erase("metadata");
+    o->erase("status");
+  }
+  return a != b;
+}
+
+ObjectStore::ObjectStore(Options options)
+    : options_(std::move(options)), random_state_(std::random_device{}()) {
+  for (const char* ns : {"default", "kube-system"})
+    create(namespaces_resource(), "", {{"metadata", {{"name", ns}}}});
+}
+
+std::string ObjectStore::new_uid() {
+  std::mt19937_64 gen(random_state_++ ^ (rv_ << 20) ^ std::random_device{}());
+  const uint64_t hi = gen(), lo = gen();
+  unsigned char b[16];
+  for (int i = 0; i < 8; ++i) {
+    b[i] = static_cast<unsigned char>(hi >> (8 * i));
+    b[8 + i] = static_cast<unsigned char>(lo >> (8 * i));
+  }
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += d[b[i] >> 4];
+    s += d[b[i] & 15];
+  }
+  return s;
+}
+
+std::string ObjectStore::random_suffix() {
+  // The alphabet of k8s.io/apimachinery/pkg/util/rand (no vowels, no confusable digits).
+  static const std::string alphabet = "bcdfghjklmnpqrstvwxz2456789";
+  std::mt19937_64 gen(random_state_++ ^ std::random_device{}());
+  std::string s;
+  for (int i = 0; i < 5; ++i) s += alphabet[gen() % alphabet.size()];
+  return s;
+}
+
+const json* ObjectStore::find_locked(const ResourceInfo& r, const std::string& ns,
+                                     const std::string& name) const {
+  auto it = objects_.find(r.storage_key());
+  if (it == objects_.end()) return nullptr;
+  auto obj = it->second.find(object_key(r.namespaced ? ns : "", name));
+  return obj == it->second.end() ? nullptr : &obj->second;
+}
+
+void ObjectStore::record_locked(const ResourceInfo& r, const std::string& type, const json& obj) {
+  history_.push_back({rv_, r.storage_key(), {type, obj}});
+  while (history_.size() > options_.history_limit) {
+    compacted_rv_ = history_.front().rv;
+    history_.pop_front();
+  }
+  for (auto it = watchers_.begin(); it != watchers_.end();) {
+    const Watcher& w = it->second;
+    if (w.storage_key == r.storage_key() && matches(w.request, obj) &&
+        !w.request.deliver(history_.back().event)) {
+      it = watchers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json object) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!object.is_object()) throw bad_request("the body must be a JSON object");
+  if (!object.contains("metadata") || !object["metadata"].is_object())
+    object["metadata"] = json::object();
+  json& meta = object["metadata"];
+  std::string name = meta.value("name", "");
+  if (name.empty() && meta.contains("generateName") && meta["generateName"].is_string())
+    name = meta["generateName"].get<std::string>() + random_suffix();
+  if (name.empty())
+    throw invalid(r, "", "metadata.name", "FieldValueRequired",
+                  "Required value: name or generateName is required");
+  if (!valid_name(name))
+    throw invalid(r, name, "metadata.name", "FieldValueInvalid",
+                  "Invalid value: \"" + name +
+                      "\": a lowercase RFC 1123 subdomain must consist of lower case "
+                      "alphanumeric characters, '-' or '.', and must start and end with an "
+                      "alphanumeric character");
+  if (r.namespaced) {
+    const std::string body_ns = meta.value("namespace", "");
+    if (!body_ns.empty() && body_ns != ns)
+      throw bad_request(
+          "the namespace of the provided object does not match the namespace "
+          "sent on the request");
+    if (find_locked(namespaces_resource(), "", ns) == nullptr)
+      throw not_found(namespaces_resource(), ns);
+    meta["namespace"] = ns;
+  } else {
+    meta.erase("namespace");
+  }
+  if (find_locked(r, ns, name) != nullptr) throw already_exists(r, name);
+
+  meta["name"] = name;
+  meta["uid"] = new_uid();
+  meta["creationTimestamp"] = format_rfc3339(options_.clock());
+  meta["generation"] = 1;
+  meta.erase("deletionTimestamp");
+  object["apiVersion"] = r.api_version();
+  object["kind"] = r.kind;
+  // Custom resources with a status subresource ignore .status on create (the CR strategy).
+  if (r.custom && r.status_subresource) object.erase("status");
+  if (r.storage_key() == "/namespaces") object["status"] = {{"phase", "Active"}};
+  if (r.storage_key() == "apiextensions.k8s.io/customresourcedefinitions")
+    on_crd_written_locked(object);
+
+  meta["resourceVersion"] = std::to_string(++rv_);
+  objects_[r.storage_key()][object_key(r.namespaced ? ns : "", name)] = object;
+  record_locked(r, "ADDED", object);
+  return object;
+}
+
+json ObjectStore::get(const ResourceInfo& r, const std::string& ns, const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const json* obj = find_locked(r, ns, name);
+  if (obj == nullptr) throw not_found(r, name);
+  json out = *obj;
+  out["apiVersion"] = r.api_version();
+  return out;
+}
+
+ListResult ObjectStore::list(const ResourceInfo& r, const std::string& ns,
+                             const ListOptions& options) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ListResult result;
+  result.resource_version = rv_;
+  auto it = objects_.find(r.storage_key());
+  if (it == objects_.end()) return result;
+  const std::string after = options.continue_token.empty() ? "" : unhex(options.continue_token);
+  auto start = after.empty() ? it->second.begin() : it->second.upper_bound(after);
+  for (auto o = start; o != it->second.end(); ++o) {
+    const json& obj = o->second;
+    if (r.namespaced && !ns.empty() && obj["metadata"].value("namespace", "") != ns) continue;
+    if (!options.labels.matches(obj) || !options.fields.matches(obj)) continue;
+    if (options.limit > 0 && result.items.size() == options.limit) {
+      // Not a snapshot: the next page reads the objects as they are then (documented).
+      result.continue_token = hex(std::prev(o)->first);
+      break;
+    }
+    result.items.push_back(obj);
+    result.items.back()["apiVersion"] = r.api_version();
+  }
+  if (!result.continue_token.empty()) {
+    // The previous entry may have been filtered out; the token is the last one returned.
+    const json& last = result.items.back()["metadata"];
+    result.continue_token =
+        hex(object_key(r.namespaced ? last.value("namespace", "") : "", last.value("name", "")));
+  }
+  return result;
+}
+
+json ObjectStore::update(const ResourceInfo& r, const std::string& ns, const std::string& name,
+                         json object, WritePart part) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return write_locked(r, ns, name, std::move(object), part, true);
+}
+
+json ObjectStore::mutate(const ResourceInfo& r, const std::string& ns, const std::string& name,
+                         WritePart part, const std::function<json(const json&)>& change) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const json* current = find_locked(r, ns, name);
+  if (current == nullptr) throw not_found(r, name);
+  json next = change(*current);
+  // A patch that names a resourceVersion is a precondition, as upstream.
+  return write_locked(r, ns, name, std::move(next), part, true);
+}
+
+json ObjectStore::write_locked(const ResourceInfo& r, const std::string& ns,
+                               const std::string& name, json object, WritePart part,
+                               bool check_version) {
+  if (!object.is_object()) throw bad_request("the body must be a JSON object");
+  const json* current_ptr = find_locked(r, ns, name);
+  if (current_ptr == nullptr) throw not_found(r, name);
+  const json& current = *current_ptr;
+  if (!object.contains("metadata") || !object["metadata"].is_object())
+    object["metadata"] = json::object();
+  json& meta = object["metadata"];
+  const std::string body_name = meta.value("name", name);
+  if (body_name != name)
+    throw bad_request("the name of the object (" + body_name +
+                      ") does not match the name on the URL (" + name + ")");
+  if (check_version && meta.contains("resourceVersion") && meta["resourceVersion"].is_string() &&
+      !meta["resourceVersion"].get<std::string>().empty() &&
+      meta["resourceVersion"] != current["metadata"]["resourceVersion"])
+    throw conflict(r, name);
+
+  json next;
+  if (part == WritePart::kStatus) {
+    // The status subresource changes .status only; everything else stays as stored.
+    next = current;
+    if (object.contains("status")) {
+      next["status"] = object["status"];
+    } else {
+      next.erase("status");
+    }
+  } else {
+    next = object;
+    const json& cm = current["metadata"];
+    for (const char* k :
+         {"uid", "creationTimestamp", "namespace", "name", "generation", "deletionTimestamp"}) {
+      if (cm.contains(k)) {
+        next["metadata"][k] = cm[k];
+      } else {
+        next["metadata"].erase(k);
+      }
+    }
+    // The main resource cannot change .status where a status subresource exists.
+    if (r.status_subresource) {
+      if (current.contains("status")) {
+        next["status"] = current["status"];
+      } else {
+        next.erase("status");
+      }
+    }
+    if (spec_changed(current, next)) next["metadata"]["generation"] = cm.value("generation", 1) + 1;
+  }
+  next["apiVersion"] = r.api_version();
+  next["kind"] = r.kind;
+  if (r.storage_key() == "apiextensions.k8s.io/customresourcedefinitions")
+    on_crd_written_locked(next);
+  json probe = next, before = current;
+  probe["metadata"].erase("resourceVersion");
+  before["metadata"].erase("resourceVersion");
+  before["apiVersion"] = r.api_version();
+  if (probe == before) {
+    // A no-op write keeps the version and sends no event, as upstream.
+    return current;
+  }
+  next["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  objects_[r.storage_key()][object_key(r.namespaced ? ns : "", name)] = next;
+  record_locked(r, "MODIFIED", next);
+  return next;
+}
+
+json ObjectStore::remove(const ResourceInfo& r, const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return remove_locked(r, ns, name);
+}
+
+json ObjectStore::remove_locked(const ResourceInfo& r, const std::string& ns,
+                                const std::string& name) {
+  const json* current = find_locked(r, ns, name);
+  if (current == nullptr) throw not_found(r, name);
+  json gone = *current;
+  objects_[r.storage_key()].erase(object_key(r.namespaced ? ns : "", name));
+  gone["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  record_locked(r, "DELETED", gone);
+  if (r.storage_key() == "/namespaces") {
+    // No namespace controller: the namespace's objects go with it at once.
+    for (auto& [key, objects] : objects_) {
+      std::vector<std::string> names;
+      for (const auto& [okey, obj] : objects)
+        if (obj["metadata"].value("namespace", "") == name) names.push_back(okey);
+      if (names.empty()) continue;
+      const auto slash = key.find('/');
+      auto info = registry_.find_any_version(key.substr(0, slash), key.substr(slash + 1));
+      if (!info) continue;
+      for (const auto& okey : names) remove_locked(*info, name, okey.substr(okey.find('/') + 1));
+    }
+  }
+  if (r.storage_key() == "apiextensions.k8s.io/customresourcedefinitions")
+    on_crd_removed_locked(gone);
+  return gone;
+}
+
+void ObjectStore::on_crd_written_locked(json& crd) {
+  const std::string name = crd["metadata"].value("name", "");
+  std::vector<ResourceInfo> resources;
+  ResourceInfo crd_resource =
+      *registry_.find("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+  try {
+    resources = resources_from_crd(crd);
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    const auto colon = what.find(':');
+    throw invalid(crd_resource, name, what.substr(0, colon), "FieldValueRequired",
+                  what.substr(colon + 2));
+  }
+  if (resources.empty())
+    throw invalid(crd_resource, name, "spec.versions", "FieldValueInvalid",
+                  "Invalid value: must have at least one served version");
+  const auto& spec = crd["spec"];
+  if (name != resources[0].plural + "." + resources[0].group)
+    throw invalid(crd_resource, name, "metadata.name", "FieldValueInvalid",
+                  "Invalid value: \"" + name + "\": must be spec.names.plural+\".\"+spec.group");
+  registry_.set_crd(name, resources);
+  // No CRD controller: names are accepted and the CRD is Established at once.
+  const std::string now = format_rfc3339(options_.clock());
+  json stored_versions = json::array();
+  for (const auto& v : spec["versions"])
+    if (v.value("storage", false)) stored_versions.push_back(v.value("name", ""));
+  crd["status"] = {{"acceptedNames", spec["names"]},
+                   {"storedVersions", stored_versions},
+                   {"conditions",
+                    {{{"type", "NamesAccepted"},
+                      {"status", "True"},
+                      {"reason", "NoConflicts"},
+                      {"message", "no conflicts found"},
+                      {"lastTransitionTime", now}},
+                     {{"type", "Established"},
+                      {"status", "True"},
+                      {"reason", "InitialNamesAccepted"},
+                      {"message", "the initial names have been accepted"},
+                      {"lastTransitionTime", now}}}}};
+}
+
+void ObjectStore::on_crd_removed_locked(const json& crd) {
+  const std::string name = crd["metadata"].value("name", "");
+  auto resources = resources_from_crd(crd);
+  registry_.remove_crd(name);
+  if (resources.empty()) return;
+  const ResourceInfo& r = resources[0];
+  auto it = objects_.find(r.storage_key());
+  if (it == objects_.end()) return;
+  std::vector<json> gone;
+  for (const auto& [key, obj] : it->second) gone.push_back(obj);
+  objects_.erase(it);
+  for (auto& obj : gone) {
+    obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    record_locked(r, "DELETED", obj);
+  }
+}
+
+uint64_t ObjectStore::watch(const ResourceInfo& r, WatchRequest request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (request.from) {
+    if (*request.from < compacted_rv_)
+      throw expired("too old resource version: " + std::to_string(*request.from) + " (" +
+                    std::to_string(compacted_rv_ + 1) + ")");
+    for (const auto& h : history_) {
+      if (h.rv <= *request.from || h.storage_key != r.storage_key()) continue;
+      if (matches(request, h.event.object) && !request.deliver(h.event)) return 0;
+    }
+  } else {
+    auto it = objects_.find(r.storage_key());
+    if (it != objects_.end())
+      for (const auto& [key, obj] : it->second)
+        if (matches(request, obj) && !request.deliver({"ADDED", obj})) return 0;
+  }
+  const uint64_t id = next_watch_id_++;
+  watchers_[id] = Watcher{r.storage_key(), std::move(request)};
+  return id;
+}
+
+void ObjectStore::unwatch(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watchers_.erase(id);
+}
+
+void ObjectStore::send_bookmarks(const std::vector<uint64_t>& ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const json bookmark = {{"metadata", {{"resourceVersion", std::to_string(rv_)}}}};
+  for (uint64_t id : ids) {
+    auto it = watchers_.find(id);
+    if (it != watchers_.end() && !it->second.request.deliver({"BOOKMARK", bookmark}))
+      watchers_.erase(it);
+  }
+}
+
+std::size_t ObjectStore::watch_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watchers_.size();
+}
+
+uint64_t ObjectStore::resource_version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rv_;
+}
+
+ResourceRegistry ObjectStore::registry() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return registry_;
+}
+
+std::optional<ResourceInfo> ObjectStore::find_resource(const std::string& group,
+                                                       const std::string& version,
+                                                       const std::string& plural) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return registry_.find(group, version, plural);
+}
+
+}  // namespace commgate::sim

@@ -1,0 +1,137 @@
+// The simulated etcd + registry: every object of every resource, one global
+// resourceVersion counter, a bounded history of changes for watches, and the write rules
+// kube-apiserver applies (uid, creationTimestamp, generation, generateName, optimistic
+// concurrency, status subresource isolation, CRDs that add and remove resources).
+//
+// Thread-safe: one lock around everything. Watch callbacks run under that lock, in
+// resourceVersion order, so they must only queue (a StreamSink::write does).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/time_format.h"
+#include "sim/resource.h"
+#include "sim/resource_registry.h"
+#include "sim/selectors.h"
+
+namespace commgate::sim {
+
+struct ListOptions {
+  LabelSelectorQuery labels;
+  FieldSelectorQuery fields;
+  std::size_t limit = 0;       // 0: everything
+  std::string continue_token;  // from a previous page
+};
+
+struct ListResult {
+  std::vector<nlohmann::json> items;
+  uint64_t resource_version = 0;
+  std::string continue_token;  // "" on the last page
+};
+
+struct WatchEvent {
+  std::string type;  // ADDED, MODIFIED, DELETED
+  nlohmann::json object;
+};
+
+struct WatchRequest {
+  std::string ns;  // "" for all namespaces
+  LabelSelectorQuery labels;
+  FieldSelectorQuery fields;
+  // nullopt: start with an ADDED event for every current object ("" or "0" on the wire);
+  // N: replay every change after N from the history, then go on live.
+  std::optional<uint64_t> from;
+  // Called under the store's lock for each matching event; return false to stop.
+  std::function<bool(const WatchEvent&)> deliver;
+};
+
+// Which part of an object a write may change.
+enum class WritePart { kMain, kStatus };
+
+class ObjectStore {
+ public:
+  struct Options {
+    std::size_t history_limit = 10'000;  // events kept for watches from an old version
+    std::function<TimePoint()> clock = [] { return Clock::now(); };
+  };
+  ObjectStore() : ObjectStore(Options{}) {}
+  explicit ObjectStore(Options options);
+
+  // Each throws ApiError with the Status kube-apiserver would answer.
+  nlohmann::json create(const ResourceInfo& r, const std::string& ns, nlohmann::json object);
+  nlohmann::json get(const ResourceInfo& r, const std::string& ns, const std::string& name) const;
+  ListResult list(const ResourceInfo& r, const std::string& ns, const ListOptions& options) const;
+  // PUT: 409 when object's metadata.resourceVersion is set and not the current one.
+  nlohmann::json update(const ResourceInfo& r, const std::string& ns, const std::string& name,
+                        nlohmann::json object, WritePart part);
+  // PATCH: `change` maps the current object to the new one, under the lock (no lost
+  // updates). The result is then written as update() writes it.
+  nlohmann::json mutate(const ResourceInfo& r, const std::string& ns, const std::string& name,
+                        WritePart part,
+                        const std::function<nlohmann::json(const nlohmann::json&)>& change);
+  nlohmann::json remove(const ResourceInfo& r, const std::string& ns, const std::string& name);
+
+  // Registers a watch; returns its id. Throws ApiError 410 when `from` is older than the
+  // history kept.
+  uint64_t watch(const ResourceInfo& r, WatchRequest request);
+  void unwatch(uint64_t id);
+  // Sends a BOOKMARK (an object with only metadata.resourceVersion, the current version) to
+  // these watches, in order with their other events.
+  void send_bookmarks(const std::vector<uint64_t>& ids);
+  std::size_t watch_count() const;
+
+  uint64_t resource_version() const;
+  // A copy: discovery reads it without holding the lock while it formats.
+  ResourceRegistry registry() const;
+  // Finds a resource by group, version and plural as the registry knows it now.
+  std::optional<ResourceInfo> find_resource(const std::string& group, const std::string& version,
+                                            const std::string& plural) const;
+
+ private:
+  struct Watcher {
+    std::string storage_key;
+    WatchRequest request;
+  };
+  struct HistoryEntry {
+    uint64_t rv;
+    std::string storage_key;
+    WatchEvent event;
+  };
+  using Objects = std::map<std::string, nlohmann::json>;  // "ns/name" -> object
+
+  nlohmann::json write_locked(const ResourceInfo& r, const std::string& ns, const std::string& name,
+                              nlohmann::json object, WritePart part, bool check_version);
+  nlohmann::json remove_locked(const ResourceInfo& r, const std::string& ns,
+                               const std::string& name);
+  void record_locked(const ResourceInfo& r, const std::string& type, const nlohmann::json& obj);
+  void on_crd_written_locked(nlohmann::json& crd);
+  void on_crd_removed_locked(const nlohmann::json& crd);
+  const nlohmann::json* find_locked(const ResourceInfo& r, const std::string& ns,
+                                    const std::string& name) const;
+  std::string new_uid();
+  std::string random_suffix();
+
+  Options options_;
+  mutable std::mutex mu_;
+  ResourceRegistry registry_;
+  std::map<std::string, Objects> objects_;  // by ResourceInfo::storage_key()
+  uint64_t rv_ = 0;
+  uint64_t compacted_rv_ = 0;  // the newest version no longer in history_
+  std::deque<HistoryEntry> history_;
+  std::map<uint64_t, Watcher> watchers_;
+  uint64_t next_watch_id_ = 1;
+  uint64_t random_state_;
+};
+
+// Whether two objects differ outside metadata and status (what bumps metadata.generation).
+bool spec_changed(const nlohmann::json& before, const nlohmann::json& after);
+
+}  // namespace commgate::sim

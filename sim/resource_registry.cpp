@@ -1,0 +1,180 @@
+#include "sim/resource_registry.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace commgate::sim {
+namespace {
+
+const std::vector<std::string> kAllVerbs = {"create", "delete", "deletecollection", "get",
+                                            "list",   "patch",  "update",           "watch"};
+
+ResourceInfo builtin(std::string group, std::string version, std::string plural,
+                     std::string singular, std::string kind, bool namespaced,
+                     std::vector<std::string> short_names = {},
+                     std::vector<std::string> categories = {}, bool status = false) {
+  ResourceInfo r;
+  r.group = std::move(group);
+  r.version = std::move(version);
+  r.plural = std::move(plural);
+  r.singular = std::move(singular);
+  r.kind = std::move(kind);
+  r.namespaced = namespaced;
+  r.short_names = std::move(short_names);
+  r.categories = std::move(categories);
+  r.verbs = kAllVerbs;
+  r.status_subresource = status;
+  return r;
+}
+
+std::vector<std::string> strings_at(const nlohmann::json& obj, const char* key) {
+  std::vector<std::string> out;
+  if (obj.contains(key) && obj[key].is_array())
+    for (const auto& v : obj[key])
+      if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
+
+std::string required_string(const nlohmann::json& obj, const char* key, const char* field) {
+  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string() ||
+      obj[key].get<std::string>().empty())
+    throw std::invalid_argument(std::string(field) + ": Required value");
+  return obj[key].get<std::string>();
+}
+
+}  // namespace
+
+ResourceRegistry::ResourceRegistry() {
+  add(builtin("", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, {}, true));
+  add(builtin("", "v1", "nodes", "node", "Node", false, {"no"}, {}, true));
+  add(builtin("", "v1", "pods", "pod", "Pod", true, {"po"}, {"all"}, true));
+  add(builtin("", "v1", "services", "service", "Service", true, {"svc"}, {"all"}, true));
+  add(builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, {"cm"}));
+  add(builtin("", "v1", "secrets", "secret", "Secret", true));
+  add(builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, {"sa"}));
+  add(builtin("", "v1", "events", "event", "Event", true, {"ev"}));
+  add(builtin("batch", "v1", "jobs", "job", "Job", true, {}, {"all"}, true));
+  add(builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true));
+  add(builtin("events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}));
+  add(builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
+              "CustomResourceDefinition", false, {"crd", "crds"}, {}, true));
+  add(builtin("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+              "validatingwebhookconfiguration", "ValidatingWebhookConfiguration", false));
+  add(builtin("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+              "mutatingwebhookconfiguration", "MutatingWebhookConfiguration", false));
+}
+
+void ResourceRegistry::add(ResourceInfo info) {
+  resources_.push_back(std::move(info));
+}
+
+std::optional<ResourceInfo> ResourceRegistry::find(const std::string& group,
+                                                   const std::string& version,
+                                                   const std::string& plural) const {
+  for (const auto& r : resources_)
+    if (r.group == group && r.version == version && r.plural == plural) return r;
+  for (const auto& [name, list] : crds_)
+    for (const auto& r : list)
+      if (r.group == group && r.version == version && r.plural == plural) return r;
+  return std::nullopt;
+}
+
+std::optional<ResourceInfo> ResourceRegistry::find_any_version(const std::string& group,
+                                                               const std::string& plural) const {
+  for (const auto& r : resources_)
+    if (r.group == group && r.plural == plural) return r;
+  for (const auto& [name, list] : crds_)
+    for (const auto& r : list)
+      if (r.group == group && r.plural == plural) return r;
+  return std::nullopt;
+}
+
+std::vector<ResourceInfo> ResourceRegistry::in_group_version(const std::string& group,
+                                                             const std::string& version) const {
+  std::vector<ResourceInfo> out;
+  for (const auto& r : resources_)
+    if (r.group == group && r.version == version) out.push_back(r);
+  for (const auto& [name, list] : crds_)
+    for (const auto& r : list)
+      if (r.group == group && r.version == version) out.push_back(r);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> ResourceRegistry::groups() const {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  auto note = [&out](const ResourceInfo& r) {
+    if (r.group.empty()) return;
+    auto it =
+        std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == r.group; });
+    if (it == out.end()) {
+      out.push_back({r.group, {r.version}});
+    } else if (std::find(it->second.begin(), it->second.end(), r.version) == it->second.end()) {
+      it->second.push_back(r.version);
+    }
+  };
+  for (const auto& r : resources_) note(r);
+  for (const auto& [name, list] : crds_)
+    for (const auto& r : list) note(r);
+  return out;
+}
+
+void ResourceRegistry::set_crd(const std::string& crd_name,
+                               const std::vector<ResourceInfo>& resources) {
+  crds_[crd_name] = resources;
+}
+
+void ResourceRegistry::remove_crd(const std::string& crd_name) {
+  crds_.erase(crd_name);
+}
+
+std::vector<ResourceInfo> resources_from_crd(const nlohmann::json& crd) {
+  if (!crd.contains("spec") || !crd["spec"].is_object())
+    throw std::invalid_argument("spec: Required value");
+  const auto& spec = crd["spec"];
+  const std::string group = required_string(spec, "group", "spec.group");
+  if (!spec.contains("names") || !spec["names"].is_object())
+    throw std::invalid_argument("spec.names: Required value");
+  const auto& names = spec["names"];
+  const std::string plural = required_string(names, "plural", "spec.names.plural");
+  const std::string kind = required_string(names, "kind", "spec.names.kind");
+  std::string singular = names.value("singular", "");
+  if (singular.empty()) {
+    singular = kind;
+    std::transform(singular.begin(), singular.end(), singular.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  }
+  const std::string scope = spec.value("scope", "Namespaced");
+  if (scope != "Namespaced" && scope != "Cluster")
+    throw std::invalid_argument("spec.scope: Unsupported value: \"" + scope + "\"");
+  if (!spec.contains("versions") || !spec["versions"].is_array() || spec["versions"].empty())
+    throw std::invalid_argument("spec.versions: Required value");
+
+  std::vector<ResourceInfo> out;
+  for (const auto& v : spec["versions"]) {
+    if (!v.is_object() || !v.value("served", false)) continue;
+    ResourceInfo r;
+    r.group = group;
+    r.version = required_string(v, "name", "spec.versions[].name");
+    r.plural = plural;
+    r.singular = singular;
+    r.kind = kind;
+    r.namespaced = scope == "Namespaced";
+    r.short_names = strings_at(names, "shortNames");
+    r.categories = strings_at(names, "categories");
+    r.verbs = kAllVerbs;
+    r.custom = true;
+    if (v.contains("subresources") && v["subresources"].is_object()) {
+      const auto& sub = v["subresources"];
+      r.status_subresource = sub.contains("status");
+      if (sub.contains("scale") && sub["scale"].is_object())
+        r.scale = ScaleSubresource{sub["scale"].value("specReplicasPath", ""),
+                                   sub["scale"].value("statusReplicasPath", "")};
+    }
+    if (v.contains("additionalPrinterColumns") && v["additionalPrinterColumns"].is_array())
+      r.printer_columns = v["additionalPrinterColumns"];
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace commgate::sim
