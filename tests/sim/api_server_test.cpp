@@ -1,0 +1,231 @@
+// The simulated API server over real HTTPS: auth, Status bodies, patch kinds, the status
+// subresource, list selectors and paging, Table output and watch streams.
+#include "sim/api_server.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/server/test_client.h"
+
+namespace commgate::sim {
+namespace {
+
+using nlohmann::json;
+using server::testing::Client;
+using server::testing::Reply;
+
+class ApiServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_.start();
+    client_ = std::make_unique<Client>(api_.port(), api_.pki_dir() + "/ca.crt");
+    ASSERT_EQ(client_->connect(), "");
+  }
+
+  Reply call(const std::string& method, const std::string& target, const std::string& body = "",
+             const std::string& content_type = "application/json",
+             const std::string& accept = "application/json") {
+    return client_->request(method, target, body,
+                            {{"Authorization", "Bearer " + api_.token()},
+                             {"Content-Type", content_type},
+                             {"Accept", accept}});
+  }
+  json call_json(const std::string& method, const std::string& target, const json& body = nullptr,
+                 int want_status = 200, const std::string& content_type = "application/json") {
+    Reply r = call(method, target, body.is_null() ? "" : body.dump(), content_type);
+    EXPECT_EQ(r.status, want_status) << method << " " << target << ": " << r.body;
+    return json::parse(r.body);
+  }
+  // A watch on its own connection, read until the server ends it (timeoutSeconds).
+  std::vector<json> watch_events(const std::string& target) {
+    Client watcher(api_.port(), api_.pki_dir() + "/ca.crt");
+    EXPECT_EQ(watcher.connect(), "");
+    watcher.write_raw("GET " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                      api_.token() + "\r\n\r\n");
+    const std::string raw = watcher.read_raw_until_closed(std::chrono::milliseconds(5000));
+    std::vector<json> events;
+    // Chunked framing: take every line that parses as a JSON event.
+    size_t pos = raw.find("\r\n\r\n");
+    std::string line;
+    for (size_t i = pos == std::string::npos ? 0 : pos + 4; i < raw.size(); ++i) {
+      if (raw[i] != '\n') {
+        line += raw[i];
+        continue;
+      }
+      if (!line.empty() && line[0] == '{') events.push_back(json::parse(line));
+      line.clear();
+    }
+    return events;
+  }
+
+  ApiServer api_;
+  std::unique_ptr<Client> client_;
+};
+
+json configmap(const std::string& name, const std::string& tier) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", {{"name", name}, {"labels", {{"tier", tier}}}}},
+          {"data", {{"k", "v"}}}};
+}
+
+const char* kCms = "/api/v1/namespaces/default/configmaps";
+
+TEST_F(ApiServerTest, answers_401_status_without_the_token) {
+  Reply r = client_->request("GET", "/api/v1/namespaces", "", {{"Authorization", "Bearer wrong"}});
+  EXPECT_EQ(r.status, 401);
+  json s = json::parse(r.body);
+  EXPECT_EQ(s["kind"], "Status");
+  EXPECT_EQ(s["reason"], "Unauthorized");
+}
+
+TEST_F(ApiServerTest, discovery_lists_groups_and_resources_with_subresources) {
+  json groups = call_json("GET", "/apis");
+  EXPECT_EQ(groups["kind"], "APIGroupList");
+  json core = call_json("GET", "/api/v1");
+  bool pods_status = false;
+  for (const auto& r : core["resources"]) pods_status |= r["name"] == "pods/status";
+  EXPECT_TRUE(pods_status);
+  call_json("GET", "/apis/commgate.io/v1alpha1", nullptr, 404);
+  EXPECT_EQ(call_json("GET", "/version")["major"], "1");
+}
+
+TEST_F(ApiServerTest, not_found_conflict_and_invalid_have_the_upstream_status_bodies) {
+  json nf = call_json("GET", std::string(kCms) + "/missing", nullptr, 404);
+  EXPECT_EQ(nf, json::parse(R"({"kind":"Status","apiVersion":"v1","metadata":{},
+      "status":"Failure","message":"configmaps \"missing\" not found","reason":"NotFound",
+      "details":{"name":"missing","kind":"configmaps"},"code":404})"));
+
+  json created = call_json("POST", kCms, configmap("a", "web"), 201);
+  json stale = created;
+  stale["data"]["k"] = "1";
+  call_json("PUT", std::string(kCms) + "/a", stale);
+  stale["data"]["k"] = "2";
+  json conflict = call_json("PUT", std::string(kCms) + "/a", stale, 409);
+  EXPECT_EQ(conflict["reason"], "Conflict");
+  EXPECT_EQ(conflict["message"],
+            "Operation cannot be fulfilled on configmaps \"a\": the object has been modified; "
+            "please apply your changes to the latest version and try again");
+  EXPECT_EQ(conflict["details"], json::parse(R"({"name":"a","kind":"configmaps"})"));
+
+  json exists = call_json("POST", kCms, configmap("a", "web"), 409);
+  EXPECT_EQ(exists["reason"], "AlreadyExists");
+
+  json invalid = call_json("POST", kCms, configmap("Not_Valid", "web"), 422);
+  EXPECT_EQ(invalid["reason"], "Invalid");
+  EXPECT_EQ(invalid["details"]["kind"], "ConfigMap");
+  EXPECT_EQ(invalid["details"]["causes"][0]["field"], "metadata.name");
+  EXPECT_EQ(invalid["message"].get<std::string>().rfind("ConfigMap \"Not_Valid\" is invalid: ", 0),
+            0u);
+}
+
+TEST_F(ApiServerTest, malformed_bodies_are_400_statuses) {
+  Reply r = call("POST", kCms, "{not json");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["reason"], "BadRequest");
+  EXPECT_EQ(call("GET", std::string(kCms) + "?labelSelector=a%20in%20x").status, 400);
+}
+
+TEST_F(ApiServerTest, patch_kinds_merge_json_strategic_and_apply) {
+  call_json("POST", kCms, configmap("p", "web"), 201);
+  const std::string item = std::string(kCms) + "/p";
+  json merged =
+      call_json("PATCH", item, {{"data", {{"m", "1"}}}}, 200, "application/merge-patch+json");
+  EXPECT_EQ(merged["data"], json::parse(R"({"k":"v","m":"1"})"));
+  json patched = call_json("PATCH", item, json::parse(R"([{"op":"remove","path":"/data/k"}])"), 200,
+                           "application/json-patch+json");
+  EXPECT_EQ(patched["data"], json::parse(R"({"m":"1"})"));
+  json strategic = call_json("PATCH", item, {{"data", {{"s", "1"}}}}, 200,
+                             "application/strategic-merge-patch+json");
+  EXPECT_EQ(strategic["data"]["s"], "1");
+  EXPECT_EQ(call("PATCH", item, "data: {}", "application/apply-patch+yaml").status, 415);
+  EXPECT_EQ(call("PATCH", std::string(kCms) + "/nope", "{}", "application/merge-patch+json").status,
+            404);
+  json failed =
+      call_json("PATCH", item, json::parse(R"([{"op":"test","path":"/data/m","value":"x"}])"), 422,
+                "application/json-patch+json");
+  EXPECT_EQ(failed["kind"], "Status");
+}
+
+TEST_F(ApiServerTest, status_subresource_changes_only_status) {
+  const std::string jobs = "/apis/batch/v1/namespaces/default/jobs";
+  call_json("POST", jobs, {{"metadata", {{"name", "j"}}}, {"spec", {{"parallelism", 1}}}}, 201);
+  json after = call_json("PATCH", jobs + "/j/status",
+                         {{"status", {{"active", 1}}}, {"spec", {{"parallelism", 7}}}}, 200,
+                         "application/merge-patch+json");
+  EXPECT_EQ(after["status"]["active"], 1);
+  EXPECT_EQ(after["spec"]["parallelism"], 1);
+  json main = call_json("PATCH", jobs + "/j", {{"status", {{"active", 5}}}}, 200,
+                        "application/merge-patch+json");
+  EXPECT_EQ(main["status"]["active"], 1);
+  call_json("GET", "/api/v1/namespaces/default/configmaps/x/status", nullptr, 404);
+}
+
+TEST_F(ApiServerTest, list_selectors_and_continue) {
+  for (const char* n : {"a", "b", "c"})
+    call_json("POST", kCms, configmap(n, n[0] == 'c' ? "db" : "web"), 201);
+  json web = call_json("GET", std::string(kCms) + "?labelSelector=tier%3Dweb");
+  EXPECT_EQ(web["kind"], "ConfigMapList");
+  EXPECT_EQ(web["items"].size(), 2u);
+  EXPECT_FALSE(web["metadata"]["resourceVersion"].get<std::string>().empty());
+  json by_name = call_json("GET", "/api/v1/configmaps?fieldSelector=metadata.name%3Dc");
+  ASSERT_EQ(by_name["items"].size(), 1u);
+  json page = call_json("GET", std::string(kCms) + "?limit=2");
+  ASSERT_EQ(page["items"].size(), 2u);
+  const std::string token = page["metadata"]["continue"];
+  json rest = call_json("GET", std::string(kCms) + "?limit=2&continue=" + token);
+  ASSERT_EQ(rest["items"].size(), 1u);
+  EXPECT_EQ(rest["items"][0]["metadata"]["name"], "c");
+  EXPECT_FALSE(rest["metadata"].contains("continue"));
+}
+
+TEST_F(ApiServerTest, table_output_has_name_and_age_for_builtins) {
+  call_json("POST", kCms, configmap("t", "web"), 201);
+  Reply r = call("GET", kCms, "", "application/json",
+                 "application/json;as=Table;v=v1;g=meta.k8s.io,application/json");
+  ASSERT_EQ(r.status, 200);
+  json table = json::parse(r.body);
+  EXPECT_EQ(table["kind"], "Table");
+  EXPECT_EQ(table["columnDefinitions"][0]["name"], "Name");
+  EXPECT_EQ(table["columnDefinitions"][1]["name"], "Age");
+  EXPECT_EQ(table["rows"][0]["cells"][0], "t");
+  EXPECT_EQ(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+}
+
+TEST_F(ApiServerTest, watch_replays_from_a_kept_version_and_filters_by_label) {
+  const std::string rv = call_json("GET", kCms)["metadata"]["resourceVersion"].get<std::string>();
+  call_json("POST", kCms, configmap("w1", "web"), 201);
+  call_json("POST", kCms, configmap("w2", "db"), 201);
+  call_json("PATCH", std::string(kCms) + "/w1", {{"data", {{"k", "2"}}}}, 200,
+            "application/merge-patch+json");
+  auto events = watch_events(std::string(kCms) + "?watch=1&resourceVersion=" + rv +
+                             "&labelSelector=tier%3Dweb&timeoutSeconds=1");
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0]["type"], "ADDED");
+  EXPECT_EQ(events[1]["type"], "MODIFIED");
+  EXPECT_EQ(events[1]["object"]["data"]["k"], "2");
+}
+
+TEST(ApiServerHistory, watch_from_a_compacted_version_gets_a_410_error_event) {
+  ApiServerOptions options;
+  options.history_limit = 2;
+  ApiServer api(options);
+  api.start();
+  Client c(api.port(), api.pki_dir() + "/ca.crt");
+  ASSERT_EQ(c.connect(), "");
+  const std::vector<std::pair<std::string, std::string>> auth = {
+      {"Authorization", "Bearer " + api.token()}, {"Content-Type", "application/json"}};
+  for (const char* n : {"a", "b", "c", "d"})
+    ASSERT_EQ(c.request("POST", kCms, configmap(n, "x").dump(), auth).status, 201);
+  c.write_raw(std::string("GET ") + kCms +
+              "?watch=1&resourceVersion=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+              api.token() + "\r\n\r\n");
+  const std::string raw = c.read_raw_until_closed(std::chrono::milliseconds(5000));
+  EXPECT_NE(raw.find(R"("type":"ERROR")"), std::string::npos) << raw;
+  EXPECT_NE(raw.find(R"("code":410)"), std::string::npos) << raw;
+  EXPECT_NE(raw.find(R"("reason":"Expired")"), std::string::npos) << raw;
+}
+
+}  // namespace
+}  // namespace commgate::sim
