@@ -1,0 +1,235 @@
+// End to end: the real kubectl (v1.32) against the simulated API server, as a user would
+// drive a cluster. If kubectl reads our answers as it reads kube-apiserver's, the sim
+// speaks the protocol.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim/api_server.h"
+
+extern char** environ;
+
+namespace commgate::sim {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A child process with stdout and stderr in one file; killed (SIGTERM) when destroyed.
+class Process {
+ public:
+  Process(const std::vector<std::string>& argv, const std::string& output_file)
+      : output_(output_file) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~Process() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGTERM);
+      wait_exit(5s);
+    }
+  }
+  // The exit status, or -1 when it has not exited within `timeout` (then it is killed).
+  int wait_exit(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!exited_) {
+      int status = 0;
+      const pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        exited_ = true;
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        exited_ = true;
+        return -1;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return code_;
+  }
+  std::string output() const { return read_file(output_); }
+  bool started() const { return pid_ > 0; }
+
+ private:
+  std::string output_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int code_ = -1;
+};
+
+// Polls `condition` every 20 ms until it holds or the deadline passes.
+template <class F>
+bool eventually(F condition, std::chrono::milliseconds deadline = 10s) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < end) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return condition();
+}
+
+class KubectlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
+    api_.start();
+    dir_ = api_.pki_dir();
+    kubeconfig_ = dir_ + "/kubeconfig";
+    std::ofstream(kubeconfig_) << api_.kubeconfig();
+    std::ofstream(dir_ + "/ns.yaml")
+        << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vision\n";
+  }
+
+  struct Result {
+    int code;
+    std::string output;
+  };
+  Result kubectl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig", kubeconfig_,
+                                     "--request-timeout=10s"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Process p(argv, dir_ + "/out-" + std::to_string(++calls_));
+    const int code = p.wait_exit(20s);
+    return {code, p.output()};
+  }
+  void apply_example() {
+    ASSERT_EQ(kubectl({"apply", "-f",
+                       std::string(COMMGATE_SOURCE_DIR) + "/crds/trainingjobs.commgate.io.yaml"})
+                  .code,
+              0);
+    ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/ns.yaml"}).code, 0);
+    Result r = kubectl(
+        {"apply", "-f", std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml"});
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("trainingjob.commgate.io/resnet-small created"), std::string::npos)
+        << r.output;
+  }
+
+  ApiServer api_;
+  std::string dir_;
+  std::string kubeconfig_;
+  int calls_ = 0;
+};
+
+TEST_F(KubectlTest, apply_crd_and_trainingjob_then_get_shows_printer_columns) {
+  apply_example();
+  Result get = kubectl({"get", "tj", "-A"});
+  ASSERT_EQ(get.code, 0) << get.output;
+  EXPECT_EQ(
+      get.output.rfind("NAMESPACE   NAME           NODES   REQUESTED   COMMSHARE   DECISION   "
+                       "PHASE   AGE",
+                       0),
+      0u)
+      << get.output;
+  EXPECT_NE(get.output.find("vision      resnet-small           4"), std::string::npos)
+      << get.output;
+
+  Result as_json = kubectl({"get", "tj", "-n", "vision", "resnet-small", "-o", "json"});
+  ASSERT_EQ(as_json.code, 0) << as_json.output;
+  json obj = json::parse(as_json.output);
+  EXPECT_EQ(obj["spec"]["numNodes"], 4);
+  EXPECT_EQ(obj["metadata"]["generation"], 1);
+  EXPECT_TRUE(
+      obj["metadata"]["annotations"].contains("kubectl.kubernetes.io/last-applied-configuration"));
+
+  // A second apply of the same file is a no-op patch.
+  Result again = kubectl(
+      {"apply", "-f", std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml"});
+  EXPECT_NE(again.output.find("resnet-small unchanged"), std::string::npos) << again.output;
+}
+
+TEST_F(KubectlTest, patch_status_scale_and_delete) {
+  apply_example();
+  Result patch = kubectl({"patch", "tj", "-n", "vision", "resnet-small", "--type", "merge", "-p",
+                          R"({"spec":{"numNodes":2}})"});
+  ASSERT_EQ(patch.code, 0) << patch.output;
+  Result status =
+      kubectl({"patch", "tj", "-n", "vision", "resnet-small", "--subresource=status", "--type",
+               "merge", "-p", R"({"status":{"phase":"Running","admittedNodes":2}})"});
+  ASSERT_EQ(status.code, 0) << status.output;
+  Result scale = kubectl({"scale", "tj", "-n", "vision", "resnet-small", "--replicas=3"});
+  ASSERT_EQ(scale.code, 0) << scale.output;
+  json obj =
+      json::parse(kubectl({"get", "tj", "-n", "vision", "resnet-small", "-o", "json"}).output);
+  EXPECT_EQ(obj["spec"]["numNodes"], 3);
+  EXPECT_EQ(obj["status"]["phase"], "Running");
+  EXPECT_EQ(obj["metadata"]["generation"], 3);
+  Result del = kubectl({"delete", "tj", "-n", "vision", "resnet-small"});
+  ASSERT_EQ(del.code, 0) << del.output;
+  EXPECT_NE(del.output.find("\"resnet-small\" deleted"), std::string::npos) << del.output;
+  Result gone = kubectl({"get", "tj", "-n", "vision", "resnet-small"});
+  EXPECT_NE(gone.code, 0);
+  EXPECT_NE(gone.output.find(R"(trainingjobs.commgate.io "resnet-small" not found)"),
+            std::string::npos)
+      << gone.output;
+}
+
+TEST_F(KubectlTest, get_watch_sees_a_change) {
+  apply_example();
+  Process watch({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig_, "get", "tj", "-n", "vision", "-w"},
+                dir_ + "/watch.out");
+  ASSERT_TRUE(watch.started());
+  ASSERT_TRUE(eventually([&] { return watch.output().find("resnet-small") != std::string::npos; }))
+      << watch.output();
+  ASSERT_EQ(kubectl({"patch", "tj", "-n", "vision", "resnet-small", "--subresource=status",
+                     "--type", "merge", "-p", R"({"status":{"phase":"Probing"}})"})
+                .code,
+            0);
+  EXPECT_TRUE(eventually([&] { return watch.output().find("Probing") != std::string::npos; }))
+      << watch.output();
+}
+
+TEST(KubectlBinary, commgate_sim_writes_a_kubeconfig_kubectl_uses) {
+  if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("commgate-sim-bin-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string kubeconfig = (dir / "kubeconfig").string();
+  {
+    Process sim({COMMGATE_SIM_BIN, "--port", "0", "--kubeconfig-out", kubeconfig},
+                (dir / "sim.out").string());
+    ASSERT_TRUE(sim.started());
+    ASSERT_TRUE(eventually([&] {
+      return sim.output().find("listening on https://127.0.0.1:") != std::string::npos;
+    })) << sim.output();
+    Process get({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig, "get", "namespaces"},
+                (dir / "get.out").string());
+    EXPECT_EQ(get.wait_exit(20s), 0) << get.output();
+    EXPECT_NE(get.output().find("kube-system"), std::string::npos) << get.output();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace commgate::sim
