@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build test test-sanitize demo bench format lint clean
+.PHONY: deps configure build test test-sanitize fuzz demo bench format lint clean
 
 deps:
 	./scripts/install-deps.sh
@@ -24,6 +24,15 @@ test-sanitize: deps
 	cmake --build $(BUILD_DIR)-asan -j$(JOBS)
 	cd $(BUILD_DIR)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS) -L unit
+
+# The webhook's AdmissionReview fuzzer (clang + libFuzzer + ASan/UBSan), 60 s from the
+# seed corpus. Longer runs: docs/webhook.md.
+fuzz: deps
+	cmake -S . -B $(BUILD_DIR)-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+	  -DCOMMGATE_SANITIZE=ON -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link \
+	  -DCOMMGATE_BUILD_PROBE=OFF -DCOMMGATE_BUILD_BENCH=OFF >/dev/null
+	cmake --build $(BUILD_DIR)-fuzz -j$(JOBS) --target webhook_fuzz
+	cd $(BUILD_DIR)-fuzz && ctest --output-on-failure -L fuzz
 
 demo: build
 	./scripts/demo.sh $(BUILD_DIR)

@@ -12,24 +12,12 @@ namespace {
 // to the last printed digit passes, as a user reading the message would expect.
 constexpr double kShareTolerance = 1e-9;
 
-std::string pct(double share) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%.1f%%", share * 100);
-  return buf;
-}
-
 std::string ms(double seconds) {
   char buf[32];
   if (seconds < 0.01)
     std::snprintf(buf, sizeof buf, "%.2f ms", seconds * 1e3);
   else
     std::snprintf(buf, sizeof buf, "%.0f ms", seconds * 1e3);
-  return buf;
-}
-
-std::string gbps(double bytes_per_s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g GB/s", bytes_per_s / 1e9);
   return buf;
 }
 
@@ -41,25 +29,25 @@ std::string nodes_str(int n) {
 std::string evidence(const Measurement& m) {
   std::string transport = m.backend;
   if (!m.transport.empty() && m.transport != "unknown") transport += " over " + m.transport;
-  std::string s = "measured all-reduce busbw " + gbps(m.link.busbw_bytes_per_s) + " (" + transport +
-                  ", " + std::to_string(m.nodes_probed) + " nodes probed), compute step " +
-                  ms(m.compute->total_s());
+  std::string s = "measured all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + " (" +
+                  transport + ", " + std::to_string(m.nodes_probed) +
+                  " nodes probed), compute step " + ms(m.compute->total_s());
   if (m.compute_source == ComputeSource::kHint) s += " (from spec.model.stepTimeHintMs)";
   return s;
 }
 
 std::string policy_limits(const CommPolicySpec& p, const std::string& name) {
-  std::string s =
-      "CommPolicy " + name + " allows at most " + pct(p.max_comm_share) + " communication";
+  std::string s = "CommPolicy " + name + " allows at most " + format_percent(p.max_comm_share) +
+                  " communication";
   if (p.min_scaling_efficiency)
-    s += " and requires scaling efficiency >= " + pct(*p.min_scaling_efficiency);
+    s += " and requires scaling efficiency >= " + format_percent(*p.min_scaling_efficiency);
   return s;
 }
 
 std::string prediction_text(const StepPrediction& p) {
-  return "at " + nodes_str(p.nodes) + " the model predicts " + pct(p.comm_share) + " of each " +
-         ms(p.step_s) + " step in exposed communication (scaling efficiency " +
-         pct(p.scaling_efficiency) + ")";
+  return "at " + nodes_str(p.nodes) + " the model predicts " + format_percent(p.comm_share) +
+         " of each " + ms(p.step_s) + " step in exposed communication (scaling efficiency " +
+         format_percent(p.scaling_efficiency) + ")";
 }
 
 Decision missing(Decision d, const CommPolicySpec& policy, const char* code,
@@ -209,8 +197,8 @@ Decision decide(const DecisionInput& in) {
     d.admitted_nodes = job.num_nodes;
     d.message = prediction_text(requested);
     d.message[0] = 'A';
-    d.message +=
-        ", within policy (" + pct(policy.max_comm_share) + "); " + evidence(*m) + "." + fit_warning;
+    d.message += ", within policy (" + format_percent(policy.max_comm_share) + "); " +
+                 evidence(*m) + "." + fit_warning;
     return d;
   }
 

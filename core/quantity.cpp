@@ -173,6 +173,18 @@ std::string format_count(double value) {
   return buf;
 }
 
+std::string format_percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", share * 100);
+  return buf;
+}
+
+std::string format_gbps(double bytes_per_s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g GB/s", bytes_per_s / 1e9);
+  return buf;
+}
+
 std::string format_byte_quantity(double bytes) {
   const double whole = std::floor(bytes);
   if (whole != bytes || whole < 0 || whole > 9e18) return std::to_string(bytes);

@@ -29,6 +29,12 @@ std::string format_count(double value);
 // Round-trips through parse_quantity.
 std::string format_byte_quantity(double bytes);
 
+// A share as a percentage with one decimal: 0.359 -> "35.9%".
+std::string format_percent(double share);
+
+// A rate in GB/s (1e9 bytes) as nccl-tests prints it, 3 significant digits: "0.118 GB/s".
+std::string format_gbps(double bytes_per_s);
+
 // Human-readable byte sizes: 26214400 -> "25 MiB".
 std::string format_bytes(double bytes);
 

@@ -17,6 +17,8 @@ PACKAGES=(
   nginx wrk
   # formatting and analysis
   clang-format clang-tidy cppcheck
+  # the webhook fuzzer: clang with libFuzzer
+  clang libclang-rt-14-dev
 )
 
 missing=()

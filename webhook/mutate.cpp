@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "core/field_errors.h"
+#include "core/quantity.h"
 #include "webhook/annotations.h"
 #include "webhook/handlers.h"
 #include "webhook/job_decision.h"
@@ -10,18 +11,6 @@ namespace commgate::webhook {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string pct(double share) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%.1f%%", share * 100);
-  return buf;
-}
-
-std::string gbps(double bytes_per_s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g GB/s", bytes_per_s / 1e9);
-  return buf;
-}
 
 // Builds the JSON patch for one object: creates spec members and the annotations map
 // only when missing, so every op applies to the object the apiserver holds.
@@ -75,10 +64,11 @@ std::string downsize_warning(const Decision& d, const Measurement& m) {
   std::string w = "commgate: spec.numNodes lowered from " + std::to_string(d.requested_nodes) +
                   " to " + std::to_string(d.admitted_nodes);
   if (asked && given) {
-    w += ": at " + std::to_string(d.requested_nodes) + " nodes " + pct(asked->comm_share) +
+    w += ": at " + std::to_string(d.requested_nodes) + " nodes " +
+         format_percent(asked->comm_share) +
          " of each step would be exposed communication, over CommPolicy " + d.policy_name +
-         "'s limit (measured all-reduce busbw " + gbps(m.link.busbw_bytes_per_s) + "); at " +
-         std::to_string(d.admitted_nodes) + " nodes " + pct(given->comm_share);
+         "'s limit (measured all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + "); at " +
+         std::to_string(d.admitted_nodes) + " nodes " + format_percent(given->comm_share);
   }
   return w;
 }
