@@ -72,13 +72,11 @@ ApiError expired(const std::string& message) {
   return ApiError(failure_status(410, "Expired", message));
 }
 
-ApiError unsupported_media_type(const std::string& content_type) {
+ApiError unsupported_media_type(const std::string& content_type, const std::string& accepted) {
   return ApiError(failure_status(415, "UnsupportedMediaType",
                                  "the body of the request was in an unknown format - accepted "
-                                 "media types include: application/json-patch+json, "
-                                 "application/merge-patch+json, "
-                                 "application/strategic-merge-patch+json (got " +
-                                     content_type + ")"));
+                                 "media types include: " +
+                                     accepted + " (got " + content_type + ")"));
 }
 
 ApiError method_not_supported(const ResourceInfo& r, const std::string& verb) {

@@ -37,7 +37,8 @@ ApiError invalid(const ResourceInfo& r, const std::string& name, const std::stri
 ApiError bad_request(const std::string& message);
 // 410 for a watch or list from a resourceVersion older than the kept history.
 ApiError expired(const std::string& message);
-ApiError unsupported_media_type(const std::string& content_type);
+// `accepted`: the media types this endpoint reads, for the message.
+ApiError unsupported_media_type(const std::string& content_type, const std::string& accepted);
 ApiError method_not_supported(const ResourceInfo& r, const std::string& verb);
 
 }  // namespace commgate::sim

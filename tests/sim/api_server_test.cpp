@@ -227,5 +227,57 @@ TEST(ApiServerHistory, watch_from_a_compacted_version_gets_a_410_error_event) {
   EXPECT_NE(raw.find(R"("reason":"Expired")"), std::string::npos) << raw;
 }
 
+TEST_F(ApiServerTest, protobuf_bodies_are_refused_with_415) {
+  Reply r = call("POST", kCms, std::string("k8s\0", 4), "application/vnd.kubernetes.protobuf");
+  EXPECT_EQ(r.status, 415);
+  EXPECT_EQ(json::parse(r.body)["reason"], "UnsupportedMediaType");
+}
+
+TEST_F(ApiServerTest, crd_resources_come_and_go_in_discovery) {
+  json crd = {{"apiVersion", "apiextensions.k8s.io/v1"},
+              {"kind", "CustomResourceDefinition"},
+              {"metadata", {{"name", "widgets.example.io"}}},
+              {"spec",
+               {{"group", "example.io"},
+                {"scope", "Cluster"},
+                {"names", {{"plural", "widgets"}, {"kind", "Widget"}, {"shortNames", {"wd"}}}},
+                {"versions",
+                 {{{"name", "v1"},
+                   {"served", true},
+                   {"storage", true},
+                   {"subresources", {{"status", json::object()}}}}}}}}};
+  call_json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, 201);
+  json list = call_json("GET", "/apis/example.io/v1");
+  EXPECT_EQ(list["resources"][0]["name"], "widgets");
+  EXPECT_EQ(list["resources"][0]["namespaced"], false);
+  EXPECT_EQ(list["resources"][0]["shortNames"], json::array({"wd"}));
+  EXPECT_EQ(list["resources"][1]["name"], "widgets/status");
+  call_json("POST", "/apis/example.io/v1/widgets", {{"metadata", {{"name", "w"}}}}, 201);
+  call_json("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.io");
+  call_json("GET", "/apis/example.io/v1", nullptr, 404);
+  call_json("GET", "/apis/example.io/v1/widgets/w", nullptr, 404);
+}
+
+TEST(ApiServerBookmarks, watches_that_allow_bookmarks_get_them) {
+  ApiServerOptions options;
+  options.bookmark_interval = std::chrono::milliseconds(50);
+  options.tick_interval = std::chrono::milliseconds(10);
+  ApiServer api(options);
+  api.start();
+  Client c(api.port(), api.pki_dir() + "/ca.crt");
+  ASSERT_EQ(c.connect(), "");
+  c.write_raw(std::string("GET ") + kCms +
+              "?watch=1&allowWatchBookmarks=true&timeoutSeconds=1 HTTP/1.1\r\nHost: "
+              "x\r\nAuthorization: Bearer " +
+              api.token() + "\r\n\r\n");
+  const std::string raw = c.read_raw_until_closed(std::chrono::milliseconds(5000));
+  const std::string want = R"({"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{)"
+                           R"("resourceVersion":")" +
+                           std::to_string(api.store().resource_version()) +
+                           R"("}},"type":"BOOKMARK"})";
+  EXPECT_NE(raw.find(want), std::string::npos) << raw;
+  EXPECT_EQ(api.open_watches(), 0u);  // ended by timeoutSeconds
+}
+
 }  // namespace
 }  // namespace commgate::sim
