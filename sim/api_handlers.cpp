@@ -243,6 +243,10 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
   if (r.namespaced && ns.empty() && !name.empty()) throw path_not_found();
   const std::string& m = request.method;
   const TimePoint now = Clock::now();
+  // Refused rather than ignored: executing a dry run would change state the caller
+  // expects untouched (docs/testing.md).
+  if (m != "GET" && m != "HEAD" && !request.query_param("dryRun").empty())
+    throw bad_request("dryRun is not supported by commgate-sim");
 
   if (name.empty()) {
     if (m == "GET" || m == "HEAD") {
