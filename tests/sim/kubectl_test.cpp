@@ -210,6 +210,40 @@ TEST_F(KubectlTest, get_watch_sees_a_change) {
       << watch.output();
 }
 
+TEST_F(KubectlTest, wait_for_condition_and_jsonpath_then_delete_by_file) {
+  apply_example();
+  Result established = kubectl(
+      {"wait", "--for=condition=established", "--timeout=10s", "crd/trainingjobs.commgate.io"});
+  ASSERT_EQ(established.code, 0) << established.output;
+  EXPECT_NE(established.output.find("condition met"), std::string::npos) << established.output;
+  ASSERT_EQ(kubectl({"patch", "tj", "-n", "vision", "resnet-small", "--subresource=status",
+                     "--type", "merge", "-p", R"({"status":{"phase":"Succeeded"}})"})
+                .code,
+            0);
+  Result phase = kubectl({"wait", "-n", "vision", "tj/resnet-small", "--timeout=10s",
+                          "--for=jsonpath={.status.phase}=Succeeded"});
+  ASSERT_EQ(phase.code, 0) << phase.output;
+  Result describe = kubectl({"describe", "tj", "-n", "vision", "resnet-small"});
+  ASSERT_EQ(describe.code, 0) << describe.output;
+  EXPECT_NE(describe.output.find("Phase:  Succeeded"), std::string::npos) << describe.output;
+  Result del = kubectl(
+      {"delete", "-f", std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml"});
+  ASSERT_EQ(del.code, 0) << del.output;
+  Result none = kubectl({"get", "tj", "-A"});
+  EXPECT_NE(none.output.find("No resources found"), std::string::npos) << none.output;
+}
+
+TEST_F(KubectlTest, apply_into_a_missing_namespace_reports_not_found) {
+  ASSERT_EQ(kubectl({"apply", "-f",
+                     std::string(COMMGATE_SOURCE_DIR) + "/crds/trainingjobs.commgate.io.yaml"})
+                .code,
+            0);
+  Result r = kubectl(
+      {"apply", "-f", std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find(R"(namespaces "vision" not found)"), std::string::npos) << r.output;
+}
+
 TEST(KubectlBinary, commgate_sim_writes_a_kubeconfig_kubectl_uses) {
   if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
   const auto dir =
