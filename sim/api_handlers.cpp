@@ -176,6 +176,10 @@ Response ApiHandlers::handle(const Request& request) {
     return dispatch(request);
   } catch (const ApiError& e) {
     return status_response(e.status());
+  } catch (const nlohmann::json::exception& e) {
+    // A field of the wrong JSON type (metadata.name: 5, ...): the client's mistake.
+    return status_response(failure_status(
+        400, "BadRequest", std::string("the request body is malformed: ") + e.what()));
   } catch (const std::exception& e) {
     return status_response(
         failure_status(500, "InternalError", std::string("Internal error occurred: ") + e.what()));

@@ -258,6 +258,9 @@ json ObjectStore::write_locked(const ResourceInfo& r, const std::string& ns,
   if (body_name != name)
     throw bad_request("the name of the object (" + body_name +
                       ") does not match the name on the URL (" + name + ")");
+  if (meta.contains("resourceVersion") && !meta["resourceVersion"].is_string() &&
+      !meta["resourceVersion"].is_null())
+    throw bad_request("metadata.resourceVersion must be a string");
   if (check_version && meta.contains("resourceVersion") && meta["resourceVersion"].is_string() &&
       !meta["resourceVersion"].get<std::string>().empty() &&
       meta["resourceVersion"] != current["metadata"]["resourceVersion"])

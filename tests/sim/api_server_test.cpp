@@ -210,6 +210,41 @@ TEST_F(ApiServerTest, watch_replays_from_a_kept_version_and_filters_by_label) {
   EXPECT_EQ(events[1]["object"]["data"]["k"], "2");
 }
 
+TEST_F(ApiServerTest, bad_input_never_gets_a_500) {
+  call_json("POST", kCms, configmap("ok", "x"), 201);
+  struct Case {
+    std::string name, method, target, body, content_type;
+    int want;
+  };
+  const std::string item = std::string(kCms) + "/ok";
+  const std::vector<Case> cases = {
+      {"array_body", "POST", kCms, "[1,2]", "application/json", 400},
+      {"name_of_wrong_type", "POST", kCms, R"({"metadata":{"name":5}})", "application/json", 400},
+      {"put_of_wrong_type", "PUT", item, R"({"metadata":{"resourceVersion":7}})",
+       "application/json", 400},
+      {"merge_patch_not_object", "PATCH", item, "[]", "application/merge-patch+json", 400},
+      {"json_patch_not_array", "PATCH", item, "{}", "application/json-patch+json", 400},
+      {"unknown_patch_type", "PATCH", item, "{}", "text/plain", 415},
+      {"bad_limit", "GET", std::string(kCms) + "?limit=abc", "", "application/json", 400},
+      {"bad_continue", "GET", std::string(kCms) + "?limit=1&continue=zz", "", "application/json",
+       400},
+      {"bad_watch_version", "GET", std::string(kCms) + "?watch=1&resourceVersion=x", "",
+       "application/json", 400},
+      {"too_deep", "GET", item + "/status/x", "", "application/json", 404},
+      {"unknown_resource", "GET", "/api/v1/nothings", "", "application/json", 404},
+      {"unknown_subresource", "GET", item + "/exec", "", "application/json", 404},
+      {"post_to_item", "POST", item, "{}", "application/json", 405},
+      {"name_mismatch", "PUT", item, R"({"metadata":{"name":"other"}})", "application/json", 400},
+      {"cluster_path_for_namespaced_item", "GET", "/api/v1/configmaps/ok", "", "application/json",
+       404},
+  };
+  for (const auto& c : cases) {
+    Reply r = call(c.method, c.target, c.body, c.content_type);
+    EXPECT_EQ(r.status, c.want) << c.name << ": " << r.body;
+    EXPECT_EQ(json::parse(r.body)["kind"], "Status") << c.name;
+  }
+}
+
 TEST(ApiServerHistory, watch_from_a_compacted_version_gets_a_410_error_event) {
   ApiServerOptions options;
   options.history_limit = 2;
