@@ -121,16 +121,39 @@ const json* ObjectStore::find_locked(const ResourceInfo& r, const std::string& n
   return obj == it->second.end() ? nullptr : &obj->second;
 }
 
-void ObjectStore::record_locked(const ResourceInfo& r, const std::string& type, const json& obj) {
-  history_.push_back({rv_, r.storage_key(), {type, obj}});
+namespace {
+
+// The event a watch with selectors sees, as kube-apiserver's watch cache filters: an
+// object that starts to match is ADDED, one that stops matching is DELETED.
+std::optional<WatchEvent> event_for(const WatchRequest& w, const WatchEvent& e,
+                                    const json& previous) {
+  const bool now = matches(w, e.object);
+  if (e.type != "MODIFIED" || previous.is_null()) {
+    if (now) return e;
+    return std::nullopt;
+  }
+  const bool before = matches(w, previous);
+  if (now && before) return e;
+  if (now) return WatchEvent{"ADDED", e.object};
+  if (before) return WatchEvent{"DELETED", e.object};
+  return std::nullopt;
+}
+
+}  // namespace
+
+void ObjectStore::record_locked(const ResourceInfo& r, const std::string& type, const json& obj,
+                                const json& previous) {
+  history_.push_back({rv_, r.storage_key(), {type, obj}, previous});
   while (history_.size() > options_.history_limit) {
     compacted_rv_ = history_.front().rv;
     history_.pop_front();
   }
+  const HistoryEntry& entry = history_.back();
   for (auto it = watchers_.begin(); it != watchers_.end();) {
     const Watcher& w = it->second;
-    if (w.storage_key == r.storage_key() && matches(w.request, obj) &&
-        !w.request.deliver(history_.back().event)) {
+    std::optional<WatchEvent> e;
+    if (w.storage_key == r.storage_key()) e = event_for(w.request, entry.event, entry.previous);
+    if (e && !w.request.deliver(*e)) {
       it = watchers_.erase(it);
     } else {
       ++it;
@@ -212,18 +235,15 @@ ListResult ObjectStore::list(const ResourceInfo& r, const std::string& ns,
     if (r.namespaced && !ns.empty() && obj["metadata"].value("namespace", "") != ns) continue;
     if (!options.labels.matches(obj) || !options.fields.matches(obj)) continue;
     if (options.limit > 0 && result.items.size() == options.limit) {
-      // Not a snapshot: the next page reads the objects as they are then (documented).
-      result.continue_token = hex(std::prev(o)->first);
+      // More match: the token is the key of the last item returned. Not a snapshot: the
+      // next page reads the objects as they are then (docs/testing.md).
+      const json& last = result.items.back()["metadata"];
+      result.continue_token =
+          hex(object_key(r.namespaced ? last.value("namespace", "") : "", last.value("name", "")));
       break;
     }
     result.items.push_back(obj);
     result.items.back()["apiVersion"] = r.api_version();
-  }
-  if (!result.continue_token.empty()) {
-    // The previous entry may have been filtered out; the token is the last one returned.
-    const json& last = result.items.back()["metadata"];
-    result.continue_token =
-        hex(object_key(r.namespaced ? last.value("namespace", "") : "", last.value("name", "")));
   }
   return result;
 }
@@ -309,8 +329,9 @@ json ObjectStore::write_locked(const ResourceInfo& r, const std::string& ns,
     return current;
   }
   next["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  json previous = current;  // `current` refers to the slot the next line overwrites
   objects_[r.storage_key()][object_key(r.namespaced ? ns : "", name)] = next;
-  record_locked(r, "MODIFIED", next);
+  record_locked(r, "MODIFIED", next, previous);
   return next;
 }
 
@@ -411,7 +432,8 @@ uint64_t ObjectStore::watch(const ResourceInfo& r, WatchRequest request) {
                     std::to_string(compacted_rv_ + 1) + ")");
     for (const auto& h : history_) {
       if (h.rv <= *request.from || h.storage_key != r.storage_key()) continue;
-      if (matches(request, h.event.object) && !request.deliver(h.event)) return 0;
+      const auto e = event_for(request, h.event, h.previous);
+      if (e && !request.deliver(*e)) return 0;
     }
   } else {
     auto it = objects_.find(r.storage_key());

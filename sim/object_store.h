@@ -104,6 +104,7 @@ class ObjectStore {
     uint64_t rv;
     std::string storage_key;
     WatchEvent event;
+    nlohmann::json previous;  // MODIFIED: the object before; null otherwise
   };
   using Objects = std::map<std::string, nlohmann::json>;  // "ns/name" -> object
 
@@ -111,7 +112,8 @@ class ObjectStore {
                               nlohmann::json object, WritePart part, bool check_version);
   nlohmann::json remove_locked(const ResourceInfo& r, const std::string& ns,
                                const std::string& name);
-  void record_locked(const ResourceInfo& r, const std::string& type, const nlohmann::json& obj);
+  void record_locked(const ResourceInfo& r, const std::string& type, const nlohmann::json& obj,
+                     const nlohmann::json& previous = nullptr);
   void on_crd_written_locked(nlohmann::json& crd);
   void on_crd_removed_locked(const nlohmann::json& crd);
   const nlohmann::json* find_locked(const ResourceInfo& r, const std::string& ns,

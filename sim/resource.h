@@ -32,7 +32,6 @@ struct ResourceInfo {
   nlohmann::json printer_columns = nlohmann::json::array();  // additionalPrinterColumns
 
   std::string api_version() const { return group.empty() ? version : group + "/" + version; }
-  std::string group_version() const { return api_version(); }
   // "trainingjobs.commgate.io", "pods": how messages name the resource.
   std::string qualified_plural() const { return group.empty() ? plural : plural + "." + group; }
   std::string qualified_kind() const { return group.empty() ? kind : kind + "." + group; }

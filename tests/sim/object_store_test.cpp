@@ -199,6 +199,28 @@ TEST(ObjectStore, watch_replays_history_then_goes_live_and_expires_old_versions)
   }
 }
 
+TEST(ObjectStore, watch_with_a_selector_sees_objects_enter_and_leave_it) {
+  ObjectStore store;
+  auto cm = resource(store, "", "v1", "configmaps");
+  json obj = store.create(cm, "default", a_configmap("a", {{"x", "n"}}));
+  std::vector<std::string> seen;
+  WatchRequest w;
+  w.from = store.resource_version();
+  w.labels = LabelSelectorQuery::parse("x=y");
+  w.deliver = [&](const WatchEvent& e) {
+    seen.push_back(e.type);
+    return true;
+  };
+  store.watch(cm, w);
+  for (const char* value : {"y", "y", "n"}) {
+    obj = store.get(cm, "default", "a");
+    obj["metadata"]["labels"]["x"] = value;
+    obj["data"]["k"] = std::string("v") + value + std::to_string(seen.size());
+    store.update(cm, "default", "a", obj, WritePart::kMain);
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"ADDED", "MODIFIED", "DELETED"}));
+}
+
 TEST(LabelSelectorQuery, rejects_malformed_selectors) {
   EXPECT_THROW(LabelSelectorQuery::parse("a in x"), ApiError);
   EXPECT_THROW(LabelSelectorQuery::parse("a,,b"), ApiError);
