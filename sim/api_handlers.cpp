@@ -41,6 +41,12 @@ bool wants_table(const Request& request) {
   return request.header("Accept").find("as=Table") != std::string_view::npos;
 }
 
+// One watch event per chunk, "type" before "object" and a newline after, byte-for-byte
+// the framing of the recorded kube-apiserver stream (fixtures/k8s/watch-list/).
+std::string watch_line(const std::string& type, const json& object) {
+  return "{\"type\":" + json(type).dump() + ",\"object\":" + object.dump() + "}\n";
+}
+
 const char* const kPatchTypes =
     "application/json-patch+json, application/merge-patch+json, "
     "application/strategic-merge-patch+json";
@@ -343,33 +349,34 @@ Response ApiHandlers::watch(const Request& request, const ResourceInfo& r, const
   const std::string include_object = request.query_param("includeObject");
 
   return Response::streaming(
-      200, "application/json",
-      [=, this, w = std::move(w)](std::shared_ptr<server::StreamSink> sink) mutable {
-        w.deliver = [sink, r, table, include_object](const WatchEvent& e) {
-          json object = e.object;
-          if (e.type == "BOOKMARK") {
-            object["kind"] = r.kind;
-            object["apiVersion"] = r.api_version();
-          } else {
-            object["apiVersion"] = r.api_version();
-            if (table)
-              object = to_table(r, {object}, object["metadata"].value("resourceVersion", ""),
-                                include_object, Clock::now());
-          }
-          return sink->write(json{{"type", e.type}, {"object", object}}.dump() + "\n");
-        };
-        uint64_t id = 0;
-        try {
-          id = store_.watch(r, std::move(w));
-        } catch (const ApiError& e) {
-          sink->write(json{{"type", "ERROR"}, {"object", e.status()}}.dump() + "\n");
-          sink->close();
-          return;
-        }
-        if (id == 0) return;  // the client went away during the replay
-        std::lock_guard<std::mutex> lock(watches_mu_);
-        watches_[id] = {sink, std::chrono::steady_clock::now() + timeout, bookmarks};
-      });
+             200, "application/json",
+             [=, this, w = std::move(w)](std::shared_ptr<server::StreamSink> sink) mutable {
+               w.deliver = [sink, r, table, include_object](const WatchEvent& e) {
+                 json object = e.object;
+                 if (e.type == "BOOKMARK") {
+                   object["kind"] = r.kind;
+                   object["apiVersion"] = r.api_version();
+                 } else {
+                   object["apiVersion"] = r.api_version();
+                   if (table)
+                     object = to_table(r, {object}, object["metadata"].value("resourceVersion", ""),
+                                       include_object, Clock::now());
+                 }
+                 return sink->write(watch_line(e.type, object));
+               };
+               uint64_t id = 0;
+               try {
+                 id = store_.watch(r, std::move(w));
+               } catch (const ApiError& e) {
+                 sink->write(watch_line("ERROR", e.status()));
+                 sink->close();
+                 return;
+               }
+               if (id == 0) return;  // the client went away during the replay
+               std::lock_guard<std::mutex> lock(watches_mu_);
+               watches_[id] = {sink, std::chrono::steady_clock::now() + timeout, bookmarks};
+             })
+      .with_header("Cache-Control", "no-cache, private");
 }
 
 void ApiHandlers::tick(bool send_bookmarks) {

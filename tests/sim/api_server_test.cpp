@@ -245,6 +245,28 @@ TEST_F(ApiServerTest, bad_input_never_gets_a_500) {
   }
 }
 
+TEST_F(ApiServerTest, watch_framing_matches_the_recorded_apiserver_stream) {
+  call_json("POST", kCms, configmap("f", "x"), 201);
+  Client watcher(api_.port(), api_.pki_dir() + "/ca.crt");
+  ASSERT_EQ(watcher.connect(), "");
+  watcher.write_raw(std::string("GET ") + kCms +
+                    "?watch=1&timeoutSeconds=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                    api_.token() + "\r\n\r\n");
+  const std::string raw = watcher.read_raw_until_closed(std::chrono::milliseconds(5000));
+  // As in fixtures/k8s/watch-list/client-go-golden/responses/events.http.
+  EXPECT_NE(raw.find("Content-Type: application/json\r\n"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("Transfer-Encoding: chunked\r\n"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("Cache-Control: no-cache, private\r\n"), std::string::npos) << raw;
+  const size_t body = raw.find("\r\n\r\n") + 4;
+  const size_t size_end = raw.find("\r\n", body);
+  const size_t chunk_size = std::stoul(raw.substr(body, size_end - body), nullptr, 16);
+  const std::string chunk = raw.substr(size_end + 2, chunk_size);
+  EXPECT_EQ(chunk.rfind(R"({"type":"ADDED","object":{)", 0), 0u) << chunk;
+  EXPECT_EQ(chunk.back(), '\n');
+  EXPECT_EQ(json::parse(chunk)["object"]["metadata"]["name"], "f");
+  EXPECT_NE(raw.find("\r\n0\r\n\r\n"), std::string::npos);  // ended by timeoutSeconds
+}
+
 TEST(ApiServerHistory, watch_from_a_compacted_version_gets_a_410_error_event) {
   ApiServerOptions options;
   options.history_limit = 2;
@@ -309,10 +331,9 @@ TEST(ApiServerBookmarks, watches_that_allow_bookmarks_get_them) {
               "x\r\nAuthorization: Bearer " +
               api.token() + "\r\n\r\n");
   const std::string raw = c.read_raw_until_closed(std::chrono::milliseconds(5000));
-  const std::string want = R"({"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{)"
-                           R"("resourceVersion":")" +
-                           std::to_string(api.store().resource_version()) +
-                           R"("}},"type":"BOOKMARK"})";
+  const std::string want = R"({"type":"BOOKMARK","object":{"apiVersion":"v1","kind":"ConfigMap",)"
+                           R"("metadata":{"resourceVersion":")" +
+                           std::to_string(api.store().resource_version()) + R"("}}})";
   EXPECT_NE(raw.find(want), std::string::npos) << raw;
   EXPECT_EQ(api.open_watches(), 0u);  // ended by timeoutSeconds
 }
