@@ -29,7 +29,8 @@ struct ResourceInfo {
   // True for resources that came from a CRD: they follow the CR rules (status dropped on
   // create when there is a status subresource, Table columns from the CRD).
   bool custom = false;
-  nlohmann::json printer_columns = nlohmann::json::array();  // additionalPrinterColumns
+  // additionalPrinterColumns for CRs; a few upstream-like columns for some built-ins.
+  nlohmann::json printer_columns = nlohmann::json::array();
 
   std::string api_version() const { return group.empty() ? version : group + "/" + version; }
   // "trainingjobs.commgate.io", "pods": how messages name the resource.

@@ -46,8 +46,13 @@ std::string required_string(const nlohmann::json& obj, const char* key, const ch
 
 ResourceRegistry::ResourceRegistry() {
   add(builtin("", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, {}, true));
+  resources_.back().printer_columns = {
+      {{"name", "Status"}, {"type", "string"}, {"jsonPath", ".status.phase"}}};
   add(builtin("", "v1", "nodes", "node", "Node", false, {"no"}, {}, true));
   add(builtin("", "v1", "pods", "pod", "Pod", true, {"po"}, {"all"}, true));
+  resources_.back().printer_columns = {
+      {{"name", "Status"}, {"type", "string"}, {"jsonPath", ".status.phase"}},
+      {{"name", "Node"}, {"type", "string"}, {"priority", 1}, {"jsonPath", ".spec.nodeName"}}};
   add(builtin("", "v1", "services", "service", "Service", true, {"svc"}, {"all"}, true));
   add(builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, {"cm"}));
   add(builtin("", "v1", "secrets", "secret", "Secret", true));

@@ -98,8 +98,9 @@ json to_table(const ResourceInfo& r, const std::vector<json>& objects,
                            "Name must be unique within a namespace. More info: "
                            "http://kubernetes.io/docs/user-guide/identifiers#names",
                            0));
-  json extra = r.custom ? r.printer_columns : json::array();
-  const bool default_age = extra.empty();
+  const json& extra = r.printer_columns;
+  // CRDs: Age only when they declare no columns (upstream); built-ins always end in Age.
+  const bool default_age = !r.custom || extra.empty();
   for (const auto& c : extra)
     columns.push_back(column(c.value("name", ""), c.value("type", "string"), c.value("format", ""),
                              c.value("description", ""), c.value("priority", 0)));

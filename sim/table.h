@@ -1,7 +1,8 @@
 // meta.k8s.io/v1 Table responses (Accept: application/json;as=Table;v=v1;g=meta.k8s.io),
 // which `kubectl get` prints. Custom resources: Name plus the CRD's
 // additionalPrinterColumns (Age only when the CRD declares none), as kube-apiserver's CR
-// table convertor does; built-ins: Name and Age (upstream prints more per kind).
+// table convertor does; built-ins: Name, the few columns the registry gives them
+// (namespaces: Status; pods: Status, Node), Age.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -260,7 +260,8 @@ TEST(KubectlBinary, commgate_sim_writes_a_kubeconfig_kubectl_uses) {
     Process get({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig, "get", "namespaces"},
                 (dir / "get.out").string());
     EXPECT_EQ(get.wait_exit(20s), 0) << get.output();
-    EXPECT_NE(get.output().find("kube-system"), std::string::npos) << get.output();
+    EXPECT_NE(get.output().find("kube-system   Active"), std::string::npos) << get.output();
+    EXPECT_EQ(get.output().rfind("NAME          STATUS   AGE", 0), 0u) << get.output();
   }
   std::filesystem::remove_all(dir);
 }
