@@ -116,8 +116,10 @@ class KubectlTest : public ::testing::Test {
     std::string output;
   };
   Result kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig", kubeconfig_,
-                                     "--request-timeout=10s"};
+    // --cache-dir: discovery cached per test, never in ~/.kube where a later run on the
+    // same port would read it.
+    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
+                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
     argv.insert(argv.end(), args.begin(), args.end());
     Process p(argv, dir_ + "/out-" + std::to_string(++calls_));
     const int code = p.wait_exit(20s);
@@ -197,7 +199,8 @@ TEST_F(KubectlTest, patch_status_scale_and_delete) {
 
 TEST_F(KubectlTest, get_watch_sees_a_change) {
   apply_example();
-  Process watch({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig_, "get", "tj", "-n", "vision", "-w"},
+  Process watch({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig_, "--cache-dir", dir_ + "/cache",
+                 "get", "tj", "-n", "vision", "-w"},
                 dir_ + "/watch.out");
   ASSERT_TRUE(watch.started());
   ASSERT_TRUE(eventually([&] { return watch.output().find("resnet-small") != std::string::npos; }))
@@ -257,7 +260,8 @@ TEST(KubectlBinary, commgate_sim_writes_a_kubeconfig_kubectl_uses) {
     ASSERT_TRUE(eventually([&] {
       return sim.output().find("listening on https://127.0.0.1:") != std::string::npos;
     })) << sim.output();
-    Process get({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig, "get", "namespaces"},
+    Process get({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig, "--cache-dir",
+                 (dir / "cache").string(), "get", "namespaces"},
                 (dir / "get.out").string());
     EXPECT_EQ(get.wait_exit(20s), 0) << get.output();
     EXPECT_NE(get.output().find("kube-system   Active"), std::string::npos) << get.output();
