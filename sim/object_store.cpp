@@ -200,8 +200,9 @@ json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json obje
   meta.erase("deletionTimestamp");
   object["apiVersion"] = r.api_version();
   object["kind"] = r.kind;
-  // Custom resources with a status subresource ignore .status on create (the CR strategy).
-  if (r.custom && r.status_subresource) object.erase("status");
+  // Where a status subresource exists, .status is not the creator's to set (the create
+  // strategies of CRs, pods, jobs, CRDs reset it).
+  if (r.status_subresource) object.erase("status");
   if (r.storage_key() == "/namespaces") object["status"] = {{"phase", "Active"}};
   if (r.storage_key() == "apiextensions.k8s.io/customresourcedefinitions")
     on_crd_written_locked(object);
@@ -387,24 +388,28 @@ void ObjectStore::on_crd_written_locked(json& crd) {
     throw invalid(crd_resource, name, "metadata.name", "FieldValueInvalid",
                   "Invalid value: \"" + name + "\": must be spec.names.plural+\".\"+spec.group");
   registry_.set_crd(name, resources);
-  // No CRD controller: names are accepted and the CRD is Established at once.
-  const std::string now = format_rfc3339(options_.clock());
+  // No CRD controller: names are accepted and the CRD is Established at once. Conditions
+  // already there are kept, so that re-applying an unchanged CRD is a no-op.
   json stored_versions = json::array();
   for (const auto& v : spec["versions"])
     if (v.value("storage", false)) stored_versions.push_back(v.value("name", ""));
-  crd["status"] = {{"acceptedNames", spec["names"]},
-                   {"storedVersions", stored_versions},
-                   {"conditions",
-                    {{{"type", "NamesAccepted"},
-                      {"status", "True"},
-                      {"reason", "NoConflicts"},
-                      {"message", "no conflicts found"},
-                      {"lastTransitionTime", now}},
-                     {{"type", "Established"},
-                      {"status", "True"},
-                      {"reason", "InitialNamesAccepted"},
-                      {"message", "the initial names have been accepted"},
-                      {"lastTransitionTime", now}}}}};
+  if (!crd.contains("status") || !crd["status"].is_object()) crd["status"] = json::object();
+  json& status = crd["status"];
+  status["acceptedNames"] = spec["names"];
+  status["storedVersions"] = stored_versions;
+  if (!status.contains("conditions")) {
+    const std::string now = format_rfc3339(options_.clock());
+    status["conditions"] = {{{"type", "NamesAccepted"},
+                             {"status", "True"},
+                             {"reason", "NoConflicts"},
+                             {"message", "no conflicts found"},
+                             {"lastTransitionTime", now}},
+                            {{"type", "Established"},
+                             {"status", "True"},
+                             {"reason", "InitialNamesAccepted"},
+                             {"message", "the initial names have been accepted"},
+                             {"lastTransitionTime", now}}};
+  }
 }
 
 void ObjectStore::on_crd_removed_locked(const json& crd) {

@@ -165,7 +165,11 @@ TEST_F(KubectlTest, apply_crd_and_trainingjob_then_get_shows_printer_columns) {
   EXPECT_TRUE(
       obj["metadata"]["annotations"].contains("kubectl.kubernetes.io/last-applied-configuration"));
 
-  // A second apply of the same file is a no-op patch.
+  // A second apply of the same files is a no-op patch.
+  Result crd_again = kubectl(
+      {"apply", "-f", std::string(COMMGATE_SOURCE_DIR) + "/crds/trainingjobs.commgate.io.yaml"});
+  EXPECT_NE(crd_again.output.find("trainingjobs.commgate.io unchanged"), std::string::npos)
+      << crd_again.output;
   Result again = kubectl(
       {"apply", "-f", std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml"});
   EXPECT_NE(again.output.find("resnet-small unchanged"), std::string::npos) << again.output;
