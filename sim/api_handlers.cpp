@@ -197,7 +197,10 @@ Response ApiHandlers::dispatch(const Request& request) {
   const bool get = request.method == "GET" || request.method == "HEAD";
   if (get && request.path == "/version") return object_response(200, version_document());
   if (get && parts.size() == 1 && parts[0] == "api")
-    return object_response(200, core_versions_document(options_.server_address));
+    // serverAddressByClientCIDRs: the address the client reached us at.
+    return object_response(
+        200, core_versions_document(request.has_header("Host") ? std::string(request.header("Host"))
+                                                               : "127.0.0.1"));
   if (get && parts.size() == 1 && parts[0] == "apis")
     return object_response(200, group_list_document(store_.registry()));
   if (get && parts.size() == 2 && parts[0] == "api") {

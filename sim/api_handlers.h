@@ -17,8 +17,7 @@
 namespace commgate::sim {
 
 struct ApiHandlerOptions {
-  std::string token;           // required "Authorization: Bearer <token>"; "" disables auth
-  std::string server_address;  // "127.0.0.1:PORT", for /api's serverAddressByClientCIDRs
+  std::string token;  // required "Authorization: Bearer <token>"; "" disables auth
   std::chrono::seconds default_watch_timeout{1800};
 };
 
@@ -33,7 +32,6 @@ class ApiHandlers {
   // with `send_bookmarks`, sends a BOOKMARK to the watches that allowed them.
   void tick(bool send_bookmarks);
   std::size_t open_watches() const;
-  void set_server_address(std::string address) { options_.server_address = std::move(address); }
 
  private:
   struct ActiveWatch {

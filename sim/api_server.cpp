@@ -40,7 +40,7 @@ ApiServer::ApiServer(ApiServerOptions options)
       token_(options.token.empty() ? random_token() : options.token),
       pki_(make_serving_pki()),
       store_(store_options(options)),
-      handlers_(store_, ApiHandlerOptions{token_, "", std::chrono::seconds(1800)}) {
+      handlers_(store_, ApiHandlerOptions{token_, std::chrono::seconds(1800)}) {
   std::string templ = (std::filesystem::temp_directory_path() / "commgate-sim-XXXXXX").string();
   if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = templ;
@@ -66,7 +66,6 @@ void ApiServer::start() {
   router.add("*", "/*", [this](const server::Request& r) { return handlers_.handle(r); });
   server_ = std::make_unique<server::Server>(std::move(so), std::move(router));
   server_->start();
-  handlers_.set_server_address("127.0.0.1:" + std::to_string(server_->port()));
   stopping_ = false;
   ticker_ = std::thread([this] { ticker(); });
 }
