@@ -310,7 +310,8 @@ TEST(Decision, status_table_stays_small_for_huge_jobs) {
   EXPECT_LT(j.dump().size(), 64u * 1024);
   std::set<int> rows;
   for (const auto& r : j["predictions"]) rows.insert(r["nodes"].get<int>());
-  for (int n : {1, 2, 8, 1024, 8192, 9999, 10000, d.admitted_nodes}) EXPECT_TRUE(rows.count(n)) << n;
+  for (int n : {1, 2, 8, 1024, 8192, 9999, 10000, d.admitted_nodes})
+    EXPECT_TRUE(rows.count(n)) << n;
 }
 
 TEST(PolicySelection, policy_ref_wins_then_strictest_matching_then_default) {
