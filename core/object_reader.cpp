@@ -15,7 +15,7 @@ std::string describe_json(const Json& value) {
       return value.get<bool>() ? "boolean true" : "boolean false";
     case Json::value_t::string: {
       std::string s = value.get<std::string>();
-      if (s.size() > 40) s = s.substr(0, 37) + "...";
+      if (s.size() > 40) s.replace(37, std::string::npos, "...");
       return "string \"" + s + "\"";
     }
     case Json::value_t::number_integer:
