@@ -1,104 +1,21 @@
 #include "sim/pki.h"
 
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
-
-#include <memory>
+#include <chrono>
 #include <random>
-#include <stdexcept>
+
+#include "core/server/pki.h"
 
 namespace commgate::sim {
-namespace {
-
-struct KeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct CertFree {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
-using Cert = std::unique_ptr<X509, CertFree>;
-using Bio = std::unique_ptr<BIO, BioFree>;
-
-void check(bool ok, const char* what) {
-  if (!ok) throw std::runtime_error(std::string("openssl: ") + what + " failed");
-}
-
-Key make_key() {
-  Key key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
-  check(key != nullptr, "EVP_PKEY_Q_keygen");
-  return key;
-}
-
-void add_ext(X509* cert, X509V3_CTX* ctx, int nid, const char* value) {
-  X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, ctx, nid, value);
-  check(ext != nullptr, "X509V3_EXT_conf_nid");
-  X509_add_ext(cert, ext, -1);
-  X509_EXTENSION_free(ext);
-}
-
-Cert make_cert(EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key, const char* cn, bool ca) {
-  Cert x(X509_new());
-  check(x != nullptr, "X509_new");
-  X509_set_version(x.get(), 2);
-  // Random serials: a client that cached an earlier run's CA must not mistake ours for it.
-  ASN1_INTEGER_set(X509_get_serialNumber(x.get()), static_cast<long>(std::random_device{}() >> 1));
-  X509_gmtime_adj(X509_getm_notBefore(x.get()), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(x.get()), 365L * 86400);
-  X509_set_pubkey(x.get(), key);
-  X509_NAME* name = X509_get_subject_name(x.get());
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn),
-                             -1, -1, 0);
-  X509_set_issuer_name(x.get(), issuer != nullptr ? X509_get_subject_name(issuer) : name);
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, issuer != nullptr ? issuer : x.get(), x.get(), nullptr, nullptr, 0);
-  if (ca) {
-    add_ext(x.get(), &ctx, NID_basic_constraints, "critical,CA:TRUE");
-    add_ext(x.get(), &ctx, NID_key_usage, "critical,keyCertSign,cRLSign");
-    add_ext(x.get(), &ctx, NID_subject_key_identifier, "hash");
-  } else {
-    add_ext(x.get(), &ctx, NID_basic_constraints, "CA:FALSE");
-    add_ext(x.get(), &ctx, NID_key_usage, "critical,digitalSignature,keyEncipherment");
-    add_ext(x.get(), &ctx, NID_ext_key_usage, "serverAuth");
-    add_ext(x.get(), &ctx, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost");
-  }
-  check(X509_sign(x.get(), issuer_key, EVP_sha256()) > 0, "X509_sign");
-  return x;
-}
-
-std::string bio_string(BIO* bio) {
-  char* data = nullptr;
-  const long n = BIO_get_mem_data(bio, &data);
-  return std::string(data, static_cast<size_t>(n));
-}
-
-std::string cert_pem(X509* x) {
-  Bio bio(BIO_new(BIO_s_mem()));
-  check(bio && PEM_write_bio_X509(bio.get(), x) == 1, "PEM_write_bio_X509");
-  return bio_string(bio.get());
-}
-
-std::string key_pem(EVP_PKEY* k) {
-  Bio bio(BIO_new(BIO_s_mem()));
-  check(bio && PEM_write_bio_PrivateKey(bio.get(), k, nullptr, nullptr, 0, nullptr, nullptr) == 1,
-        "PEM_write_bio_PrivateKey");
-  return bio_string(bio.get());
-}
-
-}  // namespace
 
 ServingPki make_serving_pki() {
-  Key ca_key = make_key();
-  Cert ca = make_cert(ca_key.get(), nullptr, ca_key.get(), "commgate-sim CA", true);
-  Key key = make_key();
-  Cert cert = make_cert(key.get(), ca.get(), ca_key.get(), "commgate-sim apiserver", false);
-  return {cert_pem(ca.get()), cert_pem(cert.get()), key_pem(key.get())};
+  // Random serials: a client that cached an earlier run's CA must not mistake ours for it.
+  std::random_device random;
+  auto serial = [&] { return static_cast<long>(random() >> 1); };
+  const std::chrono::seconds year(365L * 86400);
+  server::CertificateAuthority ca("commgate-sim CA", serial(), year);
+  server::IssuedCertificate serving =
+      ca.issue_serving_cert("commgate-sim apiserver", serial(), year);
+  return {ca.cert_pem(), serving.cert_pem, serving.key_pem};
 }
 
 }  // namespace commgate::sim

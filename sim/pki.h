@@ -1,6 +1,7 @@
 // The sim's own certificate authority and serving certificate, made at start-up with
-// OpenSSL's C API (as tests/server/test_pki does): nothing secret is ever committed, and
-// the kubeconfig carries the CA so that clients verify the server as with a real cluster.
+// OpenSSL's C API (core/server/pki.h, as the tests' certificates are): nothing secret is
+// ever committed, and the kubeconfig carries the CA so that clients verify the server as
+// with a real cluster.
 #pragma once
 
 #include <string>
