@@ -62,36 +62,36 @@ class UsageError : public std::runtime_error {
 Options parse_args(const std::vector<std::string>& args) {
   Options o;
   for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const char* flag) -> std::string {
-      // Both "--flag value" and "--flag=value".
-      std::string prefix = std::string(flag) + "=";
-      if (a.rfind(prefix, 0) == 0) return a.substr(prefix.size());
-      if (i + 1 >= args.size()) throw UsageError(std::string(flag) + " needs a value");
+    // Both "--flag value" and "--flag=value": split the flag from an inline value once.
+    const std::string& arg = args[i];
+    const size_t eq =
+        arg.rfind("--", 0) == 0 || arg.rfind("-f=", 0) == 0 || arg.rfind("-o=", 0) == 0
+            ? arg.find('=')
+            : std::string::npos;
+    const std::string flag = arg.substr(0, eq);
+    auto value = [&]() -> std::string {
+      if (eq != std::string::npos) return arg.substr(eq + 1);
+      if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
       return args[++i];
     };
-    auto is = [&](const char* flag) {
-      return a == flag || a.rfind(std::string(flag) + "=", 0) == 0;
-    };
-    if (a == "-h" || a == "--help")
+    if (flag == "-h" || flag == "--help") {
       o.help = true;
-    else if (is("-f") || is("--filename"))
-      o.job_files.push_back(
-          value(a.rfind("-f", 0) == 0 && a.rfind("--", 0) != 0 ? "-f" : "--filename"));
-    else if (is("--policy"))
-      o.policy_file = value("--policy");
-    else if (is("--measurement"))
-      o.measurement_file = value("--measurement");
-    else if (is("--probe"))
-      o.probe.probe_path = value("--probe");
-    else if (is("--now"))
-      o.now = value("--now");
-    else if (is("--user"))
-      o.requester.username = value("--user");
-    else if (is("--group"))
-      o.requester.groups.push_back(value("--group"));
-    else if (is("--local-ranks")) {
-      std::string v = value("--local-ranks");
+    } else if (flag == "-f" || flag == "--filename") {
+      o.job_files.push_back(value());
+    } else if (flag == "--policy") {
+      o.policy_file = value();
+    } else if (flag == "--measurement") {
+      o.measurement_file = value();
+    } else if (flag == "--probe") {
+      o.probe.probe_path = value();
+    } else if (flag == "--now") {
+      o.now = value();
+    } else if (flag == "--user") {
+      o.requester.username = value();
+    } else if (flag == "--group") {
+      o.requester.groups.push_back(value());
+    } else if (flag == "--local-ranks") {
+      std::string v = value();
       try {
         size_t used = 0;
         o.probe.ranks = std::stoi(v, &used);
@@ -100,13 +100,13 @@ Options parse_args(const std::vector<std::string>& args) {
       } catch (const std::exception&) {
         throw UsageError("--local-ranks must be an integer from 2 to 16, got \"" + v + "\"");
       }
-    } else if (is("-o") || is("--output")) {
-      o.output = value(a.rfind("--", 0) == 0 ? "--output" : "-o");
+    } else if (flag == "-o" || flag == "--output") {
+      o.output = value();
       if (o.output != "table" && o.output != "json") {
         throw UsageError("--output must be table or json, got \"" + o.output + "\"");
       }
     } else {
-      throw UsageError("unknown argument \"" + a + "\"");
+      throw UsageError("unknown argument \"" + arg + "\"");
     }
   }
   if (!o.help && o.job_files.empty()) throw UsageError("-f JOB.yaml is required");
