@@ -73,7 +73,7 @@ class WebhookProcess {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
-    reader_.join();
+    if (reader_.joinable()) reader_.join();
   }
   std::string log() const {
     std::lock_guard lock(mu_);
@@ -105,8 +105,12 @@ class WebhookProcess {
     kill(pid_, SIGTERM);
     return wait_for_exit();
   }
+  // Once the process has exited, its stderr is read to the end before this returns, so
+  // log() holds everything it wrote.
   int wait_for_exit() {
-    return wait_until([&] { return exited(); }, 15s) ? exit_code_ : -1;
+    if (!wait_until([&] { return exited(); }, 15s)) return -1;
+    if (reader_.joinable()) reader_.join();
+    return exit_code_;
   }
 
  private:
