@@ -184,7 +184,6 @@ Decision decide(const DecisionInput& in) {
   inputs.gradient_bytes = in.job->spec.model.gradient_bytes();
   inputs.procs_per_node = job.num_proc_per_node;
   d.predictions = predict_table(inputs, job.num_nodes);
-  d.fit_poor = m->link.poor;
   for (const auto& p : d.predictions) {
     if (meets_policy(p, policy)) d.largest_passing_nodes = p.nodes;
   }

@@ -63,7 +63,6 @@ struct Decision {
   std::string policy_name;
   // Predictions for 1..requested nodes; empty without a usable measurement.
   std::vector<StepPrediction> predictions;
-  bool fit_poor = false;
 
   const StepPrediction* prediction_for(int nodes) const;
 };

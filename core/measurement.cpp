@@ -54,7 +54,6 @@ Measurement measurement_from_probe(const ProbeResult& r, const ModelSpec& model,
   m.nodes_probed = r.nodes;
   m.procs_per_node = r.procs_per_node;
   m.link = r.fit;
-  m.largest_algbw_gbps = r.allreduce.empty() ? 0 : r.allreduce.back().algbw_gbps;
   m.backend = r.backend;
   m.transport = r.transport;
   m.interface_name = r.interface_name;
@@ -88,7 +87,6 @@ std::optional<Measurement> measurement_from_profile(const CommProfile& p, const 
   m.link.max_relative_residual = l.max_relative_residual;
   m.link.poor = l.poor;
   m.link.note = l.note;
-  m.largest_algbw_gbps = l.algbw_gbps;
   m.backend = p.status.backend;
   m.transport = p.status.transport;
   m.interface_name = p.status.interface_name;

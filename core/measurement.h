@@ -21,7 +21,6 @@ struct Measurement {
   int nodes_probed = 0;
   int procs_per_node = 1;
   LinkFit link;
-  double largest_algbw_gbps = 0;
   std::string backend, transport, interface_name, device, gpu_product;
 
   std::optional<ComputeProfile> compute;
