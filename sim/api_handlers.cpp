@@ -405,6 +405,18 @@ void ApiHandlers::tick(bool send_bookmarks) {
   if (!bookmark_ids.empty()) store_.send_bookmarks(bookmark_ids);
 }
 
+void ApiHandlers::close_all_watches() {
+  std::map<uint64_t, ActiveWatch> ended;
+  {
+    std::lock_guard<std::mutex> lock(watches_mu_);
+    ended.swap(watches_);
+  }
+  for (auto& [id, w] : ended) {
+    store_.unwatch(id);
+    w.sink->close();
+  }
+}
+
 std::size_t ApiHandlers::open_watches() const {
   std::lock_guard<std::mutex> lock(watches_mu_);
   return watches_.size();

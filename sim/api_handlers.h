@@ -32,6 +32,9 @@ class ApiHandlers {
   // with `send_bookmarks`, sends a BOOKMARK to the watches that allowed them.
   void tick(bool send_bookmarks);
   std::size_t open_watches() const;
+  // Ends every open watch stream now, cleanly (the last chunk), as an apiserver that
+  // sheds load or restarts does; clients must watch again from their last version.
+  void close_all_watches();
 
  private:
   struct ActiveWatch {

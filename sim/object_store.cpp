@@ -429,6 +429,12 @@ void ObjectStore::on_crd_removed_locked(const json& crd) {
   }
 }
 
+void ObjectStore::compact_history() {
+  std::lock_guard<std::mutex> lock(mu_);
+  history_.clear();
+  compacted_rv_ = rv_;
+}
+
 uint64_t ObjectStore::watch(const ResourceInfo& r, WatchRequest request) {
   std::lock_guard<std::mutex> lock(mu_);
   if (request.from) {

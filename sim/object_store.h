@@ -89,6 +89,9 @@ class ObjectStore {
   std::size_t watch_count() const;
 
   uint64_t resource_version() const;
+  // Forgets every change kept for watches, as etcd compaction does: a watch from any
+  // version older than the current one then gets 410 Expired (fault injection).
+  void compact_history();
   // A copy: discovery reads it without holding the lock while it formats.
   ResourceRegistry registry() const;
   // Finds a resource by group, version and plural as the registry knows it now.
