@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -56,18 +57,29 @@ ApiServer::~ApiServer() {
 }
 
 void ApiServer::start() {
+  start_serving(options_.port);
+  stopping_ = false;
+  ticker_ = std::thread([this] { ticker(); });
+}
+
+void ApiServer::start_serving(uint16_t port) {
   server::ServerOptions so;
-  so.port = options_.port;
+  so.port = port;
   so.tls = server::TlsFiles{dir_ + "/tls.crt", dir_ + "/tls.key"};
   so.threads = 2;
   so.shutdown_timeout = std::chrono::milliseconds(2000);
   so.idle_timeout = std::chrono::milliseconds(300'000);
   server::Router router;
-  router.add("*", "/*", [this](const server::Request& r) { return handlers_.handle(r); });
+  router.post("/sim/faults", [this](const server::Request& r) { return handle_fault_request(r); });
+  router.add("*", "/*", [this](const server::Request& r) {
+    if (auto failure = faults_.intercept(r)) return std::move(*failure);
+    const auto delay = faults_.response_delay();
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    return handlers_.handle(r);
+  });
   server_ = std::make_unique<server::Server>(std::move(so), std::move(router));
   server_->start();
-  stopping_ = false;
-  ticker_ = std::thread([this] { ticker(); });
+  port_ = server_->port();
 }
 
 void ApiServer::stop() {
@@ -77,7 +89,100 @@ void ApiServer::stop() {
   }
   tick_cv_.notify_all();
   if (ticker_.joinable()) ticker_.join();
+  {
+    std::lock_guard<std::mutex> lock(restarter_mu_);
+    if (restarter_.joinable()) restarter_.join();
+  }
+  std::lock_guard<std::mutex> lock(restart_mu_);
   if (server_) server_->stop();
+}
+
+void ApiServer::close_all_watches() {
+  handlers_.close_all_watches();
+}
+
+void ApiServer::fail_next_requests(int n, int status, std::chrono::seconds retry_after,
+                                   const std::string& path_contains) {
+  faults_.fail_next_requests(RequestFailure{n, status, retry_after, path_contains});
+}
+
+void ApiServer::set_response_delay(std::chrono::milliseconds delay) {
+  faults_.set_response_delay(delay);
+}
+
+void ApiServer::compact_history() {
+  store_.compact_history();
+}
+
+void ApiServer::restart(bool keep_history) {
+  std::lock_guard<std::mutex> lock(restart_mu_);
+  if (!server_) return;
+  const uint16_t port = server_->port();
+  server_->stop();  // drops every connection, watches included
+  handlers_.close_all_watches();
+  if (!keep_history) store_.compact_history();
+  start_serving(port);
+}
+
+// POST /sim/faults, authenticated like the API, with one JSON object:
+//   {"closeWatches": true}
+//   {"failNext": {"count": 3, "code": 429, "retryAfterSeconds": 1, "pathContains": "/watch"}}
+//   {"delayMs": 200}
+//   {"compactHistory": true}
+//   {"restart": {"keepHistory": false}}
+// Several keys may be combined; they apply in the order listed here. A restart happens
+// after the reply is sent (its connection is one of those dropped).
+server::Response ApiServer::handle_fault_request(const server::Request& request) {
+  const auto status_reply = [](int code, const std::string& message) {
+    nlohmann::json body = {{"kind", "Status"},
+                           {"apiVersion", "v1"},
+                           {"message", message},
+                           {"status", code < 300 ? "Success" : "Failure"},
+                           {"code", code}};
+    return server::Response::json(code, body.dump());
+  };
+  if (request.header("Authorization") != "Bearer " + token_)
+    return status_reply(401, "Unauthorized");
+  bool close_watches = false, compact = false, restart_wanted = false, keep = true;
+  std::optional<std::chrono::milliseconds> delay;
+  std::optional<RequestFailure> failure;
+  try {
+    const nlohmann::json spec = nlohmann::json::parse(request.body);
+    if (!spec.is_object()) return status_reply(400, "body: must be a JSON object");
+    if (spec.contains("failNext")) {
+      const auto& f = spec.at("failNext");
+      failure = RequestFailure{f.value("count", 1), f.value("code", 500),
+                               std::chrono::seconds(f.value("retryAfterSeconds", 1)),
+                               f.value("pathContains", std::string())};
+      if (failure->status != 500 && failure->status != 429 && failure->status != 503)
+        return status_reply(400, "failNext.code: must be 500, 429 or 503");
+    }
+    close_watches = spec.value("closeWatches", false);
+    if (spec.contains("delayMs"))
+      delay = std::chrono::milliseconds(spec.at("delayMs").get<int64_t>());
+    compact = spec.value("compactHistory", false);
+    if (spec.contains("restart")) {
+      restart_wanted = true;
+      keep = spec.at("restart").value("keepHistory", true);
+    }
+  } catch (const std::exception& e) {
+    return status_reply(400, std::string("body: ") + e.what());
+  }
+  if (failure) faults_.fail_next_requests(*failure);
+  if (close_watches) close_all_watches();
+  if (delay) faults_.set_response_delay(*delay);
+  if (compact) compact_history();
+  if (restart_wanted) {
+    if (restarting_.exchange(true)) return status_reply(409, "a restart is already under way");
+    std::lock_guard<std::mutex> lock(restarter_mu_);
+    if (restarter_.joinable()) restarter_.join();  // the previous one, finished
+    restarter_ = std::thread([this, keep] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the reply go out
+      restart(keep);
+      restarting_ = false;
+    });
+  }
+  return status_reply(200, "ok");
 }
 
 void ApiServer::ticker() {
@@ -94,7 +199,7 @@ void ApiServer::ticker() {
 }
 
 uint16_t ApiServer::port() const {
-  return server_ ? server_->port() : 0;
+  return port_;
 }
 
 std::string ApiServer::url() const {

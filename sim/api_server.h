@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "sim/api_handlers.h"
+#include "sim/faults.h"
 #include "sim/object_store.h"
 #include "sim/pki.h"
 
@@ -51,8 +52,30 @@ class ApiServer {
   ObjectStore& store() { return store_; }
   std::size_t open_watches() const { return handlers_.open_watches(); }
 
+  // Fault injection (docs/testing.md). The commgate-sim binary offers the same through
+  // `POST /sim/faults` (see handle_fault_request).
+  //
+  // Ends every open watch cleanly; clients must watch again from their last version.
+  void close_all_watches();
+  // The next `n` API requests (those whose path contains `path_contains`, when given) fail
+  // with `status` (500, 429 or 503; 429/503 carry Retry-After).
+  void fail_next_requests(int n, int status,
+                          std::chrono::seconds retry_after = std::chrono::seconds{1},
+                          const std::string& path_contains = "");
+  // Every API response waits this long first (0: none).
+  void set_response_delay(std::chrono::milliseconds delay);
+  // Forgets the store's change history: a watch from any older version gets 410 Expired.
+  void compact_history();
+  // Stops serving (every connection and watch drops), then serves again on the same port
+  // with the same objects. Without `keep_history` the history is compacted too, as after
+  // an etcd compaction during the outage, so clients must relist.
+  void restart(bool keep_history);
+  uint64_t injected_failures() const { return faults_.failed_requests(); }
+
  private:
   void ticker();
+  void start_serving(uint16_t port);
+  server::Response handle_fault_request(const server::Request& request);
 
   ApiServerOptions options_;
   std::string token_;
@@ -60,6 +83,12 @@ class ApiServer {
   std::string dir_;
   ObjectStore store_;
   ApiHandlers handlers_;
+  FaultInjector faults_;
+  std::mutex restart_mu_;  // one restart at a time; guards server_ replacement
+  std::atomic<uint16_t> port_{0};
+  std::atomic<bool> restarting_{false};
+  std::mutex restarter_mu_;  // guards restarter_
+  std::thread restarter_;    // a restart asked for over HTTP runs here, after the reply
   std::unique_ptr<server::Server> server_;
   std::thread ticker_;
   std::mutex tick_mu_;
