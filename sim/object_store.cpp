@@ -161,7 +161,7 @@ void ObjectStore::record_locked(const ResourceInfo& r, const std::string& type, 
   }
 }
 
-json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json object) {
+json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json object, bool dry_run) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!object.is_object()) throw bad_request("the body must be a JSON object");
   if (!object.contains("metadata") || !object["metadata"].is_object())
@@ -205,7 +205,10 @@ json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json obje
   if (r.status_subresource) object.erase("status");
   if (r.storage_key() == "/namespaces") object["status"] = {{"phase", "Active"}};
   if (r.storage_key() == "apiextensions.k8s.io/customresourcedefinitions")
-    on_crd_written_locked(object);
+    crd_written_locked(object, dry_run);
+  // A dry run stores nothing, so the object has no resourceVersion yet (as upstream's
+  // DryRunnableStorage returns it).
+  if (dry_run) return object;
 
   meta["resourceVersion"] = std::to_string(++rv_);
   objects_[r.storage_key()][object_key(r.namespaced ? ns : "", name)] = object;
@@ -250,24 +253,25 @@ ListResult ObjectStore::list(const ResourceInfo& r, const std::string& ns,
 }
 
 json ObjectStore::update(const ResourceInfo& r, const std::string& ns, const std::string& name,
-                         json object, WritePart part) {
+                         json object, WritePart part, bool dry_run) {
   std::lock_guard<std::mutex> lock(mu_);
-  return write_locked(r, ns, name, std::move(object), part, true);
+  return write_locked(r, ns, name, std::move(object), part, true, dry_run);
 }
 
 json ObjectStore::mutate(const ResourceInfo& r, const std::string& ns, const std::string& name,
-                         WritePart part, const std::function<json(const json&)>& change) {
+                         WritePart part, const std::function<json(const json&)>& change,
+                         bool dry_run) {
   std::lock_guard<std::mutex> lock(mu_);
   const json* current = find_locked(r, ns, name);
   if (current == nullptr) throw not_found(r, name);
   json next = change(*current);
   // A patch that names a resourceVersion is a precondition, as upstream.
-  return write_locked(r, ns, name, std::move(next), part, true);
+  return write_locked(r, ns, name, std::move(next), part, true, dry_run);
 }
 
 json ObjectStore::write_locked(const ResourceInfo& r, const std::string& ns,
                                const std::string& name, json object, WritePart part,
-                               bool check_version) {
+                               bool check_version, bool dry_run) {
   if (!object.is_object()) throw bad_request("the body must be a JSON object");
   const json* current_ptr = find_locked(r, ns, name);
   if (current_ptr == nullptr) throw not_found(r, name);
@@ -320,7 +324,7 @@ json ObjectStore::write_locked(const ResourceInfo& r, const std::string& ns,
   next["apiVersion"] = r.api_version();
   next["kind"] = r.kind;
   if (r.storage_key() == "apiextensions.k8s.io/customresourcedefinitions")
-    on_crd_written_locked(next);
+    crd_written_locked(next, dry_run);
   json probe = next, before = current;
   probe["metadata"].erase("resourceVersion");
   before["metadata"].erase("resourceVersion");
@@ -329,6 +333,8 @@ json ObjectStore::write_locked(const ResourceInfo& r, const std::string& ns,
     // A no-op write keeps the version and sends no event, as upstream.
     return current;
   }
+  // A dry run answers what would be stored, at the version it would replace.
+  if (dry_run) return next;
   next["metadata"]["resourceVersion"] = std::to_string(++rv_);
   json previous = current;  // `current` refers to the slot the next line overwrites
   objects_[r.storage_key()][object_key(r.namespaced ? ns : "", name)] = next;
@@ -365,6 +371,20 @@ json ObjectStore::remove_locked(const ResourceInfo& r, const std::string& ns,
   if (r.storage_key() == "apiextensions.k8s.io/customresourcedefinitions")
     on_crd_removed_locked(gone);
   return gone;
+}
+
+void ObjectStore::crd_written_locked(json& crd, bool dry_run) {
+  if (!dry_run) return on_crd_written_locked(crd);
+  // Validated and given its status as for real, but the resources it would add are not
+  // served: the registry is put back as it was.
+  ResourceRegistry saved = registry_;
+  try {
+    on_crd_written_locked(crd);
+  } catch (...) {
+    registry_ = std::move(saved);
+    throw;
+  }
+  registry_ = std::move(saved);
 }
 
 void ObjectStore::on_crd_written_locked(json& crd) {

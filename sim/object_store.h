@@ -65,18 +65,23 @@ class ObjectStore {
   ObjectStore() : ObjectStore(Options{}) {}
   explicit ObjectStore(Options options);
 
-  // Each throws ApiError with the Status kube-apiserver would answer.
-  nlohmann::json create(const ResourceInfo& r, const std::string& ns, nlohmann::json object);
+  // Each throws ApiError with the Status kube-apiserver would answer. With `dry_run`
+  // (?dryRun=All), create, update and mutate run every check and default and return the
+  // object that would be stored, but store nothing: no resourceVersion bump, no watch
+  // event, no resource served for a CRD.
+  nlohmann::json create(const ResourceInfo& r, const std::string& ns, nlohmann::json object,
+                        bool dry_run = false);
   nlohmann::json get(const ResourceInfo& r, const std::string& ns, const std::string& name) const;
   ListResult list(const ResourceInfo& r, const std::string& ns, const ListOptions& options) const;
   // PUT: 409 when object's metadata.resourceVersion is set and not the current one.
   nlohmann::json update(const ResourceInfo& r, const std::string& ns, const std::string& name,
-                        nlohmann::json object, WritePart part);
+                        nlohmann::json object, WritePart part, bool dry_run = false);
   // PATCH: `change` maps the current object to the new one, under the lock (no lost
   // updates). The result is then written as update() writes it.
   nlohmann::json mutate(const ResourceInfo& r, const std::string& ns, const std::string& name,
                         WritePart part,
-                        const std::function<nlohmann::json(const nlohmann::json&)>& change);
+                        const std::function<nlohmann::json(const nlohmann::json&)>& change,
+                        bool dry_run = false);
   nlohmann::json remove(const ResourceInfo& r, const std::string& ns, const std::string& name);
 
   // Registers a watch; returns its id. Throws ApiError 410 when `from` is older than the
@@ -112,11 +117,14 @@ class ObjectStore {
   using Objects = std::map<std::string, nlohmann::json>;  // "ns/name" -> object
 
   nlohmann::json write_locked(const ResourceInfo& r, const std::string& ns, const std::string& name,
-                              nlohmann::json object, WritePart part, bool check_version);
+                              nlohmann::json object, WritePart part, bool check_version,
+                              bool dry_run = false);
   nlohmann::json remove_locked(const ResourceInfo& r, const std::string& ns,
                                const std::string& name);
   void record_locked(const ResourceInfo& r, const std::string& type, const nlohmann::json& obj,
                      const nlohmann::json& previous = nullptr);
+  // on_crd_written_locked, or for a dry run the same checks with the registry unchanged.
+  void crd_written_locked(nlohmann::json& crd, bool dry_run);
   void on_crd_written_locked(nlohmann::json& crd);
   void on_crd_removed_locked(const nlohmann::json& crd);
   const nlohmann::json* find_locked(const ResourceInfo& r, const std::string& ns,

@@ -42,7 +42,8 @@ void add_ext(X509* cert, X509V3_CTX* ctx, int nid, const char* value) {
 
 // A self-signed CA certificate when `issuer` is null, else a serving certificate.
 Cert make_cert(EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key, long serial,
-               const std::string& cn, std::chrono::seconds validity) {
+               const std::string& cn, std::chrono::seconds validity,
+               const std::vector<std::string>& extra_dns_names = {}) {
   const bool ca = issuer == nullptr;
   Cert x(X509_new());
   check(x != nullptr, "X509_new");
@@ -66,7 +67,14 @@ Cert make_cert(EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key, long serial,
     add_ext(x.get(), &ctx, NID_basic_constraints, "CA:FALSE");
     add_ext(x.get(), &ctx, NID_key_usage, "critical,digitalSignature,keyEncipherment");
     add_ext(x.get(), &ctx, NID_ext_key_usage, "serverAuth");
-    add_ext(x.get(), &ctx, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost");
+    std::string sans = "IP:127.0.0.1,DNS:localhost";
+    for (const auto& dns : extra_dns_names) {
+      // A comma would start another entry of the config string: refuse instead.
+      if (dns.empty() || dns.find_first_of(", ") != std::string::npos)
+        throw std::invalid_argument("invalid DNS name for a certificate: \"" + dns + "\"");
+      sans += ",DNS:" + dns;
+    }
+    add_ext(x.get(), &ctx, NID_subject_alt_name, sans.c_str());
   }
   check(X509_sign(x.get(), issuer_key, EVP_sha256()) > 0, "X509_sign");
   return x;
@@ -112,12 +120,12 @@ std::string CertificateAuthority::cert_pem() const {
   return cert_to_pem(impl_->cert.get());
 }
 
-IssuedCertificate CertificateAuthority::issue_serving_cert(const std::string& common_name,
-                                                           long serial,
-                                                           std::chrono::seconds validity) const {
+IssuedCertificate CertificateAuthority::issue_serving_cert(
+    const std::string& common_name, long serial, std::chrono::seconds validity,
+    const std::vector<std::string>& extra_dns_names) const {
   Key key = make_key();
-  Cert cert =
-      make_cert(key.get(), impl_->cert.get(), impl_->key.get(), serial, common_name, validity);
+  Cert cert = make_cert(key.get(), impl_->cert.get(), impl_->key.get(), serial, common_name,
+                        validity, extra_dns_names);
   return {cert_to_pem(cert.get()), key_to_pem(key.get())};
 }
 

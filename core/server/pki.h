@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace commgate::server {
 
@@ -23,9 +24,12 @@ class CertificateAuthority {
   CertificateAuthority& operator=(const CertificateAuthority&) = delete;
 
   std::string cert_pem() const;
-  // A serving certificate (serverAuth) for 127.0.0.1 and localhost, with a fresh key.
+  // A serving certificate (serverAuth) for 127.0.0.1 and localhost, and for each of
+  // `extra_dns_names` (e.g. "commgate-webhook.commgate-system.svc", the name the API
+  // server verifies a webhook service against), with a fresh key.
   IssuedCertificate issue_serving_cert(const std::string& common_name, long serial,
-                                       std::chrono::seconds validity) const;
+                                       std::chrono::seconds validity,
+                                       const std::vector<std::string>& extra_dns_names = {}) const;
 
  private:
   struct Impl;
