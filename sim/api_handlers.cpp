@@ -139,6 +139,25 @@ json apply_patch(const Request& request, const json& current) {
   throw unsupported_media_type(media, kPatchTypes);
 }
 
+// DeleteOptions from the query (kubectl, client-go's DeleteCollection) or the body
+// (client-go's Delete): propagationPolicy and the legacy orphanDependents.
+DeleteOptions delete_options(const Request& request) {
+  std::string policy = request.query_param("propagationPolicy");
+  std::optional<bool> orphan;
+  const std::string orphan_text = request.query_param("orphanDependents");
+  if (!orphan_text.empty()) orphan = truthy(orphan_text);
+  if (!request.body.empty()) {
+    const json body = parse_body(request);  // malformed DeleteOptions -> 400
+    if (body.is_object() && body.contains("propagationPolicy") &&
+        body["propagationPolicy"].is_string())
+      policy = body["propagationPolicy"].get<std::string>();
+    if (body.is_object() && body.contains("orphanDependents") &&
+        body["orphanDependents"].is_boolean())
+      orphan = body["orphanDependents"].get<bool>();
+  }
+  return parse_delete_options(policy, orphan);
+}
+
 // Scale subresource: the autoscaling/v1 Scale view of a custom resource.
 json to_scale(const ResourceInfo& r, const json& obj) {
   json meta = {{"name", obj["metadata"]["name"]},
@@ -279,12 +298,13 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
       return object_response(201, store_.create(r, ns, parse_body(request)));
     }
     if (m == "DELETE") {
+      const DeleteOptions options = delete_options(request);
       ListResult result = store_.list(r, ns, list_options(request));
       json gone = json::array();
       for (const auto& obj : result.items) {
         try {
           gone.push_back(store_.remove(r, obj["metadata"].value("namespace", ""),
-                                       obj["metadata"].value("name", "")));
+                                       obj["metadata"].value("name", ""), options));
         } catch (const ApiError&) {
           // Deleted meanwhile by someone else: nothing left to do.
         }
@@ -330,10 +350,8 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
       return apply_patch(request, current);
     }));
   }
-  if (m == "DELETE") {
-    if (!request.body.empty()) parse_body(request);  // malformed DeleteOptions -> 400
-    return object_response(200, store_.remove(r, ns, name));
-  }
+  if (m == "DELETE")
+    return object_response(200, store_.remove(r, ns, name, delete_options(request)));
   throw method_not_supported(r, m);
 }
 

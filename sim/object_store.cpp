@@ -1,5 +1,6 @@
 #include "sim/object_store.h"
 
+#include <algorithm>
 #include <random>
 
 #include "sim/api_status.h"
@@ -211,7 +212,7 @@ json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json obje
   if (dry_run) return object;
 
   meta["resourceVersion"] = std::to_string(++rv_);
-  objects_[r.storage_key()][object_key(r.namespaced ? ns : "", name)] = object;
+  put_locked(r.storage_key(), object_key(r.namespaced ? ns : "", name), object);
   record_locked(r, "ADDED", object);
   return object;
 }
@@ -303,8 +304,8 @@ json ObjectStore::write_locked(const ResourceInfo& r, const std::string& ns,
   } else {
     next = object;
     const json& cm = current["metadata"];
-    for (const char* k :
-         {"uid", "creationTimestamp", "namespace", "name", "generation", "deletionTimestamp"}) {
+    for (const char* k : {"uid", "creationTimestamp", "namespace", "name", "generation",
+                          "deletionTimestamp", "deletionGracePeriodSeconds"}) {
       if (cm.contains(k)) {
         next["metadata"][k] = cm[k];
       } else {
@@ -333,44 +334,225 @@ json ObjectStore::write_locked(const ResourceInfo& r, const std::string& ns,
     // A no-op write keeps the version and sends no event, as upstream.
     return current;
   }
+  if (is_deleting(current)) {
+    const auto added = added_finalizers(current, next);
+    if (!added.empty()) {
+      std::string list;
+      for (const auto& f : added) list += (list.empty() ? "\"" : ", \"") + f + "\"";
+      throw invalid(r, name, "metadata.finalizers", "FieldValueForbidden",
+                    "Forbidden: no new finalizers can be added if the object is being deleted, "
+                    "found new finalizers []string{" +
+                        list + "}");
+    }
+  }
   // A dry run answers what would be stored, at the version it would replace.
   if (dry_run) return next;
+  const std::string key = object_key(r.namespaced ? ns : "", name);
+  json previous = current;  // `current` refers to the slot put_locked overwrites
+  if (is_deleting(previous) && finalizers_of(next).empty()) {
+    // The last finalizer is gone: the update turns into the deletion (one DELETED event).
+    vanish_locked(r, key, next);
+    return next;
+  }
   next["metadata"]["resourceVersion"] = std::to_string(++rv_);
-  json previous = current;  // `current` refers to the slot the next line overwrites
-  objects_[r.storage_key()][object_key(r.namespaced ? ns : "", name)] = next;
+  put_locked(r.storage_key(), key, next);
   record_locked(r, "MODIFIED", next, previous);
+  // A dependent that dropped its reference may be what a foreground deletion waits for.
+  const auto now_owners = owner_uids(next);
+  for (const auto& uid : owner_uids(previous))
+    if (std::find(now_owners.begin(), now_owners.end(), uid) == now_owners.end())
+      finish_foreground_locked(uid);
   return next;
 }
 
-json ObjectStore::remove(const ResourceInfo& r, const std::string& ns, const std::string& name) {
+json ObjectStore::remove(const ResourceInfo& r, const std::string& ns, const std::string& name,
+                         const DeleteOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
-  return remove_locked(r, ns, name);
+  return remove_locked(r, ns, name, options);
+}
+
+void ObjectStore::put_locked(const std::string& storage_key, const std::string& key,
+                             const json& object) {
+  Objects& objects = objects_[storage_key];
+  auto it = objects.find(key);
+  if (it != objects.end())
+    for (const auto& owner : owner_uids(it->second)) dependents_[owner].erase({storage_key, key});
+  objects[key] = object;
+  by_uid_[object["metadata"].value("uid", "")] = {storage_key, key};
+  for (const auto& owner : owner_uids(object)) dependents_[owner].insert({storage_key, key});
+}
+
+void ObjectStore::erase_locked(const std::string& storage_key, const std::string& key) {
+  auto objects = objects_.find(storage_key);
+  if (objects == objects_.end()) return;
+  auto it = objects->second.find(key);
+  if (it == objects->second.end()) return;
+  for (const auto& owner : owner_uids(it->second)) {
+    auto deps = dependents_.find(owner);
+    if (deps == dependents_.end()) continue;
+    deps->second.erase({storage_key, key});
+    if (deps->second.empty()) dependents_.erase(deps);
+  }
+  by_uid_.erase(it->second["metadata"].value("uid", ""));
+  objects->second.erase(it);
+}
+
+std::optional<ResourceInfo> ObjectStore::info_for_locked(const std::string& storage_key) const {
+  const auto slash = storage_key.find('/');
+  return registry_.find_any_version(storage_key.substr(0, slash), storage_key.substr(slash + 1));
 }
 
 json ObjectStore::remove_locked(const ResourceInfo& r, const std::string& ns,
-                                const std::string& name) {
+                                const std::string& name, const DeleteOptions& options) {
   const json* current = find_locked(r, ns, name);
   if (current == nullptr) throw not_found(r, name);
-  json gone = *current;
-  objects_[r.storage_key()].erase(object_key(r.namespaced ? ns : "", name));
+  // Already deleting: kube-apiserver answers with the object as it is.
+  if (is_deleting(*current)) return *current;
+  const std::string key = object_key(r.namespaced ? ns : "", name);
+  const std::string uid = (*current)["metadata"].value("uid", "");
+  const Propagation policy = effective_propagation(r, options, *current);
+
+  if (policy == Propagation::kOrphan) {
+    auto deps = dependents_.find(uid);
+    const std::set<Location> orphans =
+        deps == dependents_.end() ? std::set<Location>{} : deps->second;
+    for (const auto& [skey, dkey] : orphans) {
+      auto info = info_for_locked(skey);
+      const json previous = objects_[skey][dkey];
+      json next = without_owner(previous, uid);
+      next["metadata"]["resourceVersion"] = std::to_string(++rv_);
+      put_locked(skey, dkey, next);
+      if (info) record_locked(*info, "MODIFIED", next, previous);
+    }
+    current = find_locked(r, ns, name);
+  }
+
+  json obj = *current;
+  auto deps = dependents_.find(uid);
+  const bool foreground =
+      policy == Propagation::kForeground && deps != dependents_.end() && !deps->second.empty();
+  if (foreground) {
+    const auto fin = finalizers_of(obj);
+    if (std::find(fin.begin(), fin.end(), kForegroundFinalizer) == fin.end())
+      obj["metadata"]["finalizers"].push_back(kForegroundFinalizer);
+  }
+  if (finalizers_of(obj).empty()) {
+    vanish_locked(r, key, obj);
+    return obj;
+  }
+  const json previous = *current;
+  obj["metadata"]["deletionTimestamp"] = format_rfc3339(options_.clock());
+  obj["metadata"]["deletionGracePeriodSeconds"] = 0;
+  obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  put_locked(r.storage_key(), key, obj);
+  record_locked(r, "MODIFIED", obj, previous);
+  if (foreground) {
+    deps = dependents_.find(uid);
+    const std::set<Location> dependents =
+        deps == dependents_.end() ? std::set<Location>{} : deps->second;
+    for (const auto& [skey, dkey] : dependents) {
+      auto info = info_for_locked(skey);
+      auto objects = objects_.find(skey);
+      if (!info || objects == objects_.end()) continue;
+      auto dep = objects->second.find(dkey);
+      if (dep == objects->second.end() || is_deleting(dep->second)) continue;
+      const auto slash = dkey.find('/');
+      // As the GC does: foreground again where the dependent has dependents of its own.
+      remove_locked(*info, dkey.substr(0, slash), dkey.substr(slash + 1),
+                    {gc_propagation(dep->second, dependents_.count(dep->second["metadata"].value(
+                                                     "uid", "")) > 0)});
+    }
+    finish_foreground_locked(uid);
+  }
+  return obj;
+}
+
+void ObjectStore::vanish_locked(const ResourceInfo& r, const std::string& key, json gone) {
+  erase_locked(r.storage_key(), key);
   gone["metadata"]["resourceVersion"] = std::to_string(++rv_);
   record_locked(r, "DELETED", gone);
+  const std::string name = gone["metadata"].value("name", "");
   if (r.storage_key() == "/namespaces") {
-    // No namespace controller: the namespace's objects go with it at once.
-    for (auto& [key, objects] : objects_) {
-      std::vector<std::string> names;
+    // No namespace controller: the namespace's objects go with it at once, finalizers or
+    // not.
+    std::vector<std::pair<std::string, std::string>> doomed;
+    for (const auto& [skey, objects] : objects_)
       for (const auto& [okey, obj] : objects)
-        if (obj["metadata"].value("namespace", "") == name) names.push_back(okey);
-      if (names.empty()) continue;
-      const auto slash = key.find('/');
-      auto info = registry_.find_any_version(key.substr(0, slash), key.substr(slash + 1));
-      if (!info) continue;
-      for (const auto& okey : names) remove_locked(*info, name, okey.substr(okey.find('/') + 1));
+        if (obj["metadata"].value("namespace", "") == name) doomed.emplace_back(skey, okey);
+    for (const auto& [skey, okey] : doomed) {
+      auto info = info_for_locked(skey);
+      auto objects = objects_.find(skey);
+      if (!info || objects == objects_.end()) continue;
+      auto obj = objects->second.find(okey);
+      if (obj == objects->second.end()) continue;  // collected meanwhile
+      vanish_locked(*info, okey, obj->second);
     }
   }
   if (r.storage_key() == "apiextensions.k8s.io/customresourcedefinitions")
     on_crd_removed_locked(gone);
-  return gone;
+  collect_dependents_locked(gone);
+  for (const auto& owner : owner_uids(gone)) finish_foreground_locked(owner);
+}
+
+void ObjectStore::collect_dependents_locked(const json& gone) {
+  const std::string uid = gone["metadata"].value("uid", "");
+  auto deps = dependents_.find(uid);
+  if (deps == dependents_.end()) return;
+  const std::set<Location> dependents = deps->second;
+  for (const auto& [skey, dkey] : dependents) {
+    auto info = info_for_locked(skey);
+    auto objects = objects_.find(skey);
+    if (!info || objects == objects_.end()) continue;
+    auto dep = objects->second.find(dkey);
+    if (dep == objects->second.end() || is_deleting(dep->second)) continue;
+    bool other_owner = false;
+    for (const auto& owner : owner_uids(dep->second))
+      if (owner != uid && by_uid_.count(owner) > 0) other_owner = true;
+    if (other_owner) {
+      // Another owner still exists: the GC only drops the dangling reference.
+      const json previous = dep->second;
+      json next = without_owner(previous, uid);
+      next["metadata"]["resourceVersion"] = std::to_string(++rv_);
+      put_locked(skey, dkey, next);
+      record_locked(*info, "MODIFIED", next, previous);
+      continue;
+    }
+    const auto slash = dkey.find('/');
+    remove_locked(*info, dkey.substr(0, slash), dkey.substr(slash + 1),
+                  {gc_propagation(dep->second, false)});
+  }
+  deps = dependents_.find(uid);
+  if (deps != dependents_.end() && deps->second.empty()) dependents_.erase(deps);
+}
+
+void ObjectStore::finish_foreground_locked(const std::string& owner_uid) {
+  auto loc = by_uid_.find(owner_uid);
+  if (loc == by_uid_.end()) return;
+  const auto [skey, key] = loc->second;
+  const json& owner = objects_[skey][key];
+  const auto fin = finalizers_of(owner);
+  if (!is_deleting(owner) || std::find(fin.begin(), fin.end(), kForegroundFinalizer) == fin.end())
+    return;
+  auto deps = dependents_.find(owner_uid);
+  if (deps != dependents_.end())
+    for (const auto& [dskey, dkey] : deps->second)
+      if (blocks_owner_deletion(objects_[dskey][dkey], owner_uid)) return;
+  auto info = info_for_locked(skey);
+  if (!info) return;
+  const json previous = owner;
+  json next = previous;
+  json kept = json::array();
+  for (const auto& f : fin)
+    if (f != kForegroundFinalizer) kept.push_back(f);
+  next["metadata"]["finalizers"] = kept;
+  if (kept.empty()) {
+    next["metadata"].erase("finalizers");
+    vanish_locked(*info, key, next);
+    return;
+  }
+  next["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  put_locked(skey, key, next);
+  record_locked(*info, "MODIFIED", next, previous);
 }
 
 void ObjectStore::crd_written_locked(json& crd, bool dry_run) {
@@ -441,8 +623,13 @@ void ObjectStore::on_crd_removed_locked(const json& crd) {
   auto it = objects_.find(r.storage_key());
   if (it == objects_.end()) return;
   std::vector<json> gone;
-  for (const auto& [key, obj] : it->second) gone.push_back(obj);
-  objects_.erase(it);
+  std::vector<std::string> keys;
+  for (const auto& [key, obj] : it->second) {
+    gone.push_back(obj);
+    keys.push_back(key);
+  }
+  for (const auto& key : keys) erase_locked(r.storage_key(), key);
+  objects_.erase(r.storage_key());
   for (auto& obj : gone) {
     obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
     record_locked(r, "DELETED", obj);

@@ -14,10 +14,12 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/time_format.h"
+#include "sim/garbage_collection.h"
 #include "sim/resource.h"
 #include "sim/resource_registry.h"
 #include "sim/selectors.h"
@@ -82,7 +84,20 @@ class ObjectStore {
                         WritePart part,
                         const std::function<nlohmann::json(const nlohmann::json&)>& change,
                         bool dry_run = false);
-  nlohmann::json remove(const ResourceInfo& r, const std::string& ns, const std::string& name);
+  // DELETE as kube-apiserver and its garbage collector do it, synchronously under the
+  // lock (no separate GC loop: tests see the end state as soon as the call returns, and
+  // the order of watch events is the order the real GC produces):
+  // - an object with metadata.finalizers gets deletionTimestamp (deletionGracePeriodSeconds
+  //   0) and stays until updates remove the last finalizer, then it vanishes (DELETED);
+  // - Orphan: ownerReferences to the object are removed from its dependents first;
+  // - Background: once the object is gone, dependents with no other existing owner are
+  //   deleted (Background), those with one lose the dangling reference;
+  // - Foreground: the object gets the foregroundDeletion finalizer and deletionTimestamp,
+  //   every dependent is deleted, and the object goes once no dependent with
+  //   blockOwnerDeletion is left.
+  // Returns the object as stored after the call (deleting) or as it was when it vanished.
+  nlohmann::json remove(const ResourceInfo& r, const std::string& ns, const std::string& name,
+                        const DeleteOptions& options = {});
 
   // Registers a watch; returns its id. Throws ApiError 410 when `from` is older than the
   // history kept.
@@ -120,7 +135,17 @@ class ObjectStore {
                               nlohmann::json object, WritePart part, bool check_version,
                               bool dry_run = false);
   nlohmann::json remove_locked(const ResourceInfo& r, const std::string& ns,
-                               const std::string& name);
+                               const std::string& name, const DeleteOptions& options);
+  // Every change of objects_ goes through these two, which keep by_uid_ and dependents_.
+  void put_locked(const std::string& storage_key, const std::string& key,
+                  const nlohmann::json& object);
+  void erase_locked(const std::string& storage_key, const std::string& key);
+  // Erases the object for good: DELETED event, namespace and CRD cascades, then the GC of
+  // its dependents and of owners waiting for it in foreground deletion.
+  void vanish_locked(const ResourceInfo& r, const std::string& key, nlohmann::json gone);
+  void collect_dependents_locked(const nlohmann::json& gone);
+  void finish_foreground_locked(const std::string& owner_uid);
+  std::optional<ResourceInfo> info_for_locked(const std::string& storage_key) const;
   void record_locked(const ResourceInfo& r, const std::string& type, const nlohmann::json& obj,
                      const nlohmann::json& previous = nullptr);
   // on_crd_written_locked, or for a dry run the same checks with the registry unchanged.
@@ -135,7 +160,10 @@ class ObjectStore {
   Options options_;
   mutable std::mutex mu_;
   ResourceRegistry registry_;
-  std::map<std::string, Objects> objects_;  // by ResourceInfo::storage_key()
+  std::map<std::string, Objects> objects_;               // by ResourceInfo::storage_key()
+  using Location = std::pair<std::string, std::string>;  // storage key, "ns/name"
+  std::map<std::string, Location> by_uid_;
+  std::map<std::string, std::set<Location>> dependents_;  // owner uid -> dependents
   uint64_t rv_ = 0;
   uint64_t compacted_rv_ = 0;  // the newest version no longer in history_
   std::deque<HistoryEntry> history_;
