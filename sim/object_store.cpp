@@ -202,8 +202,9 @@ json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json obje
   object["apiVersion"] = r.api_version();
   object["kind"] = r.kind;
   // Where a status subresource exists, .status is not the creator's to set (the create
-  // strategies of CRs, pods, jobs, CRDs reset it).
-  if (r.status_subresource) object.erase("status");
+  // strategies of CRs, pods, jobs, CRDs reset it). Nodes keep theirs: a kubelet registers
+  // its node with capacity and conditions in one create (nodeStrategy keeps .status).
+  if (r.status_subresource && r.storage_key() != "/nodes") object.erase("status");
   if (r.storage_key() == "/namespaces") object["status"] = {{"phase", "Active"}};
   if (r.storage_key() == "apiextensions.k8s.io/customresourcedefinitions")
     crd_written_locked(object, dry_run);

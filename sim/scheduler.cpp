@@ -1,0 +1,390 @@
+#include "sim/scheduler.h"
+
+#include <algorithm>
+
+#include "core/field_errors.h"
+#include "core/label_selector.h"
+#include "core/object_reader.h"
+#include "core/quantity.h"
+#include "sim/api_status.h"
+
+namespace commgate::sim {
+
+using nlohmann::json;
+
+namespace {
+
+const json& field(const json& obj, const char* a) {
+  static const json null;
+  return obj.is_object() && obj.contains(a) ? obj[a] : null;
+}
+
+std::string str(const json& v) {
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+std::map<std::string, std::string> labels_of(const json& obj) {
+  std::map<std::string, std::string> out;
+  const json& labels = field(field(obj, "metadata"), "labels");
+  if (labels.is_object())
+    for (const auto& [k, v] : labels.items())
+      if (v.is_string()) out[k] = v.get<std::string>();
+  return out;
+}
+
+double quantity(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  std::string error;
+  return parse_quantity(str(v), &error).value_or(0.0);
+}
+
+bool selector_matches(const json& selector, const std::map<std::string, std::string>& labels) {
+  // A null labelSelector in an affinity term matches nothing (metav1.LabelSelectorAsSelector).
+  if (!selector.is_object()) return false;
+  FieldErrors errors;
+  ObjectReader reader(&selector, "labelSelector", errors);
+  const LabelSelector s = read_label_selector(reader);
+  return s.matches(labels);
+}
+
+// nodeSelectorTerms' matchExpressions (In, NotIn, Exists, DoesNotExist, Gt, Lt).
+bool node_term_matches(const json& term, const std::map<std::string, std::string>& labels) {
+  const json& exprs = field(term, "matchExpressions");
+  if (!exprs.is_array() || exprs.empty()) return false;  // an empty term matches no node
+  for (const auto& e : exprs) {
+    const std::string key = str(field(e, "key")), op = str(field(e, "operator"));
+    std::vector<std::string> values;
+    if (field(e, "values").is_array())
+      for (const auto& v : e["values"]) values.push_back(str(v));
+    auto it = labels.find(key);
+    const bool has = it != labels.end();
+    const bool in = has && std::find(values.begin(), values.end(), it->second) != values.end();
+    if (op == "In" && !in) return false;
+    if (op == "NotIn" && in) return false;
+    if (op == "Exists" && !has) return false;
+    if (op == "DoesNotExist" && has) return false;
+    if ((op == "Gt" || op == "Lt") && (!has || values.size() != 1)) return false;
+    if (op == "Gt" || op == "Lt") {
+      try {
+        const long long have = std::stoll(it->second), want = std::stoll(values[0]);
+        if (op == "Gt" ? !(have > want) : !(have < want)) return false;
+      } catch (const std::exception&) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool node_affinity_matches(const json& pod, const json& node) {
+  const auto labels = labels_of(node);
+  const json& selector = field(field(pod, "spec"), "nodeSelector");
+  if (selector.is_object())
+    for (const auto& [k, v] : selector.items()) {
+      auto it = labels.find(k);
+      if (it == labels.end() || it->second != str(v)) return false;
+    }
+  const json& required = field(field(field(field(pod, "spec"), "affinity"), "nodeAffinity"),
+                               "requiredDuringSchedulingIgnoredDuringExecution");
+  if (!required.is_object()) return true;
+  const json& terms = field(required, "nodeSelectorTerms");
+  if (!terms.is_array()) return true;
+  for (const auto& term : terms)
+    if (node_term_matches(term, labels)) return true;
+  return false;
+}
+
+// Required anti-affinity terms on kubernetes.io/hostname (the only topology key modelled).
+std::vector<json> hostname_anti_affinity_terms(const json& pod) {
+  std::vector<json> out;
+  const json& terms = field(field(field(field(pod, "spec"), "affinity"), "podAntiAffinity"),
+                            "requiredDuringSchedulingIgnoredDuringExecution");
+  if (terms.is_array())
+    for (const auto& t : terms)
+      if (str(field(t, "topologyKey")) == "kubernetes.io/hostname") out.push_back(t);
+  return out;
+}
+
+// Whether `term` of a pod in namespace `term_ns` selects `other`.
+bool term_selects(const json& term, const std::string& term_ns, const json& other) {
+  std::vector<std::string> namespaces;
+  if (field(term, "namespaces").is_array())
+    for (const auto& n : term["namespaces"]) namespaces.push_back(str(n));
+  const std::string other_ns = str(field(field(other, "metadata"), "namespace"));
+  const bool any_ns = field(term, "namespaceSelector").is_object() &&
+                      term["namespaceSelector"].empty();  // {} selects every namespace
+  if (!any_ns) {
+    if (namespaces.empty()) namespaces.push_back(term_ns);
+    if (std::find(namespaces.begin(), namespaces.end(), other_ns) == namespaces.end()) return false;
+  }
+  return selector_matches(field(term, "labelSelector"), labels_of(other));
+}
+
+}  // namespace
+
+std::map<std::string, double> pod_requests(const json& pod) {
+  std::map<std::string, double> total;
+  const json& containers = field(field(pod, "spec"), "containers");
+  if (!containers.is_array()) return total;
+  for (const auto& c : containers) {
+    const json& resources = field(c, "resources");
+    std::map<std::string, double> mine;
+    if (field(resources, "limits").is_object())
+      for (const auto& [k, v] : resources["limits"].items()) mine[k] = quantity(v);
+    if (field(resources, "requests").is_object())
+      for (const auto& [k, v] : resources["requests"].items()) mine[k] = quantity(v);
+    for (const auto& [k, v] : mine) total[k] += v;
+  }
+  return total;
+}
+
+bool is_terminal(const json& pod) {
+  const std::string phase = str(field(field(pod, "status"), "phase"));
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+bool tolerates(const json& pod, const json& taint) {
+  const json& tolerations = field(field(pod, "spec"), "tolerations");
+  if (!tolerations.is_array()) return false;
+  const std::string key = str(field(taint, "key")), value = str(field(taint, "value")),
+                    effect = str(field(taint, "effect"));
+  for (const auto& t : tolerations) {
+    const std::string tkey = str(field(t, "key")), teffect = str(field(t, "effect"));
+    std::string op = str(field(t, "operator"));
+    if (op.empty()) op = "Equal";
+    if (!teffect.empty() && teffect != effect) continue;
+    if (tkey.empty()) {
+      if (op == "Exists") return true;  // an empty key with Exists tolerates everything
+      continue;
+    }
+    if (tkey != key) continue;
+    if (op == "Exists") return true;
+    if (op == "Equal" && str(field(t, "value")) == value) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> fit_failures(const json& pod, const json& node,
+                                      const std::vector<json>& pods_on_node) {
+  // NodeUnschedulable
+  if (field(field(node, "spec"), "unschedulable").is_boolean() &&
+      node["spec"]["unschedulable"].get<bool>()) {
+    const json taint = {{"key", "node.kubernetes.io/unschedulable"}, {"effect", "NoSchedule"}};
+    if (!tolerates(pod, taint)) return {"node(s) were unschedulable"};
+  }
+  // TaintToleration: the first untolerated NoSchedule/NoExecute taint.
+  const json& taints = field(field(node, "spec"), "taints");
+  if (taints.is_array())
+    for (const auto& t : taints) {
+      const std::string effect = str(field(t, "effect"));
+      if (effect != "NoSchedule" && effect != "NoExecute") continue;
+      if (!tolerates(pod, t))
+        return {"node(s) had untolerated taint {" + str(field(t, "key")) + ": " +
+                str(field(t, "value")) + "}"};
+    }
+  // NodeAffinity (nodeSelector and required node affinity)
+  if (!node_affinity_matches(pod, node))
+    return {"node(s) didn't match Pod's node affinity/selector"};
+  // NodeResourcesFit
+  std::vector<const json*> live;
+  for (const auto& p : pods_on_node)
+    if (!is_terminal(p)) live.push_back(&p);
+  const json& status = field(node, "status");
+  const json& allocatable =
+      field(status, "allocatable").is_object() ? status["allocatable"] : field(status, "capacity");
+  std::vector<std::string> insufficient;
+  if (field(allocatable, "pods").is_string() || field(allocatable, "pods").is_number()) {
+    if (static_cast<double>(live.size()) + 1 > quantity(allocatable["pods"]))
+      insufficient.push_back("Too many pods");
+  }
+  std::map<std::string, double> used;
+  for (const json* p : live)
+    for (const auto& [k, v] : pod_requests(*p)) used[k] += v;
+  for (const auto& [k, want] : pod_requests(pod)) {
+    if (want <= 0) continue;
+    const double have = field(allocatable, k.c_str()).is_null() ? 0.0 : quantity(allocatable[k]);
+    // A relative epsilon: quantities are parsed into doubles ("100m" + "900m" == "1").
+    if (used[k] + want > have * (1 + 1e-9) + 1e-12) insufficient.push_back("Insufficient " + k);
+  }
+  if (!insufficient.empty()) return insufficient;
+  // InterPodAffinity: the pod's required anti-affinity, then existing pods' against it.
+  const std::string ns = str(field(field(pod, "metadata"), "namespace"));
+  for (const auto& term : hostname_anti_affinity_terms(pod))
+    for (const json* p : live)
+      if (term_selects(term, ns, *p)) return {"node(s) didn't match pod anti-affinity rules"};
+  for (const json* p : live) {
+    const std::string pns = str(field(field(*p, "metadata"), "namespace"));
+    for (const auto& term : hostname_anti_affinity_terms(*p))
+      if (term_selects(term, pns, pod))
+        return {"node(s) didn't satisfy existing pods anti-affinity rules"};
+  }
+  return {};
+}
+
+std::string unschedulable_message(std::size_t node_count,
+                                  const std::vector<std::vector<std::string>>& failures) {
+  if (node_count == 0) return "no nodes available to schedule pods";
+  std::map<std::string, int> histogram;
+  for (const auto& reasons : failures)
+    for (const auto& r : reasons) ++histogram[r];
+  std::vector<std::string> parts;
+  for (const auto& [reason, count] : histogram)
+    parts.push_back(std::to_string(count) + " " + reason);
+  std::sort(parts.begin(), parts.end());
+  std::string msg = "0/" + std::to_string(node_count) + " nodes are available:";
+  for (size_t i = 0; i < parts.size(); ++i) msg += (i == 0 ? " " : ", ") + parts[i];
+  return msg + ".";
+}
+
+Scheduler::Scheduler(ObjectStore& store)
+    : store_(store),
+      pods_(*store.find_resource("", "v1", "pods")),
+      nodes_(*store.find_resource("", "v1", "nodes")) {}
+
+Scheduler::~Scheduler() {
+  stop();
+}
+
+void Scheduler::start() {
+  for (const ResourceInfo* r : {&pods_, &nodes_}) {
+    WatchRequest w;
+    w.from = store_.resource_version();
+    // Under the store's lock: only flag the work.
+    w.deliver = [this](const WatchEvent&) {
+      std::lock_guard<std::mutex> lock(mu_);
+      dirty_ = true;
+      cv_.notify_one();
+      return true;
+    };
+    watches_.push_back(store_.watch(*r, std::move(w)));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirty_ = true;
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void Scheduler::stop() {
+  for (uint64_t id : watches_) store_.unwatch(id);
+  watches_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Scheduler::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait(lock, [this] { return dirty_ || stopping_; });
+    if (stopping_) break;
+    dirty_ = false;
+    lock.unlock();
+    try {
+      schedule_once();
+    } catch (const std::exception&) {
+      // A pod or node changed under us (409/404): the event that did it sets dirty_ again.
+    }
+    lock.lock();
+  }
+}
+
+namespace {
+
+// Sets the PodScheduled condition, keeping lastTransitionTime when the status is the same.
+json with_scheduled_condition(json pod, const std::string& status, const std::string& reason,
+                              const std::string& message) {
+  json& st = pod["status"];
+  if (!st.is_object()) st = json::object();
+  if (!st.contains("phase")) st["phase"] = "Pending";
+  json cond = {{"type", "PodScheduled"}, {"status", status}, {"lastProbeTime", nullptr}};
+  if (!reason.empty()) cond["reason"] = reason;
+  if (!message.empty()) cond["message"] = message;
+  json kept = json::array();
+  std::string since = format_rfc3339(Clock::now());
+  if (st.contains("conditions") && st["conditions"].is_array())
+    for (const auto& c : st["conditions"]) {
+      if (c.value("type", "") != "PodScheduled") {
+        kept.push_back(c);
+      } else if (c.value("status", "") == status && c.contains("lastTransitionTime")) {
+        since = c["lastTransitionTime"];
+      }
+    }
+  cond["lastTransitionTime"] = since;
+  kept.push_back(cond);
+  st["conditions"] = kept;
+  return pod;
+}
+
+}  // namespace
+
+int Scheduler::schedule_once() {
+  const auto nodes = store_.list(nodes_, "", {}).items;  // name order
+  const auto pods = store_.list(pods_, "", {}).items;
+  std::map<std::string, std::vector<json>> on_node;
+  std::vector<json> pending;
+  for (const auto& p : pods) {
+    const std::string node = str(field(field(p, "spec"), "nodeName"));
+    if (!node.empty()) {
+      on_node[node].push_back(p);
+    } else if (!field(p, "metadata").contains("deletionTimestamp") && !is_terminal(p)) {
+      pending.push_back(p);
+    }
+  }
+  std::sort(pending.begin(), pending.end(), [](const json& a, const json& b) {
+    return std::stoull(str(a["metadata"]["resourceVersion"])) <
+           std::stoull(str(b["metadata"]["resourceVersion"]));
+  });
+  int bound = 0;
+  for (const auto& pod : pending) {
+    const std::string ns = str(pod["metadata"]["namespace"]), name = str(pod["metadata"]["name"]);
+    const std::string uid = str(pod["metadata"]["uid"]);
+    std::vector<std::vector<std::string>> failures;
+    std::string chosen;
+    for (const auto& node : nodes) {
+      const std::string node_name = str(node["metadata"]["name"]);
+      auto reasons = fit_failures(pod, node, on_node[node_name]);
+      if (reasons.empty()) {
+        chosen = node_name;
+        break;
+      }
+      failures.push_back(std::move(reasons));
+    }
+    auto same_pod = [&](const json& current) {
+      if (str(current["metadata"]["uid"]) != uid) throw not_found(pods_, name);
+    };
+    try {
+      if (chosen.empty()) {
+        const std::string message = unschedulable_message(nodes.size(), failures);
+        store_.mutate(pods_, ns, name, WritePart::kStatus, [&](const json& current) {
+          same_pod(current);
+          return with_scheduled_condition(current, "False", "Unschedulable", message);
+        });
+        continue;
+      }
+      // The Binding subresource's effect: spec.nodeName, then PodScheduled=True.
+      json bound_pod = store_.mutate(pods_, ns, name, WritePart::kMain, [&](const json& current) {
+        same_pod(current);
+        if (!str(field(field(current, "spec"), "nodeName")).empty())
+          throw conflict(pods_, name);  // bound meanwhile
+        json next = current;
+        next["spec"]["nodeName"] = chosen;
+        return next;
+      });
+      store_.mutate(pods_, ns, name, WritePart::kStatus, [&](const json& current) {
+        same_pod(current);
+        return with_scheduled_condition(current, "True", "", "");
+      });
+      on_node[chosen].push_back(bound_pod);
+      ++bound;
+    } catch (const ApiError&) {
+      // Deleted or changed meanwhile: its event makes another pass.
+    }
+  }
+  return bound;
+}
+
+}  // namespace commgate::sim

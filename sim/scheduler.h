@@ -1,0 +1,69 @@
+// The kube-scheduler stand-in: binds Pending pods (no spec.nodeName) to a Node that fits,
+// as the default scheduler's filter plugins decide (NodeUnschedulable, TaintToleration,
+// NodeAffinity incl. nodeSelector, NodeResourcesFit for cpu/memory/pods/extended
+// resources such as nvidia.com/gpu, InterPodAffinity for required anti-affinity on
+// kubernetes.io/hostname). No scoring: the first fitting node in name order wins. Pods
+// that fit nowhere stay Pending with PodScheduled=False, reason Unschedulable and the
+// scheduler's "0/N nodes are available: ..." message (without the "preemption:" suffix;
+// there is no preemption).
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim/object_store.h"
+
+namespace commgate::sim {
+
+// --- Pure decisions (tested as tables) ---
+
+// Sum of the containers' requests (a resource with only a limit requests the limit, as
+// API defaulting makes it), in base units: cpu in cores, memory in bytes.
+std::map<std::string, double> pod_requests(const nlohmann::json& pod);
+// Succeeded or Failed: the pod no longer holds resources on its node.
+bool is_terminal(const nlohmann::json& pod);
+// Whether the pod's tolerations tolerate the taint.
+bool tolerates(const nlohmann::json& pod, const nlohmann::json& taint);
+// Why `node` cannot take `pod`, in the scheduler's words ("Insufficient nvidia.com/gpu",
+// "node(s) had untolerated taint {k: v}", ...); empty when it fits. Like the scheduler,
+// stops at the first filter that fails (one filter may give several reasons).
+// `pods_on_node`: the pods bound to the node (terminal ones are ignored).
+std::vector<std::string> fit_failures(const nlohmann::json& pod, const nlohmann::json& node,
+                                      const std::vector<nlohmann::json>& pods_on_node);
+// FitError.Error(): "0/3 nodes are available: 1 node(s) ..., 2 Insufficient cpu."
+std::string unschedulable_message(std::size_t node_count,
+                                  const std::vector<std::vector<std::string>>& failures);
+
+// --- The controller ---
+
+class Scheduler {
+ public:
+  explicit Scheduler(ObjectStore& store);
+  ~Scheduler();  // stop()
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  void start();  // watches pods and nodes; schedules on a thread of its own
+  void stop();
+  // One pass over all pending pods (also what the thread runs); returns how many it bound.
+  int schedule_once();
+
+ private:
+  void run();
+
+  ObjectStore& store_;
+  ResourceInfo pods_, nodes_;
+  std::vector<uint64_t> watches_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool dirty_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace commgate::sim

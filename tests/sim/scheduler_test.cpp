@@ -1,0 +1,213 @@
+// The scheduler's filter decisions as tables (sim/scheduler.h), and one pass of
+// Scheduler::schedule_once over a store.
+#include "sim/scheduler.h"
+
+#include <gtest/gtest.h>
+
+namespace commgate::sim {
+namespace {
+
+using nlohmann::json;
+
+json node(const std::string& name, int gpus, json labels = json::object(),
+          json taints = json::array()) {
+  json alloc = {
+      {"cpu", "8"}, {"memory", "16Gi"}, {"pods", "110"}, {"nvidia.com/gpu", std::to_string(gpus)}};
+  labels["kubernetes.io/hostname"] = name;
+  return {{"metadata", {{"name", name}, {"labels", labels}}},
+          {"spec", {{"taints", taints}}},
+          {"status", {{"capacity", alloc}, {"allocatable", alloc}}}};
+}
+
+json pod(const std::string& name, json spec_extra = json::object(), json labels = json::object()) {
+  json spec = {{"containers", {{{"name", "c"}, {"command", {"true"}}}}}};
+  spec.merge_patch(spec_extra);
+  return {{"metadata", {{"name", name}, {"namespace", "default"}, {"labels", labels}}},
+          {"spec", spec}};
+}
+
+json gpu_pod(const std::string& name, const std::string& gpus) {
+  json p = pod(name);
+  p["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", gpus}}}};
+  return p;
+}
+
+const json kAntiAffinity = {{"affinity",
+                             {{"podAntiAffinity",
+                               {{"requiredDuringSchedulingIgnoredDuringExecution",
+                                 {{{"topologyKey", "kubernetes.io/hostname"},
+                                   {"labelSelector", {{"matchLabels", {{"app", "probe"}}}}}}}}}}}}};
+
+TEST(FitFailures, table) {
+  const json probe_labels = {{"app", "probe"}};
+  struct Case {
+    std::string what;
+    json pod;
+    json node;
+    std::vector<json> on_node;
+    std::vector<std::string> want;
+  };
+  const std::vector<Case> cases = {
+      {"plain pod fits", pod("p"), node("n", 0), {}, {}},
+      {"gpu request fits", gpu_pod("p", "2"), node("n", 2), {}, {}},
+      {"gpu used by a running pod",
+       gpu_pod("p", "1"),
+       node("n", 1),
+       {gpu_pod("q", "1")},
+       {"Insufficient nvidia.com/gpu"}},
+      {"finished pods free their gpus",
+       gpu_pod("p", "1"),
+       node("n", 1),
+       {[] {
+         json q = gpu_pod("q", "1");
+         q["status"]["phase"] = "Succeeded";
+         return q;
+       }()},
+       {}},
+      {"cpu and memory both short",
+       pod("p", {{"containers",
+                  {{{"name", "c"},
+                    {"resources", {{"requests", {{"cpu", "9"}, {"memory", "17Gi"}}}}}}}}}),
+       node("n", 0),
+       {},
+       {"Insufficient cpu", "Insufficient memory"}},
+      {"millicores add up exactly",
+       pod("p",
+           {{"containers", {{{"name", "c"}, {"resources", {{"requests", {{"cpu", "100m"}}}}}}}}}),
+       node("n", 0),
+       {pod("q", {{"containers",
+                   {{{"name", "c"}, {"resources", {{"requests", {{"cpu", "7900m"}}}}}}}}})},
+       {}},
+      {"nodeSelector mismatch",
+       pod("p", {{"nodeSelector", {{"gpu", "h100"}}}}),
+       node("n", 0, {{"gpu", "a100"}}),
+       {},
+       {"node(s) didn't match Pod's node affinity/selector"}},
+      {"nodeSelector match",
+       pod("p", {{"nodeSelector", {{"gpu", "h100"}}}}),
+       node("n", 0, {{"gpu", "h100"}}),
+       {},
+       {}},
+      {"required node affinity NotIn",
+       pod("p",
+           {{"affinity",
+             {{"nodeAffinity",
+               {{"requiredDuringSchedulingIgnoredDuringExecution",
+                 {{"nodeSelectorTerms",
+                   {{{"matchExpressions",
+                      {{{"key", "zone"}, {"operator", "NotIn"}, {"values", {"a"}}}}}}}}}}}}}}}),
+       node("n", 0, {{"zone", "a"}}),
+       {},
+       {"node(s) didn't match Pod's node affinity/selector"}},
+      {"required node affinity Exists",
+       pod("p",
+           {{"affinity",
+             {{"nodeAffinity",
+               {{"requiredDuringSchedulingIgnoredDuringExecution",
+                 {{"nodeSelectorTerms",
+                   {{{"matchExpressions", {{{"key", "zone"}, {"operator", "Exists"}}}}}}}}}}}}}}),
+       node("n", 0, {{"zone", "a"}}),
+       {},
+       {}},
+      {"untolerated taint",
+       pod("p"),
+       node("n", 0, {}, {{{"key", "dedicated"}, {"value", "infra"}, {"effect", "NoSchedule"}}}),
+       {},
+       {"node(s) had untolerated taint {dedicated: infra}"}},
+      {"PreferNoSchedule is not a filter",
+       pod("p"),
+       node("n", 0, {}, {{{"key", "k"}, {"effect", "PreferNoSchedule"}}}),
+       {},
+       {}},
+      {"tolerated with Equal",
+       pod("p", {{"tolerations",
+                  {{{"key", "dedicated"},
+                    {"operator", "Equal"},
+                    {"value", "infra"},
+                    {"effect", "NoSchedule"}}}}}),
+       node("n", 0, {}, {{{"key", "dedicated"}, {"value", "infra"}, {"effect", "NoSchedule"}}}),
+       {},
+       {}},
+      {"tolerated with Exists and no effect",
+       pod("p", {{"tolerations", {{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}}}}),
+       node("n", 0, {},
+            {{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoExecute"}}}),
+       {},
+       {}},
+      {"taint checked before resources",
+       gpu_pod("p", "4"),
+       node("n", 1, {}, {{{"key", "k"}, {"value", "v"}, {"effect", "NoExecute"}}}),
+       {},
+       {"node(s) had untolerated taint {k: v}"}},
+      {"anti-affinity against a probe on the node",
+       pod("p", kAntiAffinity, probe_labels),
+       node("n", 0),
+       {pod("q", json::object(), probe_labels)},
+       {"node(s) didn't match pod anti-affinity rules"}},
+      {"anti-affinity ignores other labels",
+       pod("p", kAntiAffinity, probe_labels),
+       node("n", 0),
+       {pod("q", json::object(), {{"app", "web"}})},
+       {}},
+      {"existing pod's anti-affinity repels",
+       pod("p", json::object(), probe_labels),
+       node("n", 0),
+       {pod("q", kAntiAffinity, probe_labels)},
+       {"node(s) didn't satisfy existing pods anti-affinity rules"}},
+      {"unschedulable node",
+       pod("p"),
+       [] {
+         json n = node("n", 0);
+         n["spec"]["unschedulable"] = true;
+         return n;
+       }(),
+       {},
+       {"node(s) were unschedulable"}},
+  };
+  for (const auto& c : cases) EXPECT_EQ(fit_failures(c.pod, c.node, c.on_node), c.want) << c.what;
+}
+
+TEST(UnschedulableMessage, is_the_sorted_histogram) {
+  EXPECT_EQ(unschedulable_message(3, {{"node(s) had untolerated taint {k: v}"},
+                                      {"Insufficient nvidia.com/gpu"},
+                                      {"Insufficient nvidia.com/gpu"}}),
+            "0/3 nodes are available: 1 node(s) had untolerated taint {k: v}, 2 Insufficient "
+            "nvidia.com/gpu.");
+  EXPECT_EQ(unschedulable_message(0, {}), "no nodes available to schedule pods");
+}
+
+TEST(PodRequests, limits_stand_in_for_missing_requests_and_containers_add_up) {
+  json p = gpu_pod("p", "2");
+  p["spec"]["containers"].push_back(
+      {{"name", "d"}, {"resources", {{"requests", {{"cpu", "250m"}}}}}});
+  const auto r = pod_requests(p);
+  EXPECT_DOUBLE_EQ(r.at("nvidia.com/gpu"), 2.0);
+  EXPECT_DOUBLE_EQ(r.at("cpu"), 0.25);
+}
+
+TEST(Scheduler, binds_what_fits_and_marks_the_rest_unschedulable) {
+  ObjectStore store;
+  const auto nodes = *store.find_resource("", "v1", "nodes");
+  const auto pods = *store.find_resource("", "v1", "pods");
+  store.create(nodes, "", node("n1", 1));
+  store.create(nodes, "", node("n2", 1));
+  for (const char* name : {"a", "b", "c"}) store.create(pods, "default", gpu_pod(name, "1"));
+  Scheduler scheduler(store);
+  EXPECT_EQ(scheduler.schedule_once(), 2);
+  EXPECT_EQ(store.get(pods, "default", "a")["spec"]["nodeName"], "n1");
+  EXPECT_EQ(store.get(pods, "default", "b")["spec"]["nodeName"], "n2");
+  const json c = store.get(pods, "default", "c");
+  EXPECT_FALSE(c["spec"].contains("nodeName"));
+  const json cond = c["status"]["conditions"][0];
+  EXPECT_EQ(cond["type"], "PodScheduled");
+  EXPECT_EQ(cond["status"], "False");
+  EXPECT_EQ(cond["reason"], "Unschedulable");
+  EXPECT_EQ(cond["message"], "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.");
+  // Unchanged world: a second pass writes nothing.
+  const uint64_t rv = store.resource_version();
+  EXPECT_EQ(scheduler.schedule_once(), 0);
+  EXPECT_EQ(store.resource_version(), rv);
+}
+
+}  // namespace
+}  // namespace commgate::sim
