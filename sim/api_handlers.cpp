@@ -158,6 +158,24 @@ DeleteOptions delete_options(const Request& request) {
   return parse_delete_options(policy, orphan);
 }
 
+// ?dryRun=All (or, on DELETE, DeleteOptions.dryRun ["All"] in the body, as client-go
+// sends it). "All" is the only value kube-apiserver accepts.
+bool dry_run_of(const Request& request) {
+  std::vector<std::string> values;
+  const std::string query = request.query_param("dryRun");
+  if (!query.empty()) values.push_back(query);
+  if (request.method == "DELETE" && !request.body.empty()) {
+    const json body = parse_body(request);
+    if (body.is_object() && body.contains("dryRun") && body["dryRun"].is_array())
+      for (const auto& v : body["dryRun"])
+        values.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  for (const auto& v : values)
+    if (v != "All")
+      throw bad_request("dryRun: Unsupported value: \"" + v + "\": supported values: \"All\"");
+  return !values.empty();
+}
+
 // Scale subresource: the autoscaling/v1 Scale view of a custom resource.
 json to_scale(const ResourceInfo& r, const json& obj) {
   json meta = {{"name", obj["metadata"]["name"]},
@@ -192,26 +210,33 @@ void set_path(json& obj, const std::string& path, const json& value) {
 }  // namespace
 
 ApiHandlers::ApiHandlers(ObjectStore& store, ApiHandlerOptions options)
-    : store_(store), options_(std::move(options)) {}
+    : store_(store), options_(std::move(options)), admission_(store_, services_) {}
 
 Response ApiHandlers::handle(const Request& request) {
+  Write w;
+  // The one identity the bearer token stands for: kubeadm's admin user, as webhooks see
+  // it in userInfo (docs/testing.md).
+  w.user = {"kubernetes-admin", {"system:masters", "system:authenticated"}};
+  Response response;
   try {
     if (!options_.token.empty() && request.header("Authorization") != "Bearer " + options_.token)
       return status_response(failure_status(401, "Unauthorized", "Unauthorized"));
-    return dispatch(request);
+    response = dispatch(request, w);
   } catch (const ApiError& e) {
-    return status_response(e.status());
+    response = status_response(e.status());
   } catch (const nlohmann::json::exception& e) {
     // A field of the wrong JSON type (metadata.name: 5, ...): the client's mistake.
-    return status_response(failure_status(
+    response = status_response(failure_status(
         400, "BadRequest", std::string("the request body is malformed: ") + e.what()));
   } catch (const std::exception& e) {
-    return status_response(
+    response = status_response(
         failure_status(500, "InternalError", std::string("Internal error occurred: ") + e.what()));
   }
+  for (const auto& text : w.warnings) response.with_header("Warning", warning_header_value(text));
+  return response;
 }
 
-Response ApiHandlers::dispatch(const Request& request) {
+Response ApiHandlers::dispatch(const Request& request, Write& w) {
   const auto parts = split_path(request.path);
   const bool get = request.method == "GET" || request.method == "HEAD";
   if (get && request.path == "/version") return object_response(200, version_document());
@@ -244,15 +269,15 @@ Response ApiHandlers::dispatch(const Request& request) {
     return object_response(200, doc);
   }
   if (parts.size() >= 3 && parts[0] == "api")
-    return serve_resource(request, "", parts[1], {parts.begin() + 2, parts.end()});
+    return serve_resource(request, "", parts[1], {parts.begin() + 2, parts.end()}, w);
   if (parts.size() >= 4 && parts[0] == "apis")
-    return serve_resource(request, parts[1], parts[2], {parts.begin() + 3, parts.end()});
+    return serve_resource(request, parts[1], parts[2], {parts.begin() + 3, parts.end()}, w);
   throw path_not_found();
 }
 
 Response ApiHandlers::serve_resource(const Request& request, const std::string& group,
                                      const std::string& version,
-                                     const std::vector<std::string>& segments) {
+                                     const std::vector<std::string>& segments, Write& w) {
   // [namespaces/<ns>/]<plural>[/<name>[/<subresource>]]; "namespaces/<name>[/status]" is
   // the namespace object itself unless the third segment is a namespaced resource.
   std::string ns;
@@ -275,10 +300,7 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
   if (r.namespaced && ns.empty() && !name.empty()) throw path_not_found();
   const std::string& m = request.method;
   const TimePoint now = Clock::now();
-  // Refused rather than ignored: executing a dry run would change state the caller
-  // expects untouched (docs/testing.md).
-  if (m != "GET" && m != "HEAD" && !request.query_param("dryRun").empty())
-    throw bad_request("dryRun is not supported by commgate-sim");
+  if (m != "GET" && m != "HEAD") w.dry_run = dry_run_of(request);
 
   if (name.empty()) {
     if (m == "GET" || m == "HEAD") {
@@ -295,16 +317,23 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
     if (m == "POST") {
       if (r.namespaced && ns.empty())
         throw bad_request("the namespace of the object must be given in the request path");
-      return object_response(201, store_.create(r, ns, parse_body(request)));
+      return object_response(201, admitted_create(request, r, ns, w));
     }
     if (m == "DELETE") {
       const DeleteOptions options = delete_options(request);
       ListResult result = store_.list(r, ns, list_options(request));
       json gone = json::array();
       for (const auto& obj : result.items) {
+        const std::string item_ns = obj["metadata"].value("namespace", "");
+        const std::string item = obj["metadata"].value("name", "");
+        // Each item is admitted as its own DELETE, as upstream's DeleteCollection does.
+        admit_delete(request, r, item_ns, item, obj, w);
+        if (w.dry_run) {
+          gone.push_back(obj);
+          continue;
+        }
         try {
-          gone.push_back(store_.remove(r, obj["metadata"].value("namespace", ""),
-                                       obj["metadata"].value("name", ""), options));
+          gone.push_back(store_.remove(r, item_ns, item, options));
         } catch (const ApiError&) {
           // Deleted meanwhile by someone else: nothing left to do.
         }
@@ -318,24 +347,11 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
   if (sub == "scale") {
     if (m == "GET" || m == "HEAD")
       return object_response(200, to_scale(r, store_.get(r, ns, name)));
-    if (m == "PUT" || m == "PATCH") {
-      json updated = store_.mutate(r, ns, name, WritePart::kMain, [&](const json& current) {
-        json scale = m == "PUT" ? parse_body(request) : apply_patch(request, to_scale(r, current));
-        json next = current;
-        const json replicas = json_path_value(scale, ".spec.replicas");
-        if (!replicas.is_number_integer())
-          throw invalid(r, name, "spec.replicas", "FieldValueRequired", "Required value");
-        set_path(next, r.scale->spec_replicas_path, replicas);
-        const json rv = json_path_value(scale, ".metadata.resourceVersion");
-        if (rv.is_string()) next["metadata"]["resourceVersion"] = rv;
-        return next;
-      });
-      return object_response(200, to_scale(r, updated));
-    }
+    if (m == "PUT" || m == "PATCH")
+      return object_response(200, admitted_scale(request, r, ns, name, w));
     throw method_not_supported(r, m);
   }
 
-  const WritePart part = sub == "status" ? WritePart::kStatus : WritePart::kMain;
   if (m == "GET" || m == "HEAD") {
     json obj = store_.get(r, ns, name);
     if (wants_table(request))
@@ -343,16 +359,209 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
                                            request.query_param("includeObject"), now));
     return object_response(200, obj);
   }
-  if (m == "PUT")
-    return object_response(200, store_.update(r, ns, name, parse_body(request), part));
-  if (m == "PATCH") {
-    return object_response(200, store_.mutate(r, ns, name, part, [&](const json& current) {
-      return apply_patch(request, current);
-    }));
+  if (m == "PUT") {
+    const json body = parse_body(request);
+    return object_response(200,
+                           admitted_update(
+                               request, r, ns, name, sub, [&](const json&) { return body; }, w));
   }
-  if (m == "DELETE")
-    return object_response(200, store_.remove(r, ns, name, delete_options(request)));
+  if (m == "PATCH") {
+    return object_response(
+        200, admitted_update(
+                 request, r, ns, name, sub,
+                 [&](const json& current) { return apply_patch(request, current); }, w));
+  }
+  if (m == "DELETE") {
+    const DeleteOptions options = delete_options(request);
+    const json current = store_.get(r, ns, name);
+    admit_delete(request, r, ns, name, current, w);
+    // A dry run answers the object as it is: nothing is deleted or marked.
+    if (w.dry_run) return object_response(200, current);
+    return object_response(200, store_.remove(r, ns, name, options));
+  }
   throw method_not_supported(r, m);
+}
+
+namespace {
+
+// How many times a write whose client named no resourceVersion is tried again when the
+// object changed between admission and the write (upstream's GuaranteedUpdate retries).
+constexpr int kWriteAttempts = 5;
+
+// The object as admission sees it: typed, and in the request's namespace.
+json typed(const ResourceInfo& r, json object, const std::string& ns) {
+  if (!object.is_object()) throw bad_request("the body must be a JSON object");
+  if (!object.contains("apiVersion")) object["apiVersion"] = r.api_version();
+  if (!object.contains("kind")) object["kind"] = r.kind;
+  if (!object.contains("metadata") || !object["metadata"].is_object())
+    object["metadata"] = json::object();
+  if (r.namespaced && !ns.empty() && object["metadata"].value("namespace", "").empty())
+    object["metadata"]["namespace"] = ns;
+  return object;
+}
+
+json gvk(const ResourceInfo& r) {
+  return {{"group", r.group}, {"version", r.version}, {"kind", r.kind}};
+}
+
+// CreateOptions / UpdateOptions / DeleteOptions as the webhook sees them.
+json options_document(const std::string& kind, const Request& request, bool dry_run) {
+  json o = {{"kind", kind}, {"apiVersion", "meta.k8s.io/v1"}};
+  if (dry_run) o["dryRun"] = json::array({"All"});
+  const std::string manager = request.query_param("fieldManager");
+  if (!manager.empty()) o["fieldManager"] = manager;
+  return o;
+}
+
+std::string resource_version_of(const json& object) {
+  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object())
+    return "";
+  const json& meta = object["metadata"];
+  if (!meta.contains("resourceVersion") || !meta["resourceVersion"].is_string()) return "";
+  return meta["resourceVersion"].get<std::string>();
+}
+
+}  // namespace
+
+json ApiHandlers::admitted_create(const Request& request, const ResourceInfo& r,
+                                  const std::string& ns, Write& w) {
+  json object = typed(r, parse_body(request), ns);
+  AdmissionAttributes a;
+  a.operation = "CREATE";
+  a.resource = r;
+  a.name = object["metadata"].value("name", "");
+  // A Namespace's requests carry its own name as their namespace.
+  a.ns = r.storage_key() == "/namespaces" ? a.name : ns;
+  a.kind = gvk(r);
+  a.dry_run = w.dry_run;
+  a.options = options_document("CreateOptions", request, w.dry_run);
+  a.user = w.user;
+  a.object = object;
+  a.old_object = nullptr;
+  json mutated = admission_.mutate(a, w.warnings);
+  // The store's checks and defaults (uid, name from generateName, ...) before the
+  // validating webhooks, which see the object as it would be stored.
+  json would_be = store_.create(r, ns, mutated, true);
+  a.object = would_be;
+  a.name = would_be["metadata"].value("name", "");
+  admission_.validate(a, w.warnings);
+  if (w.dry_run) return would_be;
+  // The name the validating webhooks approved, also where it came from generateName.
+  mutated["metadata"]["name"] = a.name;
+  return store_.create(r, ns, mutated);
+}
+
+json ApiHandlers::admitted_update(const Request& request, const ResourceInfo& r,
+                                  const std::string& ns, const std::string& name,
+                                  const std::string& sub,
+                                  const std::function<json(const json&)>& next, Write& w) {
+  const WritePart part = sub == "status" ? WritePart::kStatus : WritePart::kMain;
+  for (int attempt = 1;; ++attempt) {
+    const json current = store_.get(r, ns, name);
+    json object = typed(r, next(current), ns);
+    const std::string asked_version = resource_version_of(object);
+    AdmissionAttributes a;
+    a.operation = "UPDATE";
+    a.resource = r;
+    a.subresource = sub;
+    a.name = name;
+    a.ns = r.storage_key() == "/namespaces" ? name : ns;
+    a.kind = gvk(r);
+    a.dry_run = w.dry_run;
+    a.options = options_document("UpdateOptions", request, w.dry_run);
+    a.user = w.user;
+    a.object = object;
+    a.old_object = current;
+    json mutated = admission_.mutate(a, w.warnings);
+    if (!mutated.is_object()) throw bad_request("the body must be a JSON object");
+    if (!mutated.contains("metadata") || !mutated["metadata"].is_object())
+      mutated["metadata"] = json::object();
+    // Written only over the version admission saw: a concurrent change makes the write
+    // conflict, and (when the client named no version) it is admitted again. A version
+    // that is not a string is left for the store to refuse.
+    json& version = mutated["metadata"]["resourceVersion"];
+    if (asked_version.empty() && (version.is_null() || version.is_string()))
+      version = resource_version_of(current);
+    const json would_be = store_.update(r, ns, name, mutated, part, true);
+    a.object = would_be;
+    admission_.validate(a, w.warnings);
+    if (w.dry_run) return would_be;
+    try {
+      return store_.update(r, ns, name, mutated, part);
+    } catch (const ApiError& e) {
+      if (e.code() != 409 || !asked_version.empty() || attempt == kWriteAttempts) throw;
+      w.warnings.clear();
+    }
+  }
+}
+
+json ApiHandlers::admitted_scale(const Request& request, const ResourceInfo& r,
+                                 const std::string& ns, const std::string& name, Write& w) {
+  const json body = request.method == "PUT" ? parse_body(request) : json();
+  for (int attempt = 1;; ++attempt) {
+    const json current = store_.get(r, ns, name);
+    const json old_scale = to_scale(r, current);
+    json scale = request.method == "PUT" ? body : apply_patch(request, old_scale);
+    if (!scale.is_object()) throw bad_request("the body must be a JSON object");
+    scale["apiVersion"] = "autoscaling/v1";
+    scale["kind"] = "Scale";
+    const std::string asked_version = resource_version_of(scale);
+    AdmissionAttributes a;
+    a.operation = "UPDATE";
+    a.resource = r;
+    a.subresource = "scale";
+    a.name = name;
+    a.ns = ns;
+    a.kind = {{"group", "autoscaling"}, {"version", "v1"}, {"kind", "Scale"}};
+    a.dry_run = w.dry_run;
+    a.options = options_document("UpdateOptions", request, w.dry_run);
+    a.user = w.user;
+    a.object = scale;
+    a.old_object = old_scale;
+    scale = admission_.mutate(a, w.warnings);
+    const json replicas = json_path_value(scale, ".spec.replicas");
+    if (!replicas.is_number_integer())
+      throw invalid(r, name, "spec.replicas", "FieldValueRequired", "Required value");
+    json updated = current;
+    set_path(updated, r.scale->spec_replicas_path, replicas);
+    updated["metadata"]["resourceVersion"] =
+        asked_version.empty() ? resource_version_of(current) : asked_version;
+    const json would_be = store_.update(r, ns, name, updated, WritePart::kMain, true);
+    a.object = to_scale(r, would_be);
+    admission_.validate(a, w.warnings);
+    if (w.dry_run) return to_scale(r, would_be);
+    try {
+      return to_scale(r, store_.update(r, ns, name, updated, WritePart::kMain));
+    } catch (const ApiError& e) {
+      if (e.code() != 409 || !asked_version.empty() || attempt == kWriteAttempts) throw;
+      w.warnings.clear();
+    }
+  }
+}
+
+void ApiHandlers::admit_delete(const Request& request, const ResourceInfo& r, const std::string& ns,
+                               const std::string& name, const json& current, Write& w) {
+  AdmissionAttributes a;
+  a.operation = "DELETE";
+  a.resource = r;
+  a.name = name;
+  a.ns = r.storage_key() == "/namespaces" ? name : ns;
+  a.kind = gvk(r);
+  a.dry_run = w.dry_run;
+  a.options = options_document("DeleteOptions", request, w.dry_run);
+  if (!request.body.empty()) {
+    const json body = parse_body(request);
+    if (body.is_object())
+      for (const char* k : {"propagationPolicy", "gracePeriodSeconds", "preconditions"})
+        if (body.contains(k)) a.options[k] = body[k];
+  }
+  const std::string policy = request.query_param("propagationPolicy");
+  if (!policy.empty()) a.options["propagationPolicy"] = policy;
+  a.user = w.user;
+  a.object = nullptr;
+  a.old_object = current;
+  admission_.mutate(a, w.warnings);
+  admission_.validate(a, w.warnings);
 }
 
 Response ApiHandlers::watch(const Request& request, const ResourceInfo& r, const std::string& ns) {

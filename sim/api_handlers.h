@@ -6,13 +6,17 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/server/http.h"
+#include "sim/admission.h"
 #include "sim/object_store.h"
+#include "sim/service_directory.h"
 
 namespace commgate::sim {
 
@@ -35,6 +39,8 @@ class ApiHandlers {
   // Ends every open watch stream now, cleanly (the last chunk), as an apiserver that
   // sheds load or restarts does; clients must watch again from their last version.
   void close_all_watches();
+  // Where the services that webhook configurations name listen (service_directory.h).
+  ServiceDirectory& services() { return services_; }
 
  private:
   struct ActiveWatch {
@@ -43,14 +49,41 @@ class ApiHandlers {
     bool bookmarks = false;
   };
 
-  server::Response dispatch(const server::Request& request);
+  // One write's context: who asks, whether it is a dry run, the warnings admission
+  // returned (sent as Warning headers on the response, success or not).
+  struct Write {
+    UserInfo user;
+    bool dry_run = false;
+    std::vector<std::string> warnings;
+  };
+
+  server::Response dispatch(const server::Request& request, Write& w);
   server::Response serve_resource(const server::Request& request, const std::string& group,
-                                  const std::string& version, const std::vector<std::string>& rest);
+                                  const std::string& version, const std::vector<std::string>& rest,
+                                  Write& w);
+  // The write verbs with admission between the request and the store, as kube-apiserver
+  // orders it: mutating webhooks, then the store's checks and defaults (a dry run of the
+  // write), then validating webhooks, then the write itself unless it is a dry run.
+  nlohmann::json admitted_create(const server::Request& request, const ResourceInfo& r,
+                                 const std::string& ns, Write& w);
+  // PUT and PATCH of the object or its status: `next` makes the new object from the stored one.
+  nlohmann::json admitted_update(const server::Request& request, const ResourceInfo& r,
+                                 const std::string& ns, const std::string& name,
+                                 const std::string& sub,
+                                 const std::function<nlohmann::json(const nlohmann::json&)>& next,
+                                 Write& w);
+  nlohmann::json admitted_scale(const server::Request& request, const ResourceInfo& r,
+                                const std::string& ns, const std::string& name, Write& w);
+  // The webhooks for a DELETE of `current` (object null, oldObject the stored object).
+  void admit_delete(const server::Request& request, const ResourceInfo& r, const std::string& ns,
+                    const std::string& name, const nlohmann::json& current, Write& w);
   server::Response watch(const server::Request& request, const ResourceInfo& r,
                          const std::string& ns);
 
   ObjectStore& store_;
   ApiHandlerOptions options_;
+  ServiceDirectory services_;
+  Admission admission_;
   mutable std::mutex watches_mu_;
   std::map<uint64_t, ActiveWatch> watches_;
 };

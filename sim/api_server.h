@@ -50,6 +50,14 @@ class ApiServer {
   // The directory holding ca.crt (and the serving pair the server reads).
   const std::string& pki_dir() const { return dir_; }
   ObjectStore& store() { return store_; }
+  // Says where the service `<name>.<namespace>.svc` that webhook configurations name
+  // listens ("127.0.0.1:PORT"): the sim has no cluster DNS. Admission connects there and
+  // still verifies the certificate against the caBundle for the service's DNS name.
+  // Throws std::invalid_argument when host_port is not HOST:PORT.
+  void register_service(const std::string& name, const std::string& ns,
+                        const std::string& host_port) {
+    handlers_.services().add(name, ns, host_port);
+  }
   std::size_t open_watches() const { return handlers_.open_watches(); }
 
   // Fault injection (docs/testing.md). The commgate-sim binary offers the same through

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "sim/api_server.h"
 
@@ -12,7 +13,10 @@ namespace {
 
 void usage() {
   std::cerr << "usage: commgate-sim [--port N] [--kubeconfig-out FILE] [--token T]\n"
-               "                    [--history N] [--bookmark-interval-ms N]\n";
+               "                    [--history N] [--bookmark-interval-ms N]\n"
+               "                    [--service NAME.NAMESPACE=HOST:PORT]...\n"
+               "  --service: where a service that webhook configurations name listens\n"
+               "             (the sim has no cluster DNS); repeatable\n";
 }
 
 }  // namespace
@@ -20,6 +24,10 @@ void usage() {
 int main(int argc, char** argv) {
   commgate::sim::ApiServerOptions options;
   std::string kubeconfig_out;
+  struct Service {
+    std::string name, ns, host_port;
+  };
+  std::vector<Service> services;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -40,6 +48,17 @@ int main(int argc, char** argv) {
         options.history_limit = std::stoul(value());
       } else if (arg == "--bookmark-interval-ms") {
         options.bookmark_interval = std::chrono::milliseconds(std::stoul(value()));
+      } else if (arg == "--service") {
+        const std::string v = value();
+        const auto eq = v.find('=');
+        const auto dot = v.find('.');
+        if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 ||
+            dot + 1 == eq) {
+          std::cerr << "commgate-sim: --service wants NAME.NAMESPACE=HOST:PORT, got \"" << v
+                    << "\"\n";
+          return 2;
+        }
+        services.push_back({v.substr(0, dot), v.substr(dot + 1, eq - dot - 1), v.substr(eq + 1)});
       } else if (arg == "-h" || arg == "--help") {
         usage();
         return 0;
@@ -63,6 +82,7 @@ int main(int argc, char** argv) {
 
   try {
     commgate::sim::ApiServer server(options);
+    for (const auto& s : services) server.register_service(s.name, s.ns, s.host_port);
     server.start();
     if (!kubeconfig_out.empty()) {
       std::ofstream out(kubeconfig_out, std::ios::trunc);

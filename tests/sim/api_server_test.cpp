@@ -125,8 +125,11 @@ TEST_F(ApiServerTest, malformed_bodies_are_400_statuses) {
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(json::parse(r.body)["reason"], "BadRequest");
   EXPECT_EQ(call("GET", std::string(kCms) + "?labelSelector=a%20in%20x").status, 400);
-  EXPECT_EQ(call("POST", std::string(kCms) + "?dryRun=All", configmap("d", "x").dump()).status,
+  // dryRun: "All" is the only value there is; a dry run stores nothing.
+  EXPECT_EQ(call("POST", std::string(kCms) + "?dryRun=Some", configmap("d", "x").dump()).status,
             400);
+  EXPECT_EQ(call("POST", std::string(kCms) + "?dryRun=All", configmap("d", "x").dump()).status,
+            201);
   EXPECT_EQ(call("GET", std::string(kCms) + "/d").status, 404);
 }
 
