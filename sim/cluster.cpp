@@ -1,0 +1,74 @@
+#include "sim/cluster.h"
+
+namespace commgate::sim {
+
+using nlohmann::json;
+
+json node_object(const NodeSpec& spec) {
+  json labels = {{"kubernetes.io/hostname", spec.name},
+                 {"kubernetes.io/os", "linux"},
+                 {"kubernetes.io/arch", "amd64"}};
+  for (const auto& [k, v] : spec.labels) labels[k] = v;
+  json resources = {{"cpu", spec.cpu},
+                    {"memory", spec.memory},
+                    {"pods", std::to_string(spec.max_pods)},
+                    {"ephemeral-storage", "100Gi"}};
+  if (spec.gpus > 0) resources["nvidia.com/gpu"] = std::to_string(spec.gpus);
+  const std::string now = format_rfc3339(Clock::now());
+  json node = {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", spec.name}, {"labels", labels}}},
+      {"spec", json::object()},
+      {"status",
+       {{"capacity", resources},
+        {"allocatable", resources},
+        {"conditions",
+         {{{"type", "Ready"},
+           {"status", "True"},
+           {"reason", "KubeletReady"},
+           {"message", "kubelet is posting ready status"},
+           {"lastHeartbeatTime", now},
+           {"lastTransitionTime", now}}}},
+        {"addresses",
+         {{{"type", "InternalIP"}, {"address", spec.address.empty() ? "127.0.0.1" : spec.address}},
+          {{"type", "Hostname"}, {"address", spec.name}}}},
+        {"nodeInfo",
+         {{"kubeletVersion", "v1.32.0-commgate-sim"},
+          {"containerRuntimeVersion", "commgate-sim://processes"},
+          {"operatingSystem", "linux"},
+          {"architecture", "amd64"}}}}}};
+  if (!spec.taints.empty()) node["spec"]["taints"] = spec.taints;
+  if (!spec.netns.empty()) node["metadata"]["annotations"] = {{kNetnsAnnotation, spec.netns}};
+  return node;
+}
+
+SimCluster::SimCluster(ObjectStore& store, KubeletOptions kubelet)
+    : store_(store), scheduler_(store), kubelet_(store, std::move(kubelet)), jobs_(store) {}
+
+SimCluster::~SimCluster() {
+  stop();
+}
+
+void SimCluster::start() {
+  if (started_) return;
+  started_ = true;
+  scheduler_.start();
+  kubelet_.start();
+  jobs_.start();
+}
+
+void SimCluster::stop() {
+  if (!started_) return;
+  started_ = false;
+  jobs_.stop();
+  scheduler_.stop();
+  kubelet_.stop();
+}
+
+void SimCluster::add_node(const NodeSpec& spec) {
+  kubelet_.serve_node(spec.name);
+  store_.create(*store_.find_resource("", "v1", "nodes"), "", node_object(spec));
+}
+
+}  // namespace commgate::sim

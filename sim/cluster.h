@@ -1,0 +1,56 @@
+// The simulated cluster's control loops around an ObjectStore: the scheduler, a kubelet
+// for the nodes added here, and the Job controller. Composed with an ApiServer by giving
+// it the server's store (SimCluster cluster(server.store())); the controllers talk to the
+// store through its API only and do their work on their own threads.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/job_controller.h"
+#include "sim/kubelet.h"
+#include "sim/object_store.h"
+#include "sim/scheduler.h"
+
+namespace commgate::sim {
+
+struct NodeSpec {
+  std::string name;
+  int gpus = 0;
+  std::string cpu = "8";
+  std::string memory = "32Gi";
+  int max_pods = 110;
+  std::map<std::string, std::string> labels;  // kubernetes.io/hostname is added
+  nlohmann::json taints = nlohmann::json::array();
+  // Run the node's pods under `ip netns exec <netns>` with pod IP `address` (root only;
+  // scripts/netsim.sh makes such namespaces). "" = host network, pod IP 127.0.0.1.
+  std::string netns;
+  std::string address;
+};
+
+// The Node object for `spec`: labels, taints, capacity = allocatable, Ready condition.
+nlohmann::json node_object(const NodeSpec& spec);
+
+class SimCluster {
+ public:
+  explicit SimCluster(ObjectStore& store, KubeletOptions kubelet = {});
+  ~SimCluster();  // stop()
+  SimCluster(const SimCluster&) = delete;
+  SimCluster& operator=(const SimCluster&) = delete;
+
+  void start();
+  void stop();  // kills every pod process
+  // Creates the Node and runs its pods with this cluster's kubelet.
+  void add_node(const NodeSpec& spec);
+  const std::string& work_dir() const { return kubelet_.work_dir(); }
+
+ private:
+  ObjectStore& store_;
+  Scheduler scheduler_;
+  Kubelet kubelet_;
+  JobController jobs_;
+  bool started_ = false;
+};
+
+}  // namespace commgate::sim

@@ -1,0 +1,596 @@
+#include "sim/kubelet.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/api_status.h"
+#include "sim/garbage_collection.h"
+#include "sim/scheduler.h"
+
+namespace commgate::sim {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t kMaxMessage = 4096;  // the kubelet's cap on a termination message
+
+std::string str(const json& v) {
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+const json& at(const json& obj, const char* key) {
+  static const json null;
+  return obj.is_object() && obj.contains(key) ? obj[key] : null;
+}
+
+std::string now_text() {
+  return format_rfc3339(Clock::now());
+}
+
+std::string read_prefix(const std::string& path, std::size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  std::string out(limit, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(limit));
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  return out;
+}
+
+std::string read_tail(const std::string& path, std::size_t limit) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const auto size = static_cast<std::size_t>(in.tellg());
+  const std::size_t from = size > limit ? size - limit : 0;
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string out(size - from, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  return out;
+}
+
+// The address a node's pods get: its InternalIP when it has a network namespace.
+std::pair<std::string, std::string> node_addresses(const json& node) {
+  const json& annotations = at(at(node, "metadata"), "annotations");
+  if (!str(at(annotations, kNetnsAnnotation)).empty()) {
+    const json& addresses = at(at(node, "status"), "addresses");
+    if (addresses.is_array())
+      for (const auto& a : addresses)
+        if (str(at(a, "type")) == "InternalIP")
+          return {str(at(a, "address")), str(at(a, "address"))};
+  }
+  return {"127.0.0.1", "127.0.0.1"};
+}
+
+}  // namespace
+
+std::optional<PodDnsName> parse_pod_dns_name(const std::string& value,
+                                             const std::string& default_ns) {
+  std::string v = value;
+  if (!v.empty() && v.back() == '.') v.pop_back();
+  std::vector<std::string> labels;
+  std::stringstream in(v);
+  std::string label;
+  while (std::getline(in, label, '.')) labels.push_back(label);
+  // h.s, h.s.ns, h.s.ns.svc, h.s.ns.svc.cluster.local
+  const std::size_t n = labels.size();
+  if (n != 2 && n != 3 && n != 4 && n != 6) return std::nullopt;
+  for (const auto& l : labels) {
+    if (l.empty() || l.size() > 63) return std::nullopt;
+    for (char c : l)
+      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return std::nullopt;
+  }
+  if (labels.size() >= 4 && labels[3] != "svc") return std::nullopt;
+  if (labels.size() == 6 && !(labels[4] == "cluster" && labels[5] == "local")) return std::nullopt;
+  return PodDnsName{labels[0], labels[1], labels.size() >= 3 ? labels[2] : default_ns};
+}
+
+std::string expand_env_refs(const std::string& text,
+                            const std::map<std::string, std::string>& env) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '$') {
+      out += '$';
+      ++i;
+      continue;
+    }
+    if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '(') {
+      const auto close = text.find(')', i + 2);
+      if (close != std::string::npos) {
+        auto it = env.find(text.substr(i + 2, close - i - 2));
+        if (it != env.end()) {
+          out += it->second;
+          i = close;
+          continue;
+        }
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+std::optional<std::string> field_ref_value(const json& pod, const std::string& path) {
+  auto keyed = [&](const std::string& prefix, const char* map) -> std::optional<std::string> {
+    if (path.rfind(prefix + "['", 0) != 0 || path.size() < prefix.size() + 4 ||
+        path.substr(path.size() - 2) != "']")
+      return std::nullopt;
+    const std::string key = path.substr(prefix.size() + 2, path.size() - prefix.size() - 4);
+    const json& m = at(at(pod, "metadata"), map);
+    return m.is_object() && m.contains(key) ? str(m[key]) : std::string();
+  };
+  if (auto v = keyed("metadata.labels", "labels")) return v;
+  if (auto v = keyed("metadata.annotations", "annotations")) return v;
+  const std::map<std::string, std::pair<const char*, const char*>> simple = {
+      {"metadata.name", {"metadata", "name"}},
+      {"metadata.namespace", {"metadata", "namespace"}},
+      {"metadata.uid", {"metadata", "uid"}},
+      {"spec.nodeName", {"spec", "nodeName"}},
+      {"spec.serviceAccountName", {"spec", "serviceAccountName"}},
+      {"status.podIP", {"status", "podIP"}},
+      {"status.hostIP", {"status", "hostIP"}}};
+  auto it = simple.find(path);
+  if (it == simple.end()) return std::nullopt;
+  return str(at(at(pod, it->second.first), it->second.second));
+}
+
+Kubelet::Kubelet(ObjectStore& store, KubeletOptions options)
+    : store_(store),
+      options_(std::move(options)),
+      pods_r_(*store.find_resource("", "v1", "pods")),
+      nodes_r_(*store.find_resource("", "v1", "nodes")),
+      services_r_(*store.find_resource("", "v1", "services")) {
+  if (options_.work_dir.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "commgate-kubelet-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("kubelet: mkdtemp failed");
+    options_.work_dir = tmpl;
+    owns_work_dir_ = true;
+  }
+  fs::create_directories(options_.work_dir);
+  event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (event_fd_ < 0) throw std::runtime_error("kubelet: eventfd failed");
+}
+
+Kubelet::~Kubelet() {
+  stop();
+  if (event_fd_ >= 0) close(event_fd_);
+  std::error_code ignored;
+  if (owns_work_dir_) fs::remove_all(options_.work_dir, ignored);
+}
+
+void Kubelet::serve_node(const std::string& node_name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    nodes_.insert(node_name);
+  }
+  wake();
+}
+
+void Kubelet::wake() {
+  const uint64_t one = 1;
+  [[maybe_unused]] auto n = write(event_fd_, &one, sizeof one);
+}
+
+void Kubelet::start() {
+  for (const ResourceInfo* r : {&pods_r_, &nodes_r_, &services_r_}) {
+    WatchRequest w;
+    w.from = store_.resource_version();
+    w.deliver = [this](const WatchEvent&) {  // under the store's lock: only signal
+      wake();
+      return true;
+    };
+    watches_.push_back(store_.watch(*r, std::move(w)));
+  }
+  wake();
+  thread_ = std::thread([this] { run(); });
+}
+
+void Kubelet::stop() {
+  for (uint64_t id : watches_) store_.unwatch(id);
+  watches_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake();
+  if (thread_.joinable()) thread_.join();
+  // The thread is gone: kill and reap what is left.
+  for (auto& [uid, pod] : pods_)
+    for (auto& c : pod.containers) {
+      if (!c.running) continue;
+      kill(-c.pid, SIGKILL);
+      int status = 0;
+      waitpid(c.pid, &status, 0);
+      close(c.pidfd);
+      c.running = false;
+    }
+  pods_.clear();
+}
+
+void Kubelet::run() {
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    try {
+      sync();
+    } catch (const std::exception&) {
+      // The store answered an error (a pod went away mid-sync): the next event retries.
+    }
+    std::vector<pollfd> fds = {{event_fd_, POLLIN, 0}};
+    std::vector<std::pair<Pod*, Container*>> owners = {{nullptr, nullptr}};
+    int timeout_ms = -1;
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& [uid, pod] : pods_) {
+      for (auto& c : pod.containers)
+        if (c.running) {
+          fds.push_back({c.pidfd, POLLIN, 0});
+          owners.emplace_back(&pod, &c);
+        }
+      if (pod.killing && !pod.killed_hard) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(pod.kill_deadline - now).count();
+        const int ms = static_cast<int>(std::max<long long>(left, 0) + 1);
+        timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
+      }
+    }
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) return;
+    if (fds[0].revents & POLLIN) {
+      uint64_t count = 0;
+      [[maybe_unused]] auto n = read(event_fd_, &count, sizeof count);
+    }
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (!(fds[i].revents & POLLIN)) continue;
+      int status = 0;
+      if (waitpid(owners[i].second->pid, &status, WNOHANG) == owners[i].second->pid)
+        reap(*owners[i].first, *owners[i].second, status);
+    }
+  }
+}
+
+void Kubelet::sync() {
+  std::set<std::string> nodes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    nodes = nodes_;
+  }
+  const auto all_pods = store_.list(pods_r_, "", {}).items;
+  const auto all_nodes = store_.list(nodes_r_, "", {}).items;
+  std::map<std::string, const json*> mine;  // by uid
+  for (const auto& p : all_pods)
+    if (nodes.count(str(at(at(p, "spec"), "nodeName"))) > 0) mine[str(p["metadata"]["uid"])] = &p;
+
+  for (const auto& [uid, obj] : mine) {
+    if (pods_.count(uid) > 0 || is_terminal(*obj) || is_deleting(*obj)) continue;
+    Pod pod;
+    pod.ns = str(obj->at("metadata")["namespace"]);
+    pod.name = str(obj->at("metadata")["name"]);
+    pod.uid = uid;
+    pod.node = str(obj->at("spec")["nodeName"]);
+    pod.spec = obj->at("spec");
+    pod.dir = (fs::path(options_.work_dir) / (pod.ns + "_" + pod.name + "_" + uid)).string();
+    pods_[uid] = std::move(pod);
+  }
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::string> forget;
+  for (auto& [uid, pod] : pods_) {
+    auto it = mine.find(uid);
+    if ((it == mine.end() || is_deleting(*it->second)) && !pod.killing) begin_kill(pod);
+    if (!pod.started && !pod.killing) start_pod(pod, *it->second, all_pods, all_nodes);
+    if (pod.killing && !pod.killed_hard && now >= pod.kill_deadline) {
+      for (auto& c : pod.containers)
+        if (c.running) kill(-c.pid, SIGKILL);
+      pod.killed_hard = true;
+    }
+    bool any_running = false;
+    for (const auto& c : pod.containers) any_running = any_running || c.running;
+    if (pod.killing && !any_running) forget.push_back(uid);
+  }
+  for (const auto& uid : forget) pods_.erase(uid);
+}
+
+void Kubelet::begin_kill(Pod& pod) {
+  pod.killing = true;
+  long long grace_s = 30;
+  if (at(pod.spec, "terminationGracePeriodSeconds").is_number_integer())
+    grace_s = pod.spec["terminationGracePeriodSeconds"].get<long long>();
+  const auto grace =
+      std::min<std::chrono::milliseconds>(std::chrono::seconds(grace_s), options_.max_grace);
+  pod.kill_deadline = std::chrono::steady_clock::now() + grace;
+  for (auto& c : pod.containers)
+    if (c.running) kill(-c.pid, grace.count() == 0 ? SIGKILL : SIGTERM);
+}
+
+void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& pods,
+                        const std::vector<json>& nodes) {
+  const json* node = nullptr;
+  for (const auto& n : nodes)
+    if (str(n["metadata"]["name"]) == pod.node) node = &n;
+  if (node == nullptr) return;
+  std::tie(pod.pod_ip, pod.host_ip) = node_addresses(*node);
+  const std::string netns = str(at(at(at(*node, "metadata"), "annotations"), kNetnsAnnotation));
+  json self = object;
+  self["status"]["podIP"] = pod.pod_ip;
+  self["status"]["hostIP"] = pod.host_ip;
+
+  // Services that exist (for pod DNS names) and the IP of each bound pod by hostname.
+  const auto services = store_.list(services_r_, "", {}).items;
+  auto has_service = [&](const std::string& ns, const std::string& name) {
+    for (const auto& s : services)
+      if (str(s["metadata"]["namespace"]) == ns && str(s["metadata"]["name"]) == name) return true;
+    return false;
+  };
+  auto resolve = [&](const PodDnsName& d) -> std::optional<std::string> {
+    for (const auto& p : pods) {
+      // A finished pod still resolves (its IP cannot go to anyone else here): a waiting
+      // container must not hang because the name's owner was quicker than it.
+      if (str(p["metadata"]["namespace"]) != d.ns || is_deleting(p)) continue;
+      if (str(at(p["spec"], "hostname")) != d.hostname ||
+          str(at(p["spec"], "subdomain")) != d.subdomain)
+        continue;
+      const std::string bound_to = str(at(p["spec"], "nodeName"));
+      for (const auto& n : nodes)
+        if (!bound_to.empty() && str(n["metadata"]["name"]) == bound_to)
+          return node_addresses(n).first;
+    }
+    return std::nullopt;
+  };
+
+  const json& containers = at(pod.spec, "containers");
+  if (!containers.is_array()) return;
+  std::vector<std::map<std::string, std::string>> envs;
+  for (const auto& spec : containers) {
+    std::map<std::string, std::string> env;
+    for (const char* inherited : {"PATH", "LD_LIBRARY_PATH", "TMPDIR"})
+      if (const char* v = std::getenv(inherited)) env[inherited] = v;
+    env["HOME"] = pod.dir;
+    env["HOSTNAME"] = str(at(pod.spec, "hostname")).empty() ? pod.name : str(pod.spec["hostname"]);
+    if (at(spec, "env").is_array())
+      for (const auto& e : spec["env"]) {
+        const std::string name = str(at(e, "name"));
+        std::string value;
+        if (at(e, "value").is_string()) {
+          value = expand_env_refs(str(e["value"]), env);
+        } else if (at(at(e, "valueFrom"), "fieldRef").is_object()) {
+          value =
+              field_ref_value(self, str(at(e["valueFrom"]["fieldRef"], "fieldPath"))).value_or("");
+        }
+        if (auto dns = parse_pod_dns_name(value, pod.ns);
+            dns && has_service(dns->ns, dns->subdomain)) {
+          auto ip = resolve(*dns);
+          if (!ip) return;  // the named pod is not placed yet: start later (ContainerCreating)
+          value = *ip;
+        }
+        env[name] = value;
+      }
+    envs.push_back(std::move(env));
+  }
+
+  fs::create_directories(pod.dir);
+  pod.start_time = now_text();
+  pod.started = true;
+  pod.netns = netns;
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    Container c;
+    c.env = envs[i];
+    c.name = str(at(containers[i], "name"));
+    c.termination_file = pod.dir + "/termination-log-" + c.name;
+    c.log_file = pod.dir + "/" + c.name + ".log";
+    pod.containers.push_back(std::move(c));
+  }
+  for (std::size_t i = 0; i < containers.size(); ++i)
+    spawn(pod, pod.containers[i], containers[i], envs[i], netns);
+  write_status(pod);
+}
+
+bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
+                    const std::map<std::string, std::string>& base_env, const std::string& netns) {
+  std::map<std::string, std::string> env = base_env;
+  env["TERMINATION_LOG_PATH"] = c.termination_file;
+  std::string path = str(at(spec, "terminationMessagePath"));
+  if (path.empty()) path = "/dev/termination-log";
+  { std::ofstream(c.termination_file, std::ios::trunc); }
+  std::vector<std::string> argv;
+  if (!netns.empty()) argv = {"ip", "netns", "exec", netns};
+  for (const char* key : {"command", "args"})
+    if (at(spec, key).is_array())
+      for (const auto& a : spec[key]) {
+        std::string arg = expand_env_refs(str(a), env);
+        for (std::size_t at_pos = arg.find(path); at_pos != std::string::npos;
+             at_pos = arg.find(path, at_pos + c.termination_file.size()))
+          arg.replace(at_pos, path.size(), c.termination_file);
+        argv.push_back(arg);
+      }
+  c.started_at = now_text();
+  const bool has_command = at(spec, "command").is_array() && !spec["command"].empty();
+  std::string workdir = str(at(spec, "workingDir"));
+  if (workdir.empty()) workdir = pod.dir;
+
+  int err = 0;
+  if (!has_command) {
+    err = ENOEXEC;
+  } else {
+    std::vector<char*> args, envp;
+    std::vector<std::string> env_strings;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, c.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addchdir_np(&fa, workdir.c_str());
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    // Its own process group (killed as a whole), default signal dispositions and an empty
+    // mask: commgate-sim blocks SIGTERM/SIGINT in its threads, which children inherit.
+    posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attr, 0);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    sigemptyset(&defaults);
+    for (int s : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD})
+      sigaddset(&defaults, s);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    err = posix_spawnp(&c.pid, args[0], &fa, &attr, args.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+  }
+  if (err == 0) {
+    c.pidfd = static_cast<int>(syscall(SYS_pidfd_open, c.pid, 0));
+    if (c.pidfd < 0) {  // cannot watch it: do not leave it running unobserved
+      kill(-c.pid, SIGKILL);
+      int status = 0;
+      waitpid(c.pid, &status, 0);
+      err = errno == 0 ? ENOSYS : errno;
+    }
+  }
+  if (err != 0) {
+    // The runtime's StartError: exit code 128, the exec error as message.
+    c.running = false;
+    c.done = true;
+    c.exit_code = 128;
+    c.reason = "StartError";
+    c.message = has_command ? "exec: \"" + argv[netns.empty() ? 0 : 4] + "\": " + std::strerror(err)
+                            : "commgate-sim runs containers' command only; none given (the "
+                              "image's entrypoint is not known)";
+    c.finished_at = now_text();
+    return false;
+  }
+  c.running = true;
+  return true;
+}
+
+void Kubelet::reap(Pod& pod, Container& c, int status) {
+  c.running = false;
+  close(c.pidfd);
+  c.pidfd = -1;
+  kill(-c.pid, SIGKILL);  // what the container left behind goes with it (cgroup semantics)
+  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  c.finished_at = now_text();
+  c.reason = c.exit_code == 0 ? "Completed" : "Error";
+  c.message = read_prefix(c.termination_file, kMaxMessage);
+  const json* spec = nullptr;
+  for (const auto& s : pod.spec["containers"])
+    if (str(at(s, "name")) == c.name) spec = &s;
+  if (c.message.empty() && c.exit_code != 0 && spec != nullptr &&
+      str(at(*spec, "terminationMessagePolicy")) == "FallbackToLogsOnError")
+    c.message = read_tail(c.log_file, 2048);
+  std::string policy = str(at(pod.spec, "restartPolicy"));
+  if (policy.empty()) policy = "Always";
+  const bool restart =
+      !pod.killing && (policy == "Always" || (policy == "OnFailure" && c.exit_code != 0));
+  if (restart && spec != nullptr) {
+    json terminated = {{"exitCode", c.exit_code},
+                       {"reason", c.reason},
+                       {"startedAt", c.started_at},
+                       {"finishedAt", c.finished_at},
+                       {"containerID", "sim://" + std::to_string(c.pid)}};
+    if (!c.message.empty()) terminated["message"] = c.message;
+    c.last_state = {{"terminated", terminated}};
+    ++c.restarts;
+    // Restarted in place at once (no CrashLoopBackOff delay), with the same env.
+    spawn(pod, c, *spec, c.env, pod.netns);
+  } else {
+    c.done = true;
+  }
+  if (!pod.killing) write_status(pod);
+}
+
+void Kubelet::write_status(Pod& pod) {
+  bool all_done = !pod.containers.empty(), all_ok = true, all_running = pod.started;
+  json statuses = json::array();
+  for (const auto& c : pod.containers) {
+    all_done = all_done && c.done;
+    all_ok = all_ok && c.done && c.exit_code == 0;
+    all_running = all_running && c.running;
+    json state;
+    const std::string id = "sim://" + std::to_string(c.pid);
+    if (c.running) {
+      state = {{"running", {{"startedAt", c.started_at}}}};
+    } else {
+      json t = {{"exitCode", c.exit_code},
+                {"reason", c.reason},
+                {"startedAt", c.started_at},
+                {"finishedAt", c.finished_at},
+                {"containerID", id}};
+      if (!c.message.empty()) t["message"] = c.message;
+      state = {{"terminated", t}};
+    }
+    std::string image;
+    for (const auto& s : pod.spec["containers"])
+      if (str(at(s, "name")) == c.name) image = str(at(s, "image"));
+    statuses.push_back({{"name", c.name},
+                        {"image", image},
+                        {"imageID", ""},
+                        {"containerID", id},
+                        {"ready", c.running},
+                        {"started", c.running},
+                        {"restartCount", c.restarts},
+                        {"state", state},
+                        {"lastState", c.last_state}});
+  }
+  const std::string phase =
+      !pod.started ? "Pending" : (all_done ? (all_ok ? "Succeeded" : "Failed") : "Running");
+  const std::string now = now_text();
+  try {
+    store_.mutate(pods_r_, pod.ns, pod.name, WritePart::kStatus, [&](const json& current) {
+      if (str(current["metadata"]["uid"]) != pod.uid) throw not_found(pods_r_, pod.name);
+      json next = current;
+      json& st = next["status"];
+      if (!st.is_object()) st = json::object();
+      st["phase"] = phase;
+      st["hostIP"] = pod.host_ip;
+      st["hostIPs"] = {{{"ip", pod.host_ip}}};
+      st["podIP"] = pod.pod_ip;
+      st["podIPs"] = {{{"ip", pod.pod_ip}}};
+      st["startTime"] = pod.start_time;
+      st["qosClass"] = "BestEffort";
+      st["containerStatuses"] = statuses;
+      // Conditions: keep PodScheduled (the scheduler's); set the kubelet's own.
+      std::map<std::string, json> old;
+      if (st.contains("conditions") && st["conditions"].is_array())
+        for (const auto& c : st["conditions"]) old[str(at(c, "type"))] = c;
+      auto cond = [&](const std::string& type, bool ok, const std::string& reason) {
+        json c = {{"type", type}, {"status", ok ? "True" : "False"}, {"lastProbeTime", nullptr}};
+        if (!reason.empty()) c["reason"] = reason;
+        auto it = old.find(type);
+        c["lastTransitionTime"] = it != old.end() && it->second.value("status", "") == c["status"]
+                                      ? it->second.value("lastTransitionTime", now)
+                                      : now;
+        return c;
+      };
+      const std::string not_ready = all_done ? "PodCompleted" : "ContainersNotReady";
+      json conditions = json::array();
+      conditions.push_back(cond("PodReadyToStartContainers", !all_done, ""));
+      conditions.push_back(cond("Initialized", true, all_done ? "PodCompleted" : ""));
+      conditions.push_back(cond("Ready", all_running, all_running ? "" : not_ready));
+      conditions.push_back(cond("ContainersReady", all_running, all_running ? "" : not_ready));
+      if (old.count("PodScheduled") > 0) conditions.push_back(old["PodScheduled"]);
+      st["conditions"] = conditions;
+      return next;
+    });
+  } catch (const ApiError&) {
+    // Deleted (or replaced) meanwhile: nobody is left to read this status.
+  }
+}
+
+}  // namespace commgate::sim

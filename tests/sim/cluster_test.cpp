@@ -1,0 +1,308 @@
+// The simulated cluster with real processes: scheduler, kubelet and Job controller over an
+// ObjectStore (no HTTP), as the commgate operator's probe Job will use them.
+#include "sim/cluster.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "sim/api_status.h"
+
+namespace commgate::sim {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// Polls `done` until it holds or `limit` passes: the state is in the store, written by
+// other threads; a watch would do, but the checks read several objects at once.
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 10s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return done();
+}
+
+// The pod's .status, or {} before anyone wrote one.
+json status_of(const json& obj) {
+  return obj.value("status", json::object());
+}
+
+json sh_container(const std::string& script, json extra = json::object()) {
+  json c = {{"name", "main"}, {"image", "ignored"}, {"command", {"sh", "-c", script}}};
+  c.merge_patch(extra);
+  return c;
+}
+
+json indexed_job(const std::string& name, int n, const json& container, int backoff = 6) {
+  return {{"metadata", {{"name", name}}},
+          {"spec",
+           {{"completionMode", "Indexed"},
+            {"completions", n},
+            {"parallelism", n},
+            {"backoffLimit", backoff},
+            {"template",
+             {{"metadata", {{"labels", {{"app", name}}}}},
+              {"spec", {{"restartPolicy", "Never"}, {"containers", {container}}}}}}}}};
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  ObjectStore store;
+  ResourceInfo pods = *store.find_resource("", "v1", "pods");
+  ResourceInfo jobs = *store.find_resource("batch", "v1", "jobs");
+  ResourceInfo services = *store.find_resource("", "v1", "services");
+  std::unique_ptr<SimCluster> cluster;
+
+  void SetUp() override {
+    cluster = std::make_unique<SimCluster>(store);
+    cluster->start();
+  }
+  void TearDown() override { cluster->stop(); }
+
+  std::vector<json> pods_of(const std::string& app) {
+    ListOptions o;
+    o.labels = LabelSelectorQuery::parse("app=" + app);
+    return store.list(pods, "default", o).items;
+  }
+  json job(const std::string& name) { return store.get(jobs, "default", name); }
+  bool has_condition(const json& obj, const std::string& type, const std::string& reason = "") {
+    if (!obj.contains("status") || !obj["status"].contains("conditions")) return false;
+    for (const auto& c : obj["status"]["conditions"])
+      if (c["type"] == type && c["status"] == "True" &&
+          (reason.empty() || c.value("reason", "") == reason))
+        return true;
+    return false;
+  }
+  std::string pod_dir(const json& pod) {
+    return cluster->work_dir() + "/default_" + pod["metadata"]["name"].get<std::string>() + "_" +
+           pod["metadata"]["uid"].get<std::string>();
+  }
+  pid_t read_pid(const std::string& path) {
+    pid_t pid = 0;
+    eventually([&] {
+      std::ifstream in(path);
+      return static_cast<bool>(in >> pid);
+    });
+    return pid;
+  }
+  bool exists(const ResourceInfo& r, const std::string& name) {
+    try {
+      store.get(r, "default", name);
+      return true;
+    } catch (const ApiError&) {
+      return false;
+    }
+  }
+};
+
+TEST_F(ClusterTest, indexed_job_completes_with_each_index_as_termination_message) {
+  cluster->add_node({.name = "n1"});
+  store.create(
+      jobs, "default",
+      indexed_job("probe", 3, sh_container("echo $JOB_COMPLETION_INDEX > /dev/termination-log")));
+  ASSERT_TRUE(eventually([&] {
+    return has_condition(job("probe"), "Complete", "CompletionsReached");
+  })) << job("probe").dump(2);
+  const json j = job("probe");
+  EXPECT_TRUE(has_condition(j, "SuccessCriteriaMet"));
+  EXPECT_EQ(j["status"]["succeeded"], 3);
+  EXPECT_EQ(j["status"]["completedIndexes"], "0-2");
+  EXPECT_TRUE(j["status"].contains("completionTime"));
+  const auto all = pods_of("probe");
+  ASSERT_EQ(all.size(), 3u);
+  for (const auto& p : all) {
+    const std::string index =
+        p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"];
+    EXPECT_EQ(p["metadata"]["name"].get<std::string>().rfind("probe-" + index + "-", 0), 0u);
+    EXPECT_EQ(p["spec"]["hostname"], "probe-" + index);
+    EXPECT_EQ(p["spec"]["nodeName"], "n1");
+    EXPECT_EQ(p["status"]["phase"], "Succeeded");
+    EXPECT_EQ(p["status"]["podIP"], "127.0.0.1");
+    const json t = p["status"]["containerStatuses"][0]["state"]["terminated"];
+    EXPECT_EQ(t["exitCode"], 0);
+    EXPECT_EQ(t["reason"], "Completed");
+    EXPECT_EQ(t["message"], index + "\n");
+    EXPECT_EQ(p["metadata"]["ownerReferences"][0]["uid"], j["metadata"]["uid"]);
+    EXPECT_EQ(p["metadata"]["ownerReferences"][0]["controller"], true);
+  }
+}
+
+TEST_F(ClusterTest, failing_pods_exceed_backoff_limit_and_fail_the_job) {
+  cluster->add_node({.name = "n1"});
+  store.create(jobs, "default",
+               indexed_job("bad", 1, sh_container("echo broken >&2; exit 3"), /*backoff=*/1));
+  ASSERT_TRUE(eventually([&] {
+    return has_condition(job("bad"), "Failed", "BackoffLimitExceeded");
+  })) << job("bad").dump(2);
+  const json j = job("bad");
+  EXPECT_TRUE(has_condition(j, "FailureTarget"));
+  EXPECT_EQ(j["status"]["failed"], 2);  // the first failure was retried once
+  EXPECT_EQ(j["status"]["active"], 0);
+  const auto all = pods_of("bad");
+  ASSERT_EQ(all.size(), 2u);
+  for (const auto& p : all) {
+    EXPECT_EQ(p["status"]["phase"], "Failed");
+    EXPECT_EQ(p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 3);
+    EXPECT_EQ(p["status"]["containerStatuses"][0]["state"]["terminated"]["reason"], "Error");
+  }
+}
+
+TEST_F(ClusterTest, anti_affinity_leaves_the_third_pod_pending_with_the_scheduler_message) {
+  cluster->add_node({.name = "n1"});
+  cluster->add_node({.name = "n2"});
+  json c = sh_container("exec sleep 30", {{"terminationGracePeriodSeconds", 0}});
+  json j = indexed_job("spread", 3, c);
+  j["spec"]["template"]["spec"]["affinity"] = {
+      {"podAntiAffinity",
+       {{"requiredDuringSchedulingIgnoredDuringExecution",
+         {{{"topologyKey", "kubernetes.io/hostname"},
+           {"labelSelector", {{"matchLabels", {{"app", "spread"}}}}}}}}}}};
+  store.create(jobs, "default", j);
+  std::string message;
+  ASSERT_TRUE(eventually([&] {
+    int running = 0;
+    for (const auto& p : pods_of("spread")) {
+      if (p.value("status", json::object()).value("phase", "") == "Running") ++running;
+      for (const auto& cond : p.value("status", json::object()).value("conditions", json::array()))
+        if (cond["type"] == "PodScheduled" && cond["status"] == "False") message = cond["message"];
+    }
+    return running == 2 && !message.empty();
+  }));
+  EXPECT_EQ(message, "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.");
+  EXPECT_TRUE(eventually([&] {
+    const json st = job("spread")["status"];
+    return st.value("active", 0) == 3 && st.value("ready", 0) == 2;
+  })) << job("spread")["status"].dump();
+}
+
+TEST_F(ClusterTest, gpu_capacity_is_respected) {
+  cluster->add_node({.name = "gpu", .gpus = 2});
+  cluster->add_node({.name = "cpu", .gpus = 0});
+  for (const char* name : {"a", "b", "c"})
+    store.create(pods, "default",
+                 {{"metadata", {{"name", name}, {"labels", {{"app", "gpu"}}}}},
+                  {"spec",
+                   {{"restartPolicy", "Never"},
+                    {"terminationGracePeriodSeconds", 0},
+                    {"containers",
+                     {sh_container("exec sleep 30",
+                                   {{"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}})}}}}});
+  std::string message;
+  ASSERT_TRUE(eventually([&] {
+    int on_gpu = 0;
+    for (const auto& p : pods_of("gpu")) {
+      if (p["spec"].value("nodeName", "") == "gpu") ++on_gpu;
+      for (const auto& cond : p.value("status", json::object()).value("conditions", json::array()))
+        if (cond["type"] == "PodScheduled" && cond["status"] == "False") message = cond["message"];
+    }
+    return on_gpu == 2 && !message.empty();
+  }));
+  EXPECT_EQ(message, "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.");
+  EXPECT_FALSE(store.get(pods, "default", "c")["spec"].contains("nodeName"));
+  // Freeing a GPU lets the pending pod in.
+  store.remove(pods, "default", "a");
+  EXPECT_TRUE(eventually(
+      [&] { return store.get(pods, "default", "c")["spec"].value("nodeName", "") == "gpu"; }));
+}
+
+// "$$$$": the kubelet's $(VAR) expansion turns "$$" into "$", so the shell sees "$$".
+TEST_F(ClusterTest, deleting_a_job_in_background_removes_its_pods_and_kills_their_processes) {
+  cluster->add_node({.name = "n1"});
+  store.create(jobs, "default",
+               indexed_job("long", 2, sh_container("echo $$$$ > pid; exec sleep 30")));
+  ASSERT_TRUE(eventually([&] {
+    const auto all = pods_of("long");
+    return all.size() == 2 &&
+           all[0].value("status", json::object()).value("phase", "") == "Running" &&
+           all[1].value("status", json::object()).value("phase", "") == "Running";
+  }));
+  std::vector<pid_t> pids;
+  for (const auto& p : pods_of("long")) pids.push_back(read_pid(pod_dir(p) + "/pid"));
+  for (pid_t pid : pids) ASSERT_GT(pid, 0);
+  store.remove(jobs, "default", "long", {Propagation::kBackground});
+  EXPECT_TRUE(pods_of("long").empty());
+  // sleep ignores nothing: SIGTERM ends it; the kubelet reaps it, so the pid is gone.
+  for (pid_t pid : pids)
+    EXPECT_TRUE(eventually([&] { return kill(pid, 0) != 0 && errno == ESRCH; })) << pid;
+}
+
+TEST_F(ClusterTest, a_finalizer_keeps_a_killed_pod_until_it_is_removed) {
+  cluster->add_node({.name = "n1"});
+  store.create(pods, "default",
+               {{"metadata", {{"name", "held"}, {"finalizers", {"example.com/hold"}}}},
+                {"spec",
+                 {{"restartPolicy", "Never"},
+                  {"containers", {sh_container("echo $$$$ > pid; exec sleep 30")}}}}});
+  ASSERT_TRUE(eventually([&] {
+    return store.get(pods, "default", "held").value("status", json::object()).value("phase", "") ==
+           "Running";
+  }));
+  const pid_t pid = read_pid(pod_dir(store.get(pods, "default", "held")) + "/pid");
+  ASSERT_GT(pid, 0);
+  store.remove(pods, "default", "held");
+  EXPECT_TRUE(eventually([&] { return kill(pid, 0) != 0 && errno == ESRCH; }));
+  ASSERT_TRUE(exists(pods, "held"));
+  EXPECT_TRUE(store.get(pods, "default", "held")["metadata"].contains("deletionTimestamp"));
+  store.mutate(pods, "default", "held", WritePart::kMain, [](const json& cur) {
+    json next = cur;
+    next["metadata"].erase("finalizers");
+    return next;
+  });
+  EXPECT_FALSE(exists(pods, "held"));
+}
+
+TEST_F(ClusterTest, foreground_deletion_removes_pods_before_the_job) {
+  cluster->add_node({.name = "n1"});
+  store.create(jobs, "default", indexed_job("fg", 2, sh_container("exec sleep 30")));
+  ASSERT_TRUE(eventually([&] { return pods_of("fg").size() == 2; }));
+  std::mutex mu;
+  std::vector<std::string> trace;
+  std::vector<uint64_t> ids;
+  for (const ResourceInfo* r : {&jobs, &pods}) {
+    WatchRequest w;
+    w.from = store.resource_version();
+    w.deliver = [&, kind = r->kind](const WatchEvent& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (e.type == "DELETED" ||
+          (e.type == "MODIFIED" && e.object["metadata"].contains("deletionTimestamp")))
+        trace.push_back(e.type + " " + kind);
+      return true;
+    };
+    ids.push_back(store.watch(*r, std::move(w)));
+  }
+  store.remove(jobs, "default", "fg", {Propagation::kForeground});
+  for (uint64_t id : ids) store.unwatch(id);
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(trace, (std::vector<std::string>{"MODIFIED Job", "DELETED Pod", "DELETED Pod",
+                                             "DELETED Job"}));
+}
+
+TEST_F(ClusterTest, pod_dns_names_in_env_resolve_to_the_pod_ip) {
+  cluster->add_node({.name = "n1"});
+  store.create(services, "default",
+               {{"metadata", {{"name", "ranks"}}},
+                {"spec", {{"clusterIP", "None"}, {"selector", {{"app", "dns"}}}}}});
+  json j = indexed_job(
+      "dns", 2,
+      sh_container(
+          "echo $MASTER_ADDR > /dev/termination-log",
+          {{"env",
+            {{{"name", "MASTER_ADDR"}, {"value", "dns-0.ranks.default.svc.cluster.local"}}}}}));
+  j["spec"]["template"]["spec"]["subdomain"] = "ranks";
+  store.create(jobs, "default", j);
+  ASSERT_TRUE(eventually([&] { return has_condition(job("dns"), "Complete"); }))
+      << job("dns").dump(2) << "\n"
+      << json(pods_of("dns")).dump(2);
+  for (const auto& p : pods_of("dns"))
+    EXPECT_EQ(p["status"]["containerStatuses"][0]["state"]["terminated"]["message"], "127.0.0.1\n");
+}
+
+}  // namespace
+}  // namespace commgate::sim
