@@ -1,0 +1,269 @@
+// End to end, all real binaries: commgate-sim calls the real `commgate webhook` over HTTPS
+// (certificate for commgate-webhook.commgate-system.svc from a throwaway CA, verified
+// against the caBundle of deploy/webhook-configurations.yaml), and the real kubectl
+// applies the examples as a researcher would. The pool's CommProfile is made from the
+// recorded 1 GbE measurement of a 350M-parameter model (examples/measurements/),
+// re-stamped as taken now so that the default policy's measurementTTL holds.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/comm_profile.h"
+#include "core/probe_result.h"
+#include "core/server/pki.h"
+#include "sim/kubeconfig.h"
+
+extern char** environ;
+
+namespace commgate::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kSource = COMMGATE_SOURCE_DIR;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A child process with stdout and stderr in one file; SIGTERM (then SIGKILL) when destroyed.
+class Process {
+ public:
+  Process(const std::vector<std::string>& argv, fs::path output) : output_(std::move(output)) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~Process() {
+    if (pid_ <= 0 || exited_) return;
+    kill(pid_, SIGTERM);
+    if (wait_exit(5s) < 0) return;
+  }
+  // The exit status, or -1 when it has not exited within `timeout` (then it is killed).
+  int wait_exit(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!exited_) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        exited_ = true;
+        return -1;
+      }
+      std::this_thread::sleep_for(10ms);  // polling interval
+    }
+    return code_;
+  }
+  bool running() {
+    if (exited_) return false;
+    int status = 0;
+    return waitpid(pid_, &status, WNOHANG) == 0;
+  }
+  std::string output() const { return read_file(output_); }
+  // The port the process printed (first match of `pattern`), or 0 when it did not within
+  // the deadline or exited.
+  uint16_t wait_for_port(const std::regex& pattern, std::chrono::milliseconds deadline = 15s) {
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < end && running()) {
+      std::smatch m;
+      const std::string text = output();
+      if (std::regex_search(text, m, pattern)) return static_cast<uint16_t>(std::stoi(m[1]));
+      std::this_thread::sleep_for(20ms);  // polling interval
+    }
+    return 0;
+  }
+  bool started() const { return pid_ > 0; }
+
+ private:
+  fs::path output_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int code_ = -1;
+};
+
+// The pool's CommProfile from a recorded probe result, measured "now".
+json profile_from_recording(const std::string& recording) {
+  ProbeResult result = parse_probe_result(json::parse(read_file(recording)));
+  result.start_time = Clock::now();
+  CommProfile profile;
+  profile.node_selector = {{"commgate.io/pool", "cpu-1gbe"}};
+  profile.metadata.name = pool_name(profile.node_selector);
+  record_probe_result(profile, result);
+  return to_json(profile);
+}
+
+class WebhookE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
+    dir_ = fs::temp_directory_path() / ("commgate-webhook-e2e-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "policies");
+    fs::create_directories(dir_ / "profiles");
+    fs::copy_file(kSource + "/examples/policies/default.yaml", dir_ / "policies" / "default.yaml");
+    std::ofstream(dir_ / "profiles" / "cpu-1gbe.json")
+        << profile_from_recording(
+               kSource + "/examples/measurements/probe-netns-2-nodes-1gbit-350M-params.json")
+               .dump(2);
+
+    const auto issued = ca_.issue_serving_cert("commgate-webhook", 2, std::chrono::hours(24),
+                                               {"commgate-webhook.commgate-system.svc"});
+    std::ofstream(dir_ / "tls.crt") << issued.cert_pem;
+    std::ofstream(dir_ / "tls.key") << issued.key_pem;
+
+    webhook_ = std::make_unique<Process>(
+        std::vector<std::string>{COMMGATE_BINARY, "webhook", "--port", "0", "--address",
+                                 "127.0.0.1", "--tls-cert-file", (dir_ / "tls.crt").string(),
+                                 "--tls-private-key-file", (dir_ / "tls.key").string(),
+                                 "--policy-dir", (dir_ / "policies").string(), "--profile-dir",
+                                 (dir_ / "profiles").string()},
+        dir_ / "webhook.log");
+    const uint16_t webhook_port =
+        webhook_->wait_for_port(std::regex("listening on 127\\.0\\.0\\.1:([0-9]+)"));
+    ASSERT_NE(webhook_port, 0) << webhook_->output();
+
+    kubeconfig_ = (dir_ / "kubeconfig").string();
+    sim_ = std::make_unique<Process>(
+        std::vector<std::string>{
+            COMMGATE_SIM_BIN, "--port", "0", "--kubeconfig-out", kubeconfig_, "--service",
+            "commgate-webhook.commgate-system=127.0.0.1:" + std::to_string(webhook_port)},
+        dir_ / "sim.log");
+    ASSERT_NE(sim_->wait_for_port(std::regex("listening on https://[^ ]+ port ([0-9]+)")), 0)
+        << sim_->output();
+
+    for (const char* crd : {"trainingjobs", "commprofiles", "commpolicies"}) {
+      const auto r = kubectl({"apply", "-f", kSource + "/crds/" + crd + ".commgate.io.yaml"});
+      ASSERT_EQ(r.code, 0) << r.output;
+    }
+    std::ofstream(dir_ / "ns.yaml") << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: nlp\n";
+    ASSERT_EQ(kubectl({"apply", "-f", (dir_ / "ns.yaml").string()}).code, 0);
+    // The configurations as shipped, with the test CA as the caBundle.
+    std::string configs = read_file(kSource + "/deploy/webhook-configurations.yaml");
+    const std::string placeholder = "REPLACE_WITH_BASE64_CA_BUNDLE";
+    for (auto at = configs.find(placeholder); at != std::string::npos;
+         at = configs.find(placeholder))
+      configs.replace(at, placeholder.size(), base64_encode(ca_.cert_pem()));
+    std::ofstream(dir_ / "webhook-configurations.yaml") << configs;
+    const auto applied = kubectl({"apply", "-f", (dir_ / "webhook-configurations.yaml").string()});
+    ASSERT_EQ(applied.code, 0) << applied.output;
+  }
+  void TearDown() override {
+    sim_.reset();
+    webhook_.reset();
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  struct Result {
+    int code;
+    std::string output;
+  };
+  Result kubectl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        COMMGATE_KUBECTL,          "--kubeconfig",         kubeconfig_, "--cache-dir",
+        (dir_ / "cache").string(), "--request-timeout=10s"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Process p(argv, dir_ / ("kubectl-" + std::to_string(++calls_) + ".out"));
+    const int code = p.wait_exit(20s);
+    return {code, p.output()};
+  }
+  json get_job(const std::string& name) {
+    const auto r = kubectl({"get", "tj", "-n", "nlp", name, "-o", "json"});
+    EXPECT_EQ(r.code, 0) << r.output;
+    return r.code == 0 ? json::parse(r.output) : json();
+  }
+
+  server::CertificateAuthority ca_{"commgate e2e CA", 1, std::chrono::hours(24)};
+  fs::path dir_;
+  std::string kubeconfig_;
+  std::unique_ptr<Process> webhook_;
+  std::unique_ptr<Process> sim_;
+  int calls_ = 0;
+};
+
+TEST_F(WebhookE2eTest, an_over_policy_job_comes_back_downsized_with_the_warning) {
+  const std::string bert = kSource + "/examples/jobs/bert-large-350m.yaml";
+  // A server-side dry run shows the same answer and stores nothing.
+  const auto dry = kubectl({"apply", "--dry-run=server", "-f", bert});
+  ASSERT_EQ(dry.code, 0) << dry.output;
+  EXPECT_NE(dry.output.find("trainingjob.commgate.io/bert-large created (server dry run)"),
+            std::string::npos)
+      << dry.output;
+  EXPECT_NE(dry.output.find("Warning: commgate: spec.numNodes lowered from 4 to "),
+            std::string::npos)
+      << dry.output;
+  EXPECT_NE(kubectl({"get", "tj", "-n", "nlp", "bert-large"}).code, 0);
+
+  const auto r = kubectl({"apply", "-f", bert});
+  ASSERT_EQ(r.code, 0) << r.output << webhook_->output();
+  EXPECT_NE(r.output.find("trainingjob.commgate.io/bert-large created"), std::string::npos)
+      << r.output;
+  static const std::regex kWarning("Warning: commgate: spec\\.numNodes lowered from 4 to ([0-9]+)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, kWarning)) << r.output;
+  const int admitted = std::stoi(m[1]);
+  EXPECT_LT(admitted, 4);
+  const json stored = get_job("bert-large");
+  EXPECT_EQ(stored["spec"]["numNodes"], admitted);
+  EXPECT_EQ(stored["metadata"]["annotations"]["commgate.io/requested-nodes"], "4");
+  EXPECT_EQ(stored["metadata"]["annotations"]["commgate.io/decision"], "Downsize");
+
+  // Scaling back up past the policy goes through the scale subresource rule: refused.
+  const auto up = kubectl({"scale", "tj", "-n", "nlp", "bert-large", "--replicas=4"});
+  EXPECT_NE(up.code, 0) << up.output;
+  EXPECT_NE(up.output.find("admission webhook \"validate.trainingjobs.commgate.io\" denied the "
+                           "request: "),
+            std::string::npos)
+      << up.output;
+  EXPECT_EQ(get_job("bert-large")["spec"]["numNodes"], admitted);
+}
+
+TEST_F(WebhookE2eTest, a_job_no_node_count_can_serve_is_denied_with_the_numbers) {
+  const auto r = kubectl({"apply", "-f", kSource + "/examples/jobs/llm-7b.yaml"});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("admission webhook \"validate.trainingjobs.commgate.io\" denied the "
+                          "request: "),
+            std::string::npos)
+      << r.output;
+  // The message quotes the measured busbw, the predicted share at the requested count,
+  // the policy's maximum and the largest count that passes.
+  EXPECT_NE(r.output.find("measured all-reduce busbw 0.121 GB/s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("At 8 nodes the model predicts 98.0%"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("allows at most 30.0% communication"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("The largest count that passes is 1 node"), std::string::npos)
+      << r.output;
+  EXPECT_NE(kubectl({"get", "tj", "-n", "nlp", "llm-7b"}).code, 0);
+}
+
+}  // namespace
+}  // namespace commgate::sim
