@@ -1,5 +1,7 @@
 #include "webhook/admission_review.h"
 
+#include "core/json_parse.h"
+
 namespace commgate::webhook {
 namespace {
 
@@ -95,7 +97,7 @@ AdmissionRequest parse_admission_review(std::string_view body) {
   }
   Json doc;
   try {
-    doc = Json::parse(body);
+    doc = parse_json(body);
   } catch (const Json::exception& e) {
     // nlohmann's message names the byte offset, or the number that overflows a double
     // ("number overflow parsing '1e999'").
@@ -115,7 +117,7 @@ AdmissionRequest parse_admission_review(std::string_view body) {
   auto req_it = doc.find("request");
   if (req_it == doc.end() || !req_it->is_object())
     throw MalformedReview(400, "", "", "request is missing or not an object");
-  const Json& req = *req_it;
+  Json& req = *req_it;  // not const: object and oldObject are moved out, not copied
   AdmissionRequest r;
   r.uid = string_at(req, "uid");
   if (r.uid.empty()) throw MalformedReview(400, "", "", "request.uid is missing or empty");
@@ -159,8 +161,8 @@ AdmissionRequest parse_admission_review(std::string_view body) {
       }
     }
   }
-  if (auto o = req.find("object"); o != req.end()) r.object = *o;
-  if (auto o = req.find("oldObject"); o != req.end()) r.old_object = *o;
+  if (auto o = req.find("object"); o != req.end()) r.object = std::move(*o);
+  if (auto o = req.find("oldObject"); o != req.end()) r.old_object = std::move(*o);
   if (auto d = req.find("dryRun"); d != req.end() && d->is_boolean()) r.dry_run = d->get<bool>();
   if ((r.operation == "CREATE" || r.operation == "UPDATE") && !r.object.is_object())
     fail("request.object must be an object for " + r.operation);

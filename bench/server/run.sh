@@ -16,10 +16,6 @@ DURATION=${3:-5s}
 THREADS=${4:-$(nproc)}
 OURS="$BUILD_DIR/bin/commgate-server-bench"
 [ -x "$OURS" ] || { echo "missing $OURS (cmake --build $BUILD_DIR --target commgate-server-bench)" >&2; exit 1; }
-for tool in nginx wrk openssl; do
-  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh" >&2; exit 1; }
-done
-
 WORK=$(mktemp -d /tmp/commgate-bench-server.XXXXXX)
 chmod 755 "$WORK"
 OURS_PID=""
@@ -31,10 +27,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A throwaway EC P-256 certificate for 127.0.0.1.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
-  -subj /CN=commgate-bench -addext subjectAltName=IP:127.0.0.1 \
-  -keyout "$WORK/tls.key" -out "$WORK/tls.crt" 2>/dev/null
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+source "$HERE/../lib.sh"
+bench_require nginx wrk openssl curl python3
+bench_make_cert
 
 # A ~3 KB JSON document (an AdmissionReview-sized body).
 python3 - "$WORK/static.json" <<'PY'
@@ -51,41 +48,15 @@ PY
 chmod 644 "$WORK"/*
 BYTES=$(wc -c < "$WORK/static.json")
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-NGINX_PORT=$(free_port)
-mkdir -p "$WORK/nginx"
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes $THREADS;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-daemon off;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $WORK/nginx;
-  proxy_temp_path $WORK/nginx;
-  fastcgi_temp_path $WORK/nginx;
-  uwsgi_temp_path $WORK/nginx;
-  scgi_temp_path $WORK/nginx;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$NGINX_PORT ssl;
-    ssl_certificate $WORK/tls.crt;
-    ssl_certificate_key $WORK/tls.key;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    location = /static.json { root $WORK; default_type application/json; }
-  }
-}
-CONF
-nginx -p "$WORK/nginx" -c "$WORK/nginx.conf" -e "$WORK/nginx/error.log" &
-NGINX_PID=$!
+NGINX_PORT=$(bench_free_port)
+bench_start_nginx "$NGINX_PORT" "location = /static.json { root $WORK; default_type application/json; }"
 
 "$OURS" --cert "$WORK/tls.crt" --key "$WORK/tls.key" --body-file "$WORK/static.json" \
   --threads "$THREADS" > "$WORK/ours.out" 2>&1 &
 OURS_PID=$!
 for _ in $(seq 100); do grep -q listening "$WORK/ours.out" 2>/dev/null && break; sleep 0.05; done
 OURS_PORT=$(sed -n 's/.*127.0.0.1:\([0-9]*\).*/\1/p' "$WORK/ours.out")
-for _ in $(seq 100); do curl -skf "https://127.0.0.1:$NGINX_PORT/static.json" -o /dev/null && break; sleep 0.05; done
+bench_wait_for "https://127.0.0.1:$NGINX_PORT/static.json"
 [ -n "$OURS_PORT" ] || { cat "$WORK/ours.out"; exit 1; }
 # Same body from both.
 cmp <(curl -sk "https://127.0.0.1:$NGINX_PORT/static.json") <(curl -sk "https://127.0.0.1:$OURS_PORT/static.json")
@@ -96,15 +67,10 @@ RESULTS="$WORK/results"
 run() {  # name port connections ("16new": 16, a new connection per request)
   local conns=${3%new} extra=()
   [ "$conns" != "$3" ] && extra=(-H "Connection: close")
-  local wrk_threads=$(( conns < THREADS ? conns : THREADS ))
-  local out rps p50 p99
-  out=$(wrk -t"$wrk_threads" -c"$conns" -d"$DURATION" --latency "${extra[@]}" "https://127.0.0.1:$2/static.json")
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  if grep -q -E 'Non-2xx|Socket errors' <<<"$out"; then echo "$1 c=$3: errors: $(grep -E 'Non-2xx|Socket errors' <<<"$out")"; fi
-  printf '%-8s c=%-3s %10s req/s  p50 %-8s p99 %s\n' "$1" "$3" "$rps" "$p50" "$p99"
-  echo "$1 $3 $rps" >> "$RESULTS"
+  local r
+  r=$(bench_wrk "$conns" "https://127.0.0.1:$2/static.json" "${extra[@]}")
+  printf '%-8s c=%-5s %10s req/s  p50 %-8s p99 %s\n' "$1" "$3" $r
+  echo "$1 $3 ${r%% *}" >> "$RESULTS"
 }
 for round in $(seq "$ROUNDS"); do
   for c in 1 16 64 16new; do

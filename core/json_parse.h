@@ -1,0 +1,18 @@
+// Parsing JSON text into nlohmann::json, fast. nlohmann's own parser reads about 100 MB/s
+// here: half of the webhook's CPU per AdmissionReview went to it (bench/webhook,
+// docs/benchmarks.md). simdjson (Debian libsimdjson-dev) tokenizes at GB/s; the tree is
+// then built as nlohmann::json, which every parser in core reads.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+namespace commgate {
+
+// Same result as nlohmann::json::parse(text): duplicate keys keep the last value, integers
+// stay integers (unsigned above INT64_MAX), other numbers are doubles. Text simdjson
+// refuses (malformed, or integers beyond 64 bits that nlohmann reads as doubles) goes to
+// nlohmann's parser, so errors are its nlohmann::json::parse_error with the byte offset.
+nlohmann::json parse_json(std::string_view text);
+
+}  // namespace commgate
