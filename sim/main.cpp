@@ -1,5 +1,6 @@
 // commgate-sim: the simulated Kubernetes API server (docs/testing.md). Wires flags to an
-// ApiServer, writes the kubeconfig, prints the port, and serves until SIGINT/SIGTERM.
+// ApiServer (and a SimCluster of --nodes whose pods run as local processes), writes the
+// kubeconfig, prints the port, and serves until SIGINT/SIGTERM.
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "sim/api_server.h"
+#include "sim/cluster.h"
 
 namespace {
 
@@ -15,6 +17,11 @@ void usage() {
   std::cerr << "usage: commgate-sim [--port N] [--kubeconfig-out FILE] [--token T]\n"
                "                    [--history N] [--bookmark-interval-ms N]\n"
                "                    [--service NAME.NAMESPACE=HOST:PORT]...\n"
+               "                    [--nodes N] [--gpus-per-node G] [--node-netns PREFIX]\n"
+               "                    [--pod-dir DIR]\n"
+               "  --nodes: N nodes sim-node-0.. whose pods run as local processes\n"
+               "  --node-netns: node i runs its pods in netns PREFIX-n<i> with pod IP\n"
+               "    198.18.0.<i+1> (as `NETSIM_PREFIX=PREFIX scripts/netsim.sh up N`; root)\n"
                "  --service: where a service that webhook configurations name listens\n"
                "             (the sim has no cluster DNS); repeatable\n";
 }
@@ -28,6 +35,8 @@ int main(int argc, char** argv) {
     std::string name, ns, host_port;
   };
   std::vector<Service> services;
+  int nodes = 0, gpus_per_node = 0;
+  std::string node_netns, pod_dir;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -59,6 +68,14 @@ int main(int argc, char** argv) {
           return 2;
         }
         services.push_back({v.substr(0, dot), v.substr(dot + 1, eq - dot - 1), v.substr(eq + 1)});
+      } else if (arg == "--nodes") {
+        nodes = std::stoi(value());
+      } else if (arg == "--gpus-per-node") {
+        gpus_per_node = std::stoi(value());
+      } else if (arg == "--node-netns") {
+        node_netns = value();
+      } else if (arg == "--pod-dir") {
+        pod_dir = value();
       } else if (arg == "-h" || arg == "--help") {
         usage();
         return 0;
@@ -84,6 +101,16 @@ int main(int argc, char** argv) {
     commgate::sim::ApiServer server(options);
     for (const auto& s : services) server.register_service(s.name, s.ns, s.host_port);
     server.start();
+    commgate::sim::SimCluster cluster(server.store(), {.work_dir = pod_dir});
+    cluster.start();
+    for (int n = 0; n < nodes; ++n) {
+      commgate::sim::NodeSpec node{.name = "sim-node-" + std::to_string(n), .gpus = gpus_per_node};
+      if (!node_netns.empty()) {
+        node.netns = node_netns + "-n" + std::to_string(n);
+        node.address = "198.18.0." + std::to_string(n + 1);
+      }
+      cluster.add_node(node);
+    }
     if (!kubeconfig_out.empty()) {
       std::ofstream out(kubeconfig_out, std::ios::trunc);
       out << server.kubeconfig();
@@ -93,6 +120,7 @@ int main(int argc, char** argv) {
               << std::endl;
     int sig = 0;
     sigwait(&signals, &sig);
+    cluster.stop();  // kills the pods' processes
     server.stop();
   } catch (const std::exception& e) {
     std::cerr << "commgate-sim: " << e.what() << "\n";
