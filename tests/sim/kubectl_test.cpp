@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/api_server.h"
+#include "sim/cluster.h"
 
 extern char** environ;
 
@@ -272,6 +273,50 @@ TEST(KubectlBinary, commgate_sim_writes_a_kubeconfig_kubectl_uses) {
     EXPECT_EQ(get.output().rfind("NAME          STATUS   AGE", 0), 0u) << get.output();
   }
   std::filesystem::remove_all(dir);
+}
+
+// The workload side: a Job's pods scheduled, run as processes and described by kubectl.
+TEST_F(KubectlTest, job_pods_show_node_and_termination_message_and_go_with_the_job) {
+  SimCluster cluster(api_.store());
+  cluster.start();
+  cluster.add_node({.name = "n1", .gpus = 1});
+  cluster.add_node({.name = "n2", .gpus = 1});
+  std::ofstream(dir_ + "/job.yaml") << R"(apiVersion: batch/v1
+kind: Job
+metadata:
+  name: probe
+spec:
+  completionMode: Indexed
+  completions: 2
+  parallelism: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: probe
+        image: commgate/probe
+        command: ["sh", "-c", "echo rank $JOB_COMPLETION_INDEX done > /dev/termination-log"]
+        resources:
+          limits:
+            nvidia.com/gpu: 1
+)";
+  ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/job.yaml"}).code, 0);
+  Result wait = kubectl({"wait", "--for=condition=complete", "job/probe", "--timeout=20s"});
+  ASSERT_EQ(wait.code, 0) << wait.output;
+  Result wide = kubectl({"get", "pods", "-o", "wide"});
+  ASSERT_EQ(wide.code, 0) << wide.output;
+  EXPECT_NE(wide.output.find("Succeeded   n1"), std::string::npos) << wide.output;
+  EXPECT_NE(wide.output.find("Succeeded   n2"), std::string::npos) << wide.output;
+  Result describe = kubectl({"describe", "pods", "-l", "job-name=probe"});
+  ASSERT_EQ(describe.code, 0) << describe.output;
+  for (const char* want : {"Message:  rank 0 done", "Message:  rank 1 done",
+                           "Controlled By:  Job/probe", "Reason:   Completed"})
+    EXPECT_NE(describe.output.find(want), std::string::npos) << want << "\n" << describe.output;
+  EXPECT_NE(describe.output.find("/127.0.0.1"), std::string::npos) << describe.output;
+  // kubectl deletes with propagationPolicy=Background: the pods go with the Job.
+  ASSERT_EQ(kubectl({"delete", "job", "probe"}).code, 0);
+  Result left = kubectl({"get", "pods", "-o", "name"});
+  EXPECT_EQ(left.output.find("pod/probe-"), std::string::npos) << left.output;
 }
 
 }  // namespace
