@@ -1,7 +1,23 @@
 # Shared by bench/*/run.sh: a throwaway certificate, a free port, nginx as the reference
 # server (a process started here with a config in a temp dir, on 127.0.0.1 only, stopped
-# by its pid), and one wrk run reduced to "req/s p50 p99". Source it after setting WORK
-# (a temp dir the caller removes) and THREADS.
+# by its pid), and one wrk run reduced to "req/s p50 p99". Source it, then call
+# bench_setup NAME; the caller sets THREADS and DURATION and, for its own server, OURS_PID.
+
+# bench_setup NAME: WORK (a temp dir) and an EXIT trap that stops OURS_PID and NGINX_PID
+# (processes this script started) and removes WORK.
+bench_setup() {
+  WORK=$(mktemp -d "/tmp/commgate-bench-$1.XXXXXX")
+  chmod 755 "$WORK"
+  OURS_PID=""
+  NGINX_PID=""
+  trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+  [ -n "$OURS_PID" ] && kill "$OURS_PID" 2>/dev/null && wait "$OURS_PID" 2>/dev/null || true
+  [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
+  rm -rf "$WORK"
+}
 
 bench_require() {
   for tool in "$@"; do

@@ -16,20 +16,11 @@ DURATION=${3:-5s}
 THREADS=${4:-$(nproc)}
 OURS="$BUILD_DIR/bin/commgate-server-bench"
 [ -x "$OURS" ] || { echo "missing $OURS (cmake --build $BUILD_DIR --target commgate-server-bench)" >&2; exit 1; }
-WORK=$(mktemp -d /tmp/commgate-bench-server.XXXXXX)
-chmod 755 "$WORK"
-OURS_PID=""
-NGINX_PID=""
-cleanup() {
-  [ -n "$OURS_PID" ] && kill "$OURS_PID" 2>/dev/null && wait "$OURS_PID" 2>/dev/null || true
-  [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 source "$HERE/../lib.sh"
+bench_setup server
 bench_require nginx wrk openssl curl python3
 bench_make_cert
 

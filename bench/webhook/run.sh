@@ -23,18 +23,9 @@ for b in commgate commgate-open-loop commgate-webhook-bench-inputs; do
   [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (cmake --build $BUILD_DIR --target $b)" >&2; exit 1; }
 done
 
-WORK=$(mktemp -d /tmp/commgate-bench-webhook.XXXXXX)
-chmod 755 "$WORK"
-OURS_PID=""
-NGINX_PID=""
-cleanup() {
-  [ -n "$OURS_PID" ] && kill "$OURS_PID" 2>/dev/null && wait "$OURS_PID" 2>/dev/null || true
-  [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
+bench_setup webhook
 bench_require nginx wrk openssl curl python3
 bench_make_cert
 
