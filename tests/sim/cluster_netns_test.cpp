@@ -1,0 +1,106 @@
+// Nodes in network namespaces (scripts/netsim.sh): the kubelet runs each node's pods
+// under `ip netns exec`, pods get the node's 198.18.0.x address, and a pod on one node
+// reaches another node's pod by its DNS name. Root only; skipped otherwise.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "sim/api_status.h"
+#include "sim/cluster.h"
+
+namespace commgate::sim {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// Two emulated nodes for the test's lifetime, named after this process (netsim.sh reaps
+// the leftovers of a killed run by that owner pid).
+class Netns {
+ public:
+  Netns() : prefix_("cs" + std::to_string(getpid() % 1000000)) {
+    ok_ = std::system(command("up 2 1gbit").c_str()) == 0;
+  }
+  ~Netns() { [[maybe_unused]] int rc = std::system(command("down").c_str()); }
+  bool ok() const { return ok_; }
+  std::string node_ns(int i) const { return prefix_ + "-n" + std::to_string(i); }
+
+ private:
+  std::string command(const std::string& args) const {
+    return "NETSIM_PREFIX=" + prefix_ + " NETSIM_OWNER_PID=" + std::to_string(getpid()) + " " +
+           COMMGATE_NETSIM_SCRIPT + " " + args + " >/dev/null";
+  }
+  std::string prefix_;
+  bool ok_ = false;
+};
+
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 15s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return done();
+}
+
+TEST(ClusterNetns, pods_on_different_nodes_talk_over_the_emulated_links) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  Netns netns;
+  ASSERT_TRUE(netns.ok()) << "netsim.sh up failed";
+  ObjectStore store;
+  SimCluster cluster(store);
+  cluster.start();
+  for (int i = 0; i < 2; ++i)
+    cluster.add_node({.name = "n" + std::to_string(i),
+                      .netns = netns.node_ns(i),
+                      .address = "198.18.0." + std::to_string(i + 1)});
+  const auto services = *store.find_resource("", "v1", "services");
+  const auto jobs = *store.find_resource("batch", "v1", "jobs");
+  const auto pods = *store.find_resource("", "v1", "pods");
+  store.create(services, "default",
+               {{"metadata", {{"name", "ranks"}}}, {"spec", {{"clusterIP", "None"}}}});
+  const std::string script =
+      "ping -c1 -W2 $MASTER_ADDR >/dev/null && "
+      "ip -o -4 addr show dev eth0 | awk '{print $4}' > /dev/termination-log";
+  store.create(jobs, "default",
+               {{"metadata", {{"name", "net"}}},
+                {"spec",
+                 {{"completionMode", "Indexed"},
+                  {"completions", 2},
+                  {"parallelism", 2},
+                  {"backoffLimit", 0},
+                  {"template",
+                   {{"metadata", {{"labels", {{"app", "net"}}}}},
+                    {"spec",
+                     {{"restartPolicy", "Never"},
+                      {"subdomain", "ranks"},
+                      {"affinity",
+                       {{"podAntiAffinity",
+                         {{"requiredDuringSchedulingIgnoredDuringExecution",
+                           {{{"topologyKey", "kubernetes.io/hostname"},
+                             {"labelSelector", {{"matchLabels", {{"app", "net"}}}}}}}}}}}},
+                      {"containers",
+                       {{{"name", "c"},
+                         {"command", {"sh", "-c", script}},
+                         {"env", {{{"name", "MASTER_ADDR"}, {"value", "net-0.ranks"}}}}}}}}}}}}}});
+  auto finished = [&] {
+    const json st = store.get(jobs, "default", "net").value("status", json::object());
+    return st.value("succeeded", 0) + st.value("failed", 0) == 2;
+  };
+  ASSERT_TRUE(eventually(finished));
+  EXPECT_EQ(store.get(jobs, "default", "net")["status"]["succeeded"], 2);
+  for (const auto& p : store.list(pods, "default", {}).items) {
+    const std::string node = p["spec"]["nodeName"];
+    const std::string ip = "198.18.0." + std::to_string(node == "n0" ? 1 : 2);
+    EXPECT_EQ(p["status"]["podIP"], ip);
+    EXPECT_EQ(p["status"]["containerStatuses"][0]["state"]["terminated"]["message"], ip + "/24\n");
+  }
+  cluster.stop();
+}
+
+}  // namespace
+}  // namespace commgate::sim
