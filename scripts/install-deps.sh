@@ -7,6 +7,8 @@ PACKAGES=(
   build-essential cmake pkg-config git
   # core: parsing, JSON, tests, benchmarks
   libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # the webhook's allocator (cli/CMakeLists.txt says why)
+  libtcmalloc-minimal4
   # servers and the Kubernetes client
   libssl-dev libboost-dev libboost-system-dev libcpprest-dev
   # the probe: LibTorch (CPU) with c10d Gloo; OpenBLAS so CPU LibTorch is not ~15x slower
