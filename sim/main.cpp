@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
       out << server.kubeconfig();
       if (!out) throw std::runtime_error("cannot write " + kubeconfig_out);
     }
+    // The CA as a file too, for clients that take a path (curl --cacert, benchmarks).
+    std::cout << "commgate-sim CA certificate " << server.pki_dir() << "/ca.crt" << std::endl;
     std::cout << "commgate-sim listening on " << server.url() << " port " << server.port()
               << std::endl;
     int sig = 0;
