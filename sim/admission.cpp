@@ -288,8 +288,14 @@ json Admission::call(const json& hook, const AdmissionAttributes& a, bool mutati
       const auto colon = host_port.rfind(':');
       const bool has_port = colon != std::string::npos && host_port.find(']') == std::string::npos;
       endpoint.server_name = has_port ? host_port.substr(0, colon) : host_port;
-      const uint16_t port =
-          has_port ? static_cast<uint16_t>(std::stoul(host_port.substr(colon + 1))) : 443;
+      uint16_t port = 443;
+      if (has_port) {
+        const std::string text = host_port.substr(colon + 1);
+        if (text.empty() || text.size() > 5 ||
+            text.find_first_not_of("0123456789") != std::string::npos || std::stoul(text) > 65535)
+          throw CallingError("invalid port in webhook clientConfig.url \"" + url + "\"");
+        port = static_cast<uint16_t>(std::stoul(text));
+      }
       endpoint.target = path + (path.find('?') == std::string::npos ? "?" : "&") + query;
       endpoint.url = scheme + host_port + endpoint.target;
       if (is_ip_address(endpoint.server_name)) {
