@@ -438,6 +438,16 @@ TEST_F(AdmissionTest, dry_run_admits_and_answers_but_persists_nothing) {
             "admission webhook \"effects.commgate.io\" does not support dry run");
   EXPECT_EQ(call("POST", kTj, job("gpt")).status, 201);
   EXPECT_EQ(call("POST", std::string(kTj) + "?dryRun=Some", job("x")).status, 400);
+
+  // A dry-run CRD is checked and answered, but its resource is not served.
+  const auto crd = yaml_documents_to_json(
+      read_file(std::string(COMMGATE_SOURCE_DIR) + "/crds/commpolicies.commgate.io.yaml"));
+  const Reply dry_crd =
+      call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All",
+           crd.at(0).dump());
+  ASSERT_EQ(dry_crd.status, 201) << dry_crd.body;
+  EXPECT_EQ(json::parse(dry_crd.body)["status"]["conditions"][1]["type"], "Established");
+  EXPECT_EQ(call("GET", "/apis/commgate.io/v1alpha1/commpolicies").status, 404);
 }
 
 }  // namespace

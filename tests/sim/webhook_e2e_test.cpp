@@ -246,6 +246,13 @@ TEST_F(WebhookE2eTest, an_over_policy_job_comes_back_downsized_with_the_warning)
             std::string::npos)
       << up.output;
   EXPECT_EQ(get_job("bert-large")["spec"]["numNodes"], admitted);
+
+  // A server-side dry-run delete goes through admission and deletes nothing.
+  const auto del = kubectl({"delete", "tj", "-n", "nlp", "bert-large", "--dry-run=server"});
+  EXPECT_EQ(del.code, 0) << del.output;
+  EXPECT_NE(del.output.find("\"bert-large\" deleted (server dry run)"), std::string::npos)
+      << del.output;
+  EXPECT_EQ(kubectl({"get", "tj", "-n", "nlp", "bert-large"}).code, 0);
 }
 
 TEST_F(WebhookE2eTest, a_job_no_node_count_can_serve_is_denied_with_the_numbers) {
