@@ -67,6 +67,9 @@ class ApiHandlers {
   nlohmann::json admitted_create(const server::Request& request, const ResourceInfo& r,
                                  const std::string& ns, Write& w);
   // PUT and PATCH of the object or its status: `next` makes the new object from the stored one.
+  server::Response server_side_apply(const server::Request& request, const ResourceInfo& r,
+                                     const std::string& ns, const std::string& name,
+                                     const std::string& sub, Write& w);
   nlohmann::json admitted_update(const server::Request& request, const ResourceInfo& r,
                                  const std::string& ns, const std::string& name,
                                  const std::string& sub,
