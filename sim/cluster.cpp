@@ -71,4 +71,31 @@ void SimCluster::add_node(const NodeSpec& spec) {
   store_.create(*store_.find_resource("", "v1", "nodes"), "", node_object(spec));
 }
 
+void SimCluster::stop_node(const std::string& name) {
+  const ResourceInfo nodes = *store_.find_resource("", "v1", "nodes");
+  const std::string now = format_rfc3339(Clock::now());
+  store_.mutate(nodes, "", name, WritePart::kMain, [&](const json& current) {
+    json next = current;
+    json taints = next["spec"].value("taints", json::array());
+    for (const char* effect : {"NoSchedule", "NoExecute"})
+      taints.push_back(
+          {{"key", "node.kubernetes.io/unreachable"}, {"effect", effect}, {"timeAdded", now}});
+    next["spec"]["taints"] = taints;
+    return next;
+  });
+  store_.mutate(nodes, "", name, WritePart::kStatus, [&](const json& current) {
+    json next = current;
+    for (auto& c : next["status"]["conditions"])
+      if (c.value("type", "") == "Ready")
+        c = {{"type", "Ready"},
+             {"status", "Unknown"},
+             {"reason", "NodeStatusUnknown"},
+             {"message", "Kubelet stopped posting node status."},
+             {"lastHeartbeatTime", c.value("lastHeartbeatTime", now)},
+             {"lastTransitionTime", now}};
+    return next;
+  });
+  kubelet_.lose_node(name);
+}
+
 }  // namespace commgate::sim

@@ -43,6 +43,10 @@ class SimCluster {
   void stop();  // kills every pod process
   // Creates the Node and runs its pods with this cluster's kubelet.
   void add_node(const NodeSpec& spec);
+  // Fault injection: the node stops (its kubelet is gone). The Node turns Ready=Unknown
+  // with the node.kubernetes.io/unreachable NoSchedule and NoExecute taints, and its pods
+  // fail at once (Kubelet::lose_node); nothing new is scheduled there.
+  void stop_node(const std::string& name);
   const std::string& work_dir() const { return kubelet_.work_dir(); }
 
  private:

@@ -177,6 +177,15 @@ void Kubelet::serve_node(const std::string& node_name) {
   wake();
 }
 
+void Kubelet::lose_node(const std::string& node_name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    nodes_.erase(node_name);
+    lost_nodes_.insert(node_name);
+  }
+  wake();
+}
+
 void Kubelet::wake() {
   const uint64_t one = 1;
   [[maybe_unused]] auto n = write(event_fd_, &one, sizeof one);
@@ -261,10 +270,11 @@ void Kubelet::run() {
 }
 
 void Kubelet::sync() {
-  std::set<std::string> nodes;
+  std::set<std::string> nodes, lost;
   {
     std::lock_guard<std::mutex> lock(mu_);
     nodes = nodes_;
+    lost = lost_nodes_;
   }
   const auto all_pods = store_.list(pods_r_, "", {}).items;
   const auto all_nodes = store_.list(nodes_r_, "", {}).items;
@@ -287,6 +297,16 @@ void Kubelet::sync() {
   std::vector<std::string> forget;
   for (auto& [uid, pod] : pods_) {
     auto it = mine.find(uid);
+    if (!pod.lost && lost.count(pod.node) > 0) {
+      pod.lost = pod.killing = pod.killed_hard = true;
+      bool any = false;
+      for (auto& c : pod.containers)
+        if (c.running) {
+          kill(-c.pid, SIGKILL);
+          any = true;
+        }
+      if (!any) write_status(pod);  // else once reaped, with the exit codes
+    }
     if ((it == mine.end() || is_deleting(*it->second)) && !pod.killing) begin_kill(pod);
     if (!pod.started && !pod.killing) start_pod(pod, *it->second, all_pods, all_nodes);
     if (pod.killing && !pod.killed_hard && now >= pod.kill_deadline) {
@@ -513,6 +533,11 @@ void Kubelet::reap(Pod& pod, Container& c, int status) {
     c.done = true;
   }
   if (!pod.killing) write_status(pod);
+  if (pod.lost) {
+    bool any_running = false;
+    for (const auto& other : pod.containers) any_running = any_running || other.running;
+    if (!any_running) write_status(pod);
+  }
 }
 
 void Kubelet::write_status(Pod& pod) {
@@ -549,7 +574,9 @@ void Kubelet::write_status(Pod& pod) {
                         {"lastState", c.last_state}});
   }
   const std::string phase =
-      !pod.started ? "Pending" : (all_done ? (all_ok ? "Succeeded" : "Failed") : "Running");
+      pod.lost
+          ? "Failed"
+          : (!pod.started ? "Pending" : (all_done ? (all_ok ? "Succeeded" : "Failed") : "Running"));
   const std::string now = now_text();
   try {
     store_.mutate(pods_r_, pod.ns, pod.name, WritePart::kStatus, [&](const json& current) {
@@ -585,6 +612,14 @@ void Kubelet::write_status(Pod& pod) {
       conditions.push_back(cond("Ready", all_running, all_running ? "" : not_ready));
       conditions.push_back(cond("ContainersReady", all_running, all_running ? "" : not_ready));
       if (old.count("PodScheduled") > 0) conditions.push_back(old["PodScheduled"]);
+      if (pod.lost) {
+        json target = cond("DisruptionTarget", true, "DeletionByTaintManager");
+        target["message"] = "Taint manager: deleting due to NoExecute taint";
+        conditions.push_back(target);
+        st["reason"] = "NodeLost";
+        st["message"] =
+            "Node " + pod.node + " which was running pod " + pod.name + " is unresponsive";
+      }
       st["conditions"] = conditions;
       return next;
     });

@@ -72,6 +72,10 @@ class Kubelet {
   Kubelet& operator=(const Kubelet&) = delete;
 
   void serve_node(const std::string& node_name);  // this kubelet runs the node's pods
+  // The node is lost: its pods' processes are killed at once (SIGKILL) and the pods
+  // marked Failed as the taint manager / pod GC would (DisruptionTarget condition,
+  // reason NodeLost), without upstream's 300 s toleration; they are not deleted.
+  void lose_node(const std::string& node_name);
   void start();
   // Kills every process it started (SIGKILL) and waits for them.
   void stop();
@@ -99,6 +103,7 @@ class Kubelet {
     bool killing = false;
     std::chrono::steady_clock::time_point kill_deadline;
     bool killed_hard = false;
+    bool lost = false;  // its node was lost (lose_node)
   };
 
   void run();
@@ -117,6 +122,7 @@ class Kubelet {
   ResourceInfo pods_r_, nodes_r_, services_r_;
   std::mutex mu_;  // nodes_ and pods_ (the thread owns pods_ otherwise)
   std::set<std::string> nodes_;
+  std::set<std::string> lost_nodes_;
   std::map<std::string, Pod> pods_;  // by uid
   std::vector<uint64_t> watches_;
   int event_fd_ = -1;

@@ -304,5 +304,48 @@ TEST_F(ClusterTest, pod_dns_names_in_env_resolve_to_the_pod_ip) {
     EXPECT_EQ(p["status"]["containerStatuses"][0]["state"]["terminated"]["message"], "127.0.0.1\n");
 }
 
+TEST_F(ClusterTest, a_stopped_node_fails_its_pods_and_the_replacement_cannot_go_there) {
+  // One GPU per node and per pod: the two pods land on different nodes.
+  cluster->add_node({.name = "n1", .gpus = 1});
+  cluster->add_node({.name = "n2", .gpus = 1});
+  store.create(jobs, "default",
+               indexed_job("lose", 2,
+                           sh_container("echo $$$$ > pid; exec sleep 30",
+                                        {{"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}})));
+  json victim;
+  ASSERT_TRUE(eventually([&] {
+    int running = 0;
+    victim = nullptr;
+    for (const auto& p : pods_of("lose"))
+      if (status_of(p).value("phase", "") == "Running") {
+        ++running;
+        if (p["spec"]["nodeName"] == "n2") victim = p;
+      }
+    return running == 2 && !victim.is_null();
+  }));
+  const pid_t pid = read_pid(pod_dir(victim) + "/pid");
+  ASSERT_GT(pid, 0);
+  cluster->stop_node("n2");
+  const std::string name = victim["metadata"]["name"];
+  ASSERT_TRUE(eventually(
+      [&] { return status_of(store.get(pods, "default", name)).value("phase", "") == "Failed"; }));
+  const json failed = store.get(pods, "default", name);
+  EXPECT_EQ(failed["status"]["reason"], "NodeLost");
+  EXPECT_TRUE(has_condition(failed, "DisruptionTarget", "DeletionByTaintManager"));
+  EXPECT_EQ(failed["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 137);
+  EXPECT_TRUE(eventually([&] { return kill(pid, 0) != 0 && errno == ESRCH; }));
+  // The Job counts the failure and makes a replacement, which fits nowhere now.
+  std::string message;
+  EXPECT_TRUE(eventually([&] {
+    for (const auto& p : pods_of("lose"))
+      for (const auto& cond : status_of(p).value("conditions", json::array()))
+        if (cond["type"] == "PodScheduled" && cond["status"] == "False") message = cond["message"];
+    return !message.empty() && status_of(job("lose")).value("failed", 0) == 1;
+  })) << json(pods_of("lose")).dump(1);
+  EXPECT_EQ(message,
+            "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated "
+            "taint {node.kubernetes.io/unreachable: }.");
+}
+
 }  // namespace
 }  // namespace commgate::sim
