@@ -169,7 +169,10 @@ void JobController::start() {
     };
     watches_.push_back(store_.watch(*r, std::move(w)));
   }
-  dirty_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // the watches may already be delivering
+    dirty_ = true;
+  }
   thread_ = std::thread([this] { run(); });
 }
 

@@ -334,9 +334,11 @@ int Scheduler::schedule_once() {
       pending.push_back(p);
     }
   }
+  // Oldest first (the scheduling queue's FIFO at equal priority); same second: by name,
+  // so an Indexed Job's pods are placed in index order.
   std::sort(pending.begin(), pending.end(), [](const json& a, const json& b) {
-    return std::stoull(str(a["metadata"]["resourceVersion"])) <
-           std::stoull(str(b["metadata"]["resourceVersion"]));
+    return std::make_pair(str(a["metadata"]["creationTimestamp"]), str(a["metadata"]["name"])) <
+           std::make_pair(str(b["metadata"]["creationTimestamp"]), str(b["metadata"]["name"]));
   });
   int bound = 0;
   for (const auto& pod : pending) {
