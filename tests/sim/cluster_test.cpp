@@ -347,5 +347,52 @@ TEST_F(ClusterTest, a_stopped_node_fails_its_pods_and_the_replacement_cannot_go_
             "taint {node.kubernetes.io/unreachable: }.");
 }
 
+TEST_F(ClusterTest, on_failure_restarts_the_container_in_place_and_counts_it) {
+  cluster->add_node({.name = "n1"});
+  store.create(pods, "default",
+               {{"metadata", {{"name", "flaky"}}},
+                {"spec",
+                 {{"restartPolicy", "OnFailure"},
+                  {"containers",
+                   {sh_container("test -f marker || { touch marker; exit 1; }; "
+                                 "echo second > /dev/termination-log")}}}}});
+  ASSERT_TRUE(eventually([&] {
+    return status_of(store.get(pods, "default", "flaky")).value("phase", "") == "Succeeded";
+  }));
+  const json cs = store.get(pods, "default", "flaky")["status"]["containerStatuses"][0];
+  EXPECT_EQ(cs["restartCount"], 1);
+  EXPECT_EQ(cs["lastState"]["terminated"]["exitCode"], 1);
+  EXPECT_EQ(cs["state"]["terminated"]["message"], "second\n");
+}
+
+TEST_F(ClusterTest, active_deadline_fails_the_job_and_ttl_deletes_it_with_its_pods) {
+  cluster->add_node({.name = "n1"});
+  json j = indexed_job("slow", 1, sh_container("exec sleep 30"));
+  j["spec"]["activeDeadlineSeconds"] = 1;
+  j["spec"]["ttlSecondsAfterFinished"] = 0;
+  std::mutex mu;
+  std::vector<std::string> reasons;
+  WatchRequest w;
+  w.from = store.resource_version();
+  w.deliver = [&](const WatchEvent& e) {
+    for (const auto& c :
+         e.object.value("status", json::object()).value("conditions", json::array()))
+      if (c["type"] == "Failed") {
+        std::lock_guard<std::mutex> lock(mu);
+        reasons.push_back(c["reason"]);
+      }
+    return true;
+  };
+  const uint64_t id = store.watch(jobs, std::move(w));
+  store.create(jobs, "default", j);
+  // Failed after about a second, then deleted at once (TTL 0), its pod with it.
+  EXPECT_TRUE(eventually([&] { return !exists(jobs, "slow"); }, 5s));
+  EXPECT_TRUE(pods_of("slow").empty());
+  store.unwatch(id);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_EQ(reasons.front(), "DeadlineExceeded");
+}
+
 }  // namespace
 }  // namespace commgate::sim
