@@ -19,7 +19,8 @@ void usage() {
                "                    [--service NAME.NAMESPACE=HOST:PORT]...\n"
                "                    [--nodes N] [--gpus-per-node G] [--node-netns PREFIX]\n"
                "                    [--pod-dir DIR]\n"
-               "  --nodes: N nodes sim-node-0.. whose pods run as local processes\n"
+               "  --nodes: N nodes sim-node-0.. whose pods run as local processes, with the\n"
+               "    scheduler and Job controller (none of them without --nodes)\n"
                "  --node-netns: node i runs its pods in netns PREFIX-n<i> with pod IP\n"
                "    198.18.0.<i+1> (as `NETSIM_PREFIX=PREFIX scripts/netsim.sh up N`; root)\n"
                "  --service: where a service that webhook configurations name listens\n"
@@ -102,7 +103,9 @@ int main(int argc, char** argv) {
     for (const auto& s : services) server.register_service(s.name, s.ns, s.host_port);
     server.start();
     commgate::sim::SimCluster cluster(server.store(), {.work_dir = pod_dir});
-    cluster.start();
+    // No --nodes: no controllers either, so the API alone serves (and benchmarks) as
+    // before; pods and Jobs then stay as created.
+    if (nodes > 0) cluster.start();
     for (int n = 0; n < nodes; ++n) {
       commgate::sim::NodeSpec node{.name = "sim-node-" + std::to_string(n), .gpus = gpus_per_node};
       if (!node_netns.empty()) {
