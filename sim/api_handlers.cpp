@@ -14,12 +14,14 @@ using nlohmann::json;
 using server::Request;
 using server::Response;
 
+// kube-apiserver marks every API response (WithCacheControl) so no proxy caches it.
 Response status_response(const json& status) {
-  return Response::json(status.value("code", 500), status.dump());
+  return Response::json(status.value("code", 500), status.dump())
+      .with_header("Cache-Control", "no-cache, private");
 }
 
 Response object_response(int code, const json& object) {
-  return Response::json(code, object.dump());
+  return Response::json(code, object.dump()).with_header("Cache-Control", "no-cache, private");
 }
 
 std::vector<std::string> split_path(const std::string& path) {
@@ -103,10 +105,18 @@ uint64_t parse_rv(const std::string& text) {
 json list_document(const ResourceInfo& r, const ListResult& result) {
   json meta = {{"resourceVersion", std::to_string(result.resource_version)}};
   if (!result.continue_token.empty()) meta["continue"] = result.continue_token;
+  json items = result.items;
+  // Built-in lists carry kind and apiVersion once, not per item (typed lists); custom
+  // resources are stored unstructured and keep them on every item.
+  if (!r.custom)
+    for (auto& item : items) {
+      item.erase("kind");
+      item.erase("apiVersion");
+    }
   return {{"kind", r.kind + "List"},
           {"apiVersion", r.api_version()},
           {"metadata", meta},
-          {"items", result.items}};
+          {"items", std::move(items)}};
 }
 
 ListOptions list_options(const Request& request) {
@@ -117,6 +127,14 @@ ListOptions list_options(const Request& request) {
   if (!limit.empty()) o.limit = parse_rv(limit);
   o.continue_token = request.query_param("continue");
   return o;
+}
+
+std::string resource_version_of(const json& object) {
+  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object())
+    return "";
+  const json& meta = object["metadata"];
+  if (!meta.contains("resourceVersion") || !meta["resourceVersion"].is_string()) return "";
+  return meta["resourceVersion"].get<std::string>();
 }
 
 // `custom`: the patched object is a custom resource (not its Scale, a built-in kind).
@@ -374,6 +392,10 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
   }
   if (m == "PUT") {
     const json body = parse_body(request);
+    // Custom resources allow no unconditional update (upstream's CR strategy); built-ins do.
+    if (r.custom && resource_version_of(body).empty())
+      throw invalid(r, name, "metadata.resourceVersion", "FieldValueInvalid",
+                    "Invalid value: 0x0: must be specified for an update");
     return object_response(200,
                            admitted_update(
                                request, r, ns, name, sub, [&](const json&) { return body; }, w));
@@ -426,14 +448,6 @@ json options_document(const std::string& kind, const Request& request, bool dry_
   const std::string manager = request.query_param("fieldManager");
   if (!manager.empty()) o["fieldManager"] = manager;
   return o;
-}
-
-std::string resource_version_of(const json& object) {
-  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object())
-    return "";
-  const json& meta = object["metadata"];
-  if (!meta.contains("resourceVersion") || !meta["resourceVersion"].is_string()) return "";
-  return meta["resourceVersion"].get<std::string>();
 }
 
 }  // namespace
@@ -630,6 +644,24 @@ Response ApiHandlers::watch(const Request& request, const ResourceInfo& r, const
   const std::string timeout_text = request.query_param("timeoutSeconds");
   if (!timeout_text.empty()) timeout = std::chrono::seconds(parse_rv(timeout_text));
   const bool bookmarks = truthy(request.query_param("allowWatchBookmarks"));
+  // Watch-list: the current objects as ADDED events, then a bookmark that marks their end.
+  // Upstream's ListOptions validation for it, with its messages.
+  if (truthy(request.query_param("sendInitialEvents"))) {
+    std::string forbidden;
+    if (!bookmarks)
+      forbidden =
+          "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting "
+          "allowWatchBookmarks to true";
+    else if (request.query_param("resourceVersionMatch") != "NotOlderThan")
+      forbidden =
+          "resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
+          "resourceVersionMatch to NotOlderThan";
+    if (!forbidden.empty())
+      throw ApiError(
+          failure_status(422, "Invalid", "ListOptions.meta.k8s.io \"\" is invalid: " + forbidden));
+    w.from.reset();  // the state now is not older than any version asked for
+    w.initial_events_end = true;
+  }
   const bool table = wants_table(request);
   const std::string include_object = request.query_param("includeObject");
 

@@ -197,7 +197,11 @@ json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json obje
   meta["name"] = name;
   meta["uid"] = new_uid();
   meta["creationTimestamp"] = format_rfc3339(options_.clock());
-  meta["generation"] = 1;
+  if (r.generation) {
+    meta["generation"] = 1;
+  } else {
+    meta.erase("generation");
+  }
   meta.erase("deletionTimestamp");
   object["apiVersion"] = r.api_version();
   object["kind"] = r.kind;
@@ -321,7 +325,8 @@ json ObjectStore::write_locked(const ResourceInfo& r, const std::string& ns,
         next.erase("status");
       }
     }
-    if (spec_changed(current, next)) next["metadata"]["generation"] = cm.value("generation", 1) + 1;
+    if (r.generation && spec_changed(current, next))
+      next["metadata"]["generation"] = cm.value("generation", 1) + 1;
   }
   next["apiVersion"] = r.api_version();
   next["kind"] = r.kind;
@@ -659,6 +664,12 @@ uint64_t ObjectStore::watch(const ResourceInfo& r, WatchRequest request) {
     if (it != objects_.end())
       for (const auto& [key, obj] : it->second)
         if (matches(request, obj) && !request.deliver({"ADDED", obj})) return 0;
+    if (request.initial_events_end) {
+      const json end = {{"metadata",
+                         {{"resourceVersion", std::to_string(rv_)},
+                          {"annotations", {{"k8s.io/initial-events-end", "true"}}}}}};
+      if (!request.deliver({"BOOKMARK", end})) return 0;
+    }
   }
   const uint64_t id = next_watch_id_++;
   watchers_[id] = Watcher{r.storage_key(), std::move(request)};

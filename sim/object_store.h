@@ -51,6 +51,9 @@ struct WatchRequest {
   // nullopt: start with an ADDED event for every current object ("" or "0" on the wire);
   // N: replay every change after N from the history, then go on live.
   std::optional<uint64_t> from;
+  // Watch-list (sendInitialEvents=true): after the ADDED events for the current objects, a
+  // BOOKMARK at the current version annotated k8s.io/initial-events-end: "true".
+  bool initial_events_end = false;
   // Called under the store's lock for each matching event; return false to stop.
   std::function<bool(const WatchEvent&)> deliver;
 };

@@ -29,6 +29,10 @@ struct ResourceInfo {
   // True for resources that came from a CRD: they follow the CR rules (status dropped on
   // create when there is a status subresource, Table columns from the CRD).
   bool custom = false;
+  // Whether objects carry metadata.generation (bumped when the spec changes): custom
+  // resources and the built-ins whose strategy keeps one (jobs, CRDs, webhook
+  // configurations here). ConfigMaps, pods (before 1.33), service accounts... have none.
+  bool generation = false;
   // additionalPrinterColumns for CRs; a few upstream-like columns for some built-ins.
   nlohmann::json printer_columns = nlohmann::json::array();
 

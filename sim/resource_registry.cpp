@@ -59,14 +59,18 @@ ResourceRegistry::ResourceRegistry() {
   add(builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, {"sa"}));
   add(builtin("", "v1", "events", "event", "Event", true, {"ev"}));
   add(builtin("batch", "v1", "jobs", "job", "Job", true, {}, {"all"}, true));
+  resources_.back().generation = true;
   add(builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true));
   add(builtin("events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}));
   add(builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
               "CustomResourceDefinition", false, {"crd", "crds"}, {}, true));
+  resources_.back().generation = true;
   add(builtin("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
               "validatingwebhookconfiguration", "ValidatingWebhookConfiguration", false));
+  resources_.back().generation = true;
   add(builtin("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
               "mutatingwebhookconfiguration", "MutatingWebhookConfiguration", false));
+  resources_.back().generation = true;
 }
 
 void ResourceRegistry::add(ResourceInfo info) {
@@ -168,6 +172,7 @@ std::vector<ResourceInfo> resources_from_crd(const nlohmann::json& crd) {
     r.categories = strings_at(names, "categories");
     r.verbs = kAllVerbs;
     r.custom = true;
+    r.generation = true;
     if (v.contains("subresources") && v["subresources"].is_object()) {
       const auto& sub = v["subresources"];
       r.status_subresource = sub.contains("status");

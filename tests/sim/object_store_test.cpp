@@ -57,10 +57,12 @@ TEST(ObjectStore, create_sets_uid_version_timestamp_and_generation) {
   EXPECT_EQ(obj["metadata"]["uid"].get<std::string>().size(), 36u);
   EXPECT_EQ(obj["metadata"]["uid"].get<std::string>()[14], '4');
   EXPECT_TRUE(obj["metadata"].contains("creationTimestamp"));
-  EXPECT_EQ(obj["metadata"]["generation"], 1);
+  EXPECT_FALSE(obj["metadata"].contains("generation"));  // ConfigMaps have none upstream
   EXPECT_EQ(obj["metadata"]["namespace"], "default");
   EXPECT_EQ(obj["kind"], "ConfigMap");
   EXPECT_EQ(obj["apiVersion"], "v1");
+  auto jobs = resource(store, "batch", "v1", "jobs");
+  EXPECT_EQ(store.create(jobs, "default", a_configmap("job"))["metadata"]["generation"], 1);
 }
 
 TEST(ObjectStore, generate_name_makes_a_unique_name) {
@@ -85,10 +87,10 @@ TEST(ObjectStore, rejects_missing_namespace_duplicate_and_bad_names) {
 
 TEST(ObjectStore, stale_update_is_a_conflict_and_generation_follows_spec) {
   ObjectStore store;
-  auto cm = resource(store, "", "v1", "configmaps");
+  auto cm = resource(store, "batch", "v1", "jobs");  // a kind with metadata.generation
   json v1 = store.create(cm, "default", a_configmap("x"));
   json v2 = v1;
-  v2["data"]["k"] = "changed";
+  v2["spec"]["parallelism"] = 2;
   json stored = store.update(cm, "default", "x", v2, WritePart::kMain);
   EXPECT_EQ(stored["metadata"]["generation"], 2);
   json labels_only = stored;
