@@ -9,7 +9,10 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "core/kube/api_client.h"
+#include "core/kube/cluster_config.h"
 #include "webhook/file_policy_source.h"
+#include "webhook/kube_policy_source.h"
 #include "webhook/webhook_server.h"
 
 namespace commgate {
@@ -21,6 +24,10 @@ constexpr const char* kUsage =
 Serves the admission webhook (POST /mutate, POST /validate, GET /healthz, /readyz,
 /metrics) over HTTPS until SIGTERM. The certificate and key are reloaded when they change.
 
+Policies and profiles come from the Kubernetes API (CommPolicies, CommProfiles and
+Namespace labels, watched) unless --policy-dir or --profile-dir is given: then from
+those manifest files only, and no API server is needed.
+
 Options:
   --port N                        port to listen on (default 9443; 0: any free port)
   --address A                     address to listen on (default 0.0.0.0)
@@ -28,6 +35,8 @@ Options:
   --tls-private-key-file FILE     PEM private key (required)
   --policy-dir DIR                CommPolicy (and Namespace) manifests, reloaded on change
   --profile-dir DIR               CommProfile manifests, reloaded on change
+  --kubeconfig FILE               the API server to watch (default: $KUBECONFIG, then the
+                                  in-cluster service account, then ~/.kube/config)
   --operator-service-account NAME the operator's user name (default
                                   system:serviceaccount:commgate-system:commgate-operator)
 )";
@@ -41,6 +50,8 @@ struct Options {
   server::ServerOptions server;
   webhook::WebhookConfig config;
   std::string policy_dir, profile_dir;
+  std::string kubeconfig;
+  bool from_files() const { return !policy_dir.empty() || !profile_dir.empty(); }
 };
 
 Options parse_args(const std::vector<std::string>& args) {
@@ -82,6 +93,9 @@ Options parse_args(const std::vector<std::string>& args) {
       o.policy_dir = value("--policy-dir");
     } else if (is("--profile-dir")) {
       o.profile_dir = value("--profile-dir");
+    } else if (is("--kubeconfig")) {
+      o.kubeconfig = value("--kubeconfig");
+      if (o.kubeconfig.empty()) throw UsageError("--kubeconfig must not be empty");
     } else if (is("--operator-service-account")) {
       o.config.operator_service_account = value("--operator-service-account");
       if (o.config.operator_service_account.empty())
@@ -93,6 +107,8 @@ Options parse_args(const std::vector<std::string>& args) {
   if (o.help) return o;
   if (tls.cert_file.empty() || tls.key_file.empty())
     throw UsageError("--tls-cert-file and --tls-private-key-file are required");
+  if (o.from_files() && !o.kubeconfig.empty())
+    throw UsageError("--kubeconfig cannot be combined with --policy-dir or --profile-dir");
   o.server.tls = tls;
   return o;
 }
@@ -131,18 +147,43 @@ int run_webhook(const std::vector<std::string>& args, std::ostream& out, std::os
   o.server.log = log;
 
   try {
-    webhook::FilePolicySource::Options source_options;
-    source_options.policy_dir = o.policy_dir;
-    source_options.profile_dir = o.profile_dir;
-    source_options.log = log;
-    auto source = std::make_shared<webhook::FilePolicySource>(source_options);
-    try {
-      source->load_initial();
-    } catch (const std::exception& e) {
-      err << "commgate webhook: cannot load policies and profiles:\n" << e.what() << "\n";
-      return 2;
+    // One of the two sources; the other stays null. The API client outlives the source
+    // that watches through it.
+    std::shared_ptr<webhook::FilePolicySource> files;
+    std::unique_ptr<kube::ApiClient> api;
+    std::shared_ptr<webhook::KubePolicySource> watched;
+    std::shared_ptr<webhook::PolicySource> source;
+    if (o.from_files()) {
+      webhook::FilePolicySource::Options source_options;
+      source_options.policy_dir = o.policy_dir;
+      source_options.profile_dir = o.profile_dir;
+      source_options.log = log;
+      files = std::make_shared<webhook::FilePolicySource>(source_options);
+      try {
+        files->load_initial();
+      } catch (const std::exception& e) {
+        err << "commgate webhook: cannot load policies and profiles:\n" << e.what() << "\n";
+        return 2;
+      }
+      files->start_polling();
+      source = files;
+    } else {
+      try {
+        api = std::make_unique<kube::ApiClient>(kube::resolve_config(o.kubeconfig));
+      } catch (const std::exception& e) {
+        err << "commgate webhook: cannot configure the Kubernetes API client:\n"
+            << e.what() << "\n";
+        return 2;
+      }
+      log(server::LogLevel::kInfo, "watching policies and profiles through " +
+                                       api->config().server + " (" + api->config().source + ")");
+      webhook::KubePolicySource::Options source_options;
+      source_options.log = log;
+      // Not ready (/readyz) until all three watches have listed.
+      watched = std::make_shared<webhook::KubePolicySource>(*api, source_options);
+      watched->start();
+      source = watched;
     }
-    source->start_polling();
 
     webhook::WebhookServer server(o.server, source, o.config);
     server.start();
@@ -154,7 +195,8 @@ int run_webhook(const std::vector<std::string>& args, std::ostream& out, std::os
                                      (signal_number == SIGTERM ? "SIGTERM" : "SIGINT") +
                                      ", stopping");
     server.stop();
-    source->stop();
+    if (files) files->stop();
+    if (watched) watched->stop();
     log(server::LogLevel::kInfo, "stopped");
     return 0;
   } catch (const std::exception& e) {

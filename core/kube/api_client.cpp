@@ -1,0 +1,296 @@
+#include "core/kube/api_client.h"
+
+#include <cpprest/containerstream.h>
+#include <cpprest/http_client.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+
+namespace commgate::kube {
+namespace {
+
+namespace http = web::http;
+namespace client = web::http::client;
+using nlohmann::json;
+
+// What the TLS callback does to every new connection's context; also run once at
+// construction on a scratch context so that a bad CA or key fails there, not per request.
+void configure_tls(boost::asio::ssl::context& ctx, const ClusterConfig& config) {
+  if (!config.ca_pem.empty()) {
+    // A fresh store: the system CAs cpprestsdk loaded are dropped with the old one.
+    X509_STORE* store = X509_STORE_new();
+    if (!store) throw std::runtime_error("out of memory for the certificate store");
+    SSL_CTX_set_cert_store(ctx.native_handle(), store);
+    ctx.add_certificate_authority(boost::asio::buffer(config.ca_pem));
+  }
+  if (!config.client_cert_pem.empty()) {
+    ctx.use_certificate_chain(boost::asio::buffer(config.client_cert_pem));
+    ctx.use_private_key(boost::asio::buffer(config.client_key_pem), boost::asio::ssl::context::pem);
+  }
+}
+
+std::chrono::seconds retry_after_of(const http::http_response& response) {
+  const auto& headers = response.headers();
+  auto it = headers.find("Retry-After");
+  if (it == headers.end()) return std::chrono::seconds(0);
+  try {
+    return std::chrono::seconds(std::stol(it->second));
+  } catch (const std::exception&) {
+    return std::chrono::seconds(0);  // an HTTP date: rare from kube-apiserver; use backoff
+  }
+}
+
+std::string with_query(const std::string& path,
+                       const std::vector<std::pair<std::string, std::string>>& query) {
+  web::uri_builder b(path);
+  for (const auto& [k, v] : query)
+    if (!v.empty()) b.append_query(k, v);
+  return b.to_string();
+}
+
+}  // namespace
+
+struct Cancel::State {
+  pplx::cancellation_token_source source;
+};
+
+Cancel::Cancel() : state_(std::make_shared<State>()) {}
+void Cancel::cancel() const {
+  state_->source.cancel();
+}
+bool Cancel::cancelled() const {
+  return state_->source.get_token().is_canceled();
+}
+
+struct ApiClient::Clients {
+  std::shared_ptr<BearerToken> token;
+  std::unique_ptr<client::http_client> calls;
+  std::shared_ptr<client::http_client> watches;  // held by running watches too
+};
+
+struct WatchHandle::State {
+  pplx::cancellation_token_source cts;
+  std::function<void(WatchEvent)> on_event;
+  std::function<void(std::exception_ptr)> on_end;
+  std::string what_call;
+  std::shared_ptr<client::http_client> client;  // alive while the watch runs
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+
+  void finish(std::exception_ptr error) {
+    {
+      std::lock_guard lock(mu);
+      if (finished) return;
+    }
+    if (on_end) on_end(error);
+    std::lock_guard lock(mu);
+    finished = true;
+    on_event = nullptr;  // drop what the callbacks captured as soon as possible
+    on_end = nullptr;
+    client.reset();
+    cv.notify_all();
+  }
+};
+
+WatchHandle& WatchHandle::operator=(WatchHandle&& other) noexcept {
+  if (this != &other) {
+    cancel();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+WatchHandle::~WatchHandle() {
+  cancel();
+}
+
+void WatchHandle::cancel() {
+  if (!state_) return;
+  state_->cts.cancel();
+  std::unique_lock lock(state_->mu);
+  state_->cv.wait(lock, [&] { return state_->finished; });
+}
+
+bool WatchHandle::finished() const {
+  if (!state_) return true;
+  std::lock_guard lock(state_->mu);
+  return state_->finished;
+}
+
+ApiClient::ApiClient(ClusterConfig config) : ApiClient(std::move(config), Options{}) {}
+
+ApiClient::ApiClient(ClusterConfig config, Options options)
+    : config_(std::move(config)), options_(options), clients_(std::make_shared<Clients>()) {
+  try {
+    boost::asio::ssl::context scratch(boost::asio::ssl::context::tls_client);
+    configure_tls(scratch, config_);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(config_.source +
+                             ": the CA or client certificate does not load: " + e.what());
+  }
+  clients_->token = std::make_shared<BearerToken>(config_.token);
+  auto make = [&](std::chrono::seconds timeout) {
+    client::http_client_config cfg;
+    cfg.set_timeout(timeout);
+    const ClusterConfig tls = config_;  // the callback outlives this constructor's scope
+    cfg.set_ssl_context_callback(
+        [tls](boost::asio::ssl::context& ctx) { configure_tls(ctx, tls); });
+    auto c = std::make_unique<client::http_client>(web::uri(config_.server), cfg);
+    std::shared_ptr<BearerToken> token = clients_->token;
+    c->add_handler(
+        [token](http::http_request request, std::shared_ptr<http::http_pipeline_stage> next) {
+          const std::string t = token->current();
+          if (!t.empty()) request.headers().add("Authorization", "Bearer " + t);
+          return next->propagate(request);
+        });
+    return c;
+  };
+  clients_->calls = make(options_.request_timeout);
+  clients_->watches = make(std::chrono::seconds(options_.max_watch_timeout_seconds) +
+                           options_.watch_timeout_margin);
+}
+
+ApiClient::~ApiClient() = default;
+
+json ApiClient::get(const std::string& path, const Cancel& cancel) const {
+  const std::string what = "GET " + path;
+  http::http_request request(http::methods::GET);
+  request.set_request_uri(path);
+  request.headers().add("Accept", "application/json");
+  http::http_response response;
+  std::string body;
+  try {
+    // Blocking is fine here: this runs on the caller's thread, not a cpprestsdk one.
+    response = clients_->calls->request(request, cancel.state_->source.get_token()).get();
+    body = response.extract_string(true).get();
+  } catch (const pplx::task_canceled&) {
+    throw std::runtime_error(what + ": cancelled");
+  } catch (const std::exception& e) {
+    throw std::runtime_error(what + ": " + e.what());
+  }
+  if (response.status_code() >= 300)
+    throw ApiError::from_response(response.status_code(), body, what, retry_after_of(response));
+  json doc = json::parse(body, nullptr, false);
+  if (doc.is_discarded()) throw std::runtime_error(what + ": the answer is not JSON");
+  return doc;
+}
+
+ListPage ApiClient::list(const std::string& path, const ListOptions& options,
+                         const Cancel& cancel) const {
+  const std::string target =
+      with_query(path, {{"labelSelector", options.label_selector},
+                        {"fieldSelector", options.field_selector},
+                        {"limit", options.limit > 0 ? std::to_string(options.limit) : ""},
+                        {"continue", options.continue_token}});
+  json doc = get(target, cancel);
+  ListPage page;
+  const auto& items = doc["items"];
+  if (!items.is_null() && !items.is_array())
+    throw std::runtime_error("GET " + target + ": items is not a list");
+  if (items.is_array()) page.items.assign(items.begin(), items.end());
+  // kube-apiserver leaves apiVersion and kind out of the items of built-in lists; the
+  // list's own say what they are ("NamespaceList" holds Namespaces), as client-go fills in.
+  const std::string list_kind = doc.value("kind", "");
+  const std::string api_version = doc.value("apiVersion", "");
+  if (list_kind.size() > 4 && list_kind.ends_with("List")) {
+    const std::string kind = list_kind.substr(0, list_kind.size() - 4);
+    for (auto& item : page.items) {
+      if (!item.is_object()) continue;
+      if (!item.contains("kind")) item["kind"] = kind;
+      if (!item.contains("apiVersion") && !api_version.empty()) item["apiVersion"] = api_version;
+    }
+  }
+  const auto& meta = doc["metadata"];
+  if (meta.is_object()) {
+    page.resource_version = meta.value("resourceVersion", "");
+    page.continue_token = meta.value("continue", "");
+  }
+  return page;
+}
+
+namespace {
+
+// Reads one line, hands it on, and schedules the next read from its continuation: no
+// thread ever waits on the stream.
+void read_events(std::shared_ptr<WatchHandle::State> st, http::http_response response) {
+  auto line = std::make_shared<concurrency::streams::container_buffer<std::string>>();
+  auto body = response.body();
+  body.read_line(*line).then([st, response, line](pplx::task<size_t> done) {
+    try {
+      done.get();  // already complete here: rethrows the read's error, never waits
+      std::string text = line->collection();
+      while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.pop_back();
+      if (!text.empty()) {
+        json event = json::parse(text, nullptr, false);
+        if (!event.is_object() || !event["type"].is_string())
+          throw std::runtime_error(st->what_call + ": a watch event is not an event object");
+        st->on_event(WatchEvent{event["type"].get<std::string>(), std::move(event["object"])});
+      }
+      if (st->cts.get_token().is_canceled())
+        throw std::runtime_error(st->what_call + ": cancelled");
+      auto stream = response.body();
+      if (stream.is_eof()) return st->finish(nullptr);
+      read_events(st, response);
+    } catch (...) {
+      st->finish(std::current_exception());
+    }
+  });
+}
+
+}  // namespace
+
+WatchHandle ApiClient::watch(const std::string& path, const WatchOptions& options,
+                             std::function<void(WatchEvent)> on_event,
+                             std::function<void(std::exception_ptr)> on_end) const {
+  if (options.timeout_seconds <= 0 || options.timeout_seconds > options_.max_watch_timeout_seconds)
+    throw std::invalid_argument("watch timeoutSeconds must be from 1 to " +
+                                std::to_string(options_.max_watch_timeout_seconds));
+  const std::string target =
+      with_query(path, {{"watch", "true"},
+                        {"resourceVersion", options.resource_version},
+                        {"timeoutSeconds", std::to_string(options.timeout_seconds)},
+                        {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
+                        {"labelSelector", options.label_selector},
+                        {"fieldSelector", options.field_selector}});
+  auto st = std::make_shared<WatchHandle::State>();
+  st->on_event = std::move(on_event);
+  st->on_end = std::move(on_end);
+  st->what_call = "watch " + target;
+  st->client = clients_->watches;
+
+  http::http_request request(http::methods::GET);
+  request.set_request_uri(target);
+  request.headers().add("Accept", "application/json");
+  st->client->request(request, st->cts.get_token())
+      .then([st](pplx::task<http::http_response> sent) {
+        try {
+          http::http_response response = sent.get();  // complete: does not wait
+          if (response.status_code() != 200) {
+            // 401, 403, 410 ... arrive as statuses before any event.
+            const int code = response.status_code();
+            const auto retry_after = retry_after_of(response);
+            response.extract_string(true).then([st, code, retry_after](pplx::task<std::string> b) {
+              std::string body;
+              try {
+                body = b.get();
+              } catch (const std::exception&) {
+              }
+              st->finish(std::make_exception_ptr(
+                  ApiError::from_response(code, body, st->what_call, retry_after)));
+            });
+            return;
+          }
+          read_events(st, response);
+        } catch (...) {
+          st->finish(std::current_exception());
+        }
+      });
+  return WatchHandle(st);
+}
+
+}  // namespace commgate::kube

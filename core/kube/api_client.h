@@ -1,0 +1,135 @@
+// The Kubernetes API over cpprestsdk's http_client, configured as DESIGN.md
+// ("Dependencies", the Kubernetes API client) measured it:
+// - two http_clients: one for ordinary calls (request_timeout, about 30 s) and one for
+//   watches whose timeout (per silence, not per response) is above any watch's
+//   timeoutSeconds, so a quiet watch is not cut;
+// - the TLS callback replaces the certificate store with one holding only the cluster's
+//   CA (trust only that CA, as kubectl does; about 0.8 MB less per connection); client
+//   certificates load from memory; the bearer token is added by a pipeline stage, read
+//   per request so a rotated token file is picked up;
+// - a watch body is read by a non-blocking, self-rescheduling read_line loop (never a
+//   blocking .get() inside a cpprestsdk task: with a small pool that froze every
+//   request) and stopped only through a cancellation token.
+//
+// The client keeps no mutable state shared between calls: every error belongs to its
+// call. get() and list() block the calling thread; never call them from a watch callback.
+// Writes (create/update/patch) belong here too when the operator needs them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/kube/api_error.h"
+#include "core/kube/cluster_config.h"
+
+namespace commgate::kube {
+
+// Stops a blocking call (get/list) or a watch from another thread. Copies share state.
+class Cancel {
+ public:
+  Cancel();
+  void cancel() const;
+  bool cancelled() const;
+
+ private:
+  friend class ApiClient;
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+struct ListOptions {
+  std::string label_selector;
+  std::string field_selector;
+  int64_t limit = 0;           // 0: everything in one page
+  std::string continue_token;  // from the previous page
+};
+
+struct ListPage {
+  std::vector<nlohmann::json> items;
+  std::string resource_version;  // the list's metadata.resourceVersion
+  std::string continue_token;    // "" on the last page
+};
+
+struct WatchOptions {
+  std::string resource_version;  // "": from now, starting with ADDED for every object
+  int timeout_seconds = 290;     // the server ends the watch after this
+  bool allow_bookmarks = true;
+  std::string label_selector;
+  std::string field_selector;
+};
+
+struct WatchEvent {
+  std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
+  nlohmann::json object;
+};
+
+// The running watch. Destroying it (or cancel()) stops the watch and waits until its
+// callbacks have returned; never do either from inside those callbacks.
+class WatchHandle {
+ public:
+  struct State;
+  WatchHandle() = default;
+  explicit WatchHandle(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  WatchHandle(WatchHandle&&) noexcept = default;
+  WatchHandle& operator=(WatchHandle&& other) noexcept;
+  WatchHandle(const WatchHandle&) = delete;
+  WatchHandle& operator=(const WatchHandle&) = delete;
+  ~WatchHandle();
+
+  void cancel();
+  bool finished() const;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+class ApiClient {
+ public:
+  struct Options {
+    std::chrono::seconds request_timeout{30};
+    // The longest timeoutSeconds a watch may ask for; the watch client's timeout is this
+    // plus watch_timeout_margin.
+    int max_watch_timeout_seconds = 600;
+    std::chrono::seconds watch_timeout_margin{30};
+  };
+
+  // Throws std::runtime_error when the CA or client certificate/key do not load.
+  explicit ApiClient(ClusterConfig config);
+  ApiClient(ClusterConfig config, Options options);
+  ~ApiClient();
+  ApiClient(const ApiClient&) = delete;
+  ApiClient& operator=(const ApiClient&) = delete;
+
+  const ClusterConfig& config() const { return config_; }
+
+  // GET `path` ("/api/v1/namespaces/default/configmaps/x"). Throws ApiError for an error
+  // answer and std::runtime_error (naming the call) for a transport error or a timeout.
+  nlohmann::json get(const std::string& path, const Cancel& cancel = Cancel()) const;
+  // One page of a collection.
+  ListPage list(const std::string& path, const ListOptions& options = {},
+                const Cancel& cancel = Cancel()) const;
+
+  // Starts a watch of the collection at `path`. on_event runs on a cpprestsdk thread for
+  // each event in order (keep it fast: hand work on); on_end runs exactly once after the
+  // last event: with nullptr when the server ended the watch, with the error otherwise
+  // (ApiError when the server refused it, e.g. 410; any other exception means "watch
+  // again from the last resourceVersion"; after cancel(), an exception too).
+  // Throws std::invalid_argument when timeout_seconds is above max_watch_timeout_seconds.
+  WatchHandle watch(const std::string& path, const WatchOptions& options,
+                    std::function<void(WatchEvent)> on_event,
+                    std::function<void(std::exception_ptr)> on_end) const;
+
+ private:
+  struct Clients;
+  ClusterConfig config_;
+  Options options_;
+  std::shared_ptr<Clients> clients_;
+};
+
+}  // namespace commgate::kube

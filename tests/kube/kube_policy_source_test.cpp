@@ -1,0 +1,151 @@
+// The webhook's Kubernetes policy source against the simulated API server with the
+// project's CRDs applied: the Snapshot follows the cluster, stays null until every watch
+// has listed, and leaves out (and logs, with field paths) objects that do not parse.
+#include "webhook/kube_policy_source.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "core/yaml_json.h"
+#include "sim/api_server.h"
+#include "tests/kube/kube_test_support.h"
+#include "tests/webhook/webhook_test_support.h"
+
+namespace commgate::webhook {
+namespace {
+
+using kube::testing::client_for;
+using kube::testing::wait_until;
+using nlohmann::json;
+
+json policy(const std::string& name, double max_share) {
+  return {{"apiVersion", "commgate.io/v1alpha1"},
+          {"kind", "CommPolicy"},
+          {"metadata", {{"name", name}}},
+          {"spec", {{"maxCommShare", max_share}}}};
+}
+
+class KubePolicySourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_.start();
+    client_ = client_for(api_);
+  }
+  void TearDown() override {
+    if (source_) source_->stop();
+  }
+
+  void apply_crds() {
+    const auto crd_resource =
+        *api_.store().find_resource("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+    for (const char* file : {"commpolicies.commgate.io.yaml", "commprofiles.commgate.io.yaml"}) {
+      std::ifstream in(std::string(COMMGATE_SOURCE_DIR) + "/crds/" + file);
+      std::stringstream text;
+      text << in.rdbuf();
+      for (const auto& doc : yaml_documents_to_json(text.str()))
+        api_.store().create(crd_resource, "", doc);
+    }
+  }
+  sim::ResourceInfo resource(const std::string& plural) {
+    return *api_.store().find_resource("commgate.io", "v1alpha1", plural);
+  }
+  void start_source() {
+    KubePolicySource::Options o;
+    o.log = [this](server::LogLevel, std::string_view m) {
+      std::lock_guard lock(log_mu_);
+      logs_.emplace_back(m);
+    };
+    o.backoff_initial = std::chrono::milliseconds(20);
+    o.backoff_max = std::chrono::milliseconds(200);
+    source_ = std::make_unique<KubePolicySource>(*client_, o);
+    source_->start();
+  }
+  std::vector<std::string> logs() {
+    std::lock_guard lock(log_mu_);
+    return logs_;
+  }
+
+  sim::ApiServer api_;
+  std::unique_ptr<kube::ApiClient> client_;
+  std::unique_ptr<KubePolicySource> source_;
+  std::mutex log_mu_;
+  std::vector<std::string> logs_;
+};
+
+TEST_F(KubePolicySourceTest, BuildsASnapshotFromTheClusterAndFollowsChanges) {
+  apply_crds();
+  api_.store().create(resource("commpolicies"), "", policy("strict", 0.1));
+  api_.store().create(resource("commprofiles"), "",
+                      testing::a_profile(1.0, commgate::testing::test_now()));
+  const auto namespaces = *api_.store().find_resource("", "v1", "namespaces");
+  api_.store().create(namespaces, "",
+                      {{"apiVersion", "v1"},
+                       {"kind", "Namespace"},
+                       {"metadata", {{"name", "research"}, {"labels", {{"team", "nlp"}}}}}});
+  start_source();
+  ASSERT_TRUE(wait_until([&] { return source_->snapshot() != nullptr; }));
+  auto snap = source_->snapshot();
+  ASSERT_EQ(snap->policies.size(), 1u);
+  EXPECT_EQ(snap->policies[0].spec.max_comm_share, 0.1);
+  EXPECT_NE(snap->profile("pool-all"), nullptr);
+  EXPECT_EQ(snap->labels_of("research").at("team"), "nlp");
+
+  json strict = api_.store().get(resource("commpolicies"), "", "strict");
+  strict["spec"]["maxCommShare"] = 0.2;
+  api_.store().update(resource("commpolicies"), "", "strict", strict, sim::WritePart::kMain);
+  ASSERT_TRUE(wait_until([&] {
+    auto s = source_->snapshot();
+    return s->policies.size() == 1 && s->policies[0].spec.max_comm_share == 0.2;
+  }));
+  api_.store().remove(resource("commpolicies"), "", "strict");
+  ASSERT_TRUE(wait_until([&] { return source_->snapshot()->policies.empty(); }));
+  EXPECT_EQ(source_->rejected_objects(), 0u);
+}
+
+TEST_F(KubePolicySourceTest, StaysNullUntilEveryWatchHasListed) {
+  start_source();  // no CRDs yet: the CommPolicy and CommProfile lists answer 404
+  ASSERT_TRUE(wait_until([&] {
+    const auto w = source_->watchers();
+    return w[0].counters.errors >= 2 && w[2].counters.lists == 1;
+  }));
+  EXPECT_EQ(source_->snapshot(), nullptr) << "namespaces listed, policies not";
+  apply_crds();
+  ASSERT_TRUE(wait_until([&] { return source_->snapshot() != nullptr; }));
+  EXPECT_TRUE(source_->snapshot()->policies.empty());
+}
+
+TEST_F(KubePolicySourceTest, LeavesOutAMalformedPolicyAndLogsItsFieldPathOnce) {
+  apply_crds();
+  api_.store().create(resource("commpolicies"), "", policy("good", 0.1));
+  json bad = policy("bad", 2.0);
+  bad["spec"]["enforcementAction"] = "block";
+  api_.store().create(resource("commpolicies"), "", bad);
+  start_source();
+  ASSERT_TRUE(wait_until([&] { return source_->snapshot() != nullptr; }));
+  ASSERT_EQ(source_->snapshot()->policies.size(), 1u);
+  EXPECT_EQ(source_->snapshot()->policies[0].metadata.name, "good");
+  EXPECT_EQ(source_->rejected_objects(), 1u);
+
+  // Another change rebuilds the snapshot; the bad object is not logged again.
+  api_.store().create(resource("commpolicies"), "", policy("second", 0.3));
+  ASSERT_TRUE(wait_until([&] { return source_->snapshot()->policies.size() == 2; }));
+  const auto lines = logs();
+  int about_bad = 0;
+  for (const auto& l : lines) {
+    if (l.find("CommPolicy bad") == std::string::npos) continue;
+    ++about_bad;
+    EXPECT_NE(l.find("spec.maxCommShare"), std::string::npos) << l;
+    EXPECT_NE(l.find("spec.enforcementAction"), std::string::npos) << l;
+  }
+  EXPECT_EQ(about_bad, 1);
+
+  api_.store().remove(resource("commpolicies"), "", "bad");
+  ASSERT_TRUE(wait_until([&] { return source_->rejected_objects() == 0; }));
+}
+
+}  // namespace
+}  // namespace commgate::webhook

@@ -1,0 +1,51 @@
+// Shared by the Kubernetes client tests: waiting for a condition with a deadline (never a
+// sleep), a client for an in-process sim, and small object builders.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "core/kube/api_client.h"
+#include "core/kube/cluster_config.h"
+#include "sim/api_server.h"
+
+namespace commgate::kube::testing {
+
+// Polls `condition` every few milliseconds until it holds (true) or `timeout` passes.
+inline bool wait_until(const std::function<bool()>& condition,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+inline ClusterConfig config_for(const sim::ApiServer& api) {
+  return parse_kubeconfig(api.kubeconfig(), "", "", "sim kubeconfig");
+}
+
+inline std::unique_ptr<ApiClient> client_for(const sim::ApiServer& api) {
+  return std::make_unique<ApiClient>(config_for(api));
+}
+
+inline nlohmann::json configmap(const std::string& name, const std::string& value,
+                                const std::string& ns = "default") {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"data", {{"k", value}}}};
+}
+
+inline sim::ResourceInfo configmaps(sim::ApiServer& api) {
+  return *api.store().find_resource("", "v1", "configmaps");
+}
+
+constexpr const char* kConfigMaps = "/api/v1/namespaces/default/configmaps";
+
+}  // namespace commgate::kube::testing

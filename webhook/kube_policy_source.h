@@ -1,0 +1,83 @@
+// A PolicySource fed by the Kubernetes API: three watchers (CommPolicies, CommProfiles and
+// v1 Namespaces for the labels policies' namespaceSelector reads), each into its own
+// store. When any store changes, a new Snapshot is built from all three with core's
+// parsers and swapped in. An object that does not parse is logged once per
+// resourceVersion with its field paths and left out; it never stops the others. The
+// snapshot stays null until all three stores have completed their first list, so /readyz
+// says "not ready" until the webhook has seen the cluster's policies.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/kube/api_client.h"
+#include "core/kube/store.h"
+#include "core/kube/watcher.h"
+#include "core/server/server.h"
+#include "webhook/policy_source.h"
+
+namespace commgate::webhook {
+
+// The collections watched (crds/commpolicies.commgate.io.yaml and
+// crds/commprofiles.commgate.io.yaml: both cluster-scoped, commgate.io/v1alpha1).
+constexpr const char* kCommPoliciesPath = "/apis/commgate.io/v1alpha1/commpolicies";
+constexpr const char* kCommProfilesPath = "/apis/commgate.io/v1alpha1/commprofiles";
+constexpr const char* kNamespacesPath = "/api/v1/namespaces";
+
+class KubePolicySource : public PolicySource {
+ public:
+  struct Options {
+    server::LogFunction log;           // default: stderr
+    std::function<TimePoint()> clock;  // default: system clock
+    int watch_timeout_seconds = 290;
+    std::chrono::milliseconds backoff_initial{200};
+    std::chrono::milliseconds backoff_max{30'000};
+  };
+
+  // `client` must outlive the source.
+  KubePolicySource(const kube::ApiClient& client, Options options);
+  ~KubePolicySource() override;  // stop()
+  KubePolicySource(const KubePolicySource&) = delete;
+  KubePolicySource& operator=(const KubePolicySource&) = delete;
+
+  void start();
+  void stop();
+
+  std::shared_ptr<const Snapshot> snapshot() const override;
+  // Objects left out of the current snapshot because they do not parse.
+  uint64_t rejected_objects() const { return rejected_.load(); }
+  uint64_t rebuilds() const { return rebuilds_.load(); }
+  // For metrics and tests: each watcher's path, state and counters.
+  struct WatcherStatus {
+    std::string path;
+    kube::WatcherState state;
+    kube::WatcherCounters counters;
+  };
+  std::vector<WatcherStatus> watchers() const;
+
+ private:
+  struct Feed {
+    kube::Store store;
+    std::unique_ptr<kube::Watcher> watcher;
+  };
+  void rebuild();
+  void log(server::LogLevel level, const std::string& message) const;
+
+  const Options options_;
+  Feed policies_, profiles_, namespaces_;
+  std::shared_ptr<const Snapshot> snapshot_;  // std::atomic_load / atomic_store
+
+  std::mutex rebuild_mu_;                        // one rebuild at a time; guards reported_
+  std::map<std::string, std::string> reported_;  // "kind/key" -> resourceVersion logged
+  std::atomic<uint64_t> rejected_{0};
+  std::atomic<uint64_t> rebuilds_{0};
+};
+
+}  // namespace commgate::webhook
