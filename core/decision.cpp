@@ -21,10 +21,6 @@ std::string ms(double seconds) {
   return buf;
 }
 
-std::string nodes_str(int n) {
-  return std::to_string(n) + (n == 1 ? " node" : " nodes");
-}
-
 // "measured busbw 0.118 GB/s (gloo over socket, 2 nodes probed), compute step 180 ms"
 std::string evidence(const Measurement& m) {
   std::string transport = m.backend;
@@ -45,7 +41,7 @@ std::string policy_limits(const CommPolicySpec& p, const std::string& name) {
 }
 
 std::string prediction_text(const StepPrediction& p) {
-  return "at " + nodes_str(p.nodes) + " the model predicts " + format_percent(p.comm_share) +
+  return "at " + format_nodes(p.nodes) + " the model predicts " + format_percent(p.comm_share) +
          " of each " + ms(p.step_s) + " step in exposed communication (scaling efficiency " +
          format_percent(p.scaling_efficiency) + ")";
 }
@@ -213,12 +209,13 @@ Decision decide(const DecisionInput& in) {
          ".";
   // One node sends nothing between nodes, so some count always passes.
   const std::string largest =
-      " The largest count that passes is " + nodes_str(d.largest_passing_nodes) + ".";
+      " The largest count that passes is " + format_nodes(d.largest_passing_nodes) + ".";
   const Action enforced = downsize_to > 0 ? Action::kDownsize : Action::kDeny;
   auto downsize_or_deny_text = [&]() {
     if (downsize_to > 0) {
-      return " Downsized from " + std::to_string(job.num_nodes) + " to " + nodes_str(downsize_to) +
-             ": " + prediction_text(*d.prediction_for(downsize_to)) + ".";
+      return " Downsized from " + std::to_string(job.num_nodes) + " to " +
+             format_nodes(downsize_to) + ": " + prediction_text(*d.prediction_for(downsize_to)) +
+             ".";
     }
     return " Even spec.minNodes (" + std::to_string(job.min_nodes) +
            ") does not pass, so it cannot be downsized." + largest;
@@ -253,7 +250,7 @@ Decision decide(const DecisionInput& in) {
       d.would_admit_nodes = downsize_to;
       d.message =
           over + " Dry run: would " +
-          (downsize_to > 0 ? "downsize to " + nodes_str(downsize_to) : std::string("deny")) +
+          (downsize_to > 0 ? "downsize to " + format_nodes(downsize_to) : std::string("deny")) +
           "; admitted unchanged." + fit_warning;
       return d;
   }

@@ -159,6 +159,10 @@ std::string format_duration(std::chrono::nanoseconds d) {
   return out;
 }
 
+std::string format_nodes(int64_t count) {
+  return std::to_string(count) + (count == 1 ? " node" : " nodes");
+}
+
 std::string format_count(double value) {
   static const std::vector<std::pair<double, const char*>> kScales = {
       {1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};

@@ -25,6 +25,9 @@ std::string format_duration(std::chrono::nanoseconds d);
 // Human-readable counts: 340000000 -> "340M", 7000000000 -> "7G" (decimal SI).
 std::string format_count(double value);
 
+// "1 node", "8 nodes": for messages that quote node counts.
+std::string format_nodes(int64_t count);
+
 // A byte count as an exact Kubernetes quantity: 67108864 -> "64Mi", 1000 -> "1000".
 // Round-trips through parse_quantity.
 std::string format_byte_quantity(double bytes);

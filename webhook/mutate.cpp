@@ -64,11 +64,10 @@ std::string downsize_warning(const Decision& d, const Measurement& m) {
   std::string w = "commgate: spec.numNodes lowered from " + std::to_string(d.requested_nodes) +
                   " to " + std::to_string(d.admitted_nodes);
   if (asked && given) {
-    w += ": at " + std::to_string(d.requested_nodes) + " nodes " +
-         format_percent(asked->comm_share) +
+    w += ": at " + format_nodes(d.requested_nodes) + " " + format_percent(asked->comm_share) +
          " of each step would be exposed communication, over CommPolicy " + d.policy_name +
          "'s limit (measured all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + "); at " +
-         std::to_string(d.admitted_nodes) + " nodes " + format_percent(given->comm_share);
+         format_nodes(d.admitted_nodes) + " " + format_percent(given->comm_share);
   }
   return w;
 }

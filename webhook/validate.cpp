@@ -1,6 +1,7 @@
 // handle_validate: see handlers.h.
 
 #include "core/field_errors.h"
+#include "core/quantity.h"
 #include "core/training_job.h"
 #include "webhook/annotations.h"
 #include "webhook/handlers.h"
@@ -63,8 +64,8 @@ AdmissionResponse validate_scale(const AdmissionRequest& request, const Snapshot
     return with_decision(allowed(), "Exempt");
   return with_decision(
       denied("commgate cannot decide a scale-up of TrainingJob " + request.name + " from " +
-             std::to_string(before) + " to " + std::to_string(*wanted) +
-             " nodes through the scale subresource (it carries no model); change spec.numNodes "
+             std::to_string(before) + " to " + format_nodes(*wanted) +
+             " through the scale subresource (it carries no model); change spec.numNodes "
              "instead, e.g. kubectl patch trainingjob " +
              request.name + " --type=merge -p '{\"spec\":{\"numNodes\":" + std::to_string(*wanted) +
              "}}'"),
