@@ -6,16 +6,7 @@
 #include "core/comm_profile.h"
 
 namespace commgate::webhook {
-namespace {
-
 using nlohmann::json;
-
-std::string resource_version_of(const json& object) {
-  const auto meta = object.find("metadata");
-  return meta != object.end() && meta->is_object() ? meta->value("resourceVersion", "") : "";
-}
-
-}  // namespace
 
 KubePolicySource::KubePolicySource(const kube::ApiClient& client, Options options)
     : options_(std::move(options)) {
@@ -82,7 +73,7 @@ void KubePolicySource::rebuild() {
                     const std::string& why) {
     ++rejected;
     const std::string id = kind + "/" + key;
-    const std::string rv = resource_version_of(object);
+    const std::string rv = kube::resource_version_of(object);
     still_bad[id] = rv;
     auto it = reported_.find(id);
     if (it == reported_.end() || it->second != rv)
@@ -107,12 +98,10 @@ void KubePolicySource::rebuild() {
     }
   }
   for (const auto& [key, object] : *namespaces_.store.snapshot()) {
+    static const json::json_pointer kLabels("/metadata/labels");
     auto& out = snap->namespace_labels[key];
-    const auto meta = object.find("metadata");
-    if (meta == object.end() || !meta->is_object()) continue;
-    const auto labels = meta->find("labels");
-    if (labels == meta->end() || !labels->is_object()) continue;
-    for (const auto& [k, v] : labels->items())
+    if (!object.contains(kLabels) || !object.at(kLabels).is_object()) continue;
+    for (const auto& [k, v] : object.at(kLabels).items())
       if (v.is_string()) out[k] = v.get<std::string>();
   }
   reported_ = std::move(still_bad);

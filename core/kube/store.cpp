@@ -1,25 +1,6 @@
 #include "core/kube/store.h"
 
 namespace commgate::kube {
-namespace {
-
-std::string resource_version_of(const nlohmann::json& object) {
-  if (!object.is_object()) return "";
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return "";
-  return meta->value("resourceVersion", "");
-}
-
-}  // namespace
-
-std::string object_key(const nlohmann::json& object) {
-  if (!object.is_object()) return "";
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return "";
-  const std::string ns = meta->value("namespace", "");
-  const std::string name = meta->value("name", "");
-  return ns.empty() ? name : ns + "/" + name;
-}
 
 Store::Store() : objects_(std::make_shared<Objects>()) {}
 

@@ -3,18 +3,7 @@
 #include <algorithm>
 
 namespace commgate::kube {
-namespace {
-
 using nlohmann::json;
-
-std::string resource_version_of(const json& object) {
-  if (!object.is_object()) return "";
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return "";
-  return meta->value("resourceVersion", "");
-}
-
-}  // namespace
 
 const char* to_string(WatcherState state) {
   switch (state) {

@@ -28,5 +28,7 @@ struct WatcherEvent {
 
 // "namespace/name", or "name" for a cluster-scoped object: the key stores and queues use.
 std::string object_key(const nlohmann::json& object);
+// metadata.resourceVersion, or "" when the object has none.
+std::string resource_version_of(const nlohmann::json& object);
 
 }  // namespace commgate::kube
