@@ -4,6 +4,13 @@ namespace commgate::sim {
 
 using nlohmann::json;
 
+NodeSpec node_spec(std::string name, int gpus) {
+  NodeSpec spec;
+  spec.name = std::move(name);
+  spec.gpus = gpus;
+  return spec;
+}
+
 json node_object(const NodeSpec& spec) {
   json labels = {{"kubernetes.io/hostname", spec.name},
                  {"kubernetes.io/os", "linux"},

@@ -29,6 +29,9 @@ struct NodeSpec {
   std::string address;
 };
 
+// A NodeSpec with the defaults but for name and GPU count.
+NodeSpec node_spec(std::string name, int gpus = 0);
+
 // The Node object for `spec`: labels, taints, capacity = allocatable, Ready condition.
 nlohmann::json node_object(const NodeSpec& spec);
 

@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
     // before; pods and Jobs then stay as created.
     if (nodes > 0) cluster.start();
     for (int n = 0; n < nodes; ++n) {
-      commgate::sim::NodeSpec node{.name = "sim-node-" + std::to_string(n), .gpus = gpus_per_node};
+      commgate::sim::NodeSpec node =
+          commgate::sim::node_spec("sim-node-" + std::to_string(n), gpus_per_node);
       if (!node_netns.empty()) {
         node.netns = node_netns + "-n" + std::to_string(n);
         node.address = "198.18.0." + std::to_string(n + 1);

@@ -54,10 +54,12 @@ TEST(ClusterNetns, pods_on_different_nodes_talk_over_the_emulated_links) {
   ObjectStore store;
   SimCluster cluster(store);
   cluster.start();
-  for (int i = 0; i < 2; ++i)
-    cluster.add_node({.name = "n" + std::to_string(i),
-                      .netns = netns.node_ns(i),
-                      .address = "198.18.0." + std::to_string(i + 1)});
+  for (int i = 0; i < 2; ++i) {
+    NodeSpec node = node_spec("n" + std::to_string(i));
+    node.netns = netns.node_ns(i);
+    node.address = "198.18.0." + std::to_string(i + 1);
+    cluster.add_node(node);
+  }
   const auto services = *store.find_resource("", "v1", "services");
   const auto jobs = *store.find_resource("batch", "v1", "jobs");
   const auto pods = *store.find_resource("", "v1", "pods");

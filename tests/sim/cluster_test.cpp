@@ -103,7 +103,7 @@ class ClusterTest : public ::testing::Test {
 };
 
 TEST_F(ClusterTest, indexed_job_completes_with_each_index_as_termination_message) {
-  cluster->add_node({.name = "n1"});
+  cluster->add_node(node_spec("n1"));
   store.create(
       jobs, "default",
       indexed_job("probe", 3, sh_container("echo $JOB_COMPLETION_INDEX > /dev/termination-log")));
@@ -135,7 +135,7 @@ TEST_F(ClusterTest, indexed_job_completes_with_each_index_as_termination_message
 }
 
 TEST_F(ClusterTest, failing_pods_exceed_backoff_limit_and_fail_the_job) {
-  cluster->add_node({.name = "n1"});
+  cluster->add_node(node_spec("n1"));
   store.create(jobs, "default",
                indexed_job("bad", 1, sh_container("echo broken >&2; exit 3"), /*backoff=*/1));
   ASSERT_TRUE(eventually([&] {
@@ -155,8 +155,8 @@ TEST_F(ClusterTest, failing_pods_exceed_backoff_limit_and_fail_the_job) {
 }
 
 TEST_F(ClusterTest, anti_affinity_leaves_the_third_pod_pending_with_the_scheduler_message) {
-  cluster->add_node({.name = "n1"});
-  cluster->add_node({.name = "n2"});
+  cluster->add_node(node_spec("n1"));
+  cluster->add_node(node_spec("n2"));
   json c = sh_container("exec sleep 30", {{"terminationGracePeriodSeconds", 0}});
   json j = indexed_job("spread", 3, c);
   j["spec"]["template"]["spec"]["affinity"] = {
@@ -183,8 +183,8 @@ TEST_F(ClusterTest, anti_affinity_leaves_the_third_pod_pending_with_the_schedule
 }
 
 TEST_F(ClusterTest, gpu_capacity_is_respected) {
-  cluster->add_node({.name = "gpu", .gpus = 2});
-  cluster->add_node({.name = "cpu", .gpus = 0});
+  cluster->add_node(node_spec("gpu", 2));
+  cluster->add_node(node_spec("cpu", 0));
   for (const char* name : {"a", "b", "c"})
     store.create(pods, "default",
                  {{"metadata", {{"name", name}, {"labels", {{"app", "gpu"}}}}},
@@ -214,7 +214,7 @@ TEST_F(ClusterTest, gpu_capacity_is_respected) {
 
 // "$$$$": the kubelet's $(VAR) expansion turns "$$" into "$", so the shell sees "$$".
 TEST_F(ClusterTest, deleting_a_job_in_background_removes_its_pods_and_kills_their_processes) {
-  cluster->add_node({.name = "n1"});
+  cluster->add_node(node_spec("n1"));
   store.create(jobs, "default",
                indexed_job("long", 2, sh_container("echo $$$$ > pid; exec sleep 30")));
   ASSERT_TRUE(eventually([&] {
@@ -234,7 +234,7 @@ TEST_F(ClusterTest, deleting_a_job_in_background_removes_its_pods_and_kills_thei
 }
 
 TEST_F(ClusterTest, a_finalizer_keeps_a_killed_pod_until_it_is_removed) {
-  cluster->add_node({.name = "n1"});
+  cluster->add_node(node_spec("n1"));
   store.create(pods, "default",
                {{"metadata", {{"name", "held"}, {"finalizers", {"example.com/hold"}}}},
                 {"spec",
@@ -259,7 +259,7 @@ TEST_F(ClusterTest, a_finalizer_keeps_a_killed_pod_until_it_is_removed) {
 }
 
 TEST_F(ClusterTest, foreground_deletion_removes_pods_before_the_job) {
-  cluster->add_node({.name = "n1"});
+  cluster->add_node(node_spec("n1"));
   store.create(jobs, "default", indexed_job("fg", 2, sh_container("exec sleep 30")));
   ASSERT_TRUE(eventually([&] { return pods_of("fg").size() == 2; }));
   std::mutex mu;
@@ -285,7 +285,7 @@ TEST_F(ClusterTest, foreground_deletion_removes_pods_before_the_job) {
 }
 
 TEST_F(ClusterTest, pod_dns_names_in_env_resolve_to_the_pod_ip) {
-  cluster->add_node({.name = "n1"});
+  cluster->add_node(node_spec("n1"));
   store.create(services, "default",
                {{"metadata", {{"name", "ranks"}}},
                 {"spec", {{"clusterIP", "None"}, {"selector", {{"app", "dns"}}}}}});
@@ -306,8 +306,8 @@ TEST_F(ClusterTest, pod_dns_names_in_env_resolve_to_the_pod_ip) {
 
 TEST_F(ClusterTest, a_stopped_node_fails_its_pods_and_the_replacement_cannot_go_there) {
   // One GPU per node and per pod: the two pods land on different nodes.
-  cluster->add_node({.name = "n1", .gpus = 1});
-  cluster->add_node({.name = "n2", .gpus = 1});
+  cluster->add_node(node_spec("n1", 1));
+  cluster->add_node(node_spec("n2", 1));
   store.create(jobs, "default",
                indexed_job("lose", 2,
                            sh_container("echo $$$$ > pid; exec sleep 30",
@@ -348,7 +348,7 @@ TEST_F(ClusterTest, a_stopped_node_fails_its_pods_and_the_replacement_cannot_go_
 }
 
 TEST_F(ClusterTest, on_failure_restarts_the_container_in_place_and_counts_it) {
-  cluster->add_node({.name = "n1"});
+  cluster->add_node(node_spec("n1"));
   store.create(pods, "default",
                {{"metadata", {{"name", "flaky"}}},
                 {"spec",
@@ -366,7 +366,7 @@ TEST_F(ClusterTest, on_failure_restarts_the_container_in_place_and_counts_it) {
 }
 
 TEST_F(ClusterTest, active_deadline_fails_the_job_and_ttl_deletes_it_with_its_pods) {
-  cluster->add_node({.name = "n1"});
+  cluster->add_node(node_spec("n1"));
   json j = indexed_job("slow", 1, sh_container("exec sleep 30"));
   j["spec"]["activeDeadlineSeconds"] = 1;
   j["spec"]["ttlSecondsAfterFinished"] = 0;

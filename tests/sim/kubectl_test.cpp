@@ -279,8 +279,8 @@ TEST(KubectlBinary, commgate_sim_writes_a_kubeconfig_kubectl_uses) {
 TEST_F(KubectlTest, job_pods_show_node_and_termination_message_and_go_with_the_job) {
   SimCluster cluster(api_.store());
   cluster.start();
-  cluster.add_node({.name = "n1", .gpus = 1});
-  cluster.add_node({.name = "n2", .gpus = 1});
+  cluster.add_node(node_spec("n1", 1));
+  cluster.add_node(node_spec("n2", 1));
   std::ofstream(dir_ + "/job.yaml") << R"(apiVersion: batch/v1
 kind: Job
 metadata:
