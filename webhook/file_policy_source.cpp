@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "core/field_errors.h"
+#include "core/server/metrics.h"
 #include "core/yaml_json.h"
 
 namespace commgate::webhook {
@@ -187,6 +188,15 @@ void FilePolicySource::stop() {
 
 std::shared_ptr<const Snapshot> FilePolicySource::snapshot() const {
   return std::atomic_load(&snapshot_);
+}
+
+std::string FilePolicySource::metrics_text() const {
+  std::string out;
+  server::append_prometheus_sample(out, "commgate_webhook_file_reload_failures_total", "counter",
+                                   "Changes to the policy and profile files that did not parse "
+                                   "(the last good snapshot was kept).",
+                                   static_cast<double>(reload_failures()));
+  return out;
 }
 
 uint64_t FilePolicySource::reload_failures() const {

@@ -51,6 +51,7 @@ class FilePolicySource : public PolicySource {
 
   std::shared_ptr<const Snapshot> snapshot() const override;
   uint64_t reload_failures() const;
+  std::string metrics_text() const override;
 
  private:
   struct FileSig {

@@ -4,6 +4,7 @@
 
 #include "core/comm_policy.h"
 #include "core/comm_profile.h"
+#include "core/server/metrics.h"
 
 namespace commgate::webhook {
 using nlohmann::json;
@@ -44,10 +45,47 @@ std::shared_ptr<const Snapshot> KubePolicySource::snapshot() const {
 
 std::vector<KubePolicySource::WatcherStatus> KubePolicySource::watchers() const {
   std::vector<WatcherStatus> out;
-  for (const Feed* f : {&policies_, &profiles_, &namespaces_})
-    out.push_back({kCommPoliciesPath, f->watcher->state(), f->watcher->counters()});
-  out[1].path = kCommProfilesPath;
-  out[2].path = kNamespacesPath;
+  for (const auto& [path, feed] :
+       {std::pair{kCommPoliciesPath, &policies_}, std::pair{kCommProfilesPath, &profiles_},
+        std::pair{kNamespacesPath, &namespaces_}})
+    out.push_back({path, feed->watcher->state(), feed->watcher->counters()});
+  return out;
+}
+
+std::string KubePolicySource::metrics_text() const {
+  const auto status = watchers();
+  std::string out;
+  const auto family = [&](const char* name, const char* type, const char* help,
+                          uint64_t kube::WatcherCounters::*field) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    for (const auto& w : status)
+      out += std::string(name) + "{collection=\"" + server::prometheus_escape_label(w.path) +
+             "\"} " + std::to_string(w.counters.*field) + "\n";
+  };
+  family("commgate_webhook_watch_lists_total", "counter",
+         "Complete lists of a watched collection (the first and every relist).",
+         &kube::WatcherCounters::lists);
+  family("commgate_webhook_watch_relists_total", "counter",
+         "Lists after the first: a 410 Expired or an ERROR event forced a relist.",
+         &kube::WatcherCounters::relists);
+  family("commgate_webhook_watch_restarts_total", "counter",
+         "Watches started again from the last resourceVersion (ended or dropped).",
+         &kube::WatcherCounters::restarts);
+  family("commgate_webhook_watch_errors_total", "counter",
+         "Failed lists, refused or broken watches and ERROR events.",
+         &kube::WatcherCounters::errors);
+  family("commgate_webhook_watch_events_total", "counter",
+         "Added, modified and deleted objects received.", &kube::WatcherCounters::events);
+  out +=
+      "# HELP commgate_webhook_watch_state Current state of each watcher (1 for the state "
+      "it is in).\n# TYPE commgate_webhook_watch_state gauge\n";
+  for (const auto& w : status)
+    out += "commgate_webhook_watch_state{collection=\"" + server::prometheus_escape_label(w.path) +
+           "\",state=\"" + kube::to_string(w.state) + "\"} 1\n";
+  server::append_prometheus_sample(out, "commgate_webhook_rejected_objects", "gauge",
+                                   "CommPolicies and CommProfiles left out of the snapshot "
+                                   "because they do not parse.",
+                                   static_cast<double>(rejected_objects()));
   return out;
 }
 

@@ -61,6 +61,9 @@ class KubePolicySource : public PolicySource {
     kube::WatcherCounters counters;
   };
   std::vector<WatcherStatus> watchers() const;
+  // Per watched collection: lists, relists, restarts, errors, events and the state; and
+  // the objects left out because they do not parse.
+  std::string metrics_text() const override;
 
  private:
   struct Feed {

@@ -33,6 +33,9 @@ class PolicySource {
   virtual ~PolicySource() = default;
   // The current snapshot; null until the first load has completed (readyz says so).
   virtual std::shared_ptr<const Snapshot> snapshot() const = 0;
+  // The source's own health in Prometheus text format, appended to /metrics (watch
+  // counters, reload failures); "" when it has none.
+  virtual std::string metrics_text() const { return {}; }
 };
 
 // A source holding one snapshot set by hand: for tests and for running without policies.

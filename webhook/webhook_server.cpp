@@ -34,7 +34,9 @@ AdmissionService::AdmissionService(std::shared_ptr<const PolicySource> source, W
                                    Clock clock)
     : source_(std::move(source)),
       config_(std::move(config)),
-      clock_(clock ? std::move(clock) : Clock([] { return std::chrono::system_clock::now(); })) {}
+      clock_(clock ? std::move(clock) : Clock([] { return std::chrono::system_clock::now(); })) {
+  metrics_.registry().add_collector([source = source_] { return source->metrics_text(); });
+}
 
 Response AdmissionService::admit(const Request& request, bool mutate) {
   const auto started = std::chrono::steady_clock::now();

@@ -104,6 +104,18 @@ TEST_F(KubePolicySourceTest, BuildsASnapshotFromTheClusterAndFollowsChanges) {
   api_.store().remove(resource("commpolicies"), "", "strict");
   ASSERT_TRUE(wait_until([&] { return source_->snapshot()->policies.empty(); }));
   EXPECT_EQ(source_->rejected_objects(), 0u);
+
+  // /metrics gets each watcher's counters and state.
+  const std::string metrics = source_->metrics_text();
+  EXPECT_NE(metrics.find("commgate_webhook_watch_lists_total{collection=\"/apis/commgate.io/"
+                         "v1alpha1/commpolicies\"} 1\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("commgate_webhook_watch_state{collection=\"/api/v1/namespaces\","
+                         "state=\"watching\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("commgate_webhook_rejected_objects 0"), std::string::npos);
 }
 
 TEST_F(KubePolicySourceTest, StaysNullUntilEveryWatchHasListed) {

@@ -122,6 +122,9 @@ TEST(FilePolicySource, ReloadsOnChangeAndKeepsTheLastGoodSnapshotOnABadFile) {
   EXPECT_FALSE(source.poll_now());
   EXPECT_EQ(source.snapshot(), good) << "last good kept";
   EXPECT_EQ(source.reload_failures(), 1u);
+  EXPECT_NE(source.metrics_text().find("commgate_webhook_file_reload_failures_total 1\n"),
+            std::string::npos)
+      << source.metrics_text();
   ASSERT_FALSE(logs.empty());
   EXPECT_NE(logs.back().find("spec.enforcementAction"), std::string::npos) << logs.back();
 
