@@ -11,6 +11,7 @@
 
 #include "sim/api_status.h"
 #include "sim/cluster.h"
+#include "tests/support/wait.h"
 
 namespace commgate::sim {
 namespace {
@@ -39,12 +40,7 @@ class Netns {
 };
 
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 15s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return done();
+  return testing::wait_until(done, limit);
 }
 
 TEST(ClusterNetns, pods_on_different_nodes_talk_over_the_emulated_links) {

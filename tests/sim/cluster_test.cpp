@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "sim/api_status.h"
+#include "tests/support/wait.h"
 
 namespace commgate::sim {
 namespace {
@@ -21,12 +22,7 @@ using namespace std::chrono_literals;
 // Polls `done` until it holds or `limit` passes: the state is in the store, written by
 // other threads; a watch would do, but the checks read several objects at once.
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 10s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return done();
+  return testing::wait_until(done, limit);
 }
 
 // The pod's .status, or {} before anyone wrote one.

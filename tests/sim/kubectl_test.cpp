@@ -1,12 +1,7 @@
 // End to end: the real kubectl (v1.32) against the simulated API server, as a user would
 // drive a cluster. If kubectl reads our answers as it reads kube-apiserver's, the sim
 // speaks the protocol.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -20,8 +15,8 @@
 
 #include "sim/api_server.h"
 #include "sim/cluster.h"
-
-extern char** environ;
+#include "tests/support/child_process.h"
+#include "tests/support/wait.h"
 
 namespace commgate::sim {
 namespace {
@@ -29,76 +24,10 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ChildProcess;
+using testing::read_file;
 
-// A child process with stdout and stderr in one file; killed (SIGTERM) when destroyed.
-class Process {
- public:
-  Process(const std::vector<std::string>& argv, const std::string& output_file)
-      : output_(output_file) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Process() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGTERM);
-      wait_exit(5s);
-    }
-  }
-  // The exit status, or -1 when it has not exited within `timeout` (then it is killed).
-  int wait_exit(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!exited_) {
-      int status = 0;
-      const pid_t r = waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        exited_ = true;
-        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        break;
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        exited_ = true;
-        return -1;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return code_;
-  }
-  std::string output() const { return read_file(output_); }
-  bool started() const { return pid_ > 0; }
-
- private:
-  std::string output_;
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  int code_ = -1;
-};
-
-// Polls `condition` every 20 ms until it holds or the deadline passes.
-template <class F>
-bool eventually(F condition, std::chrono::milliseconds deadline = 10s) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < end) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return condition();
-}
+using testing::wait_until;
 
 class KubectlTest : public ::testing::Test {
  protected:
@@ -122,7 +51,7 @@ class KubectlTest : public ::testing::Test {
     std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
                                      "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
     argv.insert(argv.end(), args.begin(), args.end());
-    Process p(argv, dir_ + "/out-" + std::to_string(++calls_));
+    ChildProcess p(argv, dir_ + "/out-" + std::to_string(++calls_));
     const int code = p.wait_exit(20s);
     return {code, p.output()};
   }
@@ -204,17 +133,17 @@ TEST_F(KubectlTest, patch_status_scale_and_delete) {
 
 TEST_F(KubectlTest, get_watch_sees_a_change) {
   apply_example();
-  Process watch({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig_, "--cache-dir", dir_ + "/cache",
-                 "get", "tj", "-n", "vision", "-w"},
-                dir_ + "/watch.out");
+  ChildProcess watch({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig_, "--cache-dir", dir_ + "/cache",
+                      "get", "tj", "-n", "vision", "-w"},
+                     dir_ + "/watch.out");
   ASSERT_TRUE(watch.started());
-  ASSERT_TRUE(eventually([&] { return watch.output().find("resnet-small") != std::string::npos; }))
+  ASSERT_TRUE(wait_until([&] { return watch.output().find("resnet-small") != std::string::npos; }))
       << watch.output();
   ASSERT_EQ(kubectl({"patch", "tj", "-n", "vision", "resnet-small", "--subresource=status",
                      "--type", "merge", "-p", R"({"status":{"phase":"Probing"}})"})
                 .code,
             0);
-  EXPECT_TRUE(eventually([&] { return watch.output().find("Probing") != std::string::npos; }))
+  EXPECT_TRUE(wait_until([&] { return watch.output().find("Probing") != std::string::npos; }))
       << watch.output();
 }
 
@@ -259,15 +188,15 @@ TEST(KubectlBinary, commgate_sim_writes_a_kubeconfig_kubectl_uses) {
   std::filesystem::create_directories(dir);
   const std::string kubeconfig = (dir / "kubeconfig").string();
   {
-    Process sim({COMMGATE_SIM_BIN, "--port", "0", "--kubeconfig-out", kubeconfig},
-                (dir / "sim.out").string());
+    ChildProcess sim({COMMGATE_SIM_BIN, "--port", "0", "--kubeconfig-out", kubeconfig},
+                     (dir / "sim.out").string());
     ASSERT_TRUE(sim.started());
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(wait_until([&] {
       return sim.output().find("listening on https://127.0.0.1:") != std::string::npos;
     })) << sim.output();
-    Process get({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig, "--cache-dir",
-                 (dir / "cache").string(), "get", "namespaces"},
-                (dir / "get.out").string());
+    ChildProcess get({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig, "--cache-dir",
+                      (dir / "cache").string(), "get", "namespaces"},
+                     (dir / "get.out").string());
     EXPECT_EQ(get.wait_exit(20s), 0) << get.output();
     EXPECT_NE(get.output().find("kube-system   Active"), std::string::npos) << get.output();
     EXPECT_EQ(get.output().rfind("NAME          STATUS   AGE", 0), 0u) << get.output();

@@ -4,12 +4,7 @@
 // applies the examples as a researcher would. The pool's CommProfile is made from the
 // recorded 1 GbE measurement of a 350M-parameter model (examples/measurements/),
 // re-stamped as taken now so that the default policy's measurementTTL holds.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -25,8 +20,7 @@
 #include "core/probe_result.h"
 #include "core/server/pki.h"
 #include "sim/kubeconfig.h"
-
-extern char** environ;
+#include "tests/support/child_process.h"
 
 namespace commgate::sim {
 namespace {
@@ -37,79 +31,8 @@ using namespace std::chrono_literals;
 
 const std::string kSource = COMMGATE_SOURCE_DIR;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A child process with stdout and stderr in one file; SIGTERM (then SIGKILL) when destroyed.
-class Process {
- public:
-  Process(const std::vector<std::string>& argv, fs::path output) : output_(std::move(output)) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Process() {
-    if (pid_ <= 0 || exited_) return;
-    kill(pid_, SIGTERM);
-    if (wait_exit(5s) < 0) return;
-  }
-  // The exit status, or -1 when it has not exited within `timeout` (then it is killed).
-  int wait_exit(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!exited_) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        break;
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        exited_ = true;
-        return -1;
-      }
-      std::this_thread::sleep_for(10ms);  // polling interval
-    }
-    return code_;
-  }
-  bool running() {
-    if (exited_) return false;
-    int status = 0;
-    return waitpid(pid_, &status, WNOHANG) == 0;
-  }
-  std::string output() const { return read_file(output_); }
-  // The port the process printed (first match of `pattern`), or 0 when it did not within
-  // the deadline or exited.
-  uint16_t wait_for_port(const std::regex& pattern, std::chrono::milliseconds deadline = 15s) {
-    const auto end = std::chrono::steady_clock::now() + deadline;
-    while (std::chrono::steady_clock::now() < end && running()) {
-      std::smatch m;
-      const std::string text = output();
-      if (std::regex_search(text, m, pattern)) return static_cast<uint16_t>(std::stoi(m[1]));
-      std::this_thread::sleep_for(20ms);  // polling interval
-    }
-    return 0;
-  }
-  bool started() const { return pid_ > 0; }
-
- private:
-  fs::path output_;
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  int code_ = -1;
-};
+using testing::ChildProcess;
+using testing::read_file;
 
 // The pool's CommProfile from a recorded probe result, measured "now".
 json profile_from_recording(const std::string& recording) {
@@ -141,7 +64,7 @@ class WebhookE2eTest : public ::testing::Test {
     std::ofstream(dir_ / "tls.crt") << issued.cert_pem;
     std::ofstream(dir_ / "tls.key") << issued.key_pem;
 
-    webhook_ = std::make_unique<Process>(
+    webhook_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{COMMGATE_BINARY, "webhook", "--port", "0", "--address",
                                  "127.0.0.1", "--tls-cert-file", (dir_ / "tls.crt").string(),
                                  "--tls-private-key-file", (dir_ / "tls.key").string(),
@@ -153,7 +76,7 @@ class WebhookE2eTest : public ::testing::Test {
     ASSERT_NE(webhook_port, 0) << webhook_->output();
 
     kubeconfig_ = (dir_ / "kubeconfig").string();
-    sim_ = std::make_unique<Process>(
+    sim_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{
             COMMGATE_SIM_BIN, "--port", "0", "--kubeconfig-out", kubeconfig_, "--service",
             "commgate-webhook.commgate-system=127.0.0.1:" + std::to_string(webhook_port)},
@@ -193,7 +116,7 @@ class WebhookE2eTest : public ::testing::Test {
         COMMGATE_KUBECTL,          "--kubeconfig",         kubeconfig_, "--cache-dir",
         (dir_ / "cache").string(), "--request-timeout=10s"};
     argv.insert(argv.end(), args.begin(), args.end());
-    Process p(argv, dir_ / ("kubectl-" + std::to_string(++calls_) + ".out"));
+    ChildProcess p(argv, dir_ / ("kubectl-" + std::to_string(++calls_) + ".out"));
     const int code = p.wait_exit(20s);
     return {code, p.output()};
   }
@@ -206,8 +129,8 @@ class WebhookE2eTest : public ::testing::Test {
   server::CertificateAuthority ca_{"commgate e2e CA", 1, std::chrono::hours(24)};
   fs::path dir_;
   std::string kubeconfig_;
-  std::unique_ptr<Process> webhook_;
-  std::unique_ptr<Process> sim_;
+  std::unique_ptr<ChildProcess> webhook_;
+  std::unique_ptr<ChildProcess> sim_;
   int calls_ = 0;
 };
 

@@ -1,10 +1,7 @@
 // Integration: the real `commgate webhook` binary over HTTPS with a throwaway CA
 // (tests/server/test_pki.h). Port 0; the test reads the bound port from the log line;
 // conditions are polled with deadlines.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +15,8 @@
 
 #include "tests/server/test_client.h"
 #include "tests/server/test_pki.h"
+#include "tests/support/child_process.h"
+#include "tests/support/wait.h"
 #include "tests/webhook/webhook_test_support.h"
 
 namespace commgate::webhook {
@@ -30,97 +29,16 @@ using nlohmann::json;
 using server::testing::Client;
 using server::testing::TestPki;
 
-bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = Clock::now() + timeout;
-  while (!condition()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);  // polling interval, not a wait for state
-  }
-  return true;
+using commgate::testing::ChildProcess;
+using commgate::testing::wait_until;
+
+const std::regex kListening("listening on [^ ]*:([0-9]+)");
+
+// `commgate webhook ARGS...` as a child process, its output in `log`.
+std::unique_ptr<ChildProcess> start_webhook(std::vector<std::string> args, const fs::path& log) {
+  args.insert(args.begin(), {COMMGATE_BINARY, "webhook"});
+  return std::make_unique<ChildProcess>(args, log);
 }
-
-// `commgate webhook ...` as a child process; its stderr is collected by a thread.
-class WebhookProcess {
- public:
-  explicit WebhookProcess(std::vector<std::string> args) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], 2);
-      std::vector<char*> argv;
-      static std::string binary = COMMGATE_BINARY, command = "webhook";
-      argv.push_back(binary.data());
-      argv.push_back(command.data());
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary.c_str(), argv.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    reader_ = std::thread([this, fd = fds[0]] {
-      char buf[4096];
-      ssize_t n;
-      while ((n = read(fd, buf, sizeof buf)) > 0) {
-        std::lock_guard lock(mu_);
-        log_.append(buf, static_cast<size_t>(n));
-      }
-      close(fd);
-    });
-  }
-  ~WebhookProcess() {
-    if (!exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (reader_.joinable()) reader_.join();
-  }
-  std::string log() const {
-    std::lock_guard lock(mu_);
-    return log_;
-  }
-  // The port from "listening on ADDRESS:PORT", or 0 when it did not come up in time.
-  uint16_t wait_for_port() {
-    static const std::regex kListening("listening on [^ ]*:([0-9]+)");
-    uint16_t port = 0;
-    wait_until([&] {
-      std::smatch m;
-      const std::string text = log();
-      if (std::regex_search(text, m, kListening)) port = static_cast<uint16_t>(std::stoi(m[1]));
-      return port != 0 || exited();
-    });
-    return port;
-  }
-  bool exited() {
-    if (exited_) return true;
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      exited_ = true;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    return exited_;
-  }
-  // SIGTERM, then the exit code (or -1 when it did not exit in time).
-  int terminate() {
-    kill(pid_, SIGTERM);
-    return wait_for_exit();
-  }
-  // Once the process has exited, its stderr is read to the end before this returns, so
-  // log() holds everything it wrote.
-  int wait_for_exit() {
-    if (!wait_until([&] { return exited(); }, 15s)) return -1;
-    if (reader_.joinable()) reader_.join();
-    return exit_code_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  int exit_code_ = -1;
-  mutable std::mutex mu_;
-  std::string log_;
-  std::thread reader_;
-};
 
 struct TempDir {
   fs::path path = fs::temp_directory_path() / ("commgate-webhook-it-" + std::to_string(getpid()));
@@ -138,7 +56,7 @@ spec: {maxCommShare: 0.10}
 struct Harness {
   TestPki pki;
   TempDir dir;
-  std::unique_ptr<WebhookProcess> process;
+  std::unique_ptr<ChildProcess> process;
   uint16_t port = 0;
 
   Harness() {
@@ -148,11 +66,12 @@ struct Harness {
     std::ofstream(dir.path / "policies" / "strict.yaml") << kStrictPolicy;
     std::ofstream(dir.path / "profiles" / "pool-all.json")
         << testing::a_profile(1.0, std::chrono::system_clock::now()).dump();
-    process = std::make_unique<WebhookProcess>(std::vector<std::string>{
-        "--port", "0", "--address", "127.0.0.1", "--tls-cert-file", pki.cert_file(),
-        "--tls-private-key-file", pki.key_file(), "--policy-dir", (dir.path / "policies").string(),
-        "--profile-dir", (dir.path / "profiles").string()});
-    port = process->wait_for_port();
+    process = start_webhook(
+        {"--port", "0", "--address", "127.0.0.1", "--tls-cert-file", pki.cert_file(),
+         "--tls-private-key-file", pki.key_file(), "--policy-dir", (dir.path / "policies").string(),
+         "--profile-dir", (dir.path / "profiles").string()},
+        dir.path / "webhook.log");
+    port = process->wait_for_port(kListening);
   }
   std::unique_ptr<Client> client() {
     auto c = std::make_unique<Client>(port, pki.ca_file());
@@ -176,7 +95,7 @@ std::string an_8_node_job_review() {
 
 TEST(WebhookHttps, downsizes_over_tls_and_stops_gracefully_on_sigterm) {
   Harness h;
-  ASSERT_NE(h.port, 0) << h.process->log();
+  ASSERT_NE(h.port, 0) << h.process->output();
   auto c = h.client();
   EXPECT_EQ(c->request("GET", "/readyz").status, 200);
   const auto r = c->request("POST", "/mutate", an_8_node_job_review(), kJson);
@@ -191,13 +110,13 @@ TEST(WebhookHttps, downsizes_over_tls_and_stops_gracefully_on_sigterm) {
   EXPECT_NE(metrics.body.find("decision=\"Downsize\""), std::string::npos);
   EXPECT_NE(metrics.body.find("commgate_webhook_http_"), std::string::npos) << "server stats";
   c->close();
-  EXPECT_EQ(h.process->terminate(), 0) << h.process->log();
-  EXPECT_NE(h.process->log().find("stopped"), std::string::npos);
+  EXPECT_EQ(h.process->terminate(), 0) << h.process->output();
+  EXPECT_NE(h.process->output().find("stopped"), std::string::npos);
 }
 
 TEST(WebhookHttps, refuses_bad_bodies_content_types_and_a_10mb_body) {
   Harness h;
-  ASSERT_NE(h.port, 0) << h.process->log();
+  ASSERT_NE(h.port, 0) << h.process->output();
   EXPECT_EQ(h.client()->request("POST", "/validate", "{nope", kJson).status, 400);
   EXPECT_EQ(
       h.client()
@@ -214,7 +133,7 @@ TEST(WebhookHttps, refuses_bad_bodies_content_types_and_a_10mb_body) {
 
 TEST(WebhookHttps, a_slowloris_client_does_not_block_others) {
   Harness h;
-  ASSERT_NE(h.port, 0) << h.process->log();
+  ASSERT_NE(h.port, 0) << h.process->output();
   auto attacker = h.client();
   ASSERT_TRUE(attacker->write_raw("POST /validate HTTP/1.1\r\nHost: x\r\nX-Slow: "));
   auto good = h.client();
@@ -232,7 +151,7 @@ TEST(WebhookHttps, a_slowloris_client_does_not_block_others) {
 
 TEST(WebhookHttps, rotates_the_certificate_without_a_failed_request) {
   Harness h;
-  ASSERT_NE(h.port, 0) << h.process->log();
+  ASSERT_NE(h.port, 0) << h.process->output();
   std::atomic<bool> stop{false};
   std::atomic<int> ok{0}, failed{0}, saw_new{0};
   std::mutex err_mu;
@@ -262,24 +181,26 @@ TEST(WebhookHttps, rotates_the_certificate_without_a_failed_request) {
   const bool rotated = wait_until([&] { return saw_new > 5; });
   stop = true;
   for (auto& t : load) t.join();
-  EXPECT_TRUE(rotated) << h.process->log();
+  EXPECT_TRUE(rotated) << h.process->output();
   EXPECT_EQ(failed, 0) << first_error;
 }
 
 TEST(WebhookHttps, misconfiguration_at_start_is_fatal_with_a_clear_message) {
   TestPki pki;
   pki.issue_server_cert(1);
+  TempDir dir;
   {
-    WebhookProcess p({"--port", "0", "--tls-cert-file", pki.cert_file()});
-    EXPECT_EQ(p.wait_for_exit(), 2);
-    EXPECT_NE(p.log().find("--tls-private-key-file"), std::string::npos) << p.log();
+    auto p = start_webhook({"--port", "0", "--tls-cert-file", pki.cert_file()}, dir.path / "a.log");
+    EXPECT_EQ(p->wait_exit(), 2);
+    EXPECT_NE(p->output().find("--tls-private-key-file"), std::string::npos) << p->output();
   }
   {
-    WebhookProcess p({"--port", "0", "--address", "127.0.0.1", "--tls-cert-file", pki.cert_file(),
-                      "--tls-private-key-file", pki.key_file(), "--policy-dir",
-                      "/nonexistent/commgate"});
-    EXPECT_EQ(p.wait_for_exit(), 2);
-    EXPECT_NE(p.log().find("/nonexistent/commgate"), std::string::npos) << p.log();
+    auto p = start_webhook(
+        {"--port", "0", "--address", "127.0.0.1", "--tls-cert-file", pki.cert_file(),
+         "--tls-private-key-file", pki.key_file(), "--policy-dir", "/nonexistent/commgate"},
+        dir.path / "b.log");
+    EXPECT_EQ(p->wait_exit(), 2);
+    EXPECT_NE(p->output().find("/nonexistent/commgate"), std::string::npos) << p->output();
   }
 }
 
