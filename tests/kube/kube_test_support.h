@@ -12,19 +12,11 @@
 #include "core/kube/api_client.h"
 #include "core/kube/cluster_config.h"
 #include "sim/api_server.h"
+#include "tests/support/wait.h"
 
 namespace commgate::kube::testing {
 
-// Polls `condition` every few milliseconds until it holds (true) or `timeout` passes.
-inline bool wait_until(const std::function<bool()>& condition,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
+using commgate::testing::wait_until;  // tests/support/wait.h
 
 inline ClusterConfig config_for(const sim::ApiServer& api) {
   return parse_kubeconfig(api.kubeconfig(), "", "", "sim kubeconfig");
