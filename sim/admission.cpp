@@ -1,10 +1,10 @@
 #include "sim/admission.h"
 
-#include <openssl/evp.h>
-
 #include <random>
 
+#include "core/base64.h"
 #include "sim/api_status.h"
+#include "sim/uuid.h"
 #include "sim/webhook_caller.h"
 
 namespace commgate::sim {
@@ -21,38 +21,8 @@ class CallingError : public std::runtime_error {
 
 std::string random_uid() {
   static thread_local std::mt19937_64 gen{std::random_device{}()};
-  const uint64_t hi = gen(), lo = gen();
-  unsigned char b[16];
-  for (int i = 0; i < 8; ++i) {
-    b[i] = static_cast<unsigned char>(hi >> (8 * i));
-    b[8 + i] = static_cast<unsigned char>(lo >> (8 * i));
-  }
-  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
-  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-    s += d[b[i] >> 4];
-    s += d[b[i] & 15];
-  }
-  return s;
-}
-
-// Standard base64 ([]byte fields in Kubernetes JSON). Throws std::invalid_argument.
-std::string base64_decode(const std::string& text) {
-  if (text.empty()) return "";
-  if (text.size() % 4 != 0) throw std::invalid_argument("illegal base64 data (length)");
-  std::string out(text.size() / 4 * 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) throw std::invalid_argument("illegal base64 data");
-  size_t pad = 0;
-  if (text[text.size() - 1] == '=') ++pad;
-  if (text[text.size() - 2] == '=') ++pad;
-  out.resize(static_cast<size_t>(n) - pad);
-  return out;
+  const uint64_t hi = gen();
+  return format_uuid_v4(hi, gen());
 }
 
 std::string string_field(const json& obj, const char* key, const std::string& fallback = "") {

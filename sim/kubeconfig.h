@@ -8,6 +8,5 @@ namespace commgate::sim {
 
 std::string kubeconfig_yaml(const std::string& server_url, const std::string& ca_pem,
                             const std::string& token);
-std::string base64_encode(const std::string& data);
 
 }  // namespace commgate::sim

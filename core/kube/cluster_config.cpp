@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/base64.h"
 #include "core/field_errors.h"
 #include "core/object_reader.h"
 #include "core/yaml_json.h"
@@ -64,7 +65,7 @@ std::string pem_field(ObjectReader& r, const std::string& key, const std::string
   }
   if (data) {
     try {
-      return decode_base64(*data);
+      return base64_decode(*data);
     } catch (const std::invalid_argument& e) {
       r.errors().add(r.path_of(key + "-data"), e.what());
       return "";
@@ -81,43 +82,6 @@ std::string pem_field(ObjectReader& r, const std::string& key, const std::string
 }
 
 }  // namespace
-
-std::string decode_base64(const std::string& text) {
-  std::string clean;
-  for (char c : text)
-    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') clean += c;
-  if (clean.size() % 4 != 0) throw std::invalid_argument("not valid base64 (length)");
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  for (size_t i = 0; i < clean.size(); i += 4) {
-    const bool last = i + 4 == clean.size();
-    int pad = 0;
-    int v[4];
-    for (int k = 0; k < 4; ++k) {
-      const char c = clean[i + k];
-      if (c == '=' && last && k >= 2) {
-        ++pad;
-        v[k] = 0;
-        continue;
-      }
-      v[k] = pad ? -1 : value(c);
-      if (v[k] < 0) throw std::invalid_argument("not valid base64");
-    }
-    const unsigned n =
-        (unsigned(v[0]) << 18) | (unsigned(v[1]) << 12) | (unsigned(v[2]) << 6) | unsigned(v[3]);
-    out += static_cast<char>((n >> 16) & 0xff);
-    if (pad < 2) out += static_cast<char>((n >> 8) & 0xff);
-    if (pad < 1) out += static_cast<char>(n & 0xff);
-  }
-  return out;
-}
 
 ClusterConfig parse_kubeconfig(const std::string& text, const std::string& base_dir,
                                const std::string& context, const std::string& what) {

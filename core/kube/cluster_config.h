@@ -50,7 +50,4 @@ struct ResolveOptions {
 ClusterConfig resolve_config(const std::string& kubeconfig_flag,
                              const ResolveOptions& options = {});
 
-// Standard base64 (padding required, whitespace ignored); throws std::invalid_argument.
-std::string decode_base64(const std::string& text);
-
 }  // namespace commgate::kube

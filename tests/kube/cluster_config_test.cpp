@@ -198,15 +198,6 @@ contexts:
   }
 }
 
-TEST(Base64, DecodesStrictly) {
-  EXPECT_EQ(decode_base64("aGVsbG8="), "hello");
-  EXPECT_EQ(decode_base64("aGVs\nbG8h"), "hello!");
-  EXPECT_EQ(decode_base64(""), "");
-  EXPECT_THROW(decode_base64("aGVsbG8"), std::invalid_argument);
-  EXPECT_THROW(decode_base64("aGV*bG8h"), std::invalid_argument);
-  EXPECT_THROW(decode_base64("a=Vs"), std::invalid_argument);
-}
-
 TEST(BearerTokenFile, IsReadAgainAfterAMinute) {
   TempDir dir;
   const auto path = dir.write("token", "one");

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/base64.h"
 #include "core/server/pki.h"
 #include "core/server/server.h"
 #include "core/yaml_json.h"

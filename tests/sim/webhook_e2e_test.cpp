@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base64.h"
 #include "core/comm_profile.h"
 #include "core/probe_result.h"
 #include "core/server/pki.h"
