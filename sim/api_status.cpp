@@ -1,5 +1,7 @@
 #include "sim/api_status.h"
 
+#include <algorithm>
+
 namespace commgate::sim {
 namespace {
 
@@ -60,6 +62,28 @@ ApiError invalid(const ResourceInfo& r, const std::string& name, const std::stri
       r.qualified_kind() + " \"" + name + "\" is invalid: " + field + ": " + message);
   auto d = details(r, name, r.kind);
   d["causes"] = {{{"reason", cause_reason}, {"message", message}, {"field", field}}};
+  s["details"] = d;
+  return ApiError(s);
+}
+
+ApiError invalid(const ResourceInfo& r, const std::string& name,
+                 const std::vector<FieldError>& errors) {
+  // ToAggregate drops repeated messages; one error is written without brackets.
+  std::vector<std::string> texts;
+  nlohmann::json causes = nlohmann::json::array();
+  for (const auto& e : errors) {
+    const std::string text = e.field + ": " + e.message;
+    if (std::find(texts.begin(), texts.end(), text) != texts.end()) continue;
+    texts.push_back(text);
+    causes.push_back({{"reason", e.reason}, {"message", e.message}, {"field", e.field}});
+  }
+  std::string joined;
+  for (const auto& t : texts) joined += (joined.empty() ? "" : ", ") + t;
+  if (texts.size() > 1) joined = "[" + joined + "]";
+  auto s = failure_status(422, "Invalid",
+                          r.qualified_kind() + " \"" + name + "\" is invalid: " + joined);
+  auto d = details(r, name, r.kind);
+  d["causes"] = causes;
   s["details"] = d;
   return ApiError(s);
 }

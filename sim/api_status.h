@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "sim/resource.h"
 
@@ -31,6 +32,19 @@ ApiError not_found(const ResourceInfo& r, const std::string& name);
 ApiError already_exists(const ResourceInfo& r, const std::string& name);
 // The optimistic-concurrency 409 (fixtures/k8s/status/status-409-conflict-*.json).
 ApiError conflict(const ResourceInfo& r, const std::string& name);
+// One field.Error: its type as a StatusCause reason (FieldValueInvalid, FieldValueRequired,
+// ...), the field path, and the message as upstream's ErrorBody() writes it ("Required
+// value", "Invalid value: 0: ...").
+struct FieldError {
+  std::string reason;
+  std::string field;
+  std::string message;
+};
+
+// 422 for several field errors at once: `Kind.group "name" is invalid: [a: m, b: m]` (no
+// brackets for one), one cause each, as NewInvalid with an aggregate does.
+ApiError invalid(const ResourceInfo& r, const std::string& name,
+                 const std::vector<FieldError>& errors);
 // 422: `Kind.group "name" is invalid: field: message`, with one cause.
 ApiError invalid(const ResourceInfo& r, const std::string& name, const std::string& field,
                  const std::string& cause_reason, const std::string& message);

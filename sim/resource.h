@@ -2,6 +2,7 @@
 // the handlers need to know (scope, subresources, printer columns).
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -33,6 +34,9 @@ struct ResourceInfo {
   // resources and the built-ins whose strategy keeps one (jobs, CRDs, webhook
   // configurations here). ConfigMaps, pods (before 1.33), service accounts... have none.
   bool generation = false;
+  // Custom resources: the served version's schema.openAPIV3Schema (sim/crd_schema.h), applied
+  // on every write; null when the CRD gives none. Shared: ResourceInfo is copied per request.
+  std::shared_ptr<const nlohmann::json> schema;
   // additionalPrinterColumns for CRs; a few upstream-like columns for some built-ins.
   nlohmann::json printer_columns = nlohmann::json::array();
 

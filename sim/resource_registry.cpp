@@ -180,6 +180,9 @@ std::vector<ResourceInfo> resources_from_crd(const nlohmann::json& crd) {
         r.scale = ScaleSubresource{sub["scale"].value("specReplicasPath", ""),
                                    sub["scale"].value("statusReplicasPath", "")};
     }
+    if (v.contains("schema") && v["schema"].is_object() &&
+        v["schema"].contains("openAPIV3Schema") && v["schema"]["openAPIV3Schema"].is_object())
+      r.schema = std::make_shared<const nlohmann::json>(v["schema"]["openAPIV3Schema"]);
     if (v.contains("additionalPrinterColumns") && v["additionalPrinterColumns"].is_array())
       r.printer_columns = v["additionalPrinterColumns"];
     out.push_back(std::move(r));

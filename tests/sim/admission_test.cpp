@@ -181,7 +181,11 @@ class AdmissionTest : public ::testing::Test {
     return json({{"apiVersion", "commgate.io/v1alpha1"},
                  {"kind", "TrainingJob"},
                  {"metadata", {{"name", name}}},
-                 {"spec", {{"numNodes", nodes}}}})
+                 // Valid under the shipped CRD's schema, which the sim enforces.
+                 {"spec",
+                  {{"numNodes", nodes},
+                   {"model", {{"parameters", "340M"}}},
+                   {"template", {{"spec", {{"containers", {{{"name", "t"}, {"image", "i"}}}}}}}}}}})
         .dump();
   }
   static std::vector<std::string> warnings(const Reply& r) {
@@ -420,11 +424,11 @@ TEST_F(AdmissionTest, dry_run_admits_and_answers_but_persists_nothing) {
   ASSERT_EQ(call("POST", kTj, job("bert")).status, 201);
   const uint64_t stored = api_.store().resource_version();
   const Reply patched = call("PATCH", std::string(kTj) + "/bert?dryRun=All",
-                             R"({"spec":{"minNodes":1}})", "application/merge-patch+json");
+                             R"({"spec":{"minNodes":2}})", "application/merge-patch+json");
   ASSERT_EQ(patched.status, 200) << patched.body;
-  EXPECT_EQ(json::parse(patched.body)["spec"]["minNodes"], 1);
-  EXPECT_FALSE(
-      json::parse(call("GET", std::string(kTj) + "/bert").body)["spec"].contains("minNodes"));
+  EXPECT_EQ(json::parse(patched.body)["spec"]["minNodes"], 2);
+  // Still the CRD's default, stored on create.
+  EXPECT_EQ(json::parse(call("GET", std::string(kTj) + "/bert").body)["spec"]["minNodes"], 1);
   EXPECT_EQ(call("DELETE", std::string(kTj) + "/bert?dryRun=All").status, 200);
   EXPECT_EQ(call("GET", std::string(kTj) + "/bert").status, 200);
   EXPECT_EQ(api_.store().resource_version(), stored);

@@ -1,0 +1,115 @@
+// The real kubectl (v1.32) applying TrainingJobs against the sim with the shipped CRD:
+// the server's schema validation, defaults and strict field validation as a user sees them.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/api_server.h"
+#include "tests/support/child_process.h"
+
+namespace commgate::sim {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+
+class CrdSchemaKubectlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
+    api_.start();
+    dir_ = api_.pki_dir();
+    kubeconfig_ = dir_ + "/kubeconfig";
+    std::ofstream(kubeconfig_) << api_.kubeconfig();
+    std::ofstream(dir_ + "/ns.yaml")
+        << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vision\n";
+    Result crd = kubectl(
+        {"apply", "-f", std::string(COMMGATE_SOURCE_DIR) + "/crds/trainingjobs.commgate.io.yaml"});
+    ASSERT_EQ(crd.code, 0) << crd.output;
+    ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/ns.yaml"}).code, 0);
+  }
+
+  struct Result {
+    int code;
+    std::string output;
+  };
+  Result kubectl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
+                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess p(argv, dir_ + "/out-" + std::to_string(++calls_));
+    const int code = p.wait_exit(20s);
+    return {code, p.output()};
+  }
+  // A TrainingJob manifest with `spec` as given.
+  std::string job_file(const std::string& name, const std::string& spec_yaml) {
+    const std::string path = dir_ + "/" + name + ".yaml";
+    std::ofstream(path) << "apiVersion: commgate.io/v1alpha1\nkind: TrainingJob\nmetadata:\n"
+                           "  name: "
+                        << name << "\n  namespace: vision\nspec:\n"
+                        << spec_yaml;
+    return path;
+  }
+
+  static constexpr const char* kTemplate =
+      "  template:\n    spec:\n      containers:\n        - name: t\n          image: i\n";
+
+  ApiServer api_;
+  std::string dir_;
+  std::string kubeconfig_;
+  int calls_ = 0;
+};
+
+TEST_F(CrdSchemaKubectlTest, apply_is_refused_with_the_field_paths) {
+  Result r = kubectl({"apply", "-f", job_file("bert", std::string("  numNodes: 0\n") + kTemplate)});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("The TrainingJob \"bert\" is invalid"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("spec.numNodes: Invalid value: 0: spec.numNodes in body should be "
+                          "greater than or equal to 1"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("spec.model: Required value"), std::string::npos) << r.output;
+  EXPECT_NE(kubectl({"get", "tj", "-n", "vision", "bert"}).code, 0);
+}
+
+TEST_F(CrdSchemaKubectlTest, apply_stores_the_example_with_the_crd_defaults) {
+  Result r = kubectl(
+      {"apply", "-f", std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("Warning"), std::string::npos) << r.output;
+  Result get = kubectl({"get", "tj", "-A", "-o", "json"});
+  ASSERT_EQ(get.code, 0) << get.output;
+  const json items = json::parse(get.output)["items"];
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0]["spec"]["minNodes"], 1);
+  EXPECT_EQ(items[0]["spec"]["suspend"], false);
+  EXPECT_TRUE(items[0]["spec"]["model"].contains("gradientDtype"));
+}
+
+TEST_F(CrdSchemaKubectlTest, unknown_field_is_refused_by_default_and_warned_with_validate_warn) {
+  const std::string path =
+      job_file("typo", std::string("  numNodez: 2\n  numNodes: 2\n  model:\n    parameters: 5M\n") +
+                           kTemplate);
+  Result strict = kubectl({"apply", "-f", path});
+  EXPECT_NE(strict.code, 0);
+  EXPECT_NE(strict.output.find("strict decoding error: unknown field \"spec.numNodez\""),
+            std::string::npos)
+      << strict.output;
+
+  Result warned = kubectl({"apply", "--validate=warn", "-f", path});
+  EXPECT_EQ(warned.code, 0) << warned.output;
+  EXPECT_NE(warned.output.find("Warning: unknown field \"spec.numNodez\""), std::string::npos)
+      << warned.output;
+  Result get = kubectl({"get", "tj", "-n", "vision", "typo", "-o", "json"});
+  ASSERT_EQ(get.code, 0) << get.output;
+  EXPECT_FALSE(json::parse(get.output)["spec"].contains("numNodez"));
+}
+
+}  // namespace
+}  // namespace commgate::sim
