@@ -206,6 +206,13 @@ json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json obje
   meta["resourceVersion"] = std::to_string(++rv_);
   put_locked(r.storage_key(), object_key(r.namespaced ? ns : "", name), object);
   record_locked(r, "ADDED", object);
+  // The garbage collector deletes a dependent whose owners are all gone. One created after
+  // its owner's deletion (a controller acting on a stale cache) would otherwise stay here
+  // forever, since this store collects dependents only when their owner goes.
+  const auto owners = owner_uids(object);
+  if (!owners.empty() && std::none_of(owners.begin(), owners.end(),
+                                      [&](const std::string& uid) { return by_uid_.count(uid); }))
+    remove_locked(r, ns, name, DeleteOptions{});
   return object;
 }
 

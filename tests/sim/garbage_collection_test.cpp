@@ -174,6 +174,23 @@ TEST(StoreDeletion, background_deletes_dependents_after_the_owner) {
   EXPECT_EQ(f.trace(), (std::vector<std::string>{"DELETED owner", "DELETED d0", "DELETED d1"}));
 }
 
+TEST(StoreDeletion, a_dependent_created_after_its_owner_is_gone_is_collected_at_once) {
+  Family f(0);
+  f.store.remove(f.cm, "default", "owner", {Propagation::kBackground});
+  // A controller with a stale cache creates a dependent of the deleted owner: the garbage
+  // collector would delete it, so the store does at once (ADDED, then DELETED).
+  f.store.create(f.cm, "default",
+                 {{"metadata",
+                   {{"name", "late"},
+                    {"ownerReferences",
+                     {{{"apiVersion", "v1"},
+                       {"kind", "ConfigMap"},
+                       {"name", "owner"},
+                       {"uid", f.owner_uid}}}}}}});
+  EXPECT_FALSE(f.exists("late"));
+  EXPECT_EQ(f.trace(), (std::vector<std::string>{"DELETED owner", "ADDED late", "DELETED late"}));
+}
+
 TEST(StoreDeletion, dependent_with_another_live_owner_only_loses_the_reference) {
   Family f(1);
   const std::string other =
