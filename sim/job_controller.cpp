@@ -151,62 +151,25 @@ bool job_finished(const json& job) {
 JobController::JobController(ObjectStore& store)
     : store_(store),
       jobs_(*store.find_resource("batch", "v1", "jobs")),
-      pods_(*store.find_resource("", "v1", "pods")) {}
+      pods_(*store.find_resource("", "v1", "pods")),
+      loop_(store, {jobs_, pods_}, [this]() -> std::optional<TimePoint> {
+        try {
+          return sync_once();
+        } catch (const std::exception&) {
+          return Clock::now() + std::chrono::milliseconds(100);  // retry after a store error
+        }
+      }) {}
 
 JobController::~JobController() {
   stop();
 }
 
 void JobController::start() {
-  for (const ResourceInfo* r : {&jobs_, &pods_}) {
-    WatchRequest w;
-    w.from = store_.resource_version();
-    w.deliver = [this](const WatchEvent&) {  // under the store's lock: only flag
-      std::lock_guard<std::mutex> lock(mu_);
-      dirty_ = true;
-      cv_.notify_one();
-      return true;
-    };
-    watches_.push_back(store_.watch(*r, std::move(w)));
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);  // the watches may already be delivering
-    dirty_ = true;
-  }
-  thread_ = std::thread([this] { run(); });
+  loop_.start();
 }
 
 void JobController::stop() {
-  for (uint64_t id : watches_) store_.unwatch(id);
-  watches_.clear();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-    cv_.notify_all();
-  }
-  if (thread_.joinable()) thread_.join();
-}
-
-void JobController::run() {
-  std::optional<TimePoint> next;
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    auto ready = [this] { return dirty_ || stopping_; };
-    if (next) {
-      cv_.wait_until(lock, *next, ready);
-    } else {
-      cv_.wait(lock, ready);
-    }
-    if (stopping_) break;
-    dirty_ = false;
-    lock.unlock();
-    try {
-      next = sync_once();
-    } catch (const std::exception&) {
-      next = Clock::now() + std::chrono::milliseconds(100);  // retry after a store error
-    }
-    lock.lock();
-  }
+  loop_.stop();
 }
 
 std::optional<TimePoint> JobController::sync_once() {

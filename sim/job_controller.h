@@ -15,15 +15,14 @@
 // spec.selector defaulting (pods are found by their controller ownerReference).
 #pragma once
 
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "sim/change_loop.h"
 #include "sim/object_store.h"
 
 namespace commgate::sim {
@@ -60,17 +59,11 @@ class JobController {
  private:
   std::optional<TimePoint> reconcile(const nlohmann::json& job,
                                      const std::vector<nlohmann::json>& pods);
-  void run();
 
   ObjectStore& store_;
   ResourceInfo jobs_, pods_;
-  std::vector<uint64_t> watches_;
   std::map<std::string, std::set<std::string>> counted_;  // job uid -> finished pod uids
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool dirty_ = false;
-  bool stopping_ = false;
-  std::thread thread_;
+  ChangeLoop loop_;                                       // last: its thread uses the members above
 };
 
 }  // namespace commgate::sim

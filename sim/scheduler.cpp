@@ -239,57 +239,26 @@ std::string unschedulable_message(std::size_t node_count,
 Scheduler::Scheduler(ObjectStore& store)
     : store_(store),
       pods_(*store.find_resource("", "v1", "pods")),
-      nodes_(*store.find_resource("", "v1", "nodes")) {}
+      nodes_(*store.find_resource("", "v1", "nodes")),
+      loop_(store, {pods_, nodes_}, [this]() -> std::optional<TimePoint> {
+        try {
+          schedule_once();
+        } catch (const std::exception&) {
+          // A pod or node changed under us (409/404): the event that did it runs us again.
+        }
+        return std::nullopt;
+      }) {}
 
 Scheduler::~Scheduler() {
   stop();
 }
 
 void Scheduler::start() {
-  for (const ResourceInfo* r : {&pods_, &nodes_}) {
-    WatchRequest w;
-    w.from = store_.resource_version();
-    // Under the store's lock: only flag the work.
-    w.deliver = [this](const WatchEvent&) {
-      std::lock_guard<std::mutex> lock(mu_);
-      dirty_ = true;
-      cv_.notify_one();
-      return true;
-    };
-    watches_.push_back(store_.watch(*r, std::move(w)));
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    dirty_ = true;
-  }
-  thread_ = std::thread([this] { run(); });
+  loop_.start();
 }
 
 void Scheduler::stop() {
-  for (uint64_t id : watches_) store_.unwatch(id);
-  watches_.clear();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-    cv_.notify_all();
-  }
-  if (thread_.joinable()) thread_.join();
-}
-
-void Scheduler::run() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    cv_.wait(lock, [this] { return dirty_ || stopping_; });
-    if (stopping_) break;
-    dirty_ = false;
-    lock.unlock();
-    try {
-      schedule_once();
-    } catch (const std::exception&) {
-      // A pod or node changed under us (409/404): the event that did it sets dirty_ again.
-    }
-    lock.lock();
-  }
+  loop_.stop();
 }
 
 namespace {

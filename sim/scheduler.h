@@ -8,14 +8,12 @@
 // there is no preemption).
 #pragma once
 
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "sim/change_loop.h"
 #include "sim/object_store.h"
 
 namespace commgate::sim {
@@ -54,16 +52,9 @@ class Scheduler {
   int schedule_once();
 
  private:
-  void run();
-
   ObjectStore& store_;
   ResourceInfo pods_, nodes_;
-  std::vector<uint64_t> watches_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool dirty_ = false;
-  bool stopping_ = false;
-  std::thread thread_;
+  ChangeLoop loop_;  // last: its thread uses the members above
 };
 
 }  // namespace commgate::sim
