@@ -224,11 +224,13 @@ spec:
       containers:
       - name: probe
         image: commgate/probe
-        command: ["sh", "-c", "echo rank $JOB_COMPLETION_INDEX done > /dev/termination-log"]
+        command: ["sh", "-c", "sleep 1; echo rank $JOB_COMPLETION_INDEX done > /dev/termination-log"]
         resources:
           limits:
             nvidia.com/gpu: 1
 )";
+  // The pods run a second, as probe ranks run together: a pod that finished at once would
+  // free its node's GPU before its sibling is scheduled, and both could land on n1.
   ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/job.yaml"}).code, 0);
   Result wait = kubectl({"wait", "--for=condition=complete", "job/probe", "--timeout=20s"});
   ASSERT_EQ(wait.code, 0) << wait.output;
