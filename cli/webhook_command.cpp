@@ -9,8 +9,8 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "core/kube/api_client.h"
-#include "core/kube/cluster_config.h"
+#include "kube/api_client.h"
+#include "kube/cluster_config.h"
 #include "webhook/file_policy_source.h"
 #include "webhook/kube_policy_source.h"
 #include "webhook/webhook_server.h"

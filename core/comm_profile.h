@@ -19,6 +19,7 @@ struct ComputeStepRecord {
   double parameters = 0;
   std::string gradient_dtype = "fp32";
   int batch_size = 0;
+  std::string optimizer = "adam";  // part of the model signature
   std::string gpu_product;
   double step_time_ms = 0;
   double forward_ms = 0;

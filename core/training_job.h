@@ -23,6 +23,9 @@ struct ModelSpec {
   std::string torch_script;             // path inside the probe image or a volume
   std::vector<int64_t> input_shape;     // per-sample input shape for torch_script
   int batch_size = 32;                  // per-process batch used by the probe
+  // The training optimizer; its step is part of the compute the probe times.
+  // sgd | sgd-momentum | adam | adamw | adagrad | rmsprop (kOptimizers).
+  std::string optimizer = "adamw";
   std::optional<double> step_time_hint_ms;
 
   double gradient_bytes() const;

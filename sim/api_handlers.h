@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/server/http.h"
+#include "server/http.h"
 #include "sim/admission.h"
 #include "sim/object_store.h"
 #include "sim/service_directory.h"

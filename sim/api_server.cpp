@@ -8,7 +8,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "core/server/server.h"
+#include "server/server.h"
 #include "sim/kubeconfig.h"
 
 namespace commgate::sim {

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "core/server/http.h"
+#include "server/http.h"
 
 namespace commgate::sim {
 

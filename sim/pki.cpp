@@ -3,7 +3,7 @@
 #include <chrono>
 #include <random>
 
-#include "core/server/pki.h"
+#include "server/pki.h"
 
 namespace commgate::sim {
 

@@ -1,5 +1,5 @@
 // The sim's own certificate authority and serving certificate, made at start-up with
-// OpenSSL's C API (core/server/pki.h, as the tests' certificates are): nothing secret is
+// OpenSSL's C API (server/pki.h, as the tests' certificates are): nothing secret is
 // ever committed, and the kubeconfig carries the CA so that clients verify the server as
 // with a real cluster.
 #pragma once

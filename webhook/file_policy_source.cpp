@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include "core/field_errors.h"
-#include "core/server/metrics.h"
+#include "server/metrics.h"
 #include "core/yaml_json.h"
 
 namespace commgate::webhook {

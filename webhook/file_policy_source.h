@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/server/server.h"
+#include "server/server.h"
 #include "webhook/policy_source.h"
 
 namespace commgate::webhook {

@@ -4,7 +4,7 @@
 
 #include "core/comm_policy.h"
 #include "core/comm_profile.h"
-#include "core/server/metrics.h"
+#include "server/metrics.h"
 
 namespace commgate::webhook {
 using nlohmann::json;

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "core/kube/api_client.h"
-#include "core/kube/store.h"
-#include "core/kube/watcher.h"
-#include "core/server/server.h"
+#include "kube/api_client.h"
+#include "kube/store.h"
+#include "kube/watcher.h"
+#include "server/server.h"
 #include "webhook/policy_source.h"
 
 namespace commgate::webhook {

@@ -1,10 +1,10 @@
-// Every statistic the webhook keeps, declared in one place, over core/server's registry.
+// Every statistic the webhook keeps, declared in one place, over server's registry.
 #pragma once
 
 #include <chrono>
 #include <string>
 
-#include "core/server/metrics.h"
+#include "server/metrics.h"
 
 namespace commgate::webhook {
 

@@ -1,4 +1,4 @@
-// The webhook's HTTP layer: AdmissionReview envelopes over core/server's HTTPS server.
+// The webhook's HTTP layer: AdmissionReview envelopes over server's HTTPS server.
 // It owns what the handlers do not: content type (400), the envelope and uid echo, the
 // malformed cases, exceptions (AdmissionReview-shaped 500), readiness and metrics. The
 // server owns TLS and its reload, the body limit (413), methods (405) and timeouts.
@@ -8,8 +8,8 @@
 #include <functional>
 #include <memory>
 
-#include "core/server/router.h"
-#include "core/server/server.h"
+#include "server/router.h"
+#include "server/server.h"
 #include "webhook/policy_source.h"
 #include "webhook/webhook_config.h"
 #include "webhook/webhook_metrics.h"

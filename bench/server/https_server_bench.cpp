@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/server/server.h"
+#include "server/server.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The HTTP client against the simulated API server over real TLS: get, paged lists,
 // Status errors, trust, client certificates from memory, watches and their cancellation.
-#include "core/kube/api_client.h"
+#include "kube/api_client.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/server/pki.h"
+#include "server/pki.h"
 #include "sim/api_server.h"
 #include "tests/kube/kube_test_support.h"
 

@@ -1,5 +1,5 @@
 // Kubeconfig and in-cluster loading: what is read, and every refusal naming its field.
-#include "core/kube/cluster_config.h"
+#include "kube/cluster_config.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

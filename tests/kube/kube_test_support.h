@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "core/kube/api_client.h"
-#include "core/kube/cluster_config.h"
+#include "kube/api_client.h"
+#include "kube/cluster_config.h"
 #include "sim/api_server.h"
 #include "tests/support/wait.h"
 

@@ -1,6 +1,6 @@
 // The watch cache: synced after the first list, immutable snapshots, versions that move
 // only on real changes, the change callback.
-#include "core/kube/store.h"
+#include "kube/store.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // The watcher against the simulated API server: paged initial list, adds, updates and
 // deletes, and the faults a real control plane shows (closed watches, compaction and 410,
 // 500 and 429 with Retry-After, restarts), each ending with the store equal to the server.
-#include "core/kube/watcher.h"
+#include "kube/watcher.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "core/kube/store.h"
+#include "kube/store.h"
 #include "sim/api_server.h"
 #include "tests/kube/kube_test_support.h"
 

@@ -1,11 +1,11 @@
-#include "core/server/metrics.h"
+#include "server/metrics.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-#include "core/server/server.h"
+#include "server/server.h"
 
 namespace commgate::server {
 namespace {

@@ -1,7 +1,7 @@
 // Loopback integration tests of the shared HTTPS server: real sockets, real TLS with a CA
 // made at test time, short timeouts, conditions polled with deadlines (no sleeps to wait
 // for state).
-#include "core/server/server.h"
+#include "server/server.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "core/server/pki.h"
+#include "server/pki.h"
 
 namespace commgate::server::testing {
 

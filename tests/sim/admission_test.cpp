@@ -1,5 +1,5 @@
 // Admission webhooks in the simulated API server, against a small webhook server built on
-// the project's HTTPS server (core/server) with a certificate for hooks.testing.svc from a
+// the project's HTTPS server (server) with a certificate for hooks.testing.svc from a
 // throwaway CA: which requests go to which webhook, what they are sent, and what their
 // answers do to the request (patch, warnings, refusal, failure, timeout, dry run).
 #include <gtest/gtest.h>
@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "core/base64.h"
-#include "core/server/pki.h"
-#include "core/server/server.h"
+#include "server/pki.h"
+#include "server/server.h"
 #include "core/yaml_json.h"
 #include "sim/api_server.h"
 #include "sim/kubeconfig.h"

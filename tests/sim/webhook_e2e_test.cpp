@@ -19,7 +19,7 @@
 #include "core/base64.h"
 #include "core/comm_profile.h"
 #include "core/probe_result.h"
-#include "core/server/pki.h"
+#include "server/pki.h"
 #include "sim/kubeconfig.h"
 #include "tests/support/child_process.h"
 

@@ -1,4 +1,4 @@
-#include "core/server/http.h"
+#include "server/http.h"
 
 #include <cctype>
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/server/http.h"
+#include "server/http.h"
 
 namespace commgate::server {
 

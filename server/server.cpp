@@ -1,4 +1,4 @@
-#include "core/server/server.h"
+#include "server/server.h"
 
 #include <array>
 #include <boost/asio/dispatch.hpp>
@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/server/metrics.h"
-#include "core/server/tls_store.h"
+#include "server/metrics.h"
+#include "server/tls_store.h"
 
 namespace commgate::server {
 

@@ -1,4 +1,4 @@
-#include "core/server/tls_store.h"
+#include "server/tls_store.h"
 
 #include <openssl/ssl.h>
 #include <sys/stat.h>

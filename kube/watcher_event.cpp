@@ -1,4 +1,4 @@
-#include "core/kube/watcher_event.h"
+#include "kube/watcher_event.h"
 
 namespace commgate::kube {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/server/router.h"
+#include "server/router.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/server/server.h"
+#include "server/server.h"
 
 namespace commgate::server::detail {
 

@@ -1,4 +1,4 @@
-#include "core/kube/bearer_token.h"
+#include "kube/bearer_token.h"
 
 #include <fstream>
 #include <sstream>

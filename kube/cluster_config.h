@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/kube/bearer_token.h"
+#include "kube/bearer_token.h"
 
 namespace commgate::kube {
 

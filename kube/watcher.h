@@ -30,8 +30,8 @@
 #include <string>
 #include <thread>
 
-#include "core/kube/api_client.h"
-#include "core/kube/watcher_event.h"
+#include "kube/api_client.h"
+#include "kube/watcher_event.h"
 
 namespace commgate::kube {
 

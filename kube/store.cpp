@@ -1,4 +1,4 @@
-#include "core/kube/store.h"
+#include "kube/store.h"
 
 namespace commgate::kube {
 

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "core/kube/api_error.h"
-#include "core/kube/cluster_config.h"
+#include "kube/api_error.h"
+#include "kube/cluster_config.h"
 
 namespace commgate::kube {
 

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/kube/watcher_event.h"
+#include "kube/watcher_event.h"
 
 namespace commgate::kube {
 

@@ -1,4 +1,4 @@
-#include "core/server/metrics.h"
+#include "server/metrics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "core/kube/watcher.h"
+#include "kube/watcher.h"
 
 #include <algorithm>
 

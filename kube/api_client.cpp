@@ -1,4 +1,4 @@
-#include "core/kube/api_client.h"
+#include "kube/api_client.h"
 
 #include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>

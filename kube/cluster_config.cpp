@@ -1,4 +1,4 @@
-#include "core/kube/cluster_config.h"
+#include "kube/cluster_config.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "core/server/pki.h"
+#include "server/pki.h"
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>

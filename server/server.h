@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/server/http.h"
-#include "core/server/router.h"
+#include "server/http.h"
+#include "server/router.h"
 
 namespace commgate::server {
 

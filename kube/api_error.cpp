@@ -1,4 +1,4 @@
-#include "core/kube/api_error.h"
+#include "kube/api_error.h"
 
 namespace commgate::kube {
 namespace {
