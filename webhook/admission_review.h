@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/decision.h"
+
 namespace commgate::webhook {
 
 struct GroupVersionResource {
@@ -102,5 +104,8 @@ std::string try_read_uid(std::string_view body);
 
 // Escapes one JSON pointer token ("commgate.io/decision" -> "commgate.io~1decision").
 std::string json_pointer_token(std::string_view token);
+
+// Who asks, as core's decision reads it (exemptions).
+Requester requester_of(const UserInfo& user);
 
 }  // namespace commgate::webhook

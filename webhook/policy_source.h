@@ -1,5 +1,5 @@
-// What the handlers read: an immutable snapshot of the CommPolicies and CommProfiles (and
-// namespace labels when known), behind a small interface so the file-backed source here
+// What the handlers read: an immutable Snapshot (core/snapshot.h) of the CommPolicies and
+// CommProfiles (and namespace labels when known), behind a small interface so the file-backed source here
 // and a Kubernetes watch cache later feed the same handlers. A source swaps in a new
 // snapshot atomically on change; a handler keeps the one it started with.
 #pragma once
@@ -10,23 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/comm_policy.h"
-#include "core/comm_profile.h"
-#include "core/time_format.h"
+#include "core/snapshot.h"
 
 namespace commgate::webhook {
 
-struct Snapshot {
-  std::vector<CommPolicy> policies;
-  std::map<std::string, CommProfile> profiles;  // by metadata.name (pool_name())
-  // Labels by namespace name, for policies' namespaceSelector. A namespace not listed
-  // reads as having no labels.
-  std::map<std::string, std::map<std::string, std::string>> namespace_labels;
-  TimePoint loaded_at{};  // when this snapshot was built (for the snapshot-age metric)
-
-  const CommProfile* profile(const std::string& name) const;
-  const std::map<std::string, std::string>& labels_of(const std::string& ns) const;
-};
 
 class PolicySource {
  public:

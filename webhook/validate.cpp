@@ -3,9 +3,9 @@
 #include "core/field_errors.h"
 #include "core/quantity.h"
 #include "core/training_job.h"
-#include "webhook/annotations.h"
+#include "core/annotations.h"
 #include "webhook/handlers.h"
-#include "webhook/job_decision.h"
+#include "core/job_decision.h"
 
 namespace commgate::webhook {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/webhook/webhook_test_support.h"
-#include "webhook/annotations.h"
+#include "core/annotations.h"
 
 namespace commgate::webhook {
 namespace {

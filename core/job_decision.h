@@ -1,4 +1,5 @@
-// The part of admission that mutate and validate share for a TrainingJob: which policy
+// The part of a decision that every decider (the webhook's mutate and validate, the
+// operator) shares for a TrainingJob: which policy
 // applies, which measurement, and the decision of core's decide() for it.
 #pragma once
 
@@ -6,12 +7,9 @@
 #include <string>
 
 #include "core/decision.h"
-#include "webhook/admission_review.h"
-#include "webhook/policy_source.h"
+#include "core/snapshot.h"
 
-namespace commgate::webhook {
-
-Requester requester_of(const UserInfo& user);
+namespace commgate {
 
 struct JobDecision {
   std::optional<CommPolicy> policy;  // nullopt: spec.policyRef names no policy (see error)
@@ -33,4 +31,4 @@ bool needs_new_decision(const TrainingJob& old_job, const TrainingJob& new_job);
 // True when the commgate.io/ annotations differ between the two objects.
 bool commgate_annotations_changed(const TrainingJob& old_job, const TrainingJob& new_job);
 
-}  // namespace commgate::webhook
+}  // namespace commgate

@@ -1,9 +1,9 @@
-#include "webhook/job_decision.h"
+#include "core/job_decision.h"
 
 #include "core/measurement.h"
-#include "webhook/annotations.h"
+#include "core/annotations.h"
 
-namespace commgate::webhook {
+namespace commgate {
 namespace {
 
 std::map<std::string, std::string> commgate_annotations(const TrainingJob& job) {
@@ -21,10 +21,6 @@ bool same_model(const ModelSpec& a, const ModelSpec& b) {
 }
 
 }  // namespace
-
-Requester requester_of(const UserInfo& user) {
-  return Requester{user.username, user.groups};
-}
 
 JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
                            const Requester& requester, TimePoint now) {
@@ -57,4 +53,4 @@ bool commgate_annotations_changed(const TrainingJob& old_job, const TrainingJob&
   return commgate_annotations(old_job) != commgate_annotations(new_job);
 }
 
-}  // namespace commgate::webhook
+}  // namespace commgate

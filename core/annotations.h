@@ -2,7 +2,7 @@
 // the operator (or the webhook's own patch) may change them.
 #pragma once
 
-namespace commgate::webhook::annotation {
+namespace commgate::annotation {
 
 inline constexpr const char* kPrefix = "commgate.io/";
 // Gate | Admit | Downsize | Warn: the decision taken at admission for the current spec.
@@ -12,4 +12,4 @@ inline constexpr const char* kReason = "commgate.io/reason";
 // The spec.numNodes the user asked for, before a downsize.
 inline constexpr const char* kRequestedNodes = "commgate.io/requested-nodes";
 
-}  // namespace commgate::webhook::annotation
+}  // namespace commgate::annotation
