@@ -59,10 +59,4 @@ std::string pool_name(const std::map<std::string, std::string>& node_selector);
 CommProfile parse_comm_profile(const nlohmann::json& doc);
 nlohmann::json to_json(const CommProfile& profile);
 
-// Folds a probe result into a profile: replaces the link record and adds or replaces
-// the compute record of the probed model signature (at most `max_compute_records`,
-// oldest dropped first).
-void record_probe_result(CommProfile& profile, const ProbeResult& result,
-                         size_t max_compute_records = 16);
-
 }  // namespace commgate

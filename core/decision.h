@@ -79,13 +79,4 @@ bool is_exempt(const Requester& who, const Exemptions& exemptions);
 // status.decision as the CRD stores it.
 nlohmann::json decision_to_json(const Decision& d);
 
-// Chooses the policy for a job: spec.policyRef by name when set (nullopt and `error`
-// when no such policy, or when its namespaceSelector does not match the namespace), else the
-// strictest (lowest maxCommShare, then name) of those whose namespaceSelector matches the job's
-// namespace labels, else the default policy.
-std::optional<CommPolicy> select_policy(const TrainingJob& job,
-                                        const std::map<std::string, std::string>& namespace_labels,
-                                        const std::vector<CommPolicy>& policies,
-                                        std::string* error);
-
 }  // namespace commgate

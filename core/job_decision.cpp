@@ -1,7 +1,7 @@
 #include "core/job_decision.h"
 
-#include "core/measurement.h"
 #include "core/annotations.h"
+#include "core/measurement.h"
 
 namespace commgate {
 namespace {

@@ -2,6 +2,7 @@
 // gradients), a 300 ms compute step, a link of 0.5 GB/s bus bandwidth. The model
 // predicts 18.4% exposed communication at 2 nodes, 31.0% at 3 and 35.9% at 4.
 #include "core/decision.h"
+#include "core/policy_selection.h"
 
 #include <gtest/gtest.h>
 
