@@ -2,6 +2,7 @@
 
 #include "core/annotations.h"
 #include "core/measurement.h"
+#include "core/policy_selection.h"
 
 namespace commgate {
 namespace {

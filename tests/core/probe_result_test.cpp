@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-include "core/comm_profile.h"
+#include "core/comm_profile.h"
 #include "core/profile_recording.h"
 #include "core/measurement.h"
 #include "core/training_job.h"

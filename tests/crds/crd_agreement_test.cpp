@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "core/comm_policy.h"
-include "core/comm_profile.h"
+#include "core/comm_profile.h"
 #include "core/profile_recording.h"
 #include "core/decision.h"
 #include "core/quantity.h"

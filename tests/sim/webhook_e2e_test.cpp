@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/base64.h"
-include "core/comm_profile.h"
+#include "core/comm_profile.h"
 #include "core/profile_recording.h"
 #include "core/probe_result.h"
 #include "server/pki.h"
