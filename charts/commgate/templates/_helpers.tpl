@@ -1,0 +1,99 @@
+{{/* Names, labels and the security settings every commgate pod shares. */}}
+
+{{- define "commgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The prefix of every object name: the release name, with the chart name unless it is already in it. */}}
+{{- define "commgate.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "commgate.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "commgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: commgate
+{{- end -}}
+
+{{/* Selector labels of one component: include "commgate.selectorLabels" (list . "webhook") */}}
+{{- define "commgate.selectorLabels" -}}
+{{- $root := index . 0 -}}
+app.kubernetes.io/name: {{ include "commgate.name" $root }}
+app.kubernetes.io/instance: {{ $root.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{- define "commgate.webhook.name" -}}
+{{- printf "%s-webhook" (include "commgate.fullname" .) -}}
+{{- end -}}
+
+{{- define "commgate.webhook.tlsSecretName" -}}
+{{- printf "%s-webhook-tls" (include "commgate.fullname" .) -}}
+{{- end -}}
+
+{{/* The names the webhook's serving certificate must hold (the API server calls <service>.<namespace>.svc). */}}
+{{- define "commgate.webhook.dnsNames" -}}
+{{- $svc := include "commgate.webhook.name" . -}}
+{{- list $svc (printf "%s.%s" $svc .Release.Namespace) (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.cluster.local" $svc .Release.Namespace) | toJson -}}
+{{- end -}}
+
+{{/* The operator's user name, which the webhook lets through its checks (the operator's own spec patches). */}}
+{{- define "commgate.operator.username" -}}
+{{- printf "system:serviceaccount:%s:%s-operator" .Release.Namespace (include "commgate.fullname" .) -}}
+{{- end -}}
+
+{{- define "commgate.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* Pod Security "restricted": the pod's part. */}}
+{{- define "commgate.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* Pod Security "restricted": each container's part, with a read-only root filesystem. */}}
+{{- define "commgate.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* The webhook configurations' namespaceSelector: never kube-system or the release namespace. */}}
+{{- define "commgate.webhook.namespaceSelector" -}}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values: {{ concat (list "kube-system" .Release.Namespace) (.Values.webhook.excludeNamespaces | default list) | uniq | toJson }}
+{{- end -}}
+
+{{/* The clientConfig of one webhook: include "commgate.webhook.clientConfig" (dict "root" . "path" "/mutate" "caBundle" $ca) */}}
+{{- define "commgate.webhook.clientConfig" -}}
+service:
+  name: {{ include "commgate.webhook.name" .root }}
+  namespace: {{ .root.Release.Namespace }}
+  path: {{ .path }}
+  port: 443
+{{- if .caBundle }}
+caBundle: {{ .caBundle }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,6 @@
+{{- define "features.block" -}}
+greeting: {{ .Values.greeting }}
+list:
+  - a
+  - b
+{{- end -}}
