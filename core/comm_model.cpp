@@ -2,8 +2,29 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 namespace commgate {
+namespace {
+
+// Shares, speedup and efficiency from the compute and the overlapped step.
+void finish(StepPrediction& p) {
+  p.exposed_comm_s = std::max(0.0, p.step_s - p.compute_s);
+  p.comm_share = p.step_s > 0 ? p.exposed_comm_s / p.step_s : 0;
+  // Data parallelism at a fixed per-GPU batch: n nodes do n times the work per step.
+  p.speedup = p.step_s > 0 ? p.nodes * p.compute_s / p.step_s : 0;
+  p.scaling_efficiency = p.nodes > 0 ? p.speedup / p.nodes : 0;
+}
+
+StepPrediction start(const ModelInputs& in, int nodes) {
+  StepPrediction p;
+  p.nodes = nodes;
+  p.ranks = nodes * std::max(1, in.procs_per_node);
+  p.compute_s = in.compute.total_s();
+  return p;
+}
+
+}  // namespace
 
 LinkModel LinkModel::from_fit(const LinkFit& fit, int nodes_probed) {
   LinkModel m;
@@ -29,6 +50,29 @@ ComputeProfile ComputeProfile::from_step_time(double step_s) {
   return c;
 }
 
+BucketSchedule ddp_buckets(double gradient_bytes, const DdpConfig& ddp) {
+  assert(ddp.bucket_cap_bytes > 0 && ddp.first_bucket_bytes > 0);
+  BucketSchedule s;
+  if (!(gradient_bytes > 0)) return s;
+  s.first = std::min(gradient_bytes, ddp.first_bucket_bytes);
+  s.full = ddp.bucket_cap_bytes;
+  const double rest = gradient_bytes - s.first;
+  if (rest <= 0) return s;
+  double k = std::floor(rest / s.full);
+  double last = rest - k * s.full;
+  // Division can round across a bucket boundary; the remainder says which side.
+  if (last < 0) {
+    k -= 1;
+    last += s.full;
+  } else if (last >= s.full) {
+    k += 1;
+    last -= s.full;
+  }
+  s.full_count = static_cast<int64_t>(k);
+  s.last = last;
+  return s;
+}
+
 std::vector<double> ddp_bucket_sizes(double gradient_bytes, const DdpConfig& ddp) {
   assert(ddp.bucket_cap_bytes > 0 && ddp.first_bucket_bytes > 0);
   std::vector<double> sizes;
@@ -45,16 +89,48 @@ std::vector<double> ddp_bucket_sizes(double gradient_bytes, const DdpConfig& ddp
   return sizes;
 }
 
+// Bucket j is ready at r_j (once backward has produced its bytes) and costs c_j; the
+// all-reduces run one at a time, so the last one ends at max_j (r_j + c_j + ... + c_last)
+// (the queue's max-plus form of end_j = max(r_j, end_{j-1}) + c_j). Within the run of
+// full buckets r_j grows by one bucket's production time and the suffix sum falls by
+// one bucket's cost per step: linear in j, so its maximum is at one end of the run.
+// Four candidates therefore give the same end as the replay of every bucket.
 StepPrediction predict_step(const ModelInputs& in, int nodes) {
-  StepPrediction p;
-  p.nodes = nodes;
-  p.ranks = nodes * std::max(1, in.procs_per_node);
-  p.compute_s = in.compute.total_s();
+  StepPrediction p = start(in, nodes);
   const double backward_start = in.compute.forward_s;
   const double backward_end = in.compute.forward_s + in.compute.backward_s;
+  const double g = in.gradient_bytes;
+  const BucketSchedule b = ddp_buckets(g, in.ddp);
+  auto ready = [&](double produced) {
+    return backward_start + in.compute.backward_s * (produced / g);
+  };
+  auto cost = [&](double bytes) {
+    return in.link.allreduce_seconds(bytes, nodes, in.procs_per_node);
+  };
+  double comm_end = 0;
+  if (b.count() > 0) {
+    const double first = cost(b.first);
+    const double full = b.full_count > 0 ? cost(b.full) : 0;
+    const double last = b.last > 0 ? cost(b.last) : 0;
+    const double k = static_cast<double>(b.full_count);
+    p.allreduce_s = first + k * full + last;
+    comm_end = ready(b.first) + p.allreduce_s;
+    if (b.full_count > 0) {
+      comm_end = std::max(comm_end, ready(b.first + b.full) + k * full + last);
+      comm_end = std::max(comm_end, ready(b.first + k * b.full) + full + last);
+    }
+    if (b.last > 0) comm_end = std::max(comm_end, ready(g) + last);
+  }
+  // The optimizer step waits for the last gradient to be reduced.
+  p.step_s = std::max(backward_end, comm_end) + in.compute.optimizer_s;
+  finish(p);
+  return p;
+}
 
-  // Replay the bucket schedule: bucket i is ready once backward has produced its bytes
-  // (gradients arrive at an even rate), and the all-reduces run one at a time.
+StepPrediction replay_step(const ModelInputs& in, int nodes) {
+  StepPrediction p = start(in, nodes);
+  const double backward_start = in.compute.forward_s;
+  const double backward_end = in.compute.forward_s + in.compute.backward_s;
   double produced = 0;
   double comm_free_at = 0;
   for (double bucket : ddp_bucket_sizes(in.gradient_bytes, in.ddp)) {
@@ -64,13 +140,8 @@ StepPrediction predict_step(const ModelInputs& in, int nodes) {
     p.allreduce_s += cost;
     comm_free_at = std::max(comm_free_at, ready) + cost;
   }
-  // The optimizer step waits for the last gradient to be reduced.
   p.step_s = std::max(backward_end, comm_free_at) + in.compute.optimizer_s;
-  p.exposed_comm_s = std::max(0.0, p.step_s - p.compute_s);
-  p.comm_share = p.step_s > 0 ? p.exposed_comm_s / p.step_s : 0;
-  // Data parallelism at a fixed per-GPU batch: n nodes do n times the work per step.
-  p.speedup = p.step_s > 0 ? nodes * p.compute_s / p.step_s : 0;
-  p.scaling_efficiency = nodes > 0 ? p.speedup / nodes : 0;
+  finish(p);
   return p;
 }
 
@@ -78,6 +149,40 @@ std::vector<StepPrediction> predict_table(const ModelInputs& in, int max_nodes) 
   std::vector<StepPrediction> out;
   for (int n = 1; n <= max_nodes; ++n) out.push_back(predict_step(in, n));
   return out;
+}
+
+StepPrediction measured_step(const ModelInputs& in, int nodes, double compute_s, double step_s) {
+  StepPrediction p = start(in, nodes);
+  p.allreduce_s = predict_step(in, nodes).allreduce_s;
+  p.compute_s = compute_s;
+  p.step_s = std::max(step_s, compute_s);
+  p.measured = true;
+  finish(p);
+  return p;
+}
+
+BusbwCorrection busbw_correction(const ModelInputs& in, int nodes, double measured_exposed_s) {
+  if (!(in.link.busbw_bytes_per_s > 0) || nodes < 2) return {1, false};
+  auto exposed = [&](double factor) {
+    ModelInputs scaled = in;
+    scaled.link.busbw_bytes_per_s *= factor;
+    return predict_step(scaled, nodes).exposed_comm_s;
+  };
+  // Exposed communication falls as bandwidth grows. A step slower than the floor explains
+  // is corrected to the floor (the conservative side); one faster than the ceiling
+  // explains (less exposed than latency and backward alone give, or noise) is not
+  // corrected at all: the model would otherwise call every count cheap.
+  if (measured_exposed_s >= exposed(kMinBusbwCorrection)) return {kMinBusbwCorrection, false};
+  if (measured_exposed_s <= exposed(kMaxBusbwCorrection)) return {1, false};
+  double lo = std::log(kMinBusbwCorrection), hi = std::log(kMaxBusbwCorrection);
+  for (int i = 0; i < 64; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (exposed(std::exp(mid)) > measured_exposed_s)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return {std::exp(0.5 * (lo + hi)), true};
 }
 
 }  // namespace commgate

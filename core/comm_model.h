@@ -2,11 +2,15 @@
 // given the measured link (ring all-reduce fit) and the measured compute step.
 //
 // DDP all-reduces gradients in buckets while backward still runs, so only the part of
-// the all-reduce that outlasts backward is exposed. The model replays that schedule:
-// buckets become ready in backward order (the first capped at 1 MiB so communication
-// starts early, then 25 MiB each, PyTorch's defaults) and all-reduce one after another.
+// the all-reduce that outlasts backward is exposed. The model computes that schedule
+// (buckets become ready in backward order, the first capped at 1 MiB so communication
+// starts early, then 25 MiB each, PyTorch's defaults; they all-reduce one after another)
+// in closed form: its cost does not grow with the gradient size, so a 1e15-parameter job
+// costs what a small one does (issue #12). `replay_step` is the bucket-by-bucket replay
+// the closed form is tested against.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/link_fit.h"
@@ -42,7 +46,19 @@ struct DdpConfig {
   double first_bucket_bytes = 1.0 * 1024 * 1024;
 };
 
-// Bucket sizes in the order DDP launches them.
+// DDP's buckets in launch order, without listing them: the first (capped at
+// first_bucket_bytes), `full_count` buckets of exactly bucket_cap_bytes, then a partial
+// `last` bucket when the gradient does not divide evenly (0 when it does).
+struct BucketSchedule {
+  double first = 0;
+  int64_t full_count = 0;
+  double full = 0;
+  double last = 0;
+
+  int64_t count() const { return (first > 0 ? 1 : 0) + full_count + (last > 0 ? 1 : 0); }
+};
+BucketSchedule ddp_buckets(double gradient_bytes, const DdpConfig& ddp);
+// The same buckets listed one by one (O(buckets): for tests and small gradients only).
 std::vector<double> ddp_bucket_sizes(double gradient_bytes, const DdpConfig& ddp);
 
 struct StepPrediction {
@@ -55,6 +71,8 @@ struct StepPrediction {
   double comm_share = 0;          // exposed_comm_s / step_s
   double speedup = 0;             // throughput vs 1 node at the same per-GPU batch
   double scaling_efficiency = 0;  // speedup / nodes
+  // True when this row is the probe's own DDP step at this count (not the model).
+  bool measured = false;
 };
 
 struct ModelInputs {
@@ -65,8 +83,30 @@ struct ModelInputs {
   DdpConfig ddp;
 };
 
+// O(1) in the gradient size and the node count.
 StepPrediction predict_step(const ModelInputs& in, int nodes);
+// The reference: replays every bucket (O(buckets)). predict_step equals it (tested).
+StepPrediction replay_step(const ModelInputs& in, int nodes);
 // One prediction per node count 1..max_nodes.
 std::vector<StepPrediction> predict_table(const ModelInputs& in, int max_nodes);
+
+// The prediction built from a directly measured step: compute and step as measured,
+// the all-reduce total as the model gives it (the probe does not time it alone).
+StepPrediction measured_step(const ModelInputs& in, int nodes, double compute_s, double step_s);
+
+// Calibration by the probe's own DDP step. The bus bandwidth with which the model
+// reproduces `measured_exposed_s` of exposed communication at `nodes` (found by
+// bisection: exposed communication falls as bandwidth grows), as a ratio to the swept
+// busbw within [kMinBusbwCorrection, kMaxBusbwCorrection]. When no ratio in that range
+// reproduces the step, `exact` is false and the factor is the floor (a step slower than
+// the floor explains) or 1 (a faster one: never corrected towards "cheap").
+// docs/model.md says why bandwidth is the quantity corrected.
+struct BusbwCorrection {
+  double factor = 1;  // effective busbw / swept busbw
+  bool exact = true;
+};
+inline constexpr double kMinBusbwCorrection = 0.05;
+inline constexpr double kMaxBusbwCorrection = 4;
+BusbwCorrection busbw_correction(const ModelInputs& in, int nodes, double measured_exposed_s);
 
 }  // namespace commgate

@@ -15,6 +15,20 @@
 
 namespace commgate {
 
+// The probe's DDP-style step of a compute record's model: buckets all-reduced during
+// backward at `nodes` x `procs_per_node`. It calibrates the model (docs/model.md).
+struct DdpStepRecord {
+  int nodes = 0;
+  int procs_per_node = 1;
+  double step_time_ms = 0;               // with bucketed, overlapped all-reduce
+  double compute_only_step_time_ms = 0;  // the same step without communication
+  double exposed_comm_ms = 0;
+  double comm_share = 0;
+  double bucket_cap_bytes = 0;
+  double first_bucket_bytes = 0;
+  int buckets = 0;
+};
+
 struct ComputeStepRecord {
   double parameters = 0;
   std::string gradient_dtype = "fp32";
@@ -26,6 +40,10 @@ struct ComputeStepRecord {
   double backward_ms = 0;
   double optimizer_ms = 0;
   TimePoint measured_at{};
+  // The phases above are what the decision uses: when the probe ran its DDP step they
+  // are scaled to add up to that step without communication (core/measurement.h), and
+  // the step itself is kept here.
+  std::optional<DdpStepRecord> ddp_step;
 };
 
 struct LinkRecord {

@@ -2,26 +2,38 @@
 
 #include <cmath>
 
+#include "core/profile_recording.h"
 #include "core/quantity.h"
 
 namespace commgate {
 namespace {
-
-// The compute step depends on the model and on the per-process batch; a record with
-// batch 0 (unknown) matches any batch.
-bool same_model(double parameters, const std::string& dtype, int batch_size,
-                const ModelSpec& model) {
-  // Parameter counts are written rounded ("340M"); 0.5% is the same model.
-  return std::fabs(parameters - model.parameters) <= 0.005 * model.parameters &&
-         dtype == model.gradient_dtype && (batch_size == 0 || batch_size == model.batch_size);
-}
 
 ComputeProfile profile_from_ms(double step_ms, double fwd_ms, double bwd_ms, double opt_ms) {
   if (fwd_ms > 0 && bwd_ms > 0) return ComputeProfile{fwd_ms / 1e3, bwd_ms / 1e3, opt_ms / 1e3};
   return ComputeProfile::from_step_time(step_ms / 1e3);
 }
 
-void use_hint_or_explain(Measurement& m, const ModelSpec& model, const std::string& measured_what) {
+std::string signature(double parameters, const std::string& dtype, int batch_size,
+                      const std::string& optimizer) {
+  return format_count(parameters) + " " + dtype + " at batch " + std::to_string(batch_size) +
+         " with " + optimizer;
+}
+
+// "the probe measured 340M fp32 at batch 16 with adam", or every signature the profile
+// holds: the same words whichever path the measurement came through.
+std::string what_was_measured(const std::vector<ComputeStepRecord>& records) {
+  if (records.empty()) return "the probe measured no compute step";
+  std::string s = records.size() == 1 ? "the probe measured " : "the probes measured ";
+  for (size_t i = 0; i < records.size(); ++i) {
+    const auto& c = records[i];
+    if (i > 0) s += "; ";
+    s += signature(c.parameters, c.gradient_dtype, c.batch_size, c.optimizer);
+  }
+  return s;
+}
+
+void use_hint_or_explain(Measurement& m, const ModelSpec& model,
+                         const std::vector<ComputeStepRecord>& records) {
   if (model.step_time_hint_ms) {
     m.compute = ComputeProfile::from_step_time(*model.step_time_hint_ms / 1e3);
     m.compute_source = ComputeSource::kHint;
@@ -29,11 +41,18 @@ void use_hint_or_explain(Measurement& m, const ModelSpec& model, const std::stri
   }
   m.compute_missing_reason = "no compute measurement for a " + format_count(model.parameters) +
                              "-parameter " + model.gradient_dtype + " model at batch " +
-                             std::to_string(model.batch_size) + " (" + measured_what +
-                             ") and no spec.model.stepTimeHintMs";
+                             std::to_string(model.batch_size) + " with " + model.optimizer + " (" +
+                             what_was_measured(records) + ") and no spec.model.stepTimeHintMs";
 }
 
 }  // namespace
+
+bool compute_matches(const ComputeStepRecord& c, const ModelSpec& model) {
+  // Parameter counts are written rounded ("340M"); 0.5% is the same model.
+  return std::fabs(c.parameters - model.parameters) <= 0.005 * model.parameters &&
+         c.gradient_dtype == model.gradient_dtype &&
+         (c.batch_size == 0 || c.batch_size == model.batch_size) && c.optimizer == model.optimizer;
+}
 
 ComputeProfile compute_profile_of(const ComputeResult& c, const DdpStepResult* ddp) {
   ComputeProfile p = profile_from_ms(c.step_time_ms, c.forward_ms, c.backward_ms, c.optimizer_ms);
@@ -48,28 +67,10 @@ ComputeProfile compute_profile_of(const ComputeResult& c, const DdpStepResult* d
 
 Measurement measurement_from_probe(const ProbeResult& r, const ModelSpec& model,
                                    std::string source) {
-  Measurement m;
+  CommProfile profile;
+  record_probe_result(profile, r);
+  Measurement m = *measurement_from_profile(profile, model);  // a probe always has a link
   m.source = std::move(source);
-  m.measured_at = r.start_time;
-  m.nodes_probed = r.nodes;
-  m.procs_per_node = r.procs_per_node;
-  m.link = r.fit;
-  m.backend = r.backend;
-  m.transport = r.transport;
-  m.interface_name = r.interface_name;
-  m.device = r.device;
-  m.gpu_product = r.gpu_product;
-  if (r.compute &&
-      same_model(r.compute->parameters, r.compute->gradient_dtype, r.compute->batch_size, model)) {
-    m.compute = compute_profile_of(*r.compute, r.ddp_step ? &*r.ddp_step : nullptr);
-    m.measured_ddp_step = r.ddp_step;
-  } else {
-    use_hint_or_explain(m, model,
-                        r.compute ? "the probe measured " + format_count(r.compute->parameters) +
-                                        " " + r.compute->gradient_dtype + " at batch " +
-                                        std::to_string(r.compute->batch_size)
-                                  : "the probe measured no compute step");
-  }
   return m;
 }
 
@@ -94,16 +95,29 @@ std::optional<Measurement> measurement_from_profile(const CommProfile& p, const 
   m.gpu_product = p.status.gpu_product;
   const ComputeStepRecord* best = nullptr;
   for (const auto& c : p.status.compute_steps) {
-    if (!same_model(c.parameters, c.gradient_dtype, c.batch_size, model)) continue;
+    if (!compute_matches(c, model)) continue;
     if (!best || c.measured_at > best->measured_at) best = &c;
   }
-  if (best) {
-    m.compute = profile_from_ms(best->step_time_ms, best->forward_ms, best->backward_ms,
-                                best->optimizer_ms);
-    // Compute older than the link makes the whole measurement as old as the compute.
-    m.measured_at = std::min(m.measured_at, best->measured_at);
-  } else {
-    use_hint_or_explain(m, model, "the pool's profile has none for it");
+  if (!best) {
+    use_hint_or_explain(m, model, p.status.compute_steps);
+    return m;
+  }
+  m.compute =
+      profile_from_ms(best->step_time_ms, best->forward_ms, best->backward_ms, best->optimizer_ms);
+  // Compute older than the link makes the whole measurement as old as the compute.
+  m.measured_at = std::min(m.measured_at, best->measured_at);
+  if (const auto& d = best->ddp_step) {
+    DdpStepResult s;
+    s.bucket_cap_bytes = d->bucket_cap_bytes;
+    s.first_bucket_bytes = d->first_bucket_bytes;
+    s.buckets = d->buckets;
+    s.step_time_ms = d->step_time_ms;
+    s.compute_only_step_time_ms = d->compute_only_step_time_ms;
+    s.exposed_comm_ms = d->exposed_comm_ms;
+    s.comm_share = d->comm_share;
+    m.measured_ddp_step = s;
+    m.measured_ddp_nodes = d->nodes;
+    m.measured_ddp_procs_per_node = d->procs_per_node;
   }
   return m;
 }

@@ -26,8 +26,11 @@ struct Measurement {
   std::optional<ComputeProfile> compute;
   ComputeSource compute_source = ComputeSource::kMeasured;
   std::string compute_missing_reason;  // set when compute is absent
-  // The directly measured DDP-style step at nodes_probed, when the probe ran the job's model.
+  // The directly measured DDP-style step of the job's model, when the probe ran it, and
+  // where: measured_ddp_nodes x measured_ddp_procs_per_node. It calibrates the model.
   std::optional<DdpStepResult> measured_ddp_step;
+  int measured_ddp_nodes = 0;
+  int measured_ddp_procs_per_node = 1;
 };
 
 // The compute profile a probe measured for its model: the forward, backward and
@@ -38,11 +41,20 @@ struct Measurement {
 // from it by tens of percent).
 ComputeProfile compute_profile_of(const ComputeResult& compute, const DdpStepResult* ddp_step);
 
-// The link of a probe result, and its compute step when the probe ran the job's model
-// (same parameter count and gradient dtype); otherwise the job's stepTimeHintMs.
+// The compute step a measurement uses depends on the job's model (parameter count),
+// gradient dtype, per-process batch and optimizer: a record matches a job only when all
+// four agree (a record with batch 0, written before batches were recorded, matches any
+// batch). Otherwise the job's stepTimeHintMs stands in, or the compute is missing.
+bool compute_matches(const ComputeStepRecord& record, const ModelSpec& model);
+
+// The link of a probe result, and its compute step when the probe ran the job's model;
+// otherwise the job's stepTimeHintMs. It goes through the records a CommProfile stores
+// (record_probe_result), so it equals measurement_from_profile of the profile the probe
+// result makes, source aside: one probe, one decision, whichever path reads it.
 Measurement measurement_from_probe(const ProbeResult& result, const ModelSpec& model,
                                    std::string source);
-// The same from a pool's CommProfile. Returns nullopt when the profile holds no link.
+// The same from a pool's CommProfile: the newest matching compute record. Returns
+// nullopt when the profile holds no link.
 std::optional<Measurement> measurement_from_profile(const CommProfile& profile,
                                                     const ModelSpec& model);
 

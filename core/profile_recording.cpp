@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "core/measurement.h"
+
 namespace commgate {
 
-void record_probe_result(CommProfile& profile, const ProbeResult& r, size_t max_compute_records) {
+LinkRecord link_record_of(const ProbeResult& r) {
   LinkRecord l;
   l.latency_us = r.fit.latency_s * 1e6;
   l.busbw_gbps = to_gbps(r.fit.busbw_bytes_per_s);
@@ -15,33 +17,61 @@ void record_probe_result(CommProfile& profile, const ProbeResult& r, size_t max_
   l.poor = r.fit.poor;
   l.note = r.fit.note;
   l.measured_at = r.start_time;
-  profile.status.link = l;
+  return l;
+}
+
+std::optional<ComputeStepRecord> compute_record_of(const ProbeResult& r) {
+  if (!r.compute) return std::nullopt;
+  const DdpStepResult* ddp = r.ddp_step ? &*r.ddp_step : nullptr;
+  const ComputeProfile used = compute_profile_of(*r.compute, ddp);
+  ComputeStepRecord c;
+  c.parameters = r.compute->parameters;
+  c.gradient_dtype = r.compute->gradient_dtype;
+  c.batch_size = r.compute->batch_size;
+  c.optimizer = r.compute->optimizer;
+  c.gpu_product = r.gpu_product;
+  c.forward_ms = used.forward_s * 1e3;
+  c.backward_ms = used.backward_s * 1e3;
+  c.optimizer_ms = used.optimizer_s * 1e3;
+  c.step_time_ms = c.forward_ms + c.backward_ms + c.optimizer_ms;
+  if (!(c.step_time_ms > 0)) c.step_time_ms = r.compute->step_time_ms;
+  c.measured_at = r.start_time;
+  if (ddp && ddp->step_time_ms > 0 && ddp->compute_only_step_time_ms > 0) {
+    DdpStepRecord d;
+    d.nodes = r.nodes;
+    d.procs_per_node = r.procs_per_node;
+    d.step_time_ms = ddp->step_time_ms;
+    d.compute_only_step_time_ms = ddp->compute_only_step_time_ms;
+    d.exposed_comm_ms = ddp->exposed_comm_ms;
+    d.comm_share = ddp->comm_share;
+    d.bucket_cap_bytes = ddp->bucket_cap_bytes;
+    d.first_bucket_bytes = ddp->first_bucket_bytes;
+    d.buckets = ddp->buckets;
+    c.ddp_step = d;
+  }
+  return c;
+}
+
+bool same_signature(const ComputeStepRecord& a, const ComputeStepRecord& b) {
+  return a.parameters == b.parameters && a.gradient_dtype == b.gradient_dtype &&
+         a.batch_size == b.batch_size && a.optimizer == b.optimizer &&
+         a.gpu_product == b.gpu_product;
+}
+
+void record_probe_result(CommProfile& profile, const ProbeResult& r, size_t max_compute_records) {
+  profile.status.link = link_record_of(r);
   profile.status.backend = r.backend;
   profile.status.transport = r.transport;
   profile.status.interface_name = r.interface_name;
   profile.status.device = r.device;
   profile.status.gpu_product = r.gpu_product;
-  if (!r.compute) return;
-  ComputeStepRecord c;
-  c.parameters = r.compute->parameters;
-  c.gradient_dtype = r.compute->gradient_dtype;
-  c.batch_size = r.compute->batch_size;
-  c.gpu_product = r.gpu_product;
-  c.step_time_ms = r.compute->step_time_ms;
-  c.forward_ms = r.compute->forward_ms;
-  c.backward_ms = r.compute->backward_ms;
-  c.optimizer_ms = r.compute->optimizer_ms;
-  c.measured_at = r.start_time;
+  const auto c = compute_record_of(r);
+  if (!c) return;
   auto& steps = profile.status.compute_steps;
   steps.erase(std::remove_if(steps.begin(), steps.end(),
-                             [&](const ComputeStepRecord& s) {
-                               return s.parameters == c.parameters &&
-                                      s.gradient_dtype == c.gradient_dtype &&
-                                      s.batch_size == c.batch_size &&
-                                      s.gpu_product == c.gpu_product;
-                             }),
+                             [&](const ComputeStepRecord& s) { return same_signature(s, *c); }),
               steps.end());
-  steps.push_back(c);
+  steps.push_back(*c);
   while (steps.size() > max_compute_records) steps.erase(steps.begin());
 }
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 namespace commgate {
 namespace {
 
@@ -108,6 +111,114 @@ TEST(Prediction, large_model_on_slow_link_is_communication_bound) {
   EXPECT_NEAR(p.allreduce_s, 1.5 * 1.4e9 / 0.118e9, 0.1);
   EXPECT_GT(p.comm_share, 0.9);
   EXPECT_LT(p.speedup, 1.0);
+}
+
+// The closed form against the bucket-by-bucket replay, on gradients that fill no bucket,
+// one, many, and leave a remainder or none; links from latency-bound to bandwidth-bound;
+// compute from backward-dominated to optimizer-dominated.
+struct ScheduleCase {
+  std::string name;
+  double gradient_bytes;
+  double busbw;
+  double hop_latency_s;
+  ComputeProfile compute;
+  int procs_per_node = 1;
+};
+
+std::vector<ScheduleCase> schedule_cases() {
+  const ComputeProfile typical{0.06, 0.12, 0.02};
+  const ComputeProfile long_backward{0.01, 2.0, 0.01};
+  const ComputeProfile optimizer_bound{0.02, 0.03, 0.3};
+  return {
+      {"empty_gradient", 0, 1e9, 50e-6, typical},
+      {"smaller_than_the_first_bucket", 0.5 * MiB, 1e9, 50e-6, typical},
+      {"exactly_the_first_bucket", 1 * MiB, 1e9, 50e-6, typical},
+      {"first_bucket_and_a_remainder", 3 * MiB, 0.1e9, 50e-6, typical},
+      {"first_and_one_full_bucket", 26 * MiB, 0.1e9, 50e-6, typical},
+      {"full_buckets_and_a_remainder", 100 * MiB, 0.118e9, 200e-6, typical},
+      {"full_buckets_no_remainder", 101 * MiB, 0.5e9, 200e-6, typical},
+      {"bandwidth_bound_350M", 1.4e9, 0.118e9, 10e-6, typical},
+      {"latency_bound_many_buckets", 4e9, 400e9, 5e-3, typical},
+      {"hidden_behind_a_long_backward", 400 * MiB, 10e9, 20e-6, long_backward},
+      {"optimizer_bound", 400 * MiB, 1e9, 20e-6, optimizer_bound},
+      {"eight_procs_per_node", 700 * MiB, 12e9, 30e-6, typical, 8},
+      {"non_integral_bytes", 123456789.5, 0.7e9, 40e-6, typical},
+      {"zero_bandwidth_means_latency_only", 200 * MiB, 0, 40e-6, typical},
+  };
+}
+
+TEST(ClosedForm, equals_the_bucket_replay_on_every_case_and_count) {
+  for (const auto& c : schedule_cases()) {
+    ModelInputs in;
+    in.compute = c.compute;
+    in.link = LinkModel{c.hop_latency_s, c.busbw};
+    in.gradient_bytes = c.gradient_bytes;
+    in.procs_per_node = c.procs_per_node;
+    for (int n : {1, 2, 3, 4, 7, 16, 100, 10000}) {
+      const StepPrediction fast = predict_step(in, n);
+      const StepPrediction slow = replay_step(in, n);
+      const double tol = 1e-12 * std::max(1.0, slow.step_s);
+      EXPECT_NEAR(fast.step_s, slow.step_s, tol) << c.name << " n=" << n;
+      EXPECT_NEAR(fast.allreduce_s, slow.allreduce_s, 1e-12 * std::max(1.0, slow.allreduce_s))
+          << c.name << " n=" << n;
+      EXPECT_NEAR(fast.comm_share, slow.comm_share, 1e-12) << c.name << " n=" << n;
+      EXPECT_EQ(fast.ranks, slow.ranks);
+    }
+  }
+}
+
+TEST(ClosedForm, bucket_schedule_counts_what_the_list_holds) {
+  for (const auto& c : schedule_cases()) {
+    const auto list = ddp_bucket_sizes(c.gradient_bytes, DdpConfig{});
+    const BucketSchedule s = ddp_buckets(c.gradient_bytes, DdpConfig{});
+    EXPECT_EQ(s.count(), static_cast<int64_t>(list.size())) << c.name;
+    if (list.empty()) continue;
+    EXPECT_DOUBLE_EQ(s.first, list.front()) << c.name;
+    if (s.last > 0) {
+      EXPECT_DOUBLE_EQ(s.last, list.back()) << c.name;
+    }
+  }
+  // At the CRD's limit (1e15 fp32 parameters) the schedule is counted, not listed.
+  EXPECT_EQ(ddp_buckets(4e15, DdpConfig{}).count(), 152587892);
+}
+
+TEST(ClosedForm, costs_the_same_at_the_crd_limits) {
+  ModelInputs in;
+  in.compute = ComputeProfile{0.06, 0.12, 0.02};
+  in.link = LinkModel{20e-6, 12e9};
+  in.gradient_bytes = 4e15;  // 1e15 fp32 parameters
+  in.procs_per_node = 8;
+  const StepPrediction p = predict_step(in, 10000);
+  // 4 PB over 12 GB/s at a bus factor of ~2, plus every bucket's ring latency: all exposed.
+  EXPECT_NEAR(p.allreduce_s,
+              4e15 * allreduce_bus_factor(80000) / 12e9 + 152587892 * 2.0 * 9999 * 20e-6,
+              1e-6 * p.allreduce_s);
+  EXPECT_GT(p.comm_share, 0.999);
+}
+
+TEST(Calibration, finds_the_bandwidth_that_reproduces_a_measured_step) {
+  ModelInputs in = inputs(25e6, 0.5e9, 0.3);
+  const double swept = in.link.busbw_bytes_per_s;
+  for (double truth : {0.3, 0.7, 1.0, 1.8}) {
+    ModelInputs actual = in;
+    actual.link.busbw_bytes_per_s = swept * truth;
+    const double measured = predict_step(actual, 2).exposed_comm_s;
+    const BusbwCorrection c = busbw_correction(in, 2, measured);
+    EXPECT_TRUE(c.exact) << truth;
+    EXPECT_NEAR(c.factor, truth, 1e-9) << truth;
+  }
+}
+
+TEST(Calibration, a_step_no_bandwidth_explains_is_not_corrected_upwards) {
+  ModelInputs in = inputs(25e6, 0.5e9, 0.3);
+  // Less exposed communication than the latency alone would give: left as it is.
+  BusbwCorrection faster = busbw_correction(in, 2, -0.01);
+  EXPECT_FALSE(faster.exact);
+  EXPECT_DOUBLE_EQ(faster.factor, 1.0);
+  // Far more than any bandwidth down to the floor gives: corrected to the floor.
+  BusbwCorrection slower = busbw_correction(in, 2, 1e6);
+  EXPECT_FALSE(slower.exact);
+  EXPECT_DOUBLE_EQ(slower.factor, kMinBusbwCorrection);
 }
 
 TEST(Prediction, table_covers_every_count) {

@@ -132,6 +132,7 @@ TEST(Measurement, uses_compute_only_for_the_same_model) {
   ModelSpec same;
   same.parameters = 340e6;
   same.batch_size = 16;
+  same.optimizer = "adam";  // what the probe timed
   Measurement m = measurement_from_probe(r, same, "x");
   ASSERT_TRUE(m.compute);
   // The phases keep their proportions and add up to the DDP step without communication.
@@ -172,6 +173,7 @@ TEST(Measurement, from_profile_takes_the_newest_matching_record_and_its_age) {
   ModelSpec model;
   model.parameters = 340e6;
   model.batch_size = 16;
+  model.optimizer = "adam";  // what the probe timed
   auto m = measurement_from_profile(p, model);
   ASSERT_TRUE(m);
   ASSERT_TRUE(m->compute);
