@@ -25,6 +25,26 @@ std::string job_name(const TrainingJob& j) {
 
 }  // namespace
 
+std::string shown_counts_text(const Decision& d) {
+  const int n = d.requested_nodes;
+  if (static_cast<int>(d.predictions.size()) >= n)
+    return "every count from 1 to " + std::to_string(n);
+  std::string named;
+  auto name = [&](const char* what, int count) {
+    // Counts up to kAllCountsShownUpTo are all shown anyway.
+    if (count <= kAllCountsShownUpTo || count > n || !d.prediction_for(count)) return;
+    if (named.find("(" + std::to_string(count) + ")") != std::string::npos) return;
+    named += std::string(named.empty() ? "" : ", ") + what + " (" + std::to_string(count) + ")";
+  };
+  name("requested", n);
+  if (d.admitted_nodes != n) name("admitted", d.admitted_nodes);
+  if (d.largest_passing_nodes != d.admitted_nodes) name("largest passing", d.largest_passing_nodes);
+  if (d.largest_passing_nodes + 1 != n) name("first failing", d.largest_passing_nodes + 1);
+  name("probed", d.nodes_probed);
+  return "1-" + std::to_string(kAllCountsShownUpTo) + ", powers of two, and the " + named +
+         " counts: " + std::to_string(d.predictions.size()) + " of " + std::to_string(n);
+}
+
 void print_evaluation_table(const Evaluation& e, std::ostream& out) {
   const TrainingJob& job = *e.job;
   const ModelSpec& model = job.spec.model;
@@ -76,8 +96,12 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
                   "STEP", "COMPUTE", "ALLREDUCE", "EXPOSED", "COMMSHARE", "SPEEDUP", "EFFICIENCY",
                   "POLICY");
     out << line;
+    int previous = 0;
     for (const auto& s : d.predictions) {
+      if (s.nodes > previous + 1) out << "  ...\n";  // counts not shown
+      previous = s.nodes;
       std::string mark = meets_policy(s, p) ? "pass" : "over";
+      if (s.measured) mark += "  (measured)";
       if (s.nodes == d.requested_nodes) mark += "  <- requested";
       if (s.nodes == d.admitted_nodes && d.admitted_nodes != d.requested_nodes)
         mark += "  <- admitted";
@@ -88,6 +112,7 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
                     s.scaling_efficiency * 100, mark.c_str());
       out << line;
     }
+    out << "Shown: " << shown_counts_text(d) << "\n";
   }
   out << "\nDecision: " << to_string(d.action);
   if (d.action == Action::kDownsize)
@@ -119,6 +144,7 @@ nlohmann::json evaluation_to_json(const Evaluation& e) {
   }
   if (!e.note.empty()) j["note"] = e.note;
   j["decision"] = decision_to_json(e.decision);
+  if (!e.decision.predictions.empty()) j["predictionsShown"] = shown_counts_text(e.decision);
   return j;
 }
 

@@ -21,7 +21,14 @@ struct Evaluation {
   std::string note;  // e.g. "measurement TTL not applied to a file"
 };
 
+// Both show the decision's predictions[], the same rows (core's shown_node_counts), and
+// say which counts they are.
 void print_evaluation_table(const Evaluation& e, std::ostream& out);
 nlohmann::json evaluation_to_json(const Evaluation& e);
+
+// Which node counts a decision's predictions show, in words: "every count from 1 to 4",
+// or, for a large request, "1-16, powers of two, and the requested (600), admitted (40),
+// ... counts: 27 of 600".
+std::string shown_counts_text(const Decision& d);
 
 }  // namespace commgate

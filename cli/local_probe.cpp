@@ -123,7 +123,9 @@ ProbeResult run_local_probe(const ModelSpec& model, const LocalProbeOptions& opt
       "--max-bytes",
       std::to_string(static_cast<long long>(std::min(model.gradient_bytes(), 64.0 * 1048576)))};
   if (measure_compute) {
-    argv.insert(argv.end(), {"--params", std::to_string(static_cast<long long>(model.parameters))});
+    // The optimizer's step is part of the compute step the probe times.
+    argv.insert(argv.end(), {"--params", std::to_string(static_cast<long long>(model.parameters)),
+                             "--optimizer", model.optimizer});
   } else {
     argv.push_back("--no-compute");
   }

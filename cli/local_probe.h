@@ -21,8 +21,9 @@ struct LocalProbeOptions {
 // Locates the probe binary; returns "" when it cannot be found.
 std::string find_probe_binary(const std::string& explicit_path);
 
-// Runs the probe for `model`. Throws std::runtime_error with a message that says what
-// is missing or what failed (including the probe's stderr tail).
+// Runs the probe for `model` (its parameter count, batch size and optimizer). Throws
+// std::runtime_error with a message that says what is missing or what failed (including the probe's
+// stderr tail).
 ProbeResult run_local_probe(const ModelSpec& model, const LocalProbeOptions& options);
 
 }  // namespace commgate

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/evaluate_command.h"
+#include "cli/profile_command.h"
 #include "cli/webhook_command.h"
 
 namespace {
@@ -16,6 +17,7 @@ Usage: commgate <command> [options]
 
 Commands:
   evaluate   predict the communication share of a TrainingJob and print the decision
+  profile    print the CommProfile manifest of a node pool from a commgate-probe result
   webhook    serve the admission webhook over HTTPS
   version    print the version
 
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   if (command == "evaluate") return commgate::run_evaluate(args, std::cout, std::cerr);
+  if (command == "profile") return commgate::run_profile(args, std::cout, std::cerr);
   if (command == "webhook") return commgate::run_webhook(args, std::cout, std::cerr);
   if (command == "version") {
     std::cout << "commgate " << COMMGATE_VERSION << "\n";

@@ -1,7 +1,9 @@
 #include "core/quantity.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -32,6 +34,36 @@ size_t parse_decimal(std::string_view s, double* out) {
   if (!digits) return 0;
   *out = value;
   return i;
+}
+
+bool is_known_suffix(std::string_view s) {
+  for (const char* name :
+       {"", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"})
+    if (s == name) return true;
+  return false;
+}
+
+// How to write what an unknown suffix meant, with the user's own number: " (write 350M)".
+std::string suffix_hint(std::string_view number, std::string_view suffix) {
+  std::string_view word = suffix;
+  while (!word.empty() && word.front() == ' ') word.remove_prefix(1);
+  std::string lower(word);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::vector<std::pair<std::string_view, std::string_view>> kWords = {
+      {"thousand", "k"}, {"million", "M"}, {"millions", "M"}, {"mio", "M"}, {"billion", "G"},
+      {"billions", "G"}, {"bn", "G"},      {"trillion", "T"}, {"b", "G"},   {"K", "k"}};
+  for (const auto& [name, si] : kWords) {
+    if (lower == name || word == name) {
+      std::string why = si == "G" && lower.size() <= 2 ? "billions are G" : "";
+      if (word == "K") why = "thousands are lower-case k";
+      return " (write " + std::string(number) + std::string(si) + (why.empty() ? "" : ": " + why) +
+             ")";
+    }
+  }
+  if (word.size() < suffix.size() && !word.empty() && is_known_suffix(word))
+    return " (no space between the number and its suffix: write " + std::string(number) +
+           std::string(word) + ")";
+  return "";
 }
 
 }  // namespace
@@ -78,9 +110,7 @@ std::optional<double> parse_quantity(std::string_view text, std::string* error) 
     }
     if (ok) return sign * number * std::pow(10.0, exp_sign * e);
   }
-  std::string hint;
-  if (suffix == "B" || suffix == "b") hint = " (for billions write G: 7G = 7,000,000,000)";
-  if (suffix == "K") hint = " (thousands are lower-case k)";
+  const std::string hint = suffix_hint(text.substr(0, text.size() - suffix.size()), suffix);
   return fail("unknown quantity suffix \"" + std::string(suffix) + "\" in \"" + std::string(text) +
               "\"" + hint + "; use k M G T, Ki Mi Gi, or an exponent");
 }
@@ -174,6 +204,25 @@ std::string format_count(double value) {
     }
   }
   std::snprintf(buf, sizeof buf, "%.4g", value);
+  return buf;
+}
+
+std::string format_quantity(double value) {
+  if (!std::isfinite(value)) return std::to_string(value);
+  static const std::vector<std::pair<double, const char*>> kScales = {
+      {1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}};
+  char buf[48];
+  for (const auto& [scale, name] : kScales) {
+    if (std::fabs(value) < scale) continue;
+    std::snprintf(buf, sizeof buf, "%.15g", value / scale);
+    // Only when the digits say the same number (no rounding beyond double's own) without
+    // an exponent.
+    const double back = std::strtod(buf, nullptr) * scale;
+    if (std::string_view(buf).find('e') == std::string_view::npos &&
+        std::fabs(back - value) <= 1e-13 * std::fabs(value))
+      return std::string(buf) + name;
+  }
+  std::snprintf(buf, sizeof buf, "%.17g", value);
   return buf;
 }
 

@@ -12,7 +12,8 @@ namespace commgate {
 
 // Parses a Kubernetes resource quantity (decimal SI k M G T P E, binary SI Ki..Ei,
 // milli/micro/nano suffixes, or a decimal exponent e/E). Returns nullopt and sets
-// `error` when the text is not a quantity.
+// `error` when the text is not a quantity; the error says how to write what was meant
+// ("350 million" -> "write 350M", "7B" -> "write 7G", "12 M" -> "no space").
 std::optional<double> parse_quantity(std::string_view text, std::string* error);
 
 // Parses a Go time.Duration string ("300ms", "1.5h", "1h30m"). Units: ns us µs ms s m h.
@@ -24,6 +25,12 @@ std::string format_duration(std::chrono::nanoseconds d);
 
 // Human-readable counts: 340000000 -> "340M", 7000000000 -> "7G" (decimal SI).
 std::string format_count(double value);
+
+// A number as an exact Kubernetes quantity, for messages that quote what a user wrote:
+// -3.5e8 -> "-350M", 1234567 -> "1.234567M", 1 -> "1", 0.5 -> "0.5": the largest decimal
+// SI suffix with which 15 significant digits still say the same number (never rounded to
+// look shorter, unlike format_count).
+std::string format_quantity(double value);
 
 // "1 node", "8 nodes": for messages that quote node counts.
 std::string format_nodes(int64_t count);

@@ -32,6 +32,44 @@ TEST(Quantity, parses_kubernetes_notations) {
   }
 }
 
+// Issue 12: "350 million" was refused with no word on how to write it.
+TEST(Quantity, an_unknown_suffix_says_how_to_write_it) {
+  struct Case {
+    std::string text;
+    std::string want_hint;
+  };
+  const std::vector<Case> cases = {
+      {"350 million", "(write 350M)"},
+      {"350million", "(write 350M)"},
+      {"7 billion", "(write 7G)"},
+      {"7B", "(write 7G: billions are G)"},
+      {"-2 thousand", "(write -2k)"},
+      {"3K", "(write 3k: thousands are lower-case k)"},
+      {"12 M", "(no space between the number and its suffix: write 12M)"},
+      {"1.5 Gi", "(no space between the number and its suffix: write 1.5Gi)"},
+  };
+  for (const auto& c : cases) {
+    std::string err;
+    EXPECT_FALSE(parse_quantity(c.text, &err)) << c.text;
+    EXPECT_NE(err.find(c.want_hint), std::string::npos) << c.text << ": " << err;
+  }
+  std::string err;
+  EXPECT_FALSE(parse_quantity("3 furlongs", &err));
+  EXPECT_EQ(err.find("(write"), std::string::npos) << err;
+}
+
+// Issue 12: "got -3.5e+08" for a field written as -350M.
+TEST(Quantity, formats_numbers_as_the_quantities_users_write) {
+  const std::vector<std::pair<double, std::string>> cases = {
+      {-3.5e8, "-350M"}, {350e6, "350M"},        {1, "1"},     {0, "0"},
+      {0.5, "0.5"},      {1234567, "1.234567M"}, {7e9, "7G"},  {-1, "-1"},
+      {1500, "1.5k"},    {1e15, "1P"},           {999, "999"}, {25.0 * 1048576, "26.2144M"}};
+  for (const auto& [value, want] : cases) {
+    EXPECT_EQ(format_quantity(value), want) << value;
+    EXPECT_DOUBLE_EQ(*parse_quantity(format_quantity(value), nullptr), value) << want;
+  }
+}
+
 TEST(Duration, parses_go_durations) {
   using namespace std::chrono;
   const std::vector<std::pair<std::string, std::optional<nanoseconds>>> cases = {
