@@ -13,6 +13,8 @@ PACKAGES=(
   libssl-dev libboost-dev libboost-system-dev libcpprest-dev
   # the probe: LibTorch (CPU) with c10d Gloo; OpenBLAS so CPU LibTorch is not ~15x slower
   libtorch-dev libgloo-dev libopenblas0-pthread
+  # the second real client that proves the simulated cluster (tests/sim/python_client_check.py)
+  python3-kubernetes
   # network emulation for the probe's emulated-node tests
   iproute2 iputils-ping procps
   # benchmarks: the HTTPS server against nginx (bench/server)

@@ -59,6 +59,10 @@ bool Request::has_header(std::string_view name) const {
 }
 
 std::string Request::query_param(std::string_view name) const {
+  return find_query_param(name).value_or(std::string{});
+}
+
+std::optional<std::string> Request::find_query_param(std::string_view name) const {
   std::string_view rest = query;
   while (!rest.empty()) {
     const size_t amp = rest.find('&');
@@ -69,7 +73,7 @@ std::string Request::query_param(std::string_view name) const {
     if (percent_decode(key) != name) continue;
     return eq == std::string_view::npos ? std::string{} : percent_decode(pair.substr(eq + 1));
   }
-  return {};
+  return std::nullopt;
 }
 
 Response Response::text(int status, std::string body) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,6 +33,9 @@ struct Request {
   bool has_header(std::string_view name) const;
   // The value of one query parameter, percent-decoded ('+' as space); "" when absent.
   std::string query_param(std::string_view name) const;
+  // The same, but nullopt when absent: "?watch" and "?watch=" are present with "" (as Go's
+  // url.ParseQuery reads them). The first occurrence counts.
+  std::optional<std::string> find_query_param(std::string_view name) const;
 };
 
 // Where a streaming response writes its chunks. Thread-safe: any thread may call any

@@ -1,12 +1,15 @@
 #include "sim/api_handlers.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/yaml_json.h"
 #include "sim/api_status.h"
 #include "sim/crd_schema.h"
 #include "sim/discovery.h"
+#include "sim/query_options.h"
 #include "sim/table.h"
+#include "sim/wire_times.h"
 
 namespace commgate::sim {
 namespace {
@@ -66,10 +69,6 @@ bool is_apply_patch(const Request& request) {
   return request.method == "PATCH" && media_type(request) == "application/apply-patch+yaml";
 }
 
-bool truthy(const std::string& v) {
-  return v == "1" || v == "true";
-}
-
 json parse_body(const Request& request) {
   const std::string_view type = request.header("Content-Type");
   // No protobuf codec: kubectl's typed clients (create namespace, create configmap, ...)
@@ -106,6 +105,7 @@ uint64_t parse_rv(const std::string& text) {
 json list_document(const ResourceInfo& r, const ListResult& result) {
   json meta = {{"resourceVersion", std::to_string(result.resource_version)}};
   if (!result.continue_token.empty()) meta["continue"] = result.continue_token;
+  if (result.remaining_item_count) meta["remainingItemCount"] = *result.remaining_item_count;
   json items = result.items;
   // Built-in lists carry kind and apiVersion once, not per item (typed lists); custom
   // resources are stored unstructured and keep them on every item.
@@ -120,12 +120,11 @@ json list_document(const ResourceInfo& r, const ListResult& result) {
           {"items", std::move(items)}};
 }
 
-ListOptions list_options(const Request& request) {
+ListOptions list_options(const Request& request, const ListQuery& query) {
   ListOptions o;
   o.labels = LabelSelectorQuery::parse(request.query_param("labelSelector"));
   o.fields = FieldSelectorQuery::parse(request.query_param("fieldSelector"));
-  const std::string limit = request.query_param("limit");
-  if (!limit.empty()) o.limit = parse_rv(limit);
+  if (query.limit > 0) o.limit = static_cast<std::size_t>(query.limit);
   o.continue_token = request.query_param("continue");
   return o;
 }
@@ -171,22 +170,23 @@ json apply_patch(const Request& request, const json& current, bool custom) {
   throw unsupported_media_type(media, kPatchTypes);
 }
 
-// DeleteOptions from the query (kubectl, client-go's DeleteCollection) or the body
-// (client-go's Delete): propagationPolicy and the legacy orphanDependents.
+// DeleteOptions from the body (kubectl, client-go) or, when there is none, from the query
+// (the Python client, curl): propagationPolicy and the legacy orphanDependents. As
+// upstream's delete handler, a body makes the query's options ignored.
 DeleteOptions delete_options(const Request& request) {
-  std::string policy = request.query_param("propagationPolicy");
-  std::optional<bool> orphan;
-  const std::string orphan_text = request.query_param("orphanDependents");
-  if (!orphan_text.empty()) orphan = truthy(orphan_text);
-  if (!request.body.empty()) {
-    const json body = parse_body(request);  // malformed DeleteOptions -> 400
-    if (body.is_object() && body.contains("propagationPolicy") &&
-        body["propagationPolicy"].is_string())
-      policy = body["propagationPolicy"].get<std::string>();
-    if (body.is_object() && body.contains("orphanDependents") &&
-        body["orphanDependents"].is_boolean())
-      orphan = body["orphanDependents"].get<bool>();
+  if (request.body.empty()) {
+    const DeleteQuery query = decode_delete_query(request);
+    return parse_delete_options(request.query_param("propagationPolicy"), query.orphan_dependents);
   }
+  std::string policy;
+  std::optional<bool> orphan;
+  const json body = parse_body(request);  // malformed DeleteOptions -> 400
+  if (body.is_object() && body.contains("propagationPolicy") &&
+      body["propagationPolicy"].is_string())
+    policy = body["propagationPolicy"].get<std::string>();
+  if (body.is_object() && body.contains("orphanDependents") &&
+      body["orphanDependents"].is_boolean())
+    orphan = body["orphanDependents"].get<bool>();
   return parse_delete_options(policy, orphan);
 }
 
@@ -222,6 +222,23 @@ json to_scale(const ResourceInfo& r, const json& obj) {
           {"metadata", meta},
           {"spec", {{"replicas", spec_replicas.is_number() ? spec_replicas : json(0)}}},
           {"status", {{"replicas", status_replicas.is_number() ? status_replicas : json(0)}}}};
+}
+
+// What a DELETE answers (upstream's Store.Delete and finalizeDelete): the object while it
+// stays (finalizers hold it, or it was deleting already); once gone, the object itself only
+// for the resources that set ReturnDeletedObject, else a Success Status naming it.
+json deletion_answer(const ResourceInfo& r, const json& object) {
+  const json& meta = object["metadata"];
+  const bool stays = meta.contains("deletionTimestamp") ||
+                     (meta.contains("finalizers") && !meta["finalizers"].empty());
+  if (stays || r.returns_deleted_object) return object;
+  return success_status(r, meta.value("name", ""), meta.value("uid", ""));
+}
+
+// Upstream's ValidateListOptions failure: 422 for ListOptions.meta.k8s.io.
+ApiError list_options_invalid(const std::string& error) {
+  return ApiError(
+      failure_status(422, "Invalid", "ListOptions.meta.k8s.io \"\" is invalid: " + error));
 }
 
 // Writes `value` at a simple dotted path (".spec.numNodes").
@@ -271,7 +288,9 @@ Response ApiHandlers::handle(const Request& request) {
 Response ApiHandlers::dispatch(const Request& request, Write& w) {
   const auto parts = split_path(request.path);
   const bool get = request.method == "GET" || request.method == "HEAD";
-  if (get && request.path == "/version") return object_response(200, version_document());
+  // "/version/" too: the Python client's VersionApi asks for it; go-restful serves both.
+  if (get && parts.size() == 1 && parts[0] == "version")
+    return object_response(200, version_document());
   if (get && parts.size() == 1 && parts[0] == "api")
     // serverAddressByClientCIDRs: the address the client reached us at.
     return object_response(
@@ -336,8 +355,12 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
 
   if (name.empty()) {
     if (m == "GET" || m == "HEAD") {
-      if (truthy(request.query_param("watch"))) return watch(request, r, ns);
-      const ListResult result = store_.list(r, ns, list_options(request));
+      const ListQuery query = decode_list_query(request);
+      if (query.watch) return watch(request, r, ns, query);
+      if (query.send_initial_events)
+        throw list_options_invalid(
+            "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list");
+      const ListResult result = store_.list(r, ns, list_options(request, query));
       if (wants_table(request)) {
         json table = to_table(r, result.items, std::to_string(result.resource_version),
                               request.query_param("includeObject"), now);
@@ -352,8 +375,9 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
       return object_response(201, admitted_create(request, r, ns, w));
     }
     if (m == "DELETE") {
+      const ListQuery query = decode_list_query(request);
       const DeleteOptions options = delete_options(request);
-      ListResult result = store_.list(r, ns, list_options(request));
+      ListResult result = store_.list(r, ns, list_options(request, query));
       json gone = json::array();
       for (const auto& obj : result.items) {
         const std::string item_ns = obj["metadata"].value("namespace", "");
@@ -413,9 +437,9 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
     const DeleteOptions options = delete_options(request);
     const json current = store_.get(r, ns, name);
     admit_delete(request, r, ns, name, current, w);
-    // A dry run answers the object as it is: nothing is deleted or marked.
-    if (w.dry_run) return object_response(200, current);
-    return object_response(200, store_.remove(r, ns, name, options));
+    // A dry run deletes and marks nothing; it answers as the delete would.
+    if (w.dry_run) return object_response(200, deletion_answer(r, current));
+    return object_response(200, deletion_answer(r, store_.remove(r, ns, name, options)));
   }
   throw method_not_supported(r, m);
 }
@@ -435,6 +459,8 @@ json typed(const ResourceInfo& r, json object, const std::string& ns) {
     object["metadata"] = json::object();
   if (r.namespaced && !ns.empty() && object["metadata"].value("namespace", "").empty())
     object["metadata"]["namespace"] = ns;
+  // Decoded and encoded again upstream: times come back in UTC, canonical (wire_times.h).
+  canonicalize_times(r, object);
   return object;
 }
 
@@ -709,20 +735,30 @@ void ApiHandlers::admit_delete(const Request& request, const ResourceInfo& r, co
   admission_.validate(a, w.warnings);
 }
 
-Response ApiHandlers::watch(const Request& request, const ResourceInfo& r, const std::string& ns) {
+Response ApiHandlers::watch(const Request& request, const ResourceInfo& r, const std::string& ns,
+                            const ListQuery& query) {
   WatchRequest w;
   w.ns = ns;
   w.labels = LabelSelectorQuery::parse(request.query_param("labelSelector"));
   w.fields = FieldSelectorQuery::parse(request.query_param("fieldSelector"));
   const std::string rv = request.query_param("resourceVersion");
   if (!rv.empty() && rv != "0") w.from = parse_rv(rv);
+  // Upstream: 0 (or none) is the server's default; a negative timeout ends the watch at once.
+  // Capped at a century, so that the deadline cannot overflow the clock.
+  constexpr int64_t kLongestTimeout = int64_t{100} * 365 * 24 * 3600;
   std::chrono::seconds timeout = options_.default_watch_timeout;
-  const std::string timeout_text = request.query_param("timeoutSeconds");
-  if (!timeout_text.empty()) timeout = std::chrono::seconds(parse_rv(timeout_text));
-  const bool bookmarks = truthy(request.query_param("allowWatchBookmarks"));
+  if (query.timeout_seconds && *query.timeout_seconds != 0)
+    timeout = std::chrono::seconds(std::clamp<int64_t>(*query.timeout_seconds, 0, kLongestTimeout));
+  const bool bookmarks = query.allow_watch_bookmarks;
   // Watch-list: the current objects as ADDED events, then a bookmark that marks their end.
   // Upstream's ListOptions validation for it, with its messages.
-  if (truthy(request.query_param("sendInitialEvents"))) {
+  // Present at all (false too, a pointer upstream), it needs NotOlderThan.
+  if (query.send_initial_events && !*query.send_initial_events &&
+      request.query_param("resourceVersionMatch") != "NotOlderThan")
+    throw list_options_invalid(
+        "resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
+        "resourceVersionMatch to NotOlderThan");
+  if (query.send_initial_events.value_or(false)) {
     std::string forbidden;
     if (!bookmarks)
       forbidden =
@@ -732,9 +768,7 @@ Response ApiHandlers::watch(const Request& request, const ResourceInfo& r, const
       forbidden =
           "resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
           "resourceVersionMatch to NotOlderThan";
-    if (!forbidden.empty())
-      throw ApiError(
-          failure_status(422, "Invalid", "ListOptions.meta.k8s.io \"\" is invalid: " + forbidden));
+    if (!forbidden.empty()) throw list_options_invalid(forbidden);
     w.from.reset();  // the state now is not older than any version asked for
     w.initial_events_end = true;
   }

@@ -16,6 +16,7 @@
 #include "server/http.h"
 #include "sim/admission.h"
 #include "sim/object_store.h"
+#include "sim/query_options.h"
 #include "sim/service_directory.h"
 
 namespace commgate::sim {
@@ -81,7 +82,7 @@ class ApiHandlers {
   void admit_delete(const server::Request& request, const ResourceInfo& r, const std::string& ns,
                     const std::string& name, const nlohmann::json& current, Write& w);
   server::Response watch(const server::Request& request, const ResourceInfo& r,
-                         const std::string& ns);
+                         const std::string& ns, const ListQuery& query);
 
   ObjectStore& store_;
   ApiHandlerOptions options_;

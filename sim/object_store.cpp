@@ -234,21 +234,32 @@ ListResult ObjectStore::list(const ResourceInfo& r, const std::string& ns,
   if (it == objects_.end()) return result;
   const std::string after = options.continue_token.empty() ? "" : unhex(options.continue_token);
   auto start = after.empty() ? it->second.begin() : it->second.upper_bound(after);
+  int64_t remaining = 0;
   for (auto o = start; o != it->second.end(); ++o) {
     const json& obj = o->second;
     if (r.namespaced && !ns.empty() && obj["metadata"].value("namespace", "") != ns) continue;
     if (!options.labels.matches(obj) || !options.fields.matches(obj)) continue;
+    if (!result.continue_token.empty()) {
+      ++remaining;
+      continue;
+    }
     if (options.limit > 0 && result.items.size() == options.limit) {
       // More match: the token is the key of the last item returned. Not a snapshot: the
       // next page reads the objects as they are then (docs/testing.md).
       const json& last = result.items.back()["metadata"];
       result.continue_token =
           hex(object_key(r.namespaced ? last.value("namespace", "") : "", last.value("name", "")));
-      break;
+      // Without selectors, count the rest as upstream's remainingItemCount; with them
+      // upstream cannot count, and neither do we.
+      if (!options.labels.empty() || !options.fields.empty()) break;
+      remaining = 1;
+      continue;
     }
     result.items.push_back(obj);
     result.items.back()["apiVersion"] = r.api_version();
   }
+  if (!result.continue_token.empty() && options.labels.empty() && options.fields.empty())
+    result.remaining_item_count = remaining;
   return result;
 }
 

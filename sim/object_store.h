@@ -37,6 +37,9 @@ struct ListResult {
   std::vector<nlohmann::json> items;
   uint64_t resource_version = 0;
   std::string continue_token;  // "" on the last page
+  // With a continue token and no selectors: how many objects the later pages hold
+  // (upstream's etcd store counts keys, so it gives none when selectors filter).
+  std::optional<int64_t> remaining_item_count;
 };
 
 struct WatchEvent {

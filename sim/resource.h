@@ -34,6 +34,10 @@ struct ResourceInfo {
   // resources and the built-ins whose strategy keeps one (jobs, CRDs, webhook
   // configurations here). ConfigMaps, pods (before 1.33), service accounts... have none.
   bool generation = false;
+  // Upstream's ReturnDeletedObject: a DELETE that removes the object at once answers with
+  // the object (pods, services, service accounts, namespaces, CRDs) instead of a Success
+  // Status naming it (custom resources, jobs, leases, events, config maps, ...).
+  bool returns_deleted_object = false;
   // Custom resources: the served version's schema.openAPIV3Schema (sim/crd_schema.h), applied
   // on every write; null when the CRD gives none. Shared: ResourceInfo is copied per request.
   std::shared_ptr<const nlohmann::json> schema;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 namespace commgate::sim {
 namespace {
@@ -46,17 +47,21 @@ std::string required_string(const nlohmann::json& obj, const char* key, const ch
 
 ResourceRegistry::ResourceRegistry() {
   add(builtin("", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, {}, true));
+  resources_.back().returns_deleted_object = true;
   resources_.back().printer_columns = {
       {{"name", "Status"}, {"type", "string"}, {"jsonPath", ".status.phase"}}};
   add(builtin("", "v1", "nodes", "node", "Node", false, {"no"}, {}, true));
   add(builtin("", "v1", "pods", "pod", "Pod", true, {"po"}, {"all"}, true));
+  resources_.back().returns_deleted_object = true;
   resources_.back().printer_columns = {
       {{"name", "Status"}, {"type", "string"}, {"jsonPath", ".status.phase"}},
       {{"name", "Node"}, {"type", "string"}, {"priority", 1}, {"jsonPath", ".spec.nodeName"}}};
   add(builtin("", "v1", "services", "service", "Service", true, {"svc"}, {"all"}, true));
+  resources_.back().returns_deleted_object = true;
   add(builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, {"cm"}));
   add(builtin("", "v1", "secrets", "secret", "Secret", true));
   add(builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, {"sa"}));
+  resources_.back().returns_deleted_object = true;
   add(builtin("", "v1", "events", "event", "Event", true, {"ev"}));
   add(builtin("batch", "v1", "jobs", "job", "Job", true, {}, {"all"}, true));
   resources_.back().generation = true;
@@ -64,6 +69,7 @@ ResourceRegistry::ResourceRegistry() {
   add(builtin("events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}));
   add(builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
               "CustomResourceDefinition", false, {"crd", "crds"}, {}, true));
+  resources_.back().returns_deleted_object = true;
   resources_.back().generation = true;
   add(builtin("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
               "validatingwebhookconfiguration", "ValidatingWebhookConfiguration", false));
@@ -71,6 +77,22 @@ ResourceRegistry::ResourceRegistry() {
   add(builtin("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
               "mutatingwebhookconfiguration", "MutatingWebhookConfiguration", false));
   resources_.back().generation = true;
+  // What the Helm chart installs besides the above (tests/chart/chart_sim_test.cpp): stored
+  // and served as given. Shortcut: no Deployment controller runs their pods and no RBAC
+  // authorizer reads the roles yet.
+  add(builtin("apps", "v1", "deployments", "deployment", "Deployment", true, {"deploy"}, {"all"},
+              true));
+  resources_.back().generation = true;
+  add(builtin("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget",
+              true, {"pdb"}, {}, true));
+  add(builtin("networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", true,
+              {"netpol"}));
+  for (const auto& [plural, singular, kind, namespaced] :
+       {std::tuple{"clusterroles", "clusterrole", "ClusterRole", false},
+        std::tuple{"clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false},
+        std::tuple{"roles", "role", "Role", true},
+        std::tuple{"rolebindings", "rolebinding", "RoleBinding", true}})
+    add(builtin("rbac.authorization.k8s.io", "v1", plural, singular, kind, namespaced));
 }
 
 void ResourceRegistry::add(ResourceInfo info) {

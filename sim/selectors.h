@@ -13,6 +13,7 @@ class LabelSelectorQuery {
   // Parses "a=b,c!=d,e in (x,y),f notin (z),g,!h". Throws ApiError (400) when malformed.
   static LabelSelectorQuery parse(const std::string& text);
   bool matches(const nlohmann::json& object) const;  // reads metadata.labels
+  bool empty() const { return requirements_.empty(); }
 
  private:
   struct Requirement {
@@ -27,6 +28,7 @@ class FieldSelectorQuery {
  public:
   static FieldSelectorQuery parse(const std::string& text);
   bool matches(const nlohmann::json& object) const;
+  bool empty() const { return requirements_.empty(); }
 
  private:
   struct Requirement {
