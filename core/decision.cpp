@@ -115,21 +115,25 @@ bool meets_policy(const StepPrediction& p, const CommPolicySpec& policy) {
   return true;
 }
 
-bool is_exempt(const Requester& who, const Exemptions& ex) {
-  if (who.username.empty() && who.groups.empty()) return false;
+std::string exemption_of(const Requester& who, const Exemptions& ex) {
+  if (who.username.empty() && who.groups.empty()) return "";
   for (const auto& u : ex.users) {
-    if (u == who.username) return true;
+    if (!u.empty() && u == who.username) return "user " + u;
   }
   for (const auto& g : ex.groups) {
-    if (std::find(who.groups.begin(), who.groups.end(), g) != who.groups.end()) return true;
+    if (std::find(who.groups.begin(), who.groups.end(), g) != who.groups.end()) return "group " + g;
   }
   for (const auto& sa : ex.service_accounts) {
     auto slash = sa.find('/');
     if (slash == std::string::npos) continue;
     if (who.username == "system:serviceaccount:" + sa.substr(0, slash) + ":" + sa.substr(slash + 1))
-      return true;
+      return "service account " + sa;
   }
-  return false;
+  return "";
+}
+
+bool is_exempt(const Requester& who, const Exemptions& ex) {
+  return !exemption_of(who, ex).empty();
 }
 
 Decision decide(const DecisionInput& in) {
@@ -146,11 +150,14 @@ Decision decide(const DecisionInput& in) {
                 ") must be between 1 and spec.numNodes (" + std::to_string(job.num_nodes) + ")";
     return d;
   }
-  if (is_exempt(in.requester, policy.exemptions)) {
+  if (const std::string exemption = exemption_of(in.requester, policy.exemptions);
+      !exemption.empty()) {
     d.action = Action::kAdmit;
     d.reason = reason::kExempt;
     d.admitted_nodes = job.num_nodes;
-    d.message = "admitted without a communication check: " + in.requester.username +
+    // Names the entry that matched: a requester exempt by group may have no user name
+    // (`commgate evaluate --group`).
+    d.message = "admitted without a communication check: " + exemption +
                 " is exempt under CommPolicy " + d.policy_name;
     return d;
   }

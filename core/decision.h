@@ -75,6 +75,9 @@ bool meets_policy(const StepPrediction& p, const CommPolicySpec& policy);
 
 // True when the requester is exempt under the policy.
 bool is_exempt(const Requester& who, const Exemptions& exemptions);
+// The exemption that matched ("user carol", "group ml-platform-admins", "service account
+// ns/name"), "" when none did.
+std::string exemption_of(const Requester& who, const Exemptions& exemptions);
 
 // status.decision as the CRD stores it.
 nlohmann::json decision_to_json(const Decision& d);

@@ -219,8 +219,9 @@ std::optional<double> ObjectReader::quantity(const std::string& key, Presence pr
     return std::nullopt;
   }
   if (min && *value < *min) {
+    // In the notation the field is written in: "-350M", not "-3.5e+08".
     errors_->add(path_of(key),
-                 "must be >= " + format_number(*min) + ", got " + format_number(*value));
+                 "must be >= " + format_quantity(*min) + ", got " + format_quantity(*value));
     return std::nullopt;
   }
   return value;
