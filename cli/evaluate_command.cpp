@@ -1,13 +1,11 @@
 #include "cli/evaluate_command.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <sstream>
 
+#include "cli/command_input.h"
 #include "cli/evaluate_report.h"
 #include "cli/local_probe.h"
 #include "core/comm_profile.h"
@@ -53,10 +51,6 @@ struct Options {
   LocalProbeOptions probe;
   Requester requester;
   bool help = false;
-};
-
-class UsageError : public std::runtime_error {
-  using std::runtime_error::runtime_error;
 };
 
 Options parse_args(const std::vector<std::string>& args) {
@@ -113,24 +107,6 @@ Options parse_args(const std::vector<std::string>& args) {
   return o;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<nlohmann::json> read_manifests(const std::string& path) {
-  try {
-    return parse_manifests(read_file(path));
-  } catch (const UsageError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw UsageError(path + ": " + e.what());
-  }
-}
-
 // A ValidationError rendered with the file name in front of every field path.
 [[noreturn]] void rethrow_with_file(const std::string& path, const std::string& kind,
                                     const ValidationError& e) {
@@ -154,12 +130,17 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
       out << kUsage;
       return kExitAdmitted;
     }
+    std::string policy_in;  // the -f file a CommPolicy came from, for the message below
     for (const auto& file : opts.job_files) {
       for (const auto& doc : read_manifests(file)) {
-        const std::string kind = doc.is_object() ? doc.value("kind", "") : "";
+        const std::string kind = kind_of(doc);
+        if (kind == "CommProfile" || kind == kProbeResultKind)
+          throw UsageError(file + " holds a " + kind + ": use --measurement " + file +
+                           " (and -f for the TrainingJob)");
         try {
           if (kind == "CommPolicy") {
             if (opts.policy_file.empty()) policy = parse_comm_policy(doc);
+            policy_in = file;
           } else {
             jobs.push_back(parse_training_job(doc));
           }
@@ -168,7 +149,13 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
         }
       }
     }
-    if (jobs.empty()) throw UsageError("no TrainingJob found in " + opts.job_files.front());
+    if (jobs.empty() && !policy_in.empty())
+      throw UsageError("no TrainingJob in " + policy_in +
+                       ": that file holds a CommPolicy: use --policy " + policy_in +
+                       " (and -f for the TrainingJob)");
+    if (jobs.empty())
+      throw UsageError("no TrainingJob found in " + opts.job_files.front() +
+                       " (it holds no manifest)");
     if (!opts.policy_file.empty()) {
       auto docs = read_manifests(opts.policy_file);
       if (docs.size() != 1)
@@ -184,7 +171,16 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
       auto docs = read_manifests(opts.measurement_file);
       if (docs.size() != 1)
         throw UsageError(opts.measurement_file + ": expected one probe result or CommProfile");
-      const std::string kind = docs[0].is_object() ? docs[0].value("kind", "") : "";
+      const std::string kind = kind_of(docs[0]);
+      if (kind != "CommProfile" && kind != kProbeResultKind) {
+        throw UsageError(
+            opts.measurement_file +
+            (kind.empty() ? std::string(" has no kind") : " holds a " + printable(kind)) +
+            ": --measurement takes a commgate-probe result (kind ProbeResult) or a CommProfile" +
+            (kind == "TrainingJob"  ? "; a TrainingJob goes with -f"
+             : kind == "CommPolicy" ? "; a CommPolicy goes with --policy"
+                                    : ""));
+      }
       try {
         if (kind == "CommProfile")
           profile = parse_comm_profile(docs[0]);
@@ -221,9 +217,13 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
       measurement = measurement_from_profile(*profile, job.spec.model);
     } else if (job.spec.num_nodes > 1) {
       try {
-        if (opts.output == "table")
-          err << "commgate evaluate: no --measurement; running commgate-probe with "
-              << opts.probe.ranks << " local ranks...\n";
+        // In both output forms (stderr keeps JSON clean): a decision from this machine's
+        // loopback says nothing about a cluster's network, and nothing else would say so.
+        err << "commgate evaluate: warning: no --measurement: running commgate-probe with "
+            << opts.probe.ranks
+            << " local ranks, which measures this machine's loopback, not your cluster's "
+               "network; for a decision about your nodes, probe them and pass --measurement "
+               "PROBE.json\n";
         ProbeResult live = run_local_probe(job.spec.model, opts.probe);
         measurement = measurement_from_probe(
             live, job.spec.model,

@@ -7,8 +7,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <regex>
+#include <sstream>
 
+#include "core/model_names.h"
 #include "core/probe_result.h"
+#include "tests/cli/cli_test_support.h"
 #include "tests/support/builders.h"
 
 namespace commgate {
@@ -16,49 +21,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-CliRun run(const std::vector<std::string>& args) {
-  fs::path dir = fs::temp_directory_path() / ("cg-cli-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  std::string cmd = std::string(COMMGATE_BIN);
-  for (const auto& a : args) cmd += " '" + a + "'";
-  cmd += " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
-  CliRun r;
-  int status = std::system(cmd.c_str());
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto slurp = [](const fs::path& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  fs::remove_all(dir);
-  return r;
-}
-
-std::string example(const std::string& rel) {
-  return std::string(COMMGATE_SOURCE_DIR) + "/examples/" + rel;
-}
-
-class TempFile {
- public:
-  explicit TempFile(const std::string& content, const std::string& suffix = ".json") {
-    path_ = fs::temp_directory_path() /
-            ("cg-test-" + std::to_string(getpid()) + "-" + std::to_string(counter_++) + suffix);
-    std::ofstream(path_) << content;
-  }
-  ~TempFile() { fs::remove(path_); }
-  std::string path() const { return path_.string(); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
+using testing::CliRun;
+using testing::example;
+using testing::run;
+using testing::TempFile;
 
 // A probe result built in code: these tests check the command, not the measurement.
 ProbeResult a_probe_result(double busbw_gbps, double params, double step_ms) {
@@ -77,6 +43,7 @@ ProbeResult a_probe_result(double busbw_gbps, double params, double step_ms) {
   c.forward_ms = step_ms * 0.3;
   c.backward_ms = step_ms * 0.6;
   c.optimizer_ms = step_ms * 0.1;
+  c.optimizer = kDefaultOptimizer;  // the optimizer of a job that names none
   r.compute = c;
   return r;
 }
@@ -212,6 +179,200 @@ TEST(EvaluateCli, single_node_needs_no_measurement) {
   CliRun r = run({"evaluate", "-f", job.path(), "--probe", "/nonexistent"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("[SingleNode]"), std::string::npos);
+}
+
+// A stand-in for commgate-probe (`--probe`): records its arguments one per line and prints
+// `result`, so the local-probe path runs without LibTorch or a second rank.
+class FakeProbe {
+ public:
+  explicit FakeProbe(const ProbeResult& result)
+      : result_(to_json(result).dump()),
+        args_(""),
+        script_("#!/bin/sh\nprintf '%s\\n' \"$@\" > '" + args_.path() + "'\ncat '" +
+                    result_.path() + "'\n",
+                ".sh") {
+    fs::permissions(script_.path(), fs::perms::owner_all);
+  }
+  std::string path() const { return script_.path(); }
+  std::string args() const { return testing::slurp(args_.path()); }
+
+ private:
+  TempFile result_, args_, script_;
+};
+
+ProbeResult a_live_probe_result(double params, const std::string& optimizer) {
+  ProbeResult r = a_probe_result(0.5, params, 300);
+  r.start_time = Clock::now();
+  r.compute->optimizer = optimizer;
+  return r;
+}
+
+// Issue 12: without --measurement, evaluate measured this machine's loopback and said
+// nothing about it (and nothing at all with -o json). And the probe must time the job's
+// own optimizer (spec.model.optimizer), whose step is part of the compute step.
+TEST(EvaluateCli, local_probe_warns_it_measures_loopback_and_times_the_jobs_optimizer) {
+  FakeProbe probe(a_live_probe_result(25e6, "sgd"));
+  TempFile job(testing::a_training_job("bert")
+                   .nodes(4)
+                   .params(25e6)
+                   .set("/spec/model/optimizer", "sgd")
+                   .json()
+                   .dump());
+  for (const std::string output : {"table", "json"}) {
+    CliRun r = run({"evaluate", "-f", job.path(), "--probe", probe.path(), "-o", output});
+    EXPECT_EQ(r.exit_code, 0) << output << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("warning: no --measurement"), std::string::npos) << output << r.err;
+    EXPECT_NE(r.err.find("this machine's loopback, not your cluster's network"), std::string::npos)
+        << output << r.err;
+    if (output == "json") {
+      EXPECT_NO_THROW(nlohmann::json::parse(r.out)) << r.out;
+    }
+    EXPECT_NE(probe.args().find("--optimizer\nsgd\n"), std::string::npos) << probe.args();
+  }
+}
+
+// Issue 12: `--group` alone printed "admitted without a communication check:  is exempt".
+TEST(EvaluateCli, exemption_by_group_names_the_group) {
+  TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
+  TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump());
+  CliRun r = run({"evaluate", "-f", job.path(), "--measurement", m.path(), "--policy",
+                  example("policies/strict-deny.yaml"), "--group", "ml-platform-admins"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("admitted without a communication check: group ml-platform-admins is "
+                       "exempt under CommPolicy"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find(":  is exempt"), std::string::npos) << r.out;
+}
+
+// Issue 12: wrong files said only "no TrainingJob found", or a parser's complaint about
+// the wrong kind; a binary file's bytes (NUL included) reached the terminal.
+TEST(EvaluateCli, a_file_of_the_wrong_sort_is_named_for_what_it_is) {
+  TempFile policy(
+      "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata:\n  name: strict\n"
+      "spec:\n  maxCommShare: 0.2\n",
+      ".yaml");
+  TempFile probe(to_json(a_probe_result(0.5, 25e6, 300)).dump());
+  TempFile binary(std::string("\x7f"
+                              "ELF\x02\x01\x01\0\0\0\0spec: {",
+                              16),
+                  ".yaml");
+  TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump(), ".yaml");
+  const std::string dir = fs::temp_directory_path().string();
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+    std::string want;
+    std::string not_want;
+  };
+  const std::vector<Case> cases = {
+      {"a_directory", {"-f", dir}, dir + " is a directory", "no TrainingJob found"},
+      {"a_policy_given_as_the_job",
+       {"-f", policy.path()},
+       "that file holds a CommPolicy: use --policy " + policy.path(),
+       "no TrainingJob found"},
+      {"a_probe_result_given_as_the_job",
+       {"-f", probe.path()},
+       "holds a ProbeResult: use --measurement",
+       "must be TrainingJob"},
+      {"a_binary_file", {"-f", binary.path()}, "holds a NUL byte at offset 7", ""},
+      {"a_job_given_as_the_measurement",
+       {"-f", job.path(), "--measurement", job.path()},
+       "holds a TrainingJob: --measurement takes a commgate-probe result (kind ProbeResult) or "
+       "a CommProfile; a TrainingJob goes with -f",
+       "must be ProbeResult"},
+      {"a_policy_given_as_the_measurement",
+       {"-f", job.path(), "--measurement", policy.path()},
+       "a CommPolicy goes with --policy",
+       "must be ProbeResult"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"evaluate"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    CliRun r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << c.name << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.name << "\n" << r.err;
+    if (!c.not_want.empty()) {
+      EXPECT_EQ(r.err.find(c.not_want), std::string::npos) << c.name << "\n" << r.err;
+    }
+    EXPECT_EQ(r.err.find('\0'), std::string::npos) << c.name;
+    EXPECT_TRUE(r.out.empty()) << c.name << "\n" << r.out;
+  }
+}
+
+// Issue 12: "-350M" came back as "-3.5e+08"; "350 million" got no hint.
+TEST(EvaluateCli, parameters_are_quoted_as_the_quantities_users_write) {
+  struct Case {
+    nlohmann::json parameters;
+    std::string want;
+  };
+  for (const Case& c : {Case{"-350M", "spec.model.parameters: must be >= 1, got -350M"},
+                        Case{-3.5e8, "spec.model.parameters: must be >= 1, got -350M"},
+                        Case{"350 million", "(write 350M)"}}) {
+    TempFile job(testing::a_training_job("bert")
+                     .nodes(4)
+                     .set("/spec/model/parameters", c.parameters)
+                     .json()
+                     .dump());
+    CliRun r = run({"evaluate", "-f", job.path(), "--probe", "/nonexistent"});
+    EXPECT_EQ(r.exit_code, 2) << c.parameters;
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.parameters << "\n" << r.err;
+  }
+}
+
+// Issue 12: the table printed every count up to numNodes (10,000 rows) where JSON had 20.
+// Both show the decision's predictions and say which counts those are.
+TEST(EvaluateCli, table_and_json_show_the_same_node_counts_and_say_which) {
+  TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
+  for (int nodes : {4, 600}) {
+    TempFile job(testing::a_training_job("bert").nodes(nodes).params(25e6).json().dump());
+    CliRun table = run({"evaluate", "-f", job.path(), "--measurement", m.path()});
+    CliRun json = run({"evaluate", "-f", job.path(), "--measurement", m.path(), "-o", "json"});
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto j = nlohmann::json::parse(json.out);
+    std::vector<int> json_counts, table_counts;
+    for (const auto& p : j["decision"]["predictions"]) json_counts.push_back(p["nodes"]);
+    std::istringstream lines(table.out);
+    bool in_table = false;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("NODES", 0) == 0)
+        in_table = true;
+      else if (line.empty())
+        in_table = false;
+      else if (in_table && line.find('%') != std::string::npos)
+        table_counts.push_back(std::stoi(line));
+    }
+    EXPECT_EQ(table_counts, json_counts) << table.out;
+    const std::string shown = j.value("predictionsShown", "");
+    EXPECT_FALSE(shown.empty()) << json.out;
+    EXPECT_NE(table.out.find("Shown: " + shown + "\n"), std::string::npos) << table.out;
+    if (nodes == 4) {
+      EXPECT_EQ(shown, "every count from 1 to 4");
+    }
+    if (nodes == 600) {
+      EXPECT_LT(json_counts.size(), 40u);
+      EXPECT_NE(shown.find("requested (600)"), std::string::npos) << shown;
+      EXPECT_NE(table.out.find("  ...\n"), std::string::npos) << table.out;
+    }
+  }
+}
+
+// Issue 12: the "Try:" commands of examples/README.md did not work as written. Each runs
+// here as written, from the repository root, with build/bin/commgate this build's binary.
+TEST(EvaluateCli, every_try_line_of_the_examples_readme_works) {
+  const std::string readme = testing::slurp(example("README.md"));
+  static const std::regex kTry("Try: `build/bin/commgate ([^`]*)`");
+  int tried = 0;
+  for (std::sregex_iterator it(readme.begin(), readme.end(), kTry), end; it != end; ++it) {
+    std::istringstream words((*it)[1].str());
+    std::vector<std::string> args{std::istream_iterator<std::string>(words), {}};
+    CliRun r = testing::run_commgate_in(COMMGATE_SOURCE_DIR, args);
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << (*it)[0] << "\n" << r.err;
+    EXPECT_FALSE(r.out.empty()) << (*it)[0];
+    ++tried;
+  }
+  EXPECT_GE(tried, 1) << "no Try: line in examples/README.md";
 }
 
 }  // namespace
