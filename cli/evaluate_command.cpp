@@ -167,6 +167,12 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
       }
     }
     if (!policy) policy = default_comm_policy();
+    if (!opts.now.empty()) {
+      now = parse_rfc3339(opts.now);
+      if (!now)
+        throw UsageError("--now must be an RFC 3339 time such as 2026-11-30T17:30:00Z, got \"" +
+                         opts.now + "\"");
+    }
     if (!opts.measurement_file.empty()) {
       auto docs = read_manifests(opts.measurement_file);
       if (docs.size() != 1)
@@ -183,18 +189,12 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
       }
       try {
         if (kind == "CommProfile")
-          profile = parse_comm_profile(docs[0]);
+          profile = parse_comm_profile(docs[0], now.value_or(Clock::now()));
         else
           probe_result = parse_probe_result(docs[0]);
       } catch (const ValidationError& e) {
         rethrow_with_file(opts.measurement_file, kind == "CommProfile" ? kind : "probe result", e);
       }
-    }
-    if (!opts.now.empty()) {
-      now = parse_rfc3339(opts.now);
-      if (!now)
-        throw UsageError("--now must be an RFC 3339 time such as 2026-11-30T17:30:00Z, got \"" +
-                         opts.now + "\"");
     }
   } catch (const UsageError& e) {
     err << "commgate evaluate: " << e.what() << "\n";

@@ -10,29 +10,11 @@ using P = Presence;
 }
 
 const char* to_string(EnforcementAction a) {
-  switch (a) {
-    case EnforcementAction::kDownsize:
-      return "downsize";
-    case EnforcementAction::kDeny:
-      return "deny";
-    case EnforcementAction::kWarn:
-      return "warn";
-    case EnforcementAction::kDryRun:
-      return "dryrun";
-  }
-  return "?";
+  return name_of(kEnforcementActions, a);
 }
 
 const char* to_string(MissingMeasurementAction a) {
-  switch (a) {
-    case MissingMeasurementAction::kGate:
-      return "gate";
-    case MissingMeasurementAction::kAdmit:
-      return "admit";
-    case MissingMeasurementAction::kDeny:
-      return "deny";
-  }
-  return "?";
+  return name_of(kMissingMeasurementActions, a);
 }
 
 CommPolicy default_comm_policy() {
@@ -44,10 +26,9 @@ CommPolicy default_comm_policy() {
 CommPolicy parse_comm_policy(const nlohmann::json& doc) {
   FieldErrors errors;
   CommPolicy policy;
-  ObjectReader root(&doc, "", errors);
-  if (!root.present()) errors.throw_if_any("invalid CommPolicy");
-  check_type_meta(root, kApiVersion, "CommPolicy");
-  policy.metadata = read_object_meta(root, true);
+  Document d = read_document(doc, kApiVersion, "CommPolicy", errors);
+  ObjectReader& root = d.root;
+  policy.metadata = std::move(d.metadata);
   if (!policy.metadata.namespace_.empty()) {
     errors.add("metadata.namespace", "must be empty: CommPolicy is cluster-scoped");
   }
@@ -55,13 +36,8 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
   CommPolicySpec& s = policy.spec;
   s.max_comm_share = spec.number("maxCommShare", P::kRequired, 0.0, 1.0).value_or(s.max_comm_share);
   s.min_scaling_efficiency = spec.number("minScalingEfficiency", P::kOptional, 0.0, 1.0);
-  if (auto a =
-          spec.one_of("enforcementAction", P::kOptional, {"downsize", "deny", "warn", "dryrun"})) {
-    s.enforcement_action = *a == "downsize" ? EnforcementAction::kDownsize
-                           : *a == "deny"   ? EnforcementAction::kDeny
-                           : *a == "warn"   ? EnforcementAction::kWarn
-                                            : EnforcementAction::kDryRun;
-  }
+  s.enforcement_action = spec.enumeration("enforcementAction", P::kOptional, kEnforcementActions)
+                             .value_or(s.enforcement_action);
   auto selector = spec.object("namespaceSelector");
   if (selector.present()) s.namespace_selector = read_label_selector(selector);
   if (auto ttl = spec.duration("measurementTTL", P::kOptional)) {
@@ -70,11 +46,11 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
     else
       s.measurement_ttl = *ttl;
   }
-  if (auto m = spec.one_of("onMissingMeasurement", P::kOptional, {"gate", "admit", "deny"})) {
-    s.on_missing_measurement = *m == "gate"    ? MissingMeasurementAction::kGate
-                               : *m == "admit" ? MissingMeasurementAction::kAdmit
-                                               : MissingMeasurementAction::kDeny;
-  }
+  s.on_missing_measurement =
+      spec.enumeration("onMissingMeasurement", P::kOptional, kMissingMeasurementActions)
+          .value_or(s.on_missing_measurement);
+  s.max_extrapolation = static_cast<int>(
+      spec.integer("maxExtrapolation", P::kOptional, 1, kMaxNodes).value_or(s.max_extrapolation));
 
   auto probe = spec.object("probe");
   ProbeSettings& ps = s.probe;
@@ -140,6 +116,7 @@ nlohmann::json to_json(const CommPolicy& p) {
                          {"enforcementAction", to_string(s.enforcement_action)},
                          {"measurementTTL", format_duration(s.measurement_ttl)},
                          {"onMissingMeasurement", to_string(s.on_missing_measurement)},
+                         {"maxExtrapolation", s.max_extrapolation},
                          {"probe",
                           {{"timeoutSeconds", s.probe.timeout_seconds},
                            {"sizes",

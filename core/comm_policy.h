@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/label_selector.h"
 #include "core/object_meta.h"
 
@@ -15,6 +16,20 @@ namespace commgate {
 
 enum class EnforcementAction { kDownsize, kDeny, kWarn, kDryRun };
 enum class MissingMeasurementAction { kGate, kAdmit, kDeny };
+
+// The names spec.enforcementAction and spec.onMissingMeasurement take: the parser reads
+// and to_string prints from these tables, and the CRD's enums must list the same names.
+inline constexpr std::array<EnumName<EnforcementAction>, 4> kEnforcementActions = {{
+    {EnforcementAction::kDownsize, "downsize"},
+    {EnforcementAction::kDeny, "deny"},
+    {EnforcementAction::kWarn, "warn"},
+    {EnforcementAction::kDryRun, "dryrun"},
+}};
+inline constexpr std::array<EnumName<MissingMeasurementAction>, 3> kMissingMeasurementActions = {{
+    {MissingMeasurementAction::kGate, "gate"},
+    {MissingMeasurementAction::kAdmit, "admit"},
+    {MissingMeasurementAction::kDeny, "deny"},
+}};
 
 const char* to_string(EnforcementAction a);
 const char* to_string(MissingMeasurementAction a);
@@ -42,6 +57,9 @@ struct RetryStrategy {
   int backoff_max_seconds = 600;
 };
 
+// spec.maxExtrapolation when absent: decide node counts up to 4x the probed count.
+inline constexpr int kDefaultMaxExtrapolation = 4;
+
 struct CommPolicySpec {
   double max_comm_share = 0.30;
   std::optional<double> min_scaling_efficiency;
@@ -52,6 +70,10 @@ struct CommPolicySpec {
   ProbeSettings probe;
   Exemptions exemptions;
   RetryStrategy retry_strategy;
+  // How far the model may extrapolate: node counts up to max_extrapolation x the probed
+  // node count are decided from the measurement; beyond that the job is gated until a
+  // probe at a larger count (spec.maxExtrapolation, >= 1).
+  int max_extrapolation = kDefaultMaxExtrapolation;
 };
 
 struct CommPolicy {

@@ -11,12 +11,64 @@ namespace {
 
 using P = Presence;
 
-TimePoint read_time(ObjectReader& r, const std::string& key, Presence presence) {
-  if (auto s = r.string(key, presence)) {
-    if (auto t = parse_rfc3339(*s)) return *t;
-    r.errors().add(r.path_of(key), "must be an RFC 3339 time, got \"" + *s + "\"");
+// A measurement's time: required, and not in the future beyond the clock skew tolerated.
+TimePoint read_measured_at(ObjectReader& r, TimePoint now) {
+  auto t = r.time("measuredAt", P::kRequired);
+  if (t && *t > now + kClockSkewTolerance) {
+    r.errors().add(r.path_of("measuredAt"), "must not be in the future (more than " +
+                                                std::to_string(kClockSkewTolerance.count()) +
+                                                "m after " + format_rfc3339(now) + "), got \"" +
+                                                format_rfc3339(*t) + "\"");
   }
-  return TimePoint{};
+  return t.value_or(TimePoint{});
+}
+
+LinkRecord read_link(ObjectReader& link, TimePoint now) {
+  LinkRecord l;
+  l.latency_us = link.number("latencyUs", P::kRequired, 0.0).value_or(0);
+  l.busbw_gbps = link.positive("busbwGBps", P::kRequired).value_or(0);
+  l.algbw_gbps = link.number("algbwGBps", P::kOptional, 0.0).value_or(0);
+  // One node has no link: a fit from fewer than two says nothing about the network.
+  l.nodes_probed =
+      static_cast<int>(link.integer("nodesProbed", P::kRequired, 2, kMaxNodes).value_or(0));
+  l.procs_per_node =
+      static_cast<int>(link.integer("procsPerNode", P::kOptional, 1, 1024).value_or(1));
+  l.max_relative_residual = link.number("maxRelativeResidual", P::kOptional, 0.0).value_or(0);
+  l.poor = link.boolean("poor", P::kOptional).value_or(false);
+  l.note = link.string("note", P::kOptional, true).value_or("");
+  l.measured_at = read_measured_at(link, now);
+  return l;
+}
+
+DdpStepRecord read_ddp_step(ObjectReader& s) {
+  DdpStepRecord d;
+  d.nodes = static_cast<int>(s.integer("nodes", P::kRequired, 2, kMaxNodes).value_or(0));
+  d.procs_per_node = static_cast<int>(s.integer("procsPerNode", P::kOptional, 1, 1024).value_or(1));
+  d.step_time_ms = s.positive("stepTimeMs", P::kRequired).value_or(0);
+  d.compute_only_step_time_ms = s.positive("computeOnlyStepTimeMs", P::kRequired).value_or(0);
+  d.exposed_comm_ms = s.number("exposedCommMs", P::kOptional).value_or(0);
+  d.comm_share = s.number("commShare", P::kOptional).value_or(0);
+  d.bucket_cap_bytes = s.number("bucketCapBytes", P::kOptional, 0.0).value_or(0);
+  d.first_bucket_bytes = s.number("firstBucketBytes", P::kOptional, 0.0).value_or(0);
+  d.buckets = static_cast<int>(s.integer("buckets", P::kOptional, 0).value_or(0));
+  s.reject_unknown_fields();
+  return d;
+}
+
+ComputeStepRecord read_compute_step(ObjectReader& c, TimePoint now) {
+  ComputeStepRecord r;
+  r.parameters = c.quantity("parameters", P::kRequired, 1).value_or(0);
+  r.gradient_dtype = c.one_of("gradientDtype", P::kOptional, kGradientDtypes).value_or("fp32");
+  r.batch_size = static_cast<int>(c.integer("batchSize", P::kOptional, 0, 1 << 20).value_or(0));
+  r.optimizer = c.one_of("optimizer", P::kOptional, kOptimizers).value_or(kUnrecordedOptimizer);
+  r.gpu_product = c.string("gpuProduct", P::kOptional, true).value_or("");
+  r.step_time_ms = c.positive("stepTimeMs", P::kRequired).value_or(0);
+  r.forward_ms = c.number("forwardMs", P::kOptional, 0.0).value_or(0);
+  r.backward_ms = c.number("backwardMs", P::kOptional, 0.0).value_or(0);
+  r.optimizer_ms = c.number("optimizerMs", P::kOptional, 0.0).value_or(0);
+  r.measured_at = read_measured_at(c, now);
+  if (auto ddp = c.object("ddpStep"); ddp.present()) r.ddp_step = read_ddp_step(ddp);
+  return r;
 }
 
 }  // namespace
@@ -37,51 +89,26 @@ std::string pool_name(const std::map<std::string, std::string>& node_selector) {
   return buf;
 }
 
-CommProfile parse_comm_profile(const nlohmann::json& doc) {
+CommProfile parse_comm_profile(const nlohmann::json& doc, TimePoint now) {
   FieldErrors errors;
   CommProfile p;
-  ObjectReader root(&doc, "", errors);
-  if (!root.present()) errors.throw_if_any("invalid CommProfile");
-  check_type_meta(root, kApiVersion, "CommProfile");
-  p.metadata = read_object_meta(root, true);
+  Document d = read_document(doc, kApiVersion, "CommProfile", errors);
+  ObjectReader& root = d.root;
+  p.metadata = std::move(d.metadata);
   auto spec = root.object("spec");
   p.node_selector =
       spec.string_map("nodeSelector", P::kOptional).value_or(std::map<std::string, std::string>{});
   spec.reject_unknown_fields();
   auto status = root.object("status");
   auto link = status.object("link");
-  if (link.present()) {
-    LinkRecord l;
-    l.latency_us = link.number("latencyUs", P::kRequired, 0.0).value_or(0);
-    l.busbw_gbps = link.number("busbwGBps", P::kRequired, 0.0).value_or(0);
-    l.algbw_gbps = link.number("algbwGBps", P::kOptional, 0.0).value_or(0);
-    l.nodes_probed = static_cast<int>(link.integer("nodesProbed", P::kRequired, 1).value_or(0));
-    l.procs_per_node = static_cast<int>(link.integer("procsPerNode", P::kOptional, 1).value_or(1));
-    l.max_relative_residual = link.number("maxRelativeResidual", P::kOptional, 0.0).value_or(0);
-    l.poor = link.boolean("poor", P::kOptional).value_or(false);
-    l.note = link.string("note", P::kOptional, true).value_or("");
-    l.measured_at = read_time(link, "measuredAt", P::kRequired);
-    p.status.link = l;
-  }
+  if (link.present()) p.status.link = read_link(link, now);
   p.status.backend = status.string("backend", P::kOptional, true).value_or("");
   p.status.transport = status.string("transport", P::kOptional, true).value_or("");
   p.status.interface_name = status.string("interface", P::kOptional, true).value_or("");
   p.status.device = status.string("device", P::kOptional, true).value_or("");
   p.status.gpu_product = status.string("gpuProduct", P::kOptional, true).value_or("");
-  for (auto& c : status.object_list("computeSteps")) {
-    ComputeStepRecord r;
-    r.parameters = c.quantity("parameters", P::kRequired, 1).value_or(0);
-    r.gradient_dtype =
-        c.one_of("gradientDtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
-    r.batch_size = static_cast<int>(c.integer("batchSize", P::kOptional, 0).value_or(0));
-    r.gpu_product = c.string("gpuProduct", P::kOptional, true).value_or("");
-    r.step_time_ms = c.number("stepTimeMs", P::kRequired, 0.0).value_or(0);
-    r.forward_ms = c.number("forwardMs", P::kOptional, 0.0).value_or(0);
-    r.backward_ms = c.number("backwardMs", P::kOptional, 0.0).value_or(0);
-    r.optimizer_ms = c.number("optimizerMs", P::kOptional, 0.0).value_or(0);
-    r.measured_at = read_time(c, "measuredAt", P::kRequired);
-    p.status.compute_steps.push_back(r);
-  }
+  for (auto& c : status.object_list("computeSteps"))
+    p.status.compute_steps.push_back(read_compute_step(c, now));
   // Status is the operator's output: fields this reader does not know (conditions,
   // observedGeneration, or a newer operator's) are ignored, not rejected.
   root.allow({"status"});
@@ -115,12 +142,25 @@ nlohmann::json to_json(const CommProfile& p) {
     status["computeSteps"].push_back({{"parameters", c.parameters},
                                       {"gradientDtype", c.gradient_dtype},
                                       {"batchSize", c.batch_size},
+                                      {"optimizer", c.optimizer},
                                       {"gpuProduct", c.gpu_product},
                                       {"stepTimeMs", c.step_time_ms},
                                       {"forwardMs", c.forward_ms},
                                       {"backwardMs", c.backward_ms},
                                       {"optimizerMs", c.optimizer_ms},
                                       {"measuredAt", format_rfc3339(c.measured_at)}});
+    if (const auto& d = c.ddp_step) {
+      status["computeSteps"].back()["ddpStep"] = {
+          {"nodes", d->nodes},
+          {"procsPerNode", d->procs_per_node},
+          {"stepTimeMs", d->step_time_ms},
+          {"computeOnlyStepTimeMs", d->compute_only_step_time_ms},
+          {"exposedCommMs", d->exposed_comm_ms},
+          {"commShare", d->comm_share},
+          {"bucketCapBytes", d->bucket_cap_bytes},
+          {"firstBucketBytes", d->first_bucket_bytes},
+          {"buckets", d->buckets}};
+    }
   }
   nlohmann::json spec = nlohmann::json::object();
   if (!p.node_selector.empty()) spec["nodeSelector"] = p.node_selector;

@@ -3,6 +3,7 @@
 // are decided at admission without a probe. The operator writes it; the webhook reads.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/link_fit.h"
+#include "core/model_names.h"
 #include "core/object_meta.h"
 #include "core/probe_result.h"
 
@@ -33,7 +35,8 @@ struct ComputeStepRecord {
   double parameters = 0;
   std::string gradient_dtype = "fp32";
   int batch_size = 0;
-  std::string optimizer = "adam";  // part of the model signature
+  // Part of the model signature; a record without it timed Adam (kUnrecordedOptimizer).
+  std::string optimizer = kUnrecordedOptimizer;
   std::string gpu_product;
   double step_time_ms = 0;
   double forward_ms = 0;
@@ -74,7 +77,17 @@ struct CommProfile {
 // nodeSelector, or "pool-all" for an empty selector. Deterministic across replicas.
 std::string pool_name(const std::map<std::string, std::string>& node_selector);
 
-CommProfile parse_comm_profile(const nlohmann::json& doc);
+// How far in the future a measurement's time may lie: clocks of the probe's node and the
+// reader's differ by seconds, not minutes. A later time would keep the measurement fresh
+// past its TTL (a CommProfile "measured" in 2099 would never expire), so it is an error.
+inline constexpr std::chrono::minutes kClockSkewTolerance{5};
+
+// Throws ValidationError naming the field path of every problem, status included: a
+// profile drives admission decisions, so its measurements are held to what a probe can
+// report (bandwidth and step times > 0, at least 2 nodes probed, the fit's latency and
+// residual >= 0, times no later than `now` + kClockSkewTolerance). `now` is the reader's
+// clock: the time the profile is read (webhook) or the decision's time (CLI).
+CommProfile parse_comm_profile(const nlohmann::json& doc, TimePoint now);
 nlohmann::json to_json(const CommProfile& profile);
 
 }  // namespace commgate

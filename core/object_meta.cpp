@@ -1,39 +1,47 @@
 #include "core/object_meta.h"
 
 namespace commgate {
+namespace {
 
-ObjectMeta read_object_meta(ObjectReader& root, bool require_name) {
+// DNS subdomain rules (RFC 1123), as the apiserver applies to object names.
+bool is_dns_subdomain(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  }
+  return name.front() != '-' && name.front() != '.' && name.back() != '-' && name.back() != '.';
+}
+
+void read_name(ObjectReader& meta, MetadataRule rule, ObjectMeta& m) {
+  const bool generated = rule == MetadataRule::kNameOrGenerateName;
+  auto name = meta.string("name", generated ? Presence::kOptional : Presence::kRequired);
+  if (name && !is_dns_subdomain(*name)) {
+    meta.errors().add(meta.path_of("name"),
+                      "must be a lowercase RFC 1123 subdomain (a-z, 0-9, '-', '.'; start and end "
+                      "alphanumeric; at most 253 characters), got \"" +
+                          *name + "\"");
+  } else if (name) {
+    m.name = *name;
+  }
+  auto generate_name = meta.string("generateName", Presence::kOptional);
+  if (generated && !name && meta.present()) {
+    if (generate_name)
+      m.generate_name = *generate_name;
+    else
+      meta.errors().add(meta.path_of("name"),
+                        "required field is missing (or set metadata.generateName)");
+  }
+}
+
+ObjectMeta read_object_meta(ObjectReader& root, MetadataRule rule) {
   ObjectMeta m;
   auto meta = root.object("metadata", Presence::kRequired);
-  auto name = meta.string("name", require_name ? Presence::kRequired : Presence::kOptional);
-  if (name) {
-    // DNS subdomain rules (RFC 1123), as the apiserver applies to object names.
-    bool ok = name->size() <= 253;
-    for (char c : *name) {
-      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) ok = false;
-    }
-    if (ok && (name->front() == '-' || name->front() == '.' || name->back() == '-' ||
-               name->back() == '.')) {
-      ok = false;
-    }
-    if (!ok) {
-      meta.errors().add(meta.path_of("name"),
-                        "must be a lowercase RFC 1123 subdomain (a-z, 0-9, '-', '.'; start and end "
-                        "alphanumeric; at most 253 characters), got \"" +
-                            *name + "\"");
-    } else {
-      m.name = *name;
-    }
-  }
+  read_name(meta, rule, m);
   m.namespace_ = meta.string("namespace", Presence::kOptional).value_or("");
   m.uid = meta.string("uid", Presence::kOptional, true).value_or("");
   m.resource_version = meta.string("resourceVersion", Presence::kOptional, true).value_or("");
   m.generation = meta.integer("generation", Presence::kOptional, 0).value_or(0);
-  if (auto ts = meta.string("creationTimestamp", Presence::kOptional)) {
-    m.creation_timestamp = parse_rfc3339(*ts);
-    if (!m.creation_timestamp)
-      meta.errors().add(meta.path_of("creationTimestamp"), "must be an RFC 3339 time");
-  }
+  m.creation_timestamp = meta.time("creationTimestamp", Presence::kOptional);
   m.labels =
       meta.string_map("labels", Presence::kOptional).value_or(std::map<std::string, std::string>{});
   m.annotations = meta.string_map("annotations", Presence::kOptional)
@@ -42,24 +50,36 @@ ObjectMeta read_object_meta(ObjectReader& root, bool require_name) {
   return m;
 }
 
-bool check_type_meta(ObjectReader& root, const std::string& api_version, const std::string& kind) {
-  bool ok = true;
-  auto av = root.string("apiVersion", Presence::kRequired);
-  if (av && *av != api_version) {
-    root.errors().add("apiVersion", "must be " + api_version + ", got \"" + *av + "\"");
-    ok = false;
+void check_type_meta(ObjectReader& root, std::string_view api_version, std::string_view kind) {
+  for (auto [key, want] : {std::pair{"apiVersion", api_version}, std::pair{"kind", kind}}) {
+    auto got = root.string(key, Presence::kRequired);
+    if (got && *got != want)
+      root.errors().add(key, "must be " + std::string(want) + ", got \"" + *got + "\"");
   }
-  auto k = root.string("kind", Presence::kRequired);
-  if (k && *k != kind) {
-    root.errors().add("kind", "must be " + kind + ", got \"" + *k + "\"");
-    ok = false;
+}
+
+}  // namespace
+
+Document read_document(const nlohmann::json& doc, std::string_view api_version,
+                       std::string_view kind, FieldErrors& errors, MetadataRule metadata) {
+  const std::string what = "invalid " + std::string(kind);
+  if (!doc.is_object()) {
+    // Nothing else can be read: say so alone rather than under a list of missing fields.
+    FieldErrors only;
+    only.add("",
+             "the document must be a " + std::string(kind) + " object, got " + describe_json(doc));
+    throw ValidationError(what, only);
   }
-  return ok && av && k;
+  Document d{ObjectReader(&doc, "", errors), {}};
+  check_type_meta(d.root, api_version, kind);
+  if (metadata != MetadataRule::kNone) d.metadata = read_object_meta(d.root, metadata);
+  return d;
 }
 
 nlohmann::json object_meta_to_json(const ObjectMeta& m) {
   nlohmann::json j = nlohmann::json::object();
   if (!m.name.empty()) j["name"] = m.name;
+  if (!m.generate_name.empty()) j["generateName"] = m.generate_name;
   if (!m.namespace_.empty()) j["namespace"] = m.namespace_;
   if (!m.uid.empty()) j["uid"] = m.uid;
   if (!m.resource_version.empty()) j["resourceVersion"] = m.resource_version;

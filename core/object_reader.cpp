@@ -59,7 +59,6 @@ std::string closest_match(const std::string& word, const std::set<std::string>& 
 
 ObjectReader::ObjectReader(const Json* object, std::string path, FieldErrors& errors)
     : object_(object), path_(std::move(path)), errors_(&errors) {
-  if (object_ && object_->is_null()) object_ = nullptr;
   if (object_ && !object_->is_object()) {
     errors_->add(path_, "must be an object, got " + describe_json(*object_));
     object_ = nullptr;
@@ -183,19 +182,47 @@ std::optional<std::string> ObjectReader::string(const std::string& key, Presence
 }
 
 std::optional<std::string> ObjectReader::one_of(const std::string& key, Presence presence,
-                                                std::initializer_list<const char*> allowed) {
+                                                std::span<const char* const> allowed) {
   bool empty_allowed = false;
   for (const char* a : allowed) empty_allowed = empty_allowed || *a == '\0';
   auto s = string(key, presence, empty_allowed);
   if (!s) return std::nullopt;
   std::string list;
+  std::set<std::string> names;
   for (const char* a : allowed) {
     if (*s == a) return s;
     if (!list.empty()) list += ", ";
     list += *a == '\0' ? "\"\"" : a;
+    if (*a != '\0') names.insert(a);
   }
-  errors_->add(path_of(key), "must be one of " + list + ", got \"" + *s + "\"");
+  const std::string hint = closest_match(*s, names);
+  errors_->add(path_of(key), "must be one of " + list + ", got \"" + *s + "\"" +
+                                 (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)"));
   return std::nullopt;
+}
+
+std::optional<double> ObjectReader::positive(const std::string& key, Presence presence) {
+  auto value = number(key, presence);
+  if (value && *value <= 0) {
+    errors_->add(path_of(key), "must be > 0, got " + format_number(*value));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<TimePoint> ObjectReader::time(const std::string& key, Presence presence) {
+  const Json* v = find(key, presence);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) {
+    type_error(key, "an RFC 3339 time string such as \"2026-11-30T17:30:00Z\"", *v);
+    return std::nullopt;
+  }
+  auto t = parse_rfc3339(v->get<std::string>());
+  if (!t) {
+    errors_->add(path_of(key),
+                 "must be an RFC 3339 time such as 2026-11-30T17:30:00Z, got " + describe_json(*v));
+  }
+  return t;
 }
 
 std::optional<double> ObjectReader::quantity(const std::string& key, Presence presence,

@@ -9,10 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/field_errors.h"
+#include "core/time_format.h"
 
 namespace commgate {
 
@@ -22,8 +25,10 @@ enum class Presence { kOptional, kRequired };
 
 class ObjectReader {
  public:
-  // `object` may be null (the field was absent): reads then return nullopt. A non-object
-  // value is reported at `path`.
+  // `object` may be nullptr (the field was absent): reads then return nullopt. Any value
+  // that is not an object is reported at `path`, a JSON null included: a null list item
+  // or document is a mistake, not an absence (fields set to null are absent, as
+  // Kubernetes reads them, because object() passes nullptr for them).
   ObjectReader(const Json* object, std::string path, FieldErrors& errors);
 
   bool present() const { return object_ != nullptr; }
@@ -43,9 +48,28 @@ class ObjectReader {
   std::optional<bool> boolean(const std::string& key, Presence presence);
   std::optional<std::string> string(const std::string& key, Presence presence,
                                     bool allow_empty = false);
-  // One of `allowed` (case-sensitive, as Kubernetes enums are).
+  // One of `allowed` (case-sensitive, as Kubernetes enums are); a near miss gets a
+  // "did you mean". An empty name in `allowed` admits the empty string.
   std::optional<std::string> one_of(const std::string& key, Presence presence,
-                                    std::initializer_list<const char*> allowed);
+                                    std::span<const char* const> allowed);
+  std::optional<std::string> one_of(const std::string& key, Presence presence,
+                                    std::initializer_list<const char*> allowed) {
+    return one_of(key, presence, std::span<const char* const>(allowed.begin(), allowed.size()));
+  }
+  // A member of an enum's table (core/enum_table.h), by name.
+  template <class E, size_t N>
+  std::optional<E> enumeration(const std::string& key, Presence presence,
+                               const std::array<EnumName<E>, N>& table) {
+    std::array<const char*, N> names{};
+    for (size_t i = 0; i < N; ++i) names[i] = table[i].name;
+    auto name = one_of(key, presence, names);
+    if (!name) return std::nullopt;
+    return value_of(table, *name);
+  }
+  // A number > 0 (bandwidths, step times: zero is not a measurement).
+  std::optional<double> positive(const std::string& key, Presence presence);
+  // An RFC 3339 time, as metav1.Time ("2026-11-30T17:30:00Z"): the one reader of times.
+  std::optional<TimePoint> time(const std::string& key, Presence presence);
   // A Kubernetes quantity string or a JSON number ("340M", 340000000).
   std::optional<double> quantity(const std::string& key, Presence presence,
                                  std::optional<double> min = std::nullopt);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/object_meta.h"
 #include "core/object_reader.h"
 
 namespace commgate {
@@ -24,6 +25,7 @@ nlohmann::json compute_json(const ComputeResult& c, bool compact) {
           {"model", c.model},
           {"precision", c.precision},
           {"batchSize", c.batch_size},
+          {"optimizer", c.optimizer},
           {"iterations", c.iterations},
           {"stepTimeMs", r(c.step_time_ms)},
           {"forwardMs", r(c.forward_ms)},
@@ -110,25 +112,10 @@ std::string compact_probe_result(const ProbeResult& result) {
 ProbeResult parse_probe_result(const nlohmann::json& doc) {
   FieldErrors errors;
   ProbeResult p;
-  ObjectReader root(&doc, "", errors);
-  if (!root.present()) errors.throw_if_any("invalid probe result");
-  auto api = root.string("apiVersion", P::kRequired);
-  if (api && *api != kProbeResultApiVersion) {
-    errors.add("apiVersion",
-               std::string("must be ") + kProbeResultApiVersion + ", got \"" + *api + "\"");
-  }
-  auto kind = root.string("kind", P::kRequired);
-  if (kind && *kind != kProbeResultKind) {
-    errors.add("kind", std::string("must be ") + kProbeResultKind + ", got \"" + *kind + "\"");
-  }
-  if (auto t = root.string("startTime", P::kRequired)) {
-    auto tp = parse_rfc3339(*t);
-    if (!tp)
-      errors.add("startTime",
-                 "must be an RFC 3339 time such as 2026-11-30T17:30:00Z, got \"" + *t + "\"");
-    else
-      p.start_time = *tp;
-  }
+  Document document =
+      read_document(doc, kProbeResultApiVersion, kProbeResultKind, errors, MetadataRule::kNone);
+  ObjectReader& root = document.root;
+  p.start_time = root.time("startTime", P::kRequired).value_or(TimePoint{});
   p.duration_seconds = root.number("durationSeconds", P::kOptional, 0.0).value_or(0);
   auto world = root.object("world", P::kRequired);
   p.nodes = static_cast<int>(world.integer("nodes", P::kRequired, 1, 100000).value_or(0));
@@ -143,7 +130,7 @@ ProbeResult parse_probe_result(const nlohmann::json& doc) {
   p.note = root.string("note", P::kOptional, true).value_or("");
 
   auto ar = root.object("allReduce", P::kRequired);
-  p.allreduce_dtype = ar.one_of("dtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
+  p.allreduce_dtype = ar.one_of("dtype", P::kOptional, kGradientDtypes).value_or("fp32");
   p.warmup_iterations =
       static_cast<int>(ar.integer("warmupIterations", P::kOptional, 0).value_or(0));
   p.iterations = static_cast<int>(ar.integer("iterations", P::kOptional, 0).value_or(0));
@@ -169,11 +156,11 @@ ProbeResult parse_probe_result(const nlohmann::json& doc) {
   if (c.present()) {
     ComputeResult cr;
     cr.parameters = c.quantity("parameters", P::kRequired, 1.0).value_or(0);
-    cr.gradient_dtype =
-        c.one_of("gradientDtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
+    cr.gradient_dtype = c.one_of("gradientDtype", P::kOptional, kGradientDtypes).value_or("fp32");
     cr.model = c.string("model", P::kOptional, true).value_or("");
     cr.precision = c.string("precision", P::kOptional, true).value_or("");
     cr.batch_size = static_cast<int>(c.integer("batchSize", P::kOptional, 0).value_or(0));
+    cr.optimizer = c.one_of("optimizer", P::kOptional, kOptimizers).value_or(kUnrecordedOptimizer);
     cr.iterations = static_cast<int>(c.integer("iterations", P::kOptional, 0).value_or(0));
     cr.step_time_ms = c.number("stepTimeMs", P::kRequired, 0.0).value_or(0);
     cr.forward_ms = c.number("forwardMs", P::kOptional, 0.0).value_or(0);
@@ -200,7 +187,7 @@ ProbeResult parse_probe_result(const nlohmann::json& doc) {
     p.error = ProbeError{e.string("stage", P::kOptional, true).value_or(""),
                          e.string("message", P::kOptional, true).value_or("")};
   }
-  errors.throw_if_any("invalid probe result");
+  errors.throw_if_any("invalid ProbeResult");
   return p;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/link_fit.h"
+#include "core/model_names.h"
 #include "core/time_format.h"
 
 namespace commgate {
@@ -32,9 +33,9 @@ struct ComputeResult {
   std::string model;                    // "synthetic-mlp" or "torchscript:<path>"
   std::string precision;                // "fp32" on CPU, "bf16-amp" on GPU
   int batch_size = 0;
-  // What the probe's optimizer step ran. Results recorded before the field existed
-  // timed Adam, so a result without it reads as "adam".
-  std::string optimizer = "adam";
+  // What the probe's optimizer step ran (kOptimizers). Results recorded before the field
+  // existed timed Adam, so a result without it reads as "adam" (kUnrecordedOptimizer).
+  std::string optimizer = kUnrecordedOptimizer;
   int iterations = 0;
   double step_time_ms = 0;  // median forward+backward+optimizer
   double forward_ms = 0;

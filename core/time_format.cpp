@@ -28,6 +28,12 @@ bool digits(std::string_view s, size_t pos, size_t n, int* out) {
   return true;
 }
 
+int days_in_month(int year, int month) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
 }  // namespace
 
 std::optional<TimePoint> parse_rfc3339(std::string_view s) {
@@ -38,7 +44,8 @@ std::optional<TimePoint> parse_rfc3339(std::string_view s) {
       !digits(s, 17, 2, &second)) {
     return std::nullopt;
   }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+  if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
+      minute > 59 || second > 60) {
     return std::nullopt;
   }
   size_t pos = 19;
@@ -63,6 +70,7 @@ std::optional<TimePoint> parse_rfc3339(std::string_view s) {
         !digits(s, pos + 4, 2, &om)) {
       return std::nullopt;
     }
+    if (oh > 23 || om > 59) return std::nullopt;
     offset_seconds = (oh * 3600 + om * 60) * (s[pos] == '-' ? -1 : 1);
     pos += 6;
   } else {

@@ -63,8 +63,8 @@ void read_model(ObjectReader& spec, ModelSpec& m) {
       m.parameters = *params;
     }
   }
-  m.gradient_dtype =
-      model.one_of("gradientDtype", P::kOptional, {"fp32", "fp16", "bf16"}).value_or("fp32");
+  m.gradient_dtype = model.one_of("gradientDtype", P::kOptional, kGradientDtypes).value_or("fp32");
+  m.optimizer = model.one_of("optimizer", P::kOptional, kOptimizers).value_or(kDefaultOptimizer);
   m.torch_script = model.string("torchScript", P::kOptional).value_or("");
   if (const Json* shape = model.raw("inputShape")) {
     if (!shape->is_array() || shape->empty()) {
@@ -87,12 +87,7 @@ void read_model(ObjectReader& spec, ModelSpec& m) {
   }
   m.batch_size =
       static_cast<int>(model.integer("batchSize", P::kOptional, 1, 1 << 20).value_or(32));
-  if (auto hint = model.number("stepTimeHintMs", P::kOptional)) {
-    if (*hint <= 0)
-      model.errors().add(model.path_of("stepTimeHintMs"), "must be > 0");
-    else
-      m.step_time_hint_ms = hint;
-  }
+  m.step_time_hint_ms = model.positive("stepTimeHintMs", P::kOptional);
   model.reject_unknown_fields();
 }
 
@@ -119,19 +114,11 @@ int dtype_bytes(const std::string& dtype) {
 TrainingJob parse_training_job(const nlohmann::json& doc, ObjectSource source) {
   FieldErrors errors;
   TrainingJob job;
-  ObjectReader root(&doc, "", errors);
-  if (!root.present()) errors.throw_if_any("invalid TrainingJob");
-  check_type_meta(root, kApiVersion, "TrainingJob");
-  job.metadata = read_object_meta(root, source == ObjectSource::kManifest);
-  if (source == ObjectSource::kAdmission && job.metadata.name.empty()) {
-    const Json* gen = doc.contains("metadata") && doc["metadata"].is_object() &&
-                              doc["metadata"].contains("generateName")
-                          ? &doc["metadata"]["generateName"]
-                          : nullptr;
-    if (!gen || !gen->is_string() || gen->get<std::string>().empty()) {
-      errors.add("metadata.name", "required field is missing (or set metadata.generateName)");
-    }
-  }
+  Document d = read_document(doc, kApiVersion, "TrainingJob", errors,
+                             source == ObjectSource::kAdmission ? MetadataRule::kNameOrGenerateName
+                                                                : MetadataRule::kNameRequired);
+  ObjectReader& root = d.root;
+  job.metadata = std::move(d.metadata);
 
   auto spec = root.object("spec", Presence::kRequired);
   TrainingJobSpec& s = job.spec;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model_names.h"
 #include "core/object_meta.h"
 
 namespace commgate {
@@ -24,8 +25,8 @@ struct ModelSpec {
   std::vector<int64_t> input_shape;     // per-sample input shape for torch_script
   int batch_size = 32;                  // per-process batch used by the probe
   // The training optimizer; its step is part of the compute the probe times.
-  // sgd | sgd-momentum | adam | adamw | adagrad | rmsprop (kOptimizers).
-  std::string optimizer = "adamw";
+  // sgd | sgd-momentum | adam | adamw | adagrad | rmsprop (kOptimizers, core/model_names.h).
+  std::string optimizer = kDefaultOptimizer;
   std::optional<double> step_time_hint_ms;
 
   double gradient_bytes() const;

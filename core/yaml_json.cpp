@@ -3,8 +3,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <functional>
 #include <regex>
 #include <stdexcept>
+
+#include "core/field_errors.h"
+#include "core/object_reader.h"
 
 namespace commgate {
 namespace {
@@ -65,6 +69,20 @@ nlohmann::json to_json(const YAML::Node& node) {
   return nullptr;
 }
 
+// Every manifest is an object. A null item of a JSON list is not an empty document to
+// skip (as an empty YAML document is) but a mistake, and any other non-object would reach
+// a parser that cannot say where it was: name its place here.
+std::vector<nlohmann::json> only_objects(std::vector<nlohmann::json> docs,
+                                         const std::function<std::string(size_t)>& place) {
+  for (size_t i = 0; i < docs.size(); ++i) {
+    if (!docs[i].is_object()) {
+      throw std::runtime_error(place(i) + ": must be an object (a Kubernetes manifest), got " +
+                               describe_json(docs[i]));
+    }
+  }
+  return docs;
+}
+
 }  // namespace
 
 std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text) {
@@ -83,6 +101,13 @@ std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text) {
   return out;
 }
 
+namespace {
+std::vector<nlohmann::json> yaml_stream_manifests(const std::string& text) {
+  return only_objects(yaml_documents_to_json(text),
+                      [](size_t i) { return "document " + std::to_string(i + 1); });
+}
+}  // namespace
+
 std::vector<nlohmann::json> parse_manifests(const std::string& text) {
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
@@ -95,18 +120,22 @@ std::vector<nlohmann::json> parse_manifests(const std::string& text) {
       const bool has_separator = text.rfind("---\n", 0) == 0 ||
                                  text.find("\n---\n") != std::string::npos ||
                                  text.find("\n---\r\n") != std::string::npos;
-      if (has_separator) return yaml_documents_to_json(text);
+      if (has_separator) return yaml_stream_manifests(text);
       throw std::runtime_error(std::string("invalid JSON: ") + e.what());
     }
     // A Kubernetes List ({"kind":"List","items":[...]}) or a bare array holds several.
-    if (value.is_array()) return value.get<std::vector<nlohmann::json>>();
+    if (value.is_array()) {
+      return only_objects(value.get<std::vector<nlohmann::json>>(),
+                          [](size_t i) { return index_path("", i); });
+    }
     if (value.is_object() && value.value("kind", "") == "List" && value.contains("items") &&
         value["items"].is_array()) {
-      return value["items"].get<std::vector<nlohmann::json>>();
+      return only_objects(value["items"].get<std::vector<nlohmann::json>>(),
+                          [](size_t i) { return index_path("items", i); });
     }
     return {value};
   }
-  return yaml_documents_to_json(text);
+  return yaml_stream_manifests(text);
 }
 
 }  // namespace commgate

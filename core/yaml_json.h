@@ -14,6 +14,9 @@ namespace commgate {
 std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text);
 
 // Parses JSON or YAML (JSON is YAML, but JSON errors read better from the JSON parser).
+// Every document must be an object: a null or scalar one (`[null]`, `items: [5]`, a YAML
+// document `hello`) throws std::runtime_error naming its place ("[0]", "items[0]",
+// "document 2"); empty YAML documents are skipped, as kubectl skips them.
 std::vector<nlohmann::json> parse_manifests(const std::string& text);
 
 }  // namespace commgate

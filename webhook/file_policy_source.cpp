@@ -97,7 +97,8 @@ std::shared_ptr<const Snapshot> FilePolicySource::build(const std::vector<FileSi
             if (meta.contains("labels"))
               labels = meta.at("labels").get<std::map<std::string, std::string>>();
           } else if (file.profiles && kind == "CommProfile") {
-            CommProfile p = parse_comm_profile(docs[i]);
+            CommProfile p = parse_comm_profile(
+                docs[i], options_.clock ? options_.clock() : std::chrono::system_clock::now());
             snap->profiles[p.metadata.name] = std::move(p);
           } else {
             const std::string allowed_kinds =

@@ -128,7 +128,8 @@ void KubePolicySource::rebuild() {
   }
   for (const auto& [key, object] : *profiles_.store.snapshot()) {
     try {
-      CommProfile p = parse_comm_profile(object);
+      CommProfile p = parse_comm_profile(
+          object, options_.clock ? options_.clock() : std::chrono::system_clock::now());
       const std::string name = p.metadata.name;
       snap->profiles[name] = std::move(p);
     } catch (const std::exception& e) {

@@ -375,5 +375,70 @@ TEST(EvaluateCli, every_try_line_of_the_examples_readme_works) {
   EXPECT_GE(tried, 1) << "no Try: line in examples/README.md";
 }
 
+// Issue 9: a JSON file holding [null] printed a table for "default/" with 0 nodes and
+// exited 1 (Deny, InvalidSpec). A document that is not an object is bad input: exit 2,
+// naming where it is.
+TEST(EvaluateCli, null_document_exits_2_and_names_its_place) {
+  struct Case {
+    std::string text;
+    std::string want;
+  };
+  for (const Case& c :
+       {Case{"[null]", ": [0]: must be an object (a Kubernetes manifest), got null"},
+        Case{R"({"kind": "List", "items": [null]})",
+             ": items[0]: must be an object (a Kubernetes manifest), got null"},
+        Case{"[" + testing::a_training_job("bert").nodes(2).json().dump() + ", 4]",
+             ": [1]: must be an object (a Kubernetes manifest), got number 4"}}) {
+    TempFile file(c.text);
+    CliRun r = run({"evaluate", "-f", file.path(), "--probe", "/nonexistent"});
+    EXPECT_EQ(r.exit_code, 2) << c.text << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(file.path() + c.want), std::string::npos) << c.text << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+TEST(EvaluateCli, null_container_exits_2_and_names_the_item) {
+  TempFile job(testing::a_training_job("bert")
+                   .nodes(2)
+                   .set("/spec/template/spec/containers", nlohmann::json::array({nullptr}))
+                   .json()
+                   .dump());
+  CliRun r = run({"evaluate", "-f", job.path(), "--probe", "/nonexistent"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("spec.template.spec.containers[0]: must be an object, got null"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+// Issue 12, defect 5: a CommProfile with zero bandwidth and a time in 2099 was accepted
+// (a 1.10 ms all-reduce at zero bandwidth, "0.00x 0.0% pass").
+TEST(EvaluateCli, garbage_comm_profile_exits_2_with_every_field_path) {
+  nlohmann::json profile = {
+      {"apiVersion", "commgate.io/v1alpha1"},
+      {"kind", "CommProfile"},
+      {"metadata", {{"name", "pool-all"}}},
+      {"status",
+       {{"link",
+         {{"latencyUs", 50},
+          {"busbwGBps", 0},
+          {"nodesProbed", 1},
+          {"measuredAt", "2099-01-01T00:00:00Z"}}},
+        {"computeSteps",
+         {{{"parameters", 25e6}, {"stepTimeMs", 0}, {"measuredAt", "2026-11-30T11:00:00Z"}}}}}}};
+  TempFile m(profile.dump());
+  TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump());
+  CliRun r = run(
+      {"evaluate", "-f", job.path(), "--measurement", m.path(), "--now", "2026-11-30T12:00:00Z"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  for (const char* want :
+       {"status.link.busbwGBps: must be > 0, got 0", "status.link.nodesProbed: must be >= 2, got 1",
+        "status.link.measuredAt: must not be in the future",
+        "status.computeSteps[0].stepTimeMs: must be > 0, got 0"}) {
+    EXPECT_NE(r.err.find(want), std::string::npos) << want << "\n" << r.err;
+  }
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 }  // namespace
 }  // namespace commgate

@@ -98,7 +98,18 @@ INSTANTIATE_TEST_SUITE_P(
              Json{{"backoffBaseSeconds", 60}, {"backoffMaxSeconds", 10}},
              "spec.retryStrategy.backoffMaxSeconds", "must be >= backoffBaseSeconds (60)"},
         Case{"unknown_field_hint", "/spec/maxCommShar", 0.3, "spec.maxCommShar",
-             "unknown field (did you mean \"maxCommShare\"?)"}),
+             "unknown field (did you mean \"maxCommShare\"?)"},
+        Case{"action_typo_gets_a_hint", "/spec/enforcementAction", "downsise",
+             "spec.enforcementAction", "got \"downsise\" (did you mean \"downsize\"?)"},
+        Case{"max_extrapolation_zero", "/spec/maxExtrapolation", 0, "spec.maxExtrapolation",
+             "must be >= 1, got 0"},
+        Case{"max_extrapolation_fraction", "/spec/maxExtrapolation", 1.5, "spec.maxExtrapolation",
+             "must be an integer"},
+        Case{"null_match_expression", "/spec/namespaceSelector",
+             Json{{"matchExpressions", Json::array({nullptr})}},
+             "spec.namespaceSelector.matchExpressions[0]", "must be an object, got null"},
+        Case{"creation_timestamp_february_30", "/metadata/creationTimestamp",
+             "2026-02-30T00:00:00Z", "metadata.creationTimestamp", "must be an RFC 3339 time"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
 
 TEST(CommPolicyParsing, applies_defaults) {
@@ -110,6 +121,24 @@ TEST(CommPolicyParsing, applies_defaults) {
   EXPECT_EQ(p.spec.probe.backend, "auto");
   EXPECT_EQ(p.spec.probe.max_nodes, 4);
   EXPECT_TRUE(p.spec.namespace_selector.empty());
+  EXPECT_EQ(p.spec.max_extrapolation, 4);
+  EXPECT_EQ(p.spec.max_extrapolation, default_comm_policy().spec.max_extrapolation);
+}
+
+// One table per enum: every member parses to itself and prints its own name.
+TEST(CommPolicyParsing, enum_names_parse_and_print_from_one_table) {
+  for (const auto& [action, name] : kEnforcementActions) {
+    Json doc = minimal_policy();
+    doc["spec"]["enforcementAction"] = name;
+    EXPECT_EQ(parse_comm_policy(doc).spec.enforcement_action, action) << name;
+    EXPECT_STREQ(to_string(action), name);
+  }
+  for (const auto& [action, name] : kMissingMeasurementActions) {
+    Json doc = minimal_policy();
+    doc["spec"]["onMissingMeasurement"] = name;
+    EXPECT_EQ(parse_comm_policy(doc).spec.on_missing_measurement, action) << name;
+    EXPECT_STREQ(to_string(action), name);
+  }
 }
 
 TEST(CommPolicyParsing, round_trips_through_json) {
@@ -129,11 +158,13 @@ spec:
   probe: {image: "probe:1", timeoutSeconds: 120, sizes: {min: 8Ki, max: 64Mi}, iterations: 10, backend: gloo, maxNodes: 3}
   exemptions: {users: [alice], groups: [admins], serviceAccounts: [bench/nightly]}
   retryStrategy: {backoffLimitCount: 5, backoffBaseSeconds: 10, backoffMaxSeconds: 300}
+  maxExtrapolation: 2
 )");
   CommPolicy a = parse_comm_policy(docs.at(0));
   CommPolicy b = parse_comm_policy(to_json(a));
   EXPECT_EQ(to_json(a), to_json(b));
   EXPECT_EQ(b.spec.measurement_ttl, std::chrono::minutes(90));
+  EXPECT_EQ(b.spec.max_extrapolation, 2);
   EXPECT_DOUBLE_EQ(b.spec.probe.max_bytes, 64.0 * 1048576);
   EXPECT_TRUE(b.spec.namespace_selector.matches({{"team", "nlp"}, {"tier", "prod"}}));
   EXPECT_FALSE(b.spec.namespace_selector.matches({{"team", "nlp"}, {"tier", "dev"}}));

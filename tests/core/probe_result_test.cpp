@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "core/comm_profile.h"
-#include "core/profile_recording.h"
 #include "core/measurement.h"
+#include "core/profile_recording.h"
 #include "core/training_job.h"
 #include "tests/support/builders.h"
 
@@ -91,6 +91,38 @@ TEST(ProbeResultSchema, rejects_wrong_schema_version) {
   EXPECT_THROW(parse_probe_result(j), ValidationError);
 }
 
+TEST(ProbeResultSchema, optimizer_absent_reads_as_adam) {
+  // Results recorded before the field existed timed Adam (docs/probe.md).
+  auto j = to_json(full_result(2));
+  j["compute"].erase("optimizer");
+  EXPECT_EQ(parse_probe_result(j).compute->optimizer, "adam");
+  j["compute"]["optimizer"] = "sgd";
+  EXPECT_EQ(parse_probe_result(j).compute->optimizer, "sgd");
+  ProbeResult r = full_result(2);
+  r.compute->optimizer = "rmsprop";
+  EXPECT_EQ(to_json(r)["compute"]["optimizer"], "rmsprop");
+  EXPECT_EQ(parse_probe_result(nlohmann::json::parse(compact_probe_result(r))).compute->optimizer,
+            "rmsprop");
+}
+
+TEST(ProbeResultSchema, names_a_bad_optimizer_and_null_results) {
+  auto j = to_json(full_result(2));
+  j["compute"]["optimizer"] = "sdg";
+  j["allReduce"]["results"][1] = nullptr;
+  try {
+    parse_probe_result(j);
+    FAIL();
+  } catch (const ValidationError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("compute.optimizer: must be one of sgd, sgd-momentum, adam, adamw, "
+                        "adagrad, rmsprop, got \"sdg\" (did you mean \"sgd\"?)"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("allReduce.results[1]: must be an object, got null"), std::string::npos)
+        << what;
+  }
+}
+
 TEST(CommProfile, records_probe_results_and_round_trips) {
   CommProfile p;
   p.metadata.name = pool_name({{"gpu", "h100"}});
@@ -101,7 +133,7 @@ TEST(CommProfile, records_probe_results_and_round_trips) {
   record_probe_result(p, other);
   record_probe_result(p, full_result(8));  // replaces the first 340M record
   ASSERT_EQ(p.status.compute_steps.size(), 2u);
-  CommProfile back = parse_comm_profile(to_json(p));
+  CommProfile back = parse_comm_profile(to_json(p), testing::test_now());
   EXPECT_EQ(to_json(back), to_json(p));
   EXPECT_EQ(back.status.link->nodes_probed, 4);
 }

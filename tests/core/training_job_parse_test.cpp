@@ -72,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"parameters_zero", "/spec/model/parameters", 0, "spec.model.parameters",
              "must be >= 1"},
         Case{"parameters_billions_written_b", "/spec/model/parameters", "7B",
-             "spec.model.parameters", "for billions write G"},
+             "spec.model.parameters", "billions"},
         Case{"parameters_not_whole", "/spec/model/parameters", "1.5", "spec.model.parameters",
              "whole number"},
         Case{"parameters_bool", "/spec/model/parameters", true, "spec.model.parameters",
@@ -110,7 +110,22 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"wrong_api_version", "/apiVersion", "commgate.io/v1", "apiVersion",
              "must be commgate.io/v1alpha1"},
         Case{"bad_name", "/metadata/name", "BERT_large", "metadata.name", "RFC 1123"},
-        Case{"spec_not_object", "/spec", "numNodes=4", "spec", "must be an object"}),
+        Case{"spec_not_object", "/spec", "numNodes=4", "spec", "must be an object"},
+        // Null list items are mistakes, not absences (issue 9): a [null] container list
+        // used to pass the "at least one container" check.
+        Case{"null_container", "/spec/template/spec/containers", Json::array({nullptr}),
+             "spec.template.spec.containers[0]", "must be an object, got null"},
+        Case{"null_toleration", "/spec/tolerations", Json::array({nullptr}), "spec.tolerations[0]",
+             "must be an object, got null"},
+        Case{"optimizer_typo_gets_a_hint", "/spec/model/optimizer", "adamm", "spec.model.optimizer",
+             "must be one of sgd, sgd-momentum, adam, adamw, adagrad, rmsprop, got \"adamm\" (did "
+             "you mean \"adam\"?)"},
+        Case{"optimizer_capitalised_gets_a_hint", "/spec/model/optimizer", "AdamW",
+             "spec.model.optimizer", "(did you mean \"adamw\"?)"},
+        Case{"optimizer_not_offered", "/spec/model/optimizer", "lbfgs", "spec.model.optimizer",
+             "must be one of sgd, sgd-momentum, adam, adamw, adagrad, rmsprop, got \"lbfgs\""},
+        Case{"optimizer_not_a_string", "/spec/model/optimizer", 1, "spec.model.optimizer",
+             "must be a string"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
 
 TEST(TrainingJobParsing, applies_defaults) {
@@ -121,8 +136,28 @@ TEST(TrainingJobParsing, applies_defaults) {
   EXPECT_FALSE(j.spec.suspend);
   EXPECT_EQ(j.spec.model.gradient_dtype, "fp32");
   EXPECT_EQ(j.spec.model.batch_size, 32);
+  EXPECT_EQ(j.spec.model.optimizer, "adamw");
   EXPECT_DOUBLE_EQ(j.spec.model.parameters, 25e6);
   EXPECT_DOUBLE_EQ(j.spec.model.gradient_bytes(), 100e6);
+}
+
+TEST(TrainingJobParsing, reads_every_optimizer) {
+  for (const char* name : kOptimizers) {
+    EXPECT_EQ(a_training_job().set("/spec/model/optimizer", name).build().spec.model.optimizer,
+              name);
+  }
+}
+
+TEST(TrainingJobParsing, null_container_list_item_is_not_a_container) {
+  // The only container is null: one error, at the item, and no job.
+  try {
+    a_training_job().set("/spec/template/spec/containers", Json::array({nullptr})).build();
+    FAIL() << "a [null] container list was accepted";
+  } catch (const ValidationError& e) {
+    ASSERT_EQ(e.errors().size(), 1u) << e.what();
+    EXPECT_EQ(e.errors().all()[0].to_string(),
+              "spec.template.spec.containers[0]: must be an object, got null");
+  }
 }
 
 TEST(TrainingJobParsing, tolerations_read_as_kubernetes_reads_them) {
@@ -167,8 +202,18 @@ TEST(TrainingJobParsing, reports_every_error_in_one_pass) {
 TEST(TrainingJobParsing, admission_objects_may_use_generate_name) {
   auto doc =
       a_training_job().remove("/metadata/name").set("/metadata/generateName", "bert-").json();
-  EXPECT_NO_THROW(parse_training_job(doc, ObjectSource::kAdmission));
+  EXPECT_EQ(parse_training_job(doc, ObjectSource::kAdmission).metadata.generate_name, "bert-");
   EXPECT_THROW(parse_training_job(doc, ObjectSource::kManifest), ValidationError);
+  auto neither = a_training_job().remove("/metadata/name").json();
+  try {
+    parse_training_job(neither, ObjectSource::kAdmission);
+    FAIL();
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "metadata.name: required field is missing (or set metadata.generateName)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(TrainingJobParsing, keeps_pod_template_and_status_verbatim) {

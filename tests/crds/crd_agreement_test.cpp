@@ -17,8 +17,9 @@
 
 #include "core/comm_policy.h"
 #include "core/comm_profile.h"
-#include "core/profile_recording.h"
 #include "core/decision.h"
+#include "core/model_names.h"
+#include "core/profile_recording.h"
 #include "core/quantity.h"
 #include "core/training_job.h"
 #include "core/yaml_json.h"
@@ -59,6 +60,7 @@ Json job_fingerprint(const TrainingJob& j) {
             {"torchScript", m.torch_script},
             {"inputShape", m.input_shape},
             {"batchSize", m.batch_size},
+            {"optimizer", m.optimizer},
             {"stepTimeHintMs", opt(m.step_time_hint_ms)}}},
           {"template", s.pod_template},
           {"policyRef", s.policy_ref},
@@ -110,7 +112,8 @@ Kind training_job_kind() {
       "tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present",
                        "effect": "NoExecute", "tolerationSeconds": 300}],
       "model": {"parameters": "340M", "gradientDtype": "bf16", "torchScript": "/models/bert.pt",
-                "inputShape": [128], "batchSize": 16, "stepTimeHintMs": 250.5},
+                "inputShape": [128], "batchSize": 16, "optimizer": "sgd-momentum",
+                "stepTimeHintMs": 250.5},
       "template": {"metadata": {"labels": {"app": "bert"}},
                    "spec": {"containers": [{"name": "trainer", "image": "registry.example/bert:2",
                                             "command": ["torchrun", "train.py"]}]}},
@@ -150,7 +153,7 @@ Kind comm_policy_kind() {
       "maxCommShare": 0.25, "minScalingEfficiency": 0.75, "enforcementAction": "deny",
       "namespaceSelector": {"matchLabels": {"team": "nlp"},
                             "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]},
-      "measurementTTL": "12h", "onMissingMeasurement": "deny",
+      "measurementTTL": "12h", "onMissingMeasurement": "deny", "maxExtrapolation": 8,
       "probe": {"image": "registry.example/commgate-probe:0.1", "timeoutSeconds": 600,
                 "sizes": {"min": "16Ki", "max": "128Mi"}, "iterations": 30, "warmupIterations": 3,
                 "backend": "nccl", "maxNodes": 8},
@@ -172,7 +175,7 @@ Kind comm_profile_kind() {
   Kind k;
   k.name = "CommProfile";
   k.crd_file = "commprofiles.commgate.io.yaml";
-  k.parse = [](const Json& doc) { return to_json(parse_comm_profile(doc)); };
+  k.parse = [](const Json& doc) { return to_json(parse_comm_profile(doc, testing::test_now())); };
   k.minimal = Json::parse(R"({"apiVersion": "commgate.io/v1alpha1", "kind": "CommProfile",
                               "metadata": {"name": "pool-all"}})");
   k.full = Json::parse(R"({
@@ -185,8 +188,12 @@ Kind comm_profile_kind() {
       "lastProbeTime": "2026-11-30T11:00:00Z", "backend": "gloo", "transport": "socket",
       "interface": "eth0", "device": "cpu", "gpuProduct": "",
       "computeSteps": [{"parameters": 25000000, "gradientDtype": "fp32", "batchSize": 32,
-                        "gpuProduct": "", "stepTimeMs": 300, "forwardMs": 90, "backwardMs": 180,
-                        "optimizerMs": 30, "measuredAt": "2026-11-30T11:00:00Z"}],
+                        "optimizer": "sgd", "gpuProduct": "", "stepTimeMs": 300, "forwardMs": 90, "backwardMs": 180,
+                        "optimizerMs": 30, "measuredAt": "2026-11-30T11:00:00Z",
+                        "ddpStep": {"nodes": 2, "procsPerNode": 1, "stepTimeMs": 412,
+                                    "computeOnlyStepTimeMs": 300, "exposedCommMs": 112,
+                                    "commShare": 0.27, "bucketCapBytes": 26214400,
+                                    "firstBucketBytes": 1048576, "buckets": 4}}],
       "observedGeneration": 1
     }
   })");
@@ -632,6 +639,7 @@ TEST(CrdDefaults, name_the_parser_defaults_field_by_field) {
       {"spec.suspend", job.spec.suspend},
       {"spec.model.gradientDtype", job.spec.model.gradient_dtype},
       {"spec.model.batchSize", job.spec.model.batch_size},
+      {"spec.model.optimizer", job.spec.model.optimizer},
   };
   const CommPolicySpec p = parse_comm_policy(kind_named("CommPolicy").minimal).spec;
   auto bytes = [](const Json& q) {
@@ -642,6 +650,7 @@ TEST(CrdDefaults, name_the_parser_defaults_field_by_field) {
       {"spec.enforcementAction", to_string(p.enforcement_action)},
       {"spec.measurementTTL", p.measurement_ttl.count()},
       {"spec.onMissingMeasurement", to_string(p.on_missing_measurement)},
+      {"spec.maxExtrapolation", p.max_extrapolation},
       {"spec.probe", Json::object()},
       {"spec.probe.timeoutSeconds", p.probe.timeout_seconds},
       {"spec.probe.sizes", Json::object()},
@@ -732,6 +741,15 @@ TEST(CrdEnums, mirror_the_code_enums) {
     missing.insert(to_string(a));
   }
   EXPECT_EQ(enum_at("commpolicies.commgate.io.yaml", "spec.onMissingMeasurement"), missing);
+  // The model settings several kinds share: one list in core/model_names.h.
+  const std::set<std::string> dtypes(kGradientDtypes.begin(), kGradientDtypes.end());
+  const std::set<std::string> optimizers(kOptimizers.begin(), kOptimizers.end());
+  EXPECT_EQ(enum_at("trainingjobs.commgate.io.yaml", "spec.model.gradientDtype"), dtypes);
+  EXPECT_EQ(enum_at("commprofiles.commgate.io.yaml", "status.computeSteps[].gradientDtype"),
+            dtypes);
+  EXPECT_EQ(enum_at("trainingjobs.commgate.io.yaml", "spec.model.optimizer"), optimizers);
+  EXPECT_EQ(enum_at("commprofiles.commgate.io.yaml", "status.computeSteps[].optimizer"),
+            optimizers);
   // wouldAction is what enforcement does: downsize, or deny when no count passes.
   EXPECT_EQ(enum_at("trainingjobs.commgate.io.yaml", "status.decision.wouldAction"),
             (std::set<std::string>{"Downsize", "Deny"}));
@@ -928,7 +946,15 @@ INSTANTIATE_TEST_SUITE_P(
                        "spec.probe.sizes.min", "", ""},
         CrossFieldCase{"measurement_ttl_zero", "CommPolicy",
                        [](Json& d) { d["spec"]["measurementTTL"] = "0s"; }, "spec.measurementTTL",
-                       "", ""}),
+                       "", ""},
+        // A time relative to the reader's clock is beyond any schema (CEL has no now()).
+        CrossFieldCase{"link_measured_in_the_future", "CommProfile",
+                       [](Json& d) { d["status"]["link"]["measuredAt"] = "2099-01-01T00:00:00Z"; },
+                       "status.link.measuredAt", "", ""},
+        CrossFieldCase{
+            "compute_measured_in_the_future", "CommProfile",
+            [](Json& d) { d["status"]["computeSteps"][0]["measuredAt"] = "2026-11-30T12:06:00Z"; },
+            "status.computeSteps[0].measuredAt", "", ""}),
     [](const ::testing::TestParamInfo<CrossFieldCase>& p) { return p.param.name; });
 
 // ---------------------------------------------------------------------------------
@@ -1068,8 +1094,19 @@ TEST(CrdOutputs, a_profile_after_a_probe_fits_and_round_trips) {
   r.fit.poor = true;
   r.fit.note = "residual 31% at 8 KiB";
   r.fit.max_relative_residual = 0.31;
-  r.compute =
-      ComputeResult{25e6, "fp32", "synthetic-mlp", "fp32", 32, 20, 300, 90, 180, 30, 290, 310};
+  r.compute = ComputeResult{.parameters = 25e6,
+                            .gradient_dtype = "fp32",
+                            .model = "synthetic-mlp",
+                            .precision = "fp32",
+                            .batch_size = 32,
+                            .optimizer = "sgd",
+                            .iterations = 20,
+                            .step_time_ms = 300,
+                            .forward_ms = 90,
+                            .backward_ms = 180,
+                            .optimizer_ms = 30,
+                            .p10_ms = 290,
+                            .p90_ms = 310};
   CommProfile profile;
   profile.node_selector = {{"commgate.io/pool", "cpu-1gbe"}};
   profile.metadata.name = pool_name(profile.node_selector);
@@ -1077,7 +1114,7 @@ TEST(CrdOutputs, a_profile_after_a_probe_fits_and_round_trips) {
   const Json doc = to_json(profile);
   auto issues = validate(crd_schema(load_crd("commprofiles.commgate.io.yaml")), doc);
   EXPECT_TRUE(issues.empty()) << testing::to_string(issues) << doc.dump(2);
-  EXPECT_EQ(to_json(parse_comm_profile(doc)), doc);
+  EXPECT_EQ(to_json(parse_comm_profile(doc, testing::test_now())), doc);
 }
 
 TEST(CrdOutputs, a_policy_as_to_json_prints_it_fits_and_parses_back) {

@@ -159,5 +159,36 @@ TEST_F(KubePolicySourceTest, LeavesOutAMalformedPolicyAndLogsItsFieldPathOnce) {
   ASSERT_TRUE(wait_until([&] { return source_->rejected_objects() == 0; }));
 }
 
+// Issue 12, defect 5: a CommProfile "measured" in 2099 counted as fresh forever. The CRD
+// cannot say so (a schema has no clock), so the apiserver stores it; the webhook's reader
+// refuses it, leaves it out of the snapshot (its pool has no measurement), counts it and
+// logs it once with the field path.
+TEST_F(KubePolicySourceTest, LeavesOutAProfileMeasuredInTheFutureAndCountsIt) {
+  apply_crds();
+  json future = testing::a_profile(1.0, commgate::testing::test_now(), "pool-future");
+  future["status"]["link"]["measuredAt"] = "2099-01-01T00:00:00Z";
+  api_.store().create(resource("commprofiles"), "", future);
+  api_.store().create(resource("commprofiles"), "",
+                      testing::a_profile(1.0, commgate::testing::test_now(), "pool-good"));
+  start_source();
+  ASSERT_TRUE(wait_until([&] { return source_->snapshot() != nullptr; }));
+  EXPECT_NE(source_->snapshot()->profile("pool-good"), nullptr);
+  EXPECT_EQ(source_->snapshot()->profile("pool-future"), nullptr);
+  EXPECT_EQ(source_->rejected_objects(), 1u);
+  EXPECT_NE(source_->metrics_text().find("commgate_webhook_rejected_objects 1"), std::string::npos)
+      << source_->metrics_text();
+
+  // A rebuild for another change does not log it again.
+  api_.store().create(resource("commpolicies"), "", policy("strict", 0.1));
+  ASSERT_TRUE(wait_until([&] { return source_->snapshot()->policies.size() == 1; }));
+  int about_future = 0;
+  for (const auto& l : logs()) {
+    if (l.find("CommProfile pool-future") == std::string::npos) continue;
+    ++about_future;
+    EXPECT_NE(l.find("status.link.measuredAt: must not be in the future"), std::string::npos) << l;
+  }
+  EXPECT_EQ(about_future, 1);
+}
+
 }  // namespace
 }  // namespace commgate::webhook

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/comm_profile.h"
+#include "tests/support/builders.h"
 
 namespace commgate::webhook::testing {
 
@@ -95,7 +96,7 @@ Snapshot snapshot_of(std::vector<CommPolicy> policies, std::vector<nlohmann::jso
   Snapshot s;
   s.policies = std::move(policies);
   for (const auto& p : profiles) {
-    CommProfile parsed = parse_comm_profile(p);
+    CommProfile parsed = parse_comm_profile(p, commgate::testing::test_now());
     s.profiles[parsed.metadata.name] = parsed;
   }
   return s;
