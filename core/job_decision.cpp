@@ -15,13 +15,17 @@ std::map<std::string, std::string> commgate_annotations(const TrainingJob& job) 
   return out;
 }
 
-bool same_model(const ModelSpec& a, const ModelSpec& b) {
-  return a.parameters == b.parameters && a.gradient_dtype == b.gradient_dtype &&
-         a.torch_script == b.torch_script && a.input_shape == b.input_shape &&
-         a.batch_size == b.batch_size && a.step_time_hint_ms == b.step_time_hint_ms;
-}
-
 }  // namespace
+
+std::string format_node_selector(const std::map<std::string, std::string>& selector) {
+  if (selector.empty()) return "{} (every node)";
+  std::string s = "{";
+  for (const auto& [k, v] : selector) {
+    if (s.size() > 1) s += ",";
+    s += k + "=" + v;
+  }
+  return s + "}";
+}
 
 JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
                            const Requester& requester, TimePoint now) {
@@ -29,8 +33,11 @@ JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
   out.policy = select_policy(job, snapshot.labels_of(job.metadata.namespace_), snapshot.policies,
                              &out.policy_error);
   if (!out.policy) return out;
-  if (const CommProfile* profile = snapshot.profile(pool_name(job.spec.node_selector)))
+  out.profile_name = pool_name(job.spec.node_selector);
+  if (const CommProfile* profile = snapshot.profile(out.profile_name)) {
+    out.profile = ObjectRef{profile->metadata.name, profile->metadata.resource_version};
     out.measurement = measurement_from_profile(*profile, job.spec.model);
+  }
   DecisionInput in;
   in.job = &job;
   in.policy = &*out.policy;
@@ -38,16 +45,35 @@ JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
   in.requester = requester;
   in.now = now;
   out.decision = decide(in);
+  if (out.decision.action == Action::kGate) {
+    out.decision.message += " (commgate looked for CommProfile " + out.profile_name +
+                            (out.profile ? "" : ", which does not exist") +
+                            ", the pool of nodeSelector " +
+                            format_node_selector(job.spec.node_selector) + ")";
+  }
   return out;
 }
 
+DecisionRecord record_of(const JobDecision& jd, const TrainingJob& job, TimePoint now) {
+  const Decision& d = jd.decision;
+  DecisionRecord r;
+  r.action = d.action;
+  r.admitted_nodes = d.admitted_nodes;
+  r.requested_nodes = d.requested_nodes;
+  r.reason = d.reason;
+  if (jd.policy) r.policy = {jd.policy->metadata.name, jd.policy->metadata.resource_version};
+  r.profile = jd.profile;
+  r.decided_at = now;
+  TrainingJobSpec stored = job.spec;
+  if (d.action == Action::kDownsize) stored.num_nodes = d.admitted_nodes;
+  r.spec_hash = decision_spec_hash(stored);
+  if (d.action == Action::kGate || d.action == Action::kDeny) r.message = d.message;
+  return r;
+}
+
 bool needs_new_decision(const TrainingJob& old_job, const TrainingJob& new_job) {
-  const TrainingJobSpec& a = old_job.spec;
-  const TrainingJobSpec& b = new_job.spec;
-  const bool unsuspended = a.suspend && !b.suspend;
-  return unsuspended || a.num_nodes != b.num_nodes || a.min_nodes != b.min_nodes ||
-         a.num_proc_per_node != b.num_proc_per_node || a.node_selector != b.node_selector ||
-         a.policy_ref != b.policy_ref || !same_model(a.model, b.model);
+  const bool unsuspended = old_job.spec.suspend && !new_job.spec.suspend;
+  return unsuspended || decision_spec_hash(old_job.spec) != decision_spec_hash(new_job.spec);
 }
 
 bool commgate_annotations_changed(const TrainingJob& old_job, const TrainingJob& new_job) {

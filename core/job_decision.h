@@ -1,34 +1,53 @@
 // The part of a decision that every decider (the webhook's mutate and validate, the
-// operator) shares for a TrainingJob: which policy
-// applies, which measurement, and the decision of core's decide() for it.
+// operator) shares for a TrainingJob: which policy applies, which measurement, the
+// decision of core's decide() for it, and the decision record that holds later checks to
+// it (core/decision_record.h).
 #pragma once
 
 #include <optional>
 #include <string>
 
 #include "core/decision.h"
+#include "core/decision_record.h"
 #include "core/snapshot.h"
 
 namespace commgate {
 
+// Reason codes of decisions made around decide() rather than by it.
+namespace reason {
+// The decision did not finish within the webhook's per-request deadline: the job is
+// gated (admitted suspended) and the operator decides it.
+inline constexpr const char* kDecisionTimeout = "DecisionTimeout";
+}  // namespace reason
+
 struct JobDecision {
   std::optional<CommPolicy> policy;  // nullopt: spec.policyRef names no policy (see error)
   std::string policy_error;
-  std::optional<Measurement> measurement;  // from the CommProfile of the job's pool
+  std::string profile_name;                // the CommProfile looked for: pool_name(nodeSelector)
+  std::optional<ObjectRef> profile;        // the CommProfile found, if any
+  std::optional<Measurement> measurement;  // from that CommProfile
   Decision decision;                       // valid when policy is set
 };
 
 // Selects the policy (core's select_policy with the namespace's labels), reads the
-// measurement from the CommProfile named pool_name(spec.nodeSelector) and decides.
+// measurement from the CommProfile named pool_name(spec.nodeSelector) and decides. A
+// Gate's message names the CommProfile it looked for and the nodeSelector it stands for.
 JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
                            const Requester& requester, TimePoint now);
 
-// True when an UPDATE changes what the decision depends on (node counts, pool, model,
-// policyRef), or clears spec.suspend. Other edits (labels, the pod template, suspending)
-// are not decided again.
+// The record of a decision (valid policy) for `job`, the object as the decider stores it:
+// a downsize's lower spec.numNodes is part of the spec hash.
+DecisionRecord record_of(const JobDecision& jd, const TrainingJob& job, TimePoint now);
+
+// True when an UPDATE changes what the decision depends on (the fields of
+// decision_spec_hash), or clears spec.suspend. Other edits (labels, the pod template,
+// suspending) are not decided again.
 bool needs_new_decision(const TrainingJob& old_job, const TrainingJob& new_job);
 
 // True when the commgate.io/ annotations differ between the two objects.
 bool commgate_annotations_changed(const TrainingJob& old_job, const TrainingJob& new_job);
+
+// "{commgate.io/pool=cpu-1gbe}", "{} (every node)": a nodeSelector for messages.
+std::string format_node_selector(const std::map<std::string, std::string>& selector);
 
 }  // namespace commgate

@@ -1,5 +1,5 @@
 // Which CommPolicy governs a job: the policy selection rule, in one place for the
-// webhook, the operator and `commgate evaluate`.
+// webhook, the operator and `commgate evaluate` (docs/api.md "Which policy applies").
 #pragma once
 
 #include <map>
@@ -12,13 +12,28 @@
 
 namespace commgate {
 
-// Chooses the policy for a job: spec.policyRef by name when set (nullopt and `error`
-// when no such policy, or when its namespaceSelector does not match the namespace), else the
-// strictest (lowest maxCommShare, then name) of those whose namespaceSelector matches the job's
-// namespace labels, else the default policy.
+// The name of the built-in default policy, and of the CommPolicy that replaces it.
+inline constexpr const char* kDefaultPolicyName = "default";
+
+// Chooses the policy for a job:
+// - spec.policyRef by name when set: that CommPolicy if its namespaceSelector matches the
+//   namespace (nullopt and `error` when it does not, or when no such policy exists; the
+//   name `default` without a CommPolicy of that name is the built-in default);
+// - else the strictest of the policies that apply to the namespace (see
+//   strictest_policy_for_namespace).
 std::optional<CommPolicy> select_policy(const TrainingJob& job,
                                         const std::map<std::string, std::string>& namespace_labels,
                                         const std::vector<CommPolicy>& policies,
                                         std::string* error);
+
+// The strictest of the policies that apply to a namespace: every CommPolicy whose
+// namespaceSelector matches its labels, and the built-in default unless a CommPolicy named
+// `default` applies there (it replaces the built-in one). Strictest: the lowest
+// maxCommShare; on a tie the higher minScalingEfficiency, then an admin's CommPolicy
+// before the built-in default, then the name. So adding a policy can tighten a
+// namespace's limit, never loosen it.
+CommPolicy strictest_policy_for_namespace(
+    const std::map<std::string, std::string>& namespace_labels,
+    const std::vector<CommPolicy>& policies);
 
 }  // namespace commgate

@@ -4,6 +4,8 @@
 // each decision they make.
 #pragma once
 
+#include <chrono>
+
 #include "core/time_format.h"
 #include "webhook/admission_review.h"
 #include "webhook/policy_source.h"
@@ -20,5 +22,15 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
 // subresource, and CommPolicy validation.
 AdmissionResponse handle_validate(const AdmissionRequest& request, const Snapshot& snapshot,
                                   TimePoint now, const WebhookConfig& config = {});
+
+// What /mutate answers when handle_mutate did not finish within the per-request deadline
+// (failurePolicy semantics, never a hang): a TrainingJob CREATE or UPDATE is gated
+// (spec.suspend: true, reason DecisionTimeout, a decision record that /validate accepts)
+// so nothing runs unchecked and the operator decides it; anything else passes unchanged.
+AdmissionResponse gate_past_deadline(const AdmissionRequest& request, TimePoint now,
+                                     std::chrono::milliseconds deadline);
+
+// What /validate answers past the deadline: a denial (503) that says so.
+AdmissionResponse deny_past_deadline(std::chrono::milliseconds deadline);
 
 }  // namespace commgate::webhook

@@ -1,11 +1,12 @@
 // handle_mutate: see handlers.h.
 #include <cstdio>
 
-#include "core/field_errors.h"
-#include "core/quantity.h"
 #include "core/annotations.h"
-#include "webhook/handlers.h"
+#include "core/decision_record.h"
+#include "core/field_errors.h"
 #include "core/job_decision.h"
+#include "core/quantity.h"
+#include "webhook/handlers.h"
 
 namespace commgate::webhook {
 namespace {
@@ -72,6 +73,40 @@ std::string downsize_warning(const Decision& d, const Measurement& m) {
   return w;
 }
 
+// The annotations every decision writes: the decision and reason (printer columns and
+// quick reading), the request, and the decision record later checks hold the object to.
+void annotate_decision(PatchBuilder& patch, const DecisionRecord& record) {
+  patch.annotate(annotation::kDecision, to_string(record.action));
+  patch.annotate(annotation::kReason, record.reason);
+  patch.annotate(annotation::kRequestedNodes, std::to_string(record.requested_nodes));
+  patch.annotate(annotation::kDecisionRecord, to_annotation(record));
+}
+
+AdmissionResponse with_decision(AdmissionResponse response, const DecisionRecord& record) {
+  response.decision = to_string(record.action);
+  response.audit_annotations["decision"] = to_string(record.action);
+  response.audit_annotations["reason"] = record.reason;
+  return response;
+}
+
+// On an UPDATE that changes nothing the decision reads, commgate writes nothing, so a
+// change to its annotations is the user's: refused unless the user is exempt under the
+// job's policy. Only /mutate sees the request as the user sent it, hence the check here.
+std::optional<AdmissionResponse> refuse_annotation_edit(const TrainingJob& old_job,
+                                                        const TrainingJob& job,
+                                                        const Snapshot& snapshot,
+                                                        const Requester& who, TimePoint now) {
+  if (!commgate_annotations_changed(old_job, job)) return std::nullopt;
+  const JobDecision jd = decide_for_job(job, snapshot, who, now);
+  if (jd.policy && jd.decision.reason == reason::kExempt) return std::nullopt;
+  AdmissionResponse r = denied(std::string("metadata.annotations: the ") + annotation::kPrefix +
+                               "* annotations record commgate's decision and may be changed only "
+                               "by commgate; change the spec instead (a new spec is decided "
+                               "again)");
+  r.decision = "Bypass";
+  return r;
+}
+
 }  // namespace
 
 AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot& snapshot,
@@ -88,18 +123,27 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
   } catch (const ValidationError&) {
     return allowed();  // the validating endpoint denies it with every field path
   }
+  const Requester who = requester_of(request.user_info);
+  std::optional<TrainingJob> old_job;
   if (request.operation == "UPDATE") {
     try {
-      const TrainingJob old_job = parse_training_job(request.old_object, ObjectSource::kAdmission);
-      if (!needs_new_decision(old_job, job)) return allowed();
+      old_job = parse_training_job(request.old_object, ObjectSource::kAdmission);
     } catch (const ValidationError&) {
       // An old object that no longer parses (an older schema): decide the new one afresh.
     }
+    if (old_job && !needs_new_decision(*old_job, job)) {
+      if (auto refused = refuse_annotation_edit(*old_job, job, snapshot, who, now)) return *refused;
+      return allowed();
+    }
   }
 
-  const JobDecision jd = decide_for_job(job, snapshot, requester_of(request.user_info), now);
+  const JobDecision jd = decide_for_job(job, snapshot, who, now);
   if (!jd.policy) return allowed();  // validate denies the missing policyRef
   const Decision& d = jd.decision;
+  // The user cleared spec.suspend of a suspended job: if it must still wait, /validate
+  // refuses the request with what it waits for, rather than this patch silently
+  // suspending it again (a script would take the held job for a running one).
+  const bool user_unsuspends = old_job && old_job->spec.suspend && !job.spec.suspend;
 
   PatchBuilder patch(request.object);
   // Defaults the CRD schema also sets; repeated here for a CRD installed without them.
@@ -109,14 +153,14 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
   std::vector<std::string> warnings;
   switch (d.action) {
     case Action::kDeny:
-      return allowed();  // the validating endpoint refuses it with the message
+      break;  // the validating endpoint refuses it with the record's message
     case Action::kGate:
+      if (user_unsuspends) break;
       patch.set_spec("suspend", true);
       warnings.push_back("commgate: suspended until measured: " + d.message);
       break;
     case Action::kDownsize:
       patch.set_spec("numNodes", d.admitted_nodes);
-      patch.annotate(annotation::kRequestedNodes, std::to_string(d.requested_nodes));
       warnings.push_back(downsize_warning(d, *jd.measurement));
       break;
     case Action::kWarn:
@@ -127,15 +171,36 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
       if (d.reason == reason::kDryRun) warnings.push_back("commgate (dry run): " + d.message);
       break;
   }
-  // A request recorded by an earlier downsize no longer describes this spec.
-  if (d.action != Action::kDownsize) patch.unannotate(annotation::kRequestedNodes);
-  patch.annotate(annotation::kDecision, to_string(d.action));
-  patch.annotate(annotation::kReason, d.reason);
-  AdmissionResponse response = with_warnings(patched(patch.take()), std::move(warnings));
-  response.decision = to_string(d.action);
-  response.audit_annotations["decision"] = to_string(d.action);
-  response.audit_annotations["reason"] = d.reason;
-  return response;
+  const DecisionRecord record = record_of(jd, job, now);
+  annotate_decision(patch, record);
+  return with_decision(with_warnings(patched(patch.take()), std::move(warnings)), record);
+}
+
+AdmissionResponse gate_past_deadline(const AdmissionRequest& request, TimePoint now,
+                                     std::chrono::milliseconds deadline) {
+  if (request.resource.resource != "trainingjobs" || !request.sub_resource.empty() ||
+      (request.operation != "CREATE" && request.operation != "UPDATE"))
+    return allowed();
+  TrainingJob job;
+  try {
+    job = parse_training_job(request.object, ObjectSource::kAdmission);
+  } catch (const ValidationError&) {
+    return allowed();  // the validating endpoint denies it with every field path
+  }
+  DecisionRecord record;
+  record.action = Action::kGate;
+  record.reason = reason::kDecisionTimeout;
+  record.requested_nodes = record.admitted_nodes = job.spec.num_nodes;
+  record.policy = {"", ""};
+  record.decided_at = now;
+  record.spec_hash = decision_spec_hash(job.spec);
+  record.message = "commgate could not decide within its " + std::to_string(deadline.count()) +
+                   " ms deadline; the job is suspended until the operator decides it";
+  PatchBuilder patch(request.object);
+  patch.set_spec("suspend", true);
+  annotate_decision(patch, record);
+  return with_decision(
+      with_warnings(patched(patch.take()), {"commgate: suspended: " + record.message}), record);
 }
 
 }  // namespace commgate::webhook

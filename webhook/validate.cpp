@@ -1,11 +1,13 @@
 // handle_validate: see handlers.h.
 
+#include "core/annotations.h"
+#include "core/decision_record.h"
 #include "core/field_errors.h"
+#include "core/job_decision.h"
+#include "core/policy_selection.h"
 #include "core/quantity.h"
 #include "core/training_job.h"
-#include "core/annotations.h"
 #include "webhook/handlers.h"
-#include "core/job_decision.h"
 
 namespace commgate::webhook {
 namespace {
@@ -17,11 +19,13 @@ AdmissionResponse with_decision(AdmissionResponse r, std::string decision) {
   return r;
 }
 
-bool exempt_under_any_policy(const Requester& who, const Snapshot& snapshot) {
-  for (const auto& p : snapshot.policies) {
-    if (is_exempt(who, p.spec.exemptions)) return true;
-  }
-  return false;
+// The Scale names no policyRef: the job's policy is, as far as the webhook can tell, the
+// one that applies to the namespace. Its exemptions count; those of policies that do not
+// apply to the namespace never do.
+bool exempt_in_namespace(const Requester& who, const std::string& ns, const Snapshot& snapshot) {
+  const CommPolicy policy =
+      strictest_policy_for_namespace(snapshot.labels_of(ns), snapshot.policies);
+  return is_exempt(who, policy.spec.exemptions);
 }
 
 // spec.replicas of an autoscaling/v1 Scale, or nullopt (the message says why).
@@ -60,7 +64,8 @@ AdmissionResponse validate_scale(const AdmissionRequest& request, const Snapshot
   const auto before = scale_replicas(request.old_object, &why).value_or(0);
   if (*wanted <= before) return with_decision(allowed(), "ScaleDown");
   const Requester who = requester_of(request.user_info);
-  if (who.username == config.operator_service_account || exempt_under_any_policy(who, snapshot))
+  if (who.username == config.operator_service_account ||
+      exempt_in_namespace(who, request.namespace_, snapshot))
     return with_decision(allowed(), "Exempt");
   return with_decision(
       denied("commgate cannot decide a scale-up of TrainingJob " + request.name + " from " +
@@ -82,6 +87,75 @@ AdmissionResponse validate_comm_policy(const AdmissionRequest& request) {
   return allowed();
 }
 
+// The display annotations agree with the record (commgate writes them together), so a
+// user cannot relabel a decision while the record stays as it was.
+bool annotations_agree(const DecisionRecord& record, const TrainingJob& job) {
+  const auto& a = job.metadata.annotations;
+  auto value = [&](const char* key) {
+    auto it = a.find(key);
+    return it == a.end() ? std::string() : it->second;
+  };
+  return value(annotation::kDecision) == to_string(record.action) &&
+         value(annotation::kReason) == record.reason &&
+         value(annotation::kRequestedNodes) == std::to_string(record.requested_nodes);
+}
+
+std::string unsuspend_refusal(const std::string& why) {
+  return "spec.suspend: must stay true until commgate has measured this pool: " + why;
+}
+
+// The object carries a record for its current spec: hold it to the record, without
+// deciding again (another replica, or a measurement that expired since, would decide
+// differently; the record is the decision).
+AdmissionResponse hold_to_record(const DecisionRecord& record, const TrainingJob& job) {
+  switch (check_against_record(record, job.spec)) {
+    case RecordVerdict::kDenied:
+      return with_decision(denied(record.message), "Deny");
+    case RecordVerdict::kUnsuspendedWhileGated:
+      return with_decision(denied(unsuspend_refusal(record.message)), "Gate");
+    case RecordVerdict::kNodesDifferFromRecord:
+      return with_decision(
+          denied("spec.numNodes: " + std::to_string(job.spec.num_nodes) + " is not the " +
+                 format_nodes(record.admitted_nodes) + " commgate admitted for this spec"),
+          "Bypass");
+    case RecordVerdict::kHolds:
+      if (!annotations_agree(record, job)) {
+        return with_decision(
+            denied(std::string("metadata.annotations: the ") + annotation::kPrefix +
+                   "* annotations disagree with the decision record; only "
+                   "commgate writes them"),
+            "Bypass");
+      }
+      return with_decision(allowed(), to_string(record.action));
+    case RecordVerdict::kSpecChanged:
+      break;
+  }
+  return allowed();  // not reached: the caller decides when the spec changed
+}
+
+// No record for this spec (the mutating webhook did not run): decide here.
+AdmissionResponse decide_here(const TrainingJob& job, const Snapshot& snapshot,
+                              const Requester& who, TimePoint now) {
+  const JobDecision jd = decide_for_job(job, snapshot, who, now);
+  if (!jd.policy) return invalid(jd.policy_error);
+  const Decision& d = jd.decision;
+  switch (d.action) {
+    case Action::kDeny:
+      return with_decision(denied(d.message), "Deny");
+    case Action::kGate:
+      if (!job.spec.suspend) return with_decision(denied(unsuspend_refusal(d.message)), "Bypass");
+      return with_decision(allowed(), "Gate");
+    case Action::kDownsize:
+      // The mutating webhook lowers spec.numNodes and records it, so an over-policy count
+      // without a record means it did not run.
+      return with_decision(denied("spec.numNodes: " + d.message), "Bypass");
+    case Action::kAdmit:
+    case Action::kWarn:
+      return with_decision(allowed(), to_string(d.action));
+  }
+  return allowed();
+}
+
 AdmissionResponse validate_training_job(const AdmissionRequest& request, const Snapshot& snapshot,
                                         TimePoint now, const WebhookConfig& config) {
   TrainingJob job;
@@ -94,52 +168,29 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
   if (who.username == config.operator_service_account) return allowed();
 
   if (request.operation == "UPDATE") {
-    std::optional<TrainingJob> old_job;
     try {
-      old_job = parse_training_job(request.old_object, ObjectSource::kAdmission);
+      const TrainingJob old_job = parse_training_job(request.old_object, ObjectSource::kAdmission);
+      // Nothing the decision reads changed in this request (a label, the template, or
+      // /mutate's own re-decision that came back to the stored spec): nothing to check.
+      // /mutate refused any edit of commgate's annotations that came without a spec change.
+      if (!needs_new_decision(old_job, job)) {
+        const auto record = decision_record_of(job);
+        return with_decision(allowed(), record ? to_string(record->action) : "None");
+      }
     } catch (const ValidationError&) {
-      // An old object that no longer parses: decide the new one as if created.
-    }
-    if (old_job && !needs_new_decision(*old_job, job)) {
-      // Nothing the decision depends on changed, so the mutating webhook wrote nothing:
-      // a change to commgate's annotations came from the user.
-      if (commgate_annotations_changed(*old_job, job)) {
-        const JobDecision jd = decide_for_job(job, snapshot, who, now);
-        if (jd.policy && jd.decision.reason == reason::kExempt) return allowed();
-        return with_decision(
-            denied(std::string("metadata.annotations: the ") + annotation::kPrefix +
-                   "* annotations record commgate's decision and may be changed only by its "
-                   "operator"),
-            "Bypass");
-      }
-      return allowed();
+      // An old object that no longer parses: check the new one as if created.
     }
   }
-
-  const JobDecision jd = decide_for_job(job, snapshot, who, now);
-  if (!jd.policy) return invalid(jd.policy_error);
-  const Decision& d = jd.decision;
-  switch (d.action) {
-    case Action::kDeny:
-      return with_decision(denied(d.message), "Deny");
-    case Action::kGate:
-      if (!job.spec.suspend) {
-        // Only reachable when the mutating webhook did not run (or was bypassed).
-        return with_decision(
-            denied("spec.suspend: must stay true until commgate has measured this pool: " +
-                   d.message),
-            "Bypass");
-      }
-      return with_decision(allowed(), "Gate");
-    case Action::kDownsize:
-      // The mutating webhook lowers spec.numNodes before this runs, so an over-policy
-      // count here means it did not run.
-      return with_decision(denied("spec.numNodes: " + d.message), "Bypass");
-    case Action::kAdmit:
-    case Action::kWarn:
-      return with_decision(allowed(), to_string(d.action));
+  // A policyRef that names no usable policy is refused whatever the record says.
+  if (!job.spec.policy_ref.empty()) {
+    std::string error;
+    if (!select_policy(job, snapshot.labels_of(job.metadata.namespace_), snapshot.policies, &error))
+      return invalid(error);
   }
-  return allowed();
+  if (const auto record = decision_record_of(job);
+      record && check_against_record(*record, job.spec) != RecordVerdict::kSpecChanged)
+    return hold_to_record(*record, job);
+  return decide_here(job, snapshot, who, now);
 }
 
 }  // namespace
@@ -157,6 +208,15 @@ AdmissionResponse handle_validate(const AdmissionRequest& request, const Snapsho
   if (request.sub_resource == "scale") return validate_scale(request, snapshot, config);
   if (!request.sub_resource.empty()) return allowed();  // status: the operator's
   return validate_training_job(request, snapshot, now, config);
+}
+
+AdmissionResponse deny_past_deadline(std::chrono::milliseconds deadline) {
+  AdmissionResponse r =
+      denied("commgate could not decide within its " + std::to_string(deadline.count()) +
+                 " ms deadline; try again (the webhook may be overloaded)",
+             503);
+  r.decision = "Timeout";
+  return r;
 }
 
 }  // namespace commgate::webhook

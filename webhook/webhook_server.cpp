@@ -1,7 +1,9 @@
 #include "webhook/webhook_server.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <thread>
 
 #include "webhook/admission_review.h"
 #include "webhook/handlers.h"
@@ -34,7 +36,9 @@ AdmissionService::AdmissionService(std::shared_ptr<const PolicySource> source, W
                                    Clock clock)
     : source_(std::move(source)),
       config_(std::move(config)),
-      clock_(clock ? std::move(clock) : Clock([] { return std::chrono::system_clock::now(); })) {
+      clock_(clock ? std::move(clock) : Clock([] { return std::chrono::system_clock::now(); })),
+      runner_(config_.decision_threads ? config_.decision_threads
+                                       : std::max(1u, std::thread::hardware_concurrency())) {
   metrics_.registry().add_collector([source = source_] { return source->metrics_text(); });
 }
 
@@ -62,11 +66,21 @@ Response AdmissionService::admit(const Request& request, bool mutate) {
         return review(200, parsed.uid, parsed.api_version,
                       denied("commgate has not loaded its policies and measurements yet", 503));
       }
-      const AdmissionResponse answer = mutate
-                                           ? handle_mutate(parsed, *snapshot, clock_(), config_)
-                                           : handle_validate(parsed, *snapshot, clock_(), config_);
-      decision = answer.decision;
-      return review(200, parsed.uid, parsed.api_version, answer);
+      const TimePoint now = clock_();
+      // The handler owns its inputs: past the deadline this frame is gone while it runs.
+      auto handler = [this, mutate, now, snapshot, request = parsed]() {
+        return mutate ? handle_mutate(request, *snapshot, now, config_)
+                      : handle_validate(request, *snapshot, now, config_);
+      };
+      std::optional<AdmissionResponse> answer =
+          runner_.run(std::move(handler), config_.decision_deadline);
+      if (!answer) {
+        answer = mutate ? gate_past_deadline(parsed, now, config_.decision_deadline)
+                        : deny_past_deadline(config_.decision_deadline);
+        answer->decision = "Timeout";
+      }
+      decision = answer->decision;
+      return review(200, parsed.uid, parsed.api_version, *answer);
     }();
   } catch (const std::exception& e) {
     // Never let an exception reach the server's generic 500: the apiserver reads an

@@ -10,6 +10,7 @@
 
 #include "server/router.h"
 #include "server/server.h"
+#include "webhook/deadline_runner.h"
 #include "webhook/policy_source.h"
 #include "webhook/webhook_config.h"
 #include "webhook/webhook_metrics.h"
@@ -37,6 +38,7 @@ class AdmissionService {
   const WebhookConfig config_;
   const Clock clock_;
   WebhookMetrics metrics_;
+  DeadlineRunner runner_;  // last: its threads stop before the members they read
 };
 
 // The service behind an HTTPS server.

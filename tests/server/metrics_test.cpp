@@ -32,14 +32,32 @@ TEST(Metrics, histogram_buckets_are_cumulative_with_inf_sum_and_count) {
   h.observe(0.5);
   h.observe(7);
   const std::string text = reg.render();
-  EXPECT_NE(text.find("latency_seconds_bucket{ep=\"mutate\",le=\"0.10000000000000001\"} 2\n"),
-            std::string::npos)
+  EXPECT_NE(text.find("latency_seconds_bucket{ep=\"mutate\",le=\"0.1\"} 2\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("latency_seconds_bucket{ep=\"mutate\",le=\"1\"} 3\n"), std::string::npos);
   EXPECT_NE(text.find("latency_seconds_bucket{ep=\"mutate\",le=\"+Inf\"} 4\n"), std::string::npos);
   EXPECT_NE(text.find("latency_seconds_count{ep=\"mutate\"} 4\n"), std::string::npos);
-  EXPECT_NE(text.find("latency_seconds_sum{ep=\"mutate\"} 7.6500000000000004\n"),
-            std::string::npos);
+  EXPECT_NE(text.find("latency_seconds_sum{ep=\"mutate\"} 7.65\n"), std::string::npos);
+}
+
+// As Prometheus clients print them (Go's FormatFloat 'g', -1): shortest round-trip digits,
+// exponent form below 1e-4 and from 1e6; integers below 1e15 plainly.
+TEST(Metrics, numbers_print_in_the_shortest_form_that_reads_back) {
+  struct Case {
+    double value;
+    const char* want;
+  };
+  for (const Case& c : {Case{0.0005, "0.0005"}, Case{0.0001, "0.0001"}, Case{2.5e-05, "2.5e-05"},
+                        Case{0.1, "0.1"}, Case{0.30000000000000004, "0.30000000000000004"},
+                        Case{7.65, "7.65"}, Case{1234567.5, "1.2345675e+06"}, Case{1, "1"},
+                        Case{1e6, "1000000"}, Case{-0.25, "-0.25"}}) {
+    EXPECT_EQ(prometheus_number(c.value), c.want) << c.value;
+  }
+  Registry reg;
+  reg.histogram("d_seconds", "D.", {0.0005, 0.001, 0.0025});
+  const std::string text = reg.render();
+  EXPECT_NE(text.find("d_seconds_bucket{le=\"0.0005\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("d_seconds_bucket{le=\"0.0025\"} 0\n"), std::string::npos) << text;
 }
 
 TEST(Metrics, label_values_are_escaped) {

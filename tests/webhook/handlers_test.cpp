@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/webhook/webhook_test_support.h"
 #include "core/annotations.h"
+#include "core/decision_record.h"
+#include "core/job_decision.h"
+#include "tests/webhook/webhook_test_support.h"
 
 namespace commgate::webhook {
 namespace {
@@ -123,7 +125,7 @@ TEST(Mutate, RecordsTheRequestedCountWhenDownsizing) {
   EXPECT_EQ(annotation_of(after, annotation::kReason), "OverPolicyDownsized");
 }
 
-TEST(Mutate, DropsAnEarlierRequestedCountWhenTheNewSpecPasses) {
+TEST(Mutate, RecordsTheNewRequestWhenTheNewSpecPasses) {
   json old_job = bert(6);
   old_job["metadata"]["annotations"] = {{annotation::kRequestedNodes, "8"},
                                         {annotation::kDecision, "Downsize"}};
@@ -133,17 +135,22 @@ TEST(Mutate, DropsAnEarlierRequestedCountWhenTheNewSpecPasses) {
   const auto response = handle_mutate(
       request, snapshot_of({strict()}, {a_profile(kSlowLink, test_now())}), test_now());
   const json after = apply_patch(request.object, response);
-  EXPECT_FALSE(after["metadata"]["annotations"].contains(annotation::kRequestedNodes));
+  EXPECT_EQ(annotation_of(after, annotation::kRequestedNodes), "4");
   EXPECT_EQ(annotation_of(after, annotation::kDecision), "Admit");
 }
 
-TEST(Mutate, LeavesADeniedJobForTheValidatingEndpoint) {
+TEST(Mutate, RecordsADenialForTheValidatingEndpointToRefuse) {
   const auto request = a_create_of(bert(8)).parse();
   const auto response = handle_mutate(
       request, snapshot_of({strict(EnforcementAction::kDeny)}, {a_profile(kSlowLink, test_now())}),
       test_now());
   EXPECT_TRUE(response.allowed);
-  EXPECT_TRUE(response.patch.empty());
+  const json after = apply_patch(request.object, response);
+  EXPECT_EQ(after["spec"]["numNodes"], 8);
+  const auto record = parse_decision_record(annotation_of(after, annotation::kDecisionRecord));
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->action, Action::kDeny);
+  EXPECT_NE(record->message.find("busbw 1 GB/s"), std::string::npos) << record->message;
 }
 
 TEST(Mutate, LeavesAnInvalidJobForTheValidatingEndpoint) {
@@ -161,12 +168,16 @@ TEST(Mutate, DoesNotDecideAgainWhenOnlyTheTemplateChanges) {
   EXPECT_TRUE(handle_mutate(request, snapshot_of({}, {}), test_now()).patch.empty());
 }
 
-TEST(Mutate, RegatesAnUnsuspendWithoutMeasurement) {
+TEST(Mutate, LeavesAUsersUnsuspendOfAGatedJobForValidateToRefuse) {
+  // Issue 12 defect 7: re-suspending it here made `kubectl patch ... suspend:false` print
+  // "patched (no change)" and exit 0, so a script took the held job for a running one.
   json old_job = bert(8);
   old_job["spec"]["suspend"] = true;
   const auto request = an_update_of(old_job, bert(8)).user("alice").parse();
   const auto response = handle_mutate(request, snapshot_of({}, {}), test_now());
-  EXPECT_EQ(apply_patch(request.object, response)["spec"]["suspend"], true);
+  const json after = apply_patch(request.object, response);
+  EXPECT_FALSE(after["spec"].value("suspend", false));
+  EXPECT_EQ(annotation_of(after, annotation::kDecision), "Gate");
 }
 
 TEST(Mutate, LeavesTheOperatorsWritesAlone) {
@@ -342,15 +353,6 @@ INSTANTIATE_TEST_SUITE_P(
             0,
             ""},
         ValidateCase{
-            "denies_a_user_editing_commgate_annotations",
-            an_update_of(gated(bert(8)), annotated(gated(bert(8)), annotation::kDecision, "Admit"))
-                .user("alice"),
-            {},
-            {},
-            false,
-            403,
-            "metadata.annotations"},
-        ValidateCase{
             "lets_the_operator_edit_commgate_annotations",
             an_update_of(gated(bert(8)), annotated(gated(bert(8)), annotation::kDecision, "Admit"))
                 .user(kOperator),
@@ -419,6 +421,312 @@ TEST(Validate, InvalidJobMessageNamesEveryField) {
       handle_validate(a_create_of(bad_job()).parse(), snapshot_of({}, {}), test_now());
   EXPECT_NE(response.message.find("spec.numNodes"), std::string::npos) << response.message;
   EXPECT_NE(response.message.find("spec.model.gradientDtype"), std::string::npos);
+}
+
+// --- annotation edits (only /mutate sees the request as the user sent it) -------------
+
+TEST(Mutate, RefusesAUserEditingCommgateAnnotationsWithoutASpecChange) {
+  const auto request =
+      an_update_of(gated(bert(8)), annotated(gated(bert(8)), annotation::kDecision, "Admit"))
+          .user("alice")
+          .parse();
+  const auto response = handle_mutate(request, snapshot_of({}, {}), test_now());
+  EXPECT_FALSE(response.allowed);
+  EXPECT_EQ(response.code, 403);
+  EXPECT_NE(response.message.find("metadata.annotations"), std::string::npos) << response.message;
+  EXPECT_EQ(response.decision, "Bypass");
+}
+
+TEST(Mutate, LetsAnExemptUserEditCommgateAnnotations) {
+  const auto request =
+      an_update_of(gated(bert(8)), annotated(gated(bert(8)), annotation::kDecision, "Admit"))
+          .user("carol")
+          .parse();
+  EXPECT_TRUE(handle_mutate(request, snapshot_of({kExempt}, {}), test_now()).allowed);
+}
+
+// --- decide once: the decision record ---------------------------------------------------
+
+// One request through both endpoints, as the apiserver sends it: /mutate, its patch
+// applied, then /validate on the mutated object. Each endpoint may see its own snapshot
+// and clock (two replicas, one watch event apart).
+struct Admission {
+  AdmissionResponse mutate;
+  AdmissionResponse validate;
+  json stored;  // the object as the apiserver would store it
+};
+
+Admission admit(ReviewBuilder review, const Snapshot& at_mutate, TimePoint mutate_now,
+                const Snapshot& at_validate, TimePoint validate_now) {
+  Admission a;
+  const AdmissionRequest request = review.parse();
+  a.mutate = handle_mutate(request, at_mutate, mutate_now);
+  if (!a.mutate.allowed) return a;
+  a.stored = apply_patch(request.object, a.mutate);
+  review.object(a.stored);
+  a.validate = handle_validate(review.parse(), at_validate, validate_now);
+  return a;
+}
+Admission admit(ReviewBuilder review, const Snapshot& snapshot, TimePoint now = test_now()) {
+  return admit(std::move(review), snapshot, now, snapshot, now);
+}
+
+const Snapshot kStrictSlow = snapshot_of({strict()}, {a_profile(kSlowLink, test_now())});
+
+TEST(DecideOnce, MutateWritesTheRecordOfItsDecision) {
+  const Admission a = admit(a_create_of(bert(8)), kStrictSlow);
+  ASSERT_TRUE(a.validate.allowed) << a.validate.message;
+  const auto record = parse_decision_record(annotation_of(a.stored, annotation::kDecisionRecord));
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->action, Action::kDownsize);
+  EXPECT_EQ(record->admitted_nodes, 6);
+  EXPECT_EQ(record->requested_nodes, 8);
+  EXPECT_EQ(record->reason, "OverPolicyDownsized");
+  EXPECT_EQ(record->policy.name, "strict");
+  ASSERT_TRUE(record->profile);
+  EXPECT_EQ(record->profile->name, "pool-all");
+  EXPECT_EQ(format_rfc3339(record->decided_at), format_rfc3339(test_now()));
+  TrainingJob stored = parse_training_job(a.stored, ObjectSource::kAdmission);
+  EXPECT_EQ(record->spec_hash, decision_spec_hash(stored.spec));
+  EXPECT_EQ(a.validate.decision, "Downsize");
+}
+
+// Issue 9 defect 3: /validate decided again with its own snapshot and refused what /mutate
+// admitted ("gate bypassed" when nothing was).
+struct SkewCase {
+  std::string name;
+  Snapshot at_mutate;
+  Snapshot at_validate;
+  std::string want_decision;
+};
+void PrintTo(const SkewCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class SkewedReplicas : public ::testing::TestWithParam<SkewCase> {};
+
+TEST_P(SkewedReplicas, ValidateHoldsTheObjectToMutatesRecord) {
+  const SkewCase& c = GetParam();
+  const Admission a = admit(a_create_of(bert(8)), c.at_mutate, test_now(), c.at_validate,
+                            test_now() + std::chrono::milliseconds(3));
+  ASSERT_TRUE(a.mutate.allowed);
+  EXPECT_TRUE(a.validate.allowed) << a.validate.message;
+  EXPECT_EQ(a.mutate.decision, c.want_decision);
+  EXPECT_EQ(a.validate.decision, c.want_decision);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SkewedReplicas,
+    ::testing::Values(
+        SkewCase{"downsized_by_one_replica_while_the_other_lost_the_profile", kStrictSlow,
+                 snapshot_of({strict()}, {}), "Downsize"},
+        SkewCase{"gated_by_one_replica_while_the_other_has_the_profile",
+                 snapshot_of({strict()}, {}), kStrictSlow, "Gate"},
+        SkewCase{"admitted_by_one_replica_while_the_other_sees_a_slower_link",
+                 snapshot_of({strict()}, {a_profile(kFastLink, test_now())}), kStrictSlow, "Admit"},
+        SkewCase{
+            "downsized_by_one_replica_while_the_other_has_a_deny_policy", kStrictSlow,
+            snapshot_of({strict(EnforcementAction::kDeny)}, {a_profile(kSlowLink, test_now())}),
+            "Downsize"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(DecideOnce, AMeasurementExpiringBetweenTheTwoCallsChangesNothing) {
+  // The default policy's measurementTTL is 24h, and a measurement exactly 24h old is still
+  // fresh: /mutate decides at the boundary, /validate runs a second later, when a new
+  // decision would gate the job and refuse its spec.suspend: false.
+  const TimePoint measured = test_now() - std::chrono::hours(24);
+  const Snapshot snapshot = snapshot_of({strict()}, {a_profile(kSlowLink, measured)});
+  const Admission a = admit(a_create_of(bert(8)), snapshot, test_now(), snapshot,
+                            test_now() + std::chrono::seconds(1));
+  EXPECT_EQ(a.mutate.decision, "Downsize");
+  EXPECT_TRUE(a.validate.allowed) << a.validate.message;
+  // Decided a second later, the same request is gated.
+  EXPECT_EQ(
+      admit(a_create_of(bert(8)), snapshot, test_now() + std::chrono::seconds(1)).mutate.decision,
+      "Gate");
+}
+
+// Issue 12 defect 1: raising numNodes on a downsized (or admitted) job is a new decision,
+// downsized again with the warning, never a tampering error; the annotations /mutate
+// rewrites are not the user's change.
+TEST(DecideOnce, RaisingNumNodesOnADownsizedJobIsDownsizedAgain) {
+  const Admission created = admit(a_create_of(bert(8)), kStrictSlow);
+  ASSERT_EQ(created.stored["spec"]["numNodes"], 6);
+  for (int asked : {7, 8}) {
+    json raised = created.stored;
+    raised["spec"]["numNodes"] = asked;
+    const Admission a = admit(an_update_of(created.stored, raised).user("alice"), kStrictSlow);
+    ASSERT_TRUE(a.mutate.allowed) << a.mutate.message;
+    EXPECT_TRUE(a.validate.allowed) << asked << ": " << a.validate.message;
+    EXPECT_EQ(a.stored["spec"]["numNodes"], 6) << asked;
+    EXPECT_EQ(annotation_of(a.stored, annotation::kRequestedNodes), std::to_string(asked));
+    ASSERT_EQ(a.mutate.warnings.size(), 1u);
+    EXPECT_NE(
+        a.mutate.warnings[0].find("spec.numNodes lowered from " + std::to_string(asked) + " to 6"),
+        std::string::npos)
+        << a.mutate.warnings[0];
+    EXPECT_EQ(a.validate.decision, "Downsize");
+  }
+}
+
+TEST(DecideOnce, RaisingNumNodesOnASingleNodeJobIsANewDecision) {
+  const Admission created = admit(a_create_of(bert(1)), kStrictSlow);
+  ASSERT_EQ(created.mutate.decision, "Admit");
+  json raised = created.stored;
+  raised["spec"]["numNodes"] = 8;
+  const Admission a = admit(an_update_of(created.stored, raised).user("alice"), kStrictSlow);
+  EXPECT_TRUE(a.validate.allowed) << a.validate.message;
+  EXPECT_EQ(a.stored["spec"]["numNodes"], 6);
+  EXPECT_EQ(annotation_of(a.stored, annotation::kDecision), "Downsize");
+}
+
+TEST(DecideOnce, ALabelEditOfARecordedJobIsNotDecidedAgain) {
+  const Admission created = admit(a_create_of(bert(8)), kStrictSlow);
+  json labelled = created.stored;
+  labelled["metadata"]["labels"]["team"] = "nlp";
+  // The policy turned to deny since: the running job is not refused for a label.
+  const Snapshot now_deny =
+      snapshot_of({strict(EnforcementAction::kDeny)}, {a_profile(kSlowLink, test_now())});
+  const Admission a = admit(an_update_of(created.stored, labelled).user("alice"), now_deny);
+  EXPECT_TRUE(a.mutate.patch.empty());
+  EXPECT_TRUE(a.validate.allowed) << a.validate.message;
+}
+
+TEST(DecideOnce, ValidateRefusesWhatTheRecordRefused) {
+  const Admission a =
+      admit(a_create_of(bert(8)),
+            snapshot_of({strict(EnforcementAction::kDeny)}, {a_profile(kSlowLink, test_now())}),
+            test_now(), snapshot_of({}, {a_profile(kFastLink, test_now())}), test_now());
+  EXPECT_FALSE(a.validate.allowed);
+  EXPECT_EQ(a.validate.code, 403);
+  EXPECT_NE(a.validate.message.find("The largest count that passes is 6 nodes"), std::string::npos)
+      << a.validate.message;
+}
+
+TEST(DecideOnce, ValidateDecidesWhenTheRecordIsForAnotherSpec) {
+  // A record left from an earlier spec (the mutating webhook did not run for this one).
+  const Admission created = admit(a_create_of(bert(1)), kStrictSlow);
+  json raised = created.stored;
+  raised["spec"]["numNodes"] = 8;
+  const auto response = handle_validate(an_update_of(created.stored, raised).user("alice").parse(),
+                                        kStrictSlow, test_now());
+  EXPECT_FALSE(response.allowed);
+  EXPECT_NE(response.message.find("spec.numNodes"), std::string::npos) << response.message;
+}
+
+TEST(DecideOnce, ValidateRefusesACountOtherThanTheRecordsOrRelabelledAnnotations) {
+  const Admission created = admit(a_create_of(bert(8)), kStrictSlow);
+  TrainingJob stored = parse_training_job(created.stored, ObjectSource::kAdmission);
+  // A record forged for 8 nodes but claiming 6 admitted.
+  json forged = created.stored;
+  forged["spec"]["numNodes"] = 8;
+  auto record = *decision_record_of(stored);
+  stored.spec.num_nodes = 8;
+  record.spec_hash = decision_spec_hash(stored.spec);
+  forged["metadata"]["annotations"][annotation::kDecisionRecord] = to_annotation(record);
+  auto response = handle_validate(a_create_of(forged).parse(), kStrictSlow, test_now());
+  EXPECT_FALSE(response.allowed);
+  EXPECT_NE(response.message.find("spec.numNodes: 8 is not the 6 nodes"), std::string::npos)
+      << response.message;
+
+  json relabelled = annotated(created.stored, annotation::kDecision, "Admit");
+  response = handle_validate(a_create_of(relabelled).parse(), kStrictSlow, test_now());
+  EXPECT_FALSE(response.allowed);
+  EXPECT_NE(response.message.find("metadata.annotations"), std::string::npos) << response.message;
+}
+
+// Issue 12 defect 7: the user's suspend: false on a gated job is refused (403) with what it
+// waits for, not silently turned back to true.
+TEST(DecideOnce, UnsuspendingAGatedJobIsRefusedWithWhatItWaitsFor) {
+  const Admission created = admit(a_create_of(bert(8)), snapshot_of({}, {}));
+  ASSERT_EQ(created.stored["spec"]["suspend"], true);
+  json unsuspended = created.stored;
+  unsuspended["spec"]["suspend"] = false;
+  const Admission a =
+      admit(an_update_of(created.stored, unsuspended).user("alice"), snapshot_of({}, {}));
+  EXPECT_FALSE(a.validate.allowed);
+  EXPECT_EQ(a.validate.code, 403);
+  EXPECT_NE(a.validate.message.find("spec.suspend: must stay true until commgate has measured"),
+            std::string::npos)
+      << a.validate.message;
+  EXPECT_NE(a.validate.message.find("CommProfile pool-all"), std::string::npos)
+      << a.validate.message;
+  // Once the pool is measured and the spec passes, the same edit is admitted.
+  const Admission later = admit(an_update_of(created.stored, unsuspended).user("alice"),
+                                snapshot_of({strict()}, {a_profile(kFastLink, test_now())}));
+  EXPECT_TRUE(later.validate.allowed) << later.validate.message;
+  EXPECT_EQ(later.stored["spec"]["suspend"], false);
+}
+
+// Gate messages name the CommProfile they looked for: its name and the nodeSelector.
+TEST(Mutate, AGateNamesTheCommProfileItLookedFor) {
+  json job = bert(8);
+  job["spec"]["nodeSelector"] = {{"commgate.io/pool", "cpu-1gbe"}};
+  const auto response = handle_mutate(a_create_of(job).parse(), snapshot_of({}, {}), test_now());
+  ASSERT_EQ(response.warnings.size(), 1u);
+  const std::string pool = pool_name({{"commgate.io/pool", "cpu-1gbe"}});
+  EXPECT_NE(response.warnings[0].find("CommProfile " + pool + ", which does not exist"),
+            std::string::npos)
+      << response.warnings[0];
+  EXPECT_NE(response.warnings[0].find("nodeSelector {commgate.io/pool=cpu-1gbe}"),
+            std::string::npos)
+      << response.warnings[0];
+}
+
+// Issue 12 defect 4: an exemption applies only where its policy applies, also on scale.
+TEST(Validate, AnExemptionForAnotherNamespaceDoesNotLetAScaleUpThrough) {
+  const CommPolicy sandbox = a_policy()
+                                 .named("sandbox")
+                                 .max_comm_share(0.5)
+                                 .namespace_selector("team", "sandbox")
+                                 .exempt_group("system:masters")
+                                 .build();
+  Snapshot snapshot = snapshot_of({sandbox}, {});
+  snapshot.namespace_labels["nlp"] = {{"team", "nlp"}};
+  snapshot.namespace_labels["play"] = {{"team", "sandbox"}};
+  auto in = [](const std::string& ns) {
+    return a_scale(1, 8).user("admin").group("system:masters").set("/request/namespace", ns);
+  };
+  const auto in_nlp = handle_validate(in("nlp").parse(), snapshot, test_now());
+  EXPECT_FALSE(in_nlp.allowed);
+  EXPECT_NE(in_nlp.message.find("change spec.numNodes instead"), std::string::npos);
+  // The sandbox policy is looser than the built-in default there, so the default governs.
+  EXPECT_FALSE(handle_validate(in("play").parse(), snapshot, test_now()).allowed);
+  // Where the exempting policy is the one that governs, the exemption holds.
+  const CommPolicy strict_sandbox = a_policy()
+                                        .named("sandbox")
+                                        .max_comm_share(0.1)
+                                        .namespace_selector("team", "sandbox")
+                                        .exempt_group("system:masters")
+                                        .build();
+  Snapshot governed = snapshot_of({strict_sandbox}, {});
+  governed.namespace_labels = snapshot.namespace_labels;
+  EXPECT_TRUE(handle_validate(in("play").parse(), governed, test_now()).allowed);
+  EXPECT_FALSE(handle_validate(in("nlp").parse(), governed, test_now()).allowed);
+}
+
+// --- the per-request deadline ----------------------------------------------------------
+
+TEST(Deadline, MutateGatesTheJobAndValidateAcceptsTheGate) {
+  const auto request = a_create_of(bert(8)).parse();
+  const auto response = gate_past_deadline(request, test_now(), std::chrono::milliseconds(2000));
+  ASSERT_TRUE(response.allowed);
+  EXPECT_EQ(response.decision, "Gate");
+  const json after = apply_patch(request.object, response);
+  EXPECT_EQ(after["spec"]["suspend"], true);
+  EXPECT_EQ(annotation_of(after, annotation::kReason), "DecisionTimeout");
+  ASSERT_EQ(response.warnings.size(), 1u);
+  EXPECT_NE(response.warnings[0].find("could not decide within its 2000 ms deadline"),
+            std::string::npos);
+  auto review = a_create_of(bert(8));
+  review.object(after);
+  EXPECT_TRUE(handle_validate(review.parse(), kStrictSlow, test_now()).allowed);
+}
+
+TEST(Deadline, ValidateDeniesWith503) {
+  const auto response = deny_past_deadline(std::chrono::milliseconds(2000));
+  EXPECT_FALSE(response.allowed);
+  EXPECT_EQ(response.code, 503);
 }
 
 }  // namespace

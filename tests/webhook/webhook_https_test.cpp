@@ -109,6 +109,11 @@ TEST(WebhookHttps, downsizes_over_tls_and_stops_gracefully_on_sigterm) {
   const auto metrics = c->request("GET", "/metrics");
   EXPECT_NE(metrics.body.find("decision=\"Downsize\""), std::string::npos);
   EXPECT_NE(metrics.body.find("commgate_webhook_http_"), std::string::npos) << "server stats";
+  // Bucket bounds as Prometheus clients print them, not "0.00050000000000000001".
+  EXPECT_NE(metrics.body.find("commgate_webhook_request_duration_seconds_bucket{endpoint="
+                              "\"mutate\",le=\"0.0005\"}"),
+            std::string::npos)
+      << metrics.body;
   c->close();
   EXPECT_EQ(h.process->terminate(), 0) << h.process->output();
   EXPECT_NE(h.process->output().find("stopped"), std::string::npos);

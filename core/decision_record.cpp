@@ -1,0 +1,193 @@
+#include "core/decision_record.h"
+
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "core/annotations.h"
+
+namespace commgate {
+namespace {
+
+using Json = nlohmann::json;
+
+// FNV-1a 64 over a canonical byte stream: every field in a fixed order, strings
+// length-prefixed, numbers in a fixed text form, so no two specs share a stream.
+class SpecHasher {
+ public:
+  void bytes(std::string_view s) {
+    for (unsigned char c : s) {
+      h_ ^= c;
+      h_ *= 1099511628211ull;
+    }
+  }
+  void str(std::string_view s) {
+    integer(static_cast<int64_t>(s.size()));
+    bytes(s);
+  }
+  void integer(int64_t v) {
+    char buf[24];
+    const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+    bytes(std::string_view(buf, static_cast<size_t>(end - buf)));
+    bytes(";");
+  }
+  void number(double v) {
+    // Shortest round-trip form: the same double always gives the same text.
+    char buf[32];
+    const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+    bytes(std::string_view(buf, static_cast<size_t>(end - buf)));
+    bytes(";");
+  }
+  std::string hex() const {
+    static const char* kDigits = "0123456789abcdef";
+    std::string out(16, '0');
+    for (int i = 0; i < 16; ++i) out[15 - i] = kDigits[(h_ >> (4 * i)) & 0xf];
+    return out;
+  }
+
+ private:
+  uint64_t h_ = 14695981039346656037ull;
+};
+
+Action action_named(const std::string& s, bool* ok) {
+  for (Action a :
+       {Action::kAdmit, Action::kDownsize, Action::kDeny, Action::kWarn, Action::kGate}) {
+    if (s == to_string(a)) return a;
+  }
+  *ok = false;
+  return Action::kAdmit;
+}
+
+Json ref_to_json(const ObjectRef& r) {
+  Json j = {{"name", r.name}};
+  if (!r.resource_version.empty()) j["resourceVersion"] = r.resource_version;
+  return j;
+}
+
+std::optional<ObjectRef> ref_from_json(const Json& j) {
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
+  ObjectRef r;
+  r.name = j["name"].get<std::string>();
+  if (auto rv = j.find("resourceVersion"); rv != j.end()) {
+    if (!rv->is_string()) return std::nullopt;
+    r.resource_version = rv->get<std::string>();
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string decision_spec_hash(const TrainingJobSpec& spec) {
+  SpecHasher h;
+  h.bytes("commgate-spec-v1;");
+  h.integer(spec.num_nodes);
+  h.integer(spec.min_nodes);
+  h.integer(spec.num_proc_per_node);
+  h.integer(static_cast<int64_t>(spec.node_selector.size()));
+  for (const auto& [k, v] : spec.node_selector) {
+    h.str(k);
+    h.str(v);
+  }
+  h.str(spec.policy_ref);
+  const ModelSpec& m = spec.model;
+  h.number(m.parameters);
+  h.str(m.gradient_dtype);
+  h.str(m.torch_script);
+  h.integer(static_cast<int64_t>(m.input_shape.size()));
+  for (int64_t d : m.input_shape) h.integer(d);
+  h.integer(m.batch_size);
+  h.str(m.optimizer);
+  if (m.step_time_hint_ms) {
+    h.bytes("hint;");
+    h.number(*m.step_time_hint_ms);
+  } else {
+    h.bytes("nohint;");
+  }
+  return h.hex();
+}
+
+std::string to_annotation(const DecisionRecord& r) {
+  Json j = {{"action", to_string(r.action)},
+            {"admittedNodes", r.admitted_nodes},
+            {"requestedNodes", r.requested_nodes},
+            {"reason", r.reason},
+            {"policy", ref_to_json(r.policy)}};
+  if (r.profile) j["profile"] = ref_to_json(*r.profile);
+  j["decidedAt"] = format_rfc3339(r.decided_at);
+  j["specHash"] = r.spec_hash;
+  if (!r.message.empty()) j["message"] = r.message;
+  return j.dump();
+}
+
+std::optional<DecisionRecord> parse_decision_record(std::string_view text, std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<DecisionRecord> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return fail("not a JSON object");
+  auto str_field = [&](const char* key, std::string* out) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return false;
+    *out = it->get<std::string>();
+    return true;
+  };
+  auto int_field = [&](const char* key, int* out) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer()) return false;
+    const auto v = it->get<int64_t>();
+    if (v < 0 || v > kMaxNodes) return false;
+    *out = static_cast<int>(v);
+    return true;
+  };
+  DecisionRecord r;
+  std::string action, decided_at;
+  if (!str_field("action", &action)) return fail("action: missing or not a string");
+  bool ok = true;
+  r.action = action_named(action, &ok);
+  if (!ok) return fail("action: unknown \"" + action + "\"");
+  if (!int_field("admittedNodes", &r.admitted_nodes)) return fail("admittedNodes: invalid");
+  if (!int_field("requestedNodes", &r.requested_nodes)) return fail("requestedNodes: invalid");
+  if (!str_field("reason", &r.reason)) return fail("reason: missing or not a string");
+  const auto policy = ref_from_json(j.value("policy", Json()));
+  if (!policy) return fail("policy: missing or invalid");
+  r.policy = *policy;
+  if (j.contains("profile")) {
+    r.profile = ref_from_json(j["profile"]);
+    if (!r.profile) return fail("profile: invalid");
+  }
+  if (!str_field("decidedAt", &decided_at)) return fail("decidedAt: missing");
+  const auto at = parse_rfc3339(decided_at);
+  if (!at) return fail("decidedAt: not an RFC 3339 time");
+  r.decided_at = *at;
+  if (!str_field("specHash", &r.spec_hash) || r.spec_hash.size() != 16)
+    return fail("specHash: missing or not 16 hex digits");
+  if (j.contains("message") && !str_field("message", &r.message))
+    return fail("message: not a string");
+  return r;
+}
+
+std::optional<DecisionRecord> decision_record_of(const TrainingJob& job) {
+  auto it = job.metadata.annotations.find(annotation::kDecisionRecord);
+  if (it == job.metadata.annotations.end()) return std::nullopt;
+  return parse_decision_record(it->second);
+}
+
+RecordVerdict check_against_record(const DecisionRecord& record, const TrainingJobSpec& spec) {
+  if (record.spec_hash != decision_spec_hash(spec)) return RecordVerdict::kSpecChanged;
+  switch (record.action) {
+    case Action::kDeny:
+      return RecordVerdict::kDenied;
+    case Action::kGate:
+      return spec.suspend ? RecordVerdict::kHolds : RecordVerdict::kUnsuspendedWhileGated;
+    case Action::kAdmit:
+    case Action::kDownsize:
+    case Action::kWarn:
+      return spec.num_nodes == record.admitted_nodes ? RecordVerdict::kHolds
+                                                     : RecordVerdict::kNodesDifferFromRecord;
+  }
+  return RecordVerdict::kSpecChanged;
+}
+
+}  // namespace commgate

@@ -1,0 +1,73 @@
+// The decision record: the first decision for a TrainingJob's spec, written on the object
+// (annotation commgate.io/decision-record, compact JSON) by whoever decided it (the
+// webhook's /mutate, the operator). Later checks (/validate, another webhook replica,
+// the operator) hold the object to its record and decide again only when the record is
+// missing or the spec it was made for has changed since (decide once: two deciders one
+// watch event apart, or a measurement that expires between two calls, never turn an
+// admitted job into a refused one). docs/webhook.md "The decision record".
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/decision.h"
+#include "core/time_format.h"
+#include "core/training_job.h"
+
+namespace commgate {
+
+// The object a decision read: its name and the resourceVersion it had (empty for the
+// built-in default policy and for objects read from files).
+struct ObjectRef {
+  std::string name;
+  std::string resource_version;
+  bool operator==(const ObjectRef&) const = default;
+};
+
+struct DecisionRecord {
+  Action action = Action::kAdmit;
+  int admitted_nodes = 0;   // what may run; 0 when denied
+  int requested_nodes = 0;  // spec.numNodes as the user asked
+  std::string reason;       // reason::* (or a job_decision.h code)
+  ObjectRef policy;
+  std::optional<ObjectRef> profile;  // the CommProfile used; nullopt when there was none
+  TimePoint decided_at{};            // seconds precision (RFC 3339)
+  // decision_spec_hash of the spec as stored after the decision (spec.numNodes lowered
+  // by a downsize), so a check compares it with the object it holds.
+  std::string spec_hash;
+  // Gate and Deny only: the decision's message (what the job waits for, why it was
+  // refused), for the checks that must quote it without deciding again.
+  std::string message;
+
+  bool operator==(const DecisionRecord&) const = default;
+};
+
+// A hash (FNV-1a 64, 16 hex digits) of every spec field decide() reads: numNodes,
+// minNodes, numProcPerNode, nodeSelector, policyRef and all of model. Not suspend (a gate
+// sets it), not the template, tolerations or runPolicy. Stable across builds and
+// processes: the webhook and the operator compare each other's hashes.
+std::string decision_spec_hash(const TrainingJobSpec& spec);
+
+// Compact JSON, keys: action, admittedNodes, requestedNodes, reason, policy{name,
+// resourceVersion}, profile{name, resourceVersion} (when one was used), decidedAt,
+// specHash, message (Gate and Deny).
+std::string to_annotation(const DecisionRecord& record);
+// nullopt (and `error`, when given, says why) for anything that is not a record this
+// version wrote: a malformed record counts as no record, so the job is decided again.
+std::optional<DecisionRecord> parse_decision_record(std::string_view text,
+                                                    std::string* error = nullptr);
+// The record in job.metadata.annotations, or nullopt when absent or malformed.
+std::optional<DecisionRecord> decision_record_of(const TrainingJob& job);
+
+// What a record says about the object that carries it.
+enum class RecordVerdict {
+  kSpecChanged,            // the spec is not the one decided: decide again
+  kHolds,                  // admitted (Admit, Downsize, Warn) or gated and suspended
+  kDenied,                 // the decision was Deny: refuse with record.message
+  kUnsuspendedWhileGated,  // Gate, but spec.suspend is false: refuse, the job must wait
+  kNodesDifferFromRecord,  // spec.numNodes is not the admitted count: refuse
+};
+RecordVerdict check_against_record(const DecisionRecord& record, const TrainingJobSpec& spec);
+
+}  // namespace commgate

@@ -1,0 +1,176 @@
+// The decision record (core/decision_record.h): its annotation round-trips, its spec hash
+// covers every field decide() reads and nothing else, and check_against_record says what
+// a later check must do with the object that carries it.
+#include "core/decision_record.h"
+
+#include <gtest/gtest.h>
+
+#include "core/annotations.h"
+#include "tests/support/builders.h"
+
+namespace commgate {
+namespace {
+
+using testing::a_training_job;
+using testing::test_now;
+
+DecisionRecord a_record() {
+  DecisionRecord r;
+  r.action = Action::kDownsize;
+  r.admitted_nodes = 6;
+  r.requested_nodes = 8;
+  r.reason = reason::kDownsized;
+  r.policy = {"strict", "41"};
+  r.profile = ObjectRef{"pool-all", "7"};
+  r.decided_at = std::chrono::time_point_cast<std::chrono::seconds>(test_now());
+  r.spec_hash = decision_spec_hash(a_training_job().nodes(6).build().spec);
+  return r;
+}
+
+TEST(DecisionRecord, RoundTripsThroughItsAnnotation) {
+  DecisionRecord r = a_record();
+  EXPECT_EQ(parse_decision_record(to_annotation(r)), r);
+  r.action = Action::kGate;
+  r.profile.reset();
+  r.message = "no measurement of pool-all";
+  EXPECT_EQ(parse_decision_record(to_annotation(r)), r);
+  r.policy = {"default", ""};
+  EXPECT_EQ(parse_decision_record(to_annotation(r)), r);
+}
+
+TEST(DecisionRecord, IsCompactJson) {
+  const std::string text = to_annotation(a_record());
+  EXPECT_EQ(text.find('\n'), std::string::npos);
+  EXPECT_EQ(text.find(": "), std::string::npos);
+  EXPECT_LT(text.size(), 300u) << text;
+  EXPECT_NE(text.find("\"action\":\"Downsize\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"policy\":{\"name\":\"strict\",\"resourceVersion\":\"41\"}"),
+            std::string::npos)
+      << text;
+}
+
+TEST(DecisionRecord, AMalformedRecordCountsAsNone) {
+  for (
+      const std::string bad :
+      {"", "null", "[]", "{", R"({"action":"Maybe"})",
+       R"({"action":"Admit","admittedNodes":-1,"requestedNodes":1,"reason":"x","policy":{"name":"p"},"decidedAt":"2026-12-01T00:00:00Z","specHash":"0123456789abcdef"})",
+       R"({"action":"Admit","admittedNodes":1,"requestedNodes":1,"reason":"x","policy":{"name":"p"},"decidedAt":"yesterday","specHash":"0123456789abcdef"})",
+       R"({"action":"Admit","admittedNodes":1,"requestedNodes":1,"reason":"x","policy":{"name":"p"},"decidedAt":"2026-12-01T00:00:00Z","specHash":"short"})"}) {
+    std::string why;
+    EXPECT_FALSE(parse_decision_record(bad, &why)) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+  }
+  TrainingJob job = a_training_job().build();
+  job.metadata.annotations[annotation::kDecisionRecord] = "{oops";
+  EXPECT_FALSE(decision_record_of(job));
+}
+
+// Every field decide() reads changes the hash; the others do not.
+struct HashCase {
+  std::string name;
+  std::function<void(TrainingJobSpec&)> change;
+  bool want_changed;
+};
+void PrintTo(const HashCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class SpecHash : public ::testing::TestWithParam<HashCase> {};
+
+TEST_P(SpecHash, CoversWhatTheDecisionReads) {
+  const TrainingJobSpec base = a_training_job().nodes(8).params(100e6).build().spec;
+  TrainingJobSpec changed = base;
+  GetParam().change(changed);
+  EXPECT_EQ(decision_spec_hash(changed) != decision_spec_hash(base), GetParam().want_changed);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, SpecHash,
+    ::testing::Values(
+        HashCase{"num_nodes", [](auto& s) { s.num_nodes = 7; }, true},
+        HashCase{"min_nodes", [](auto& s) { s.min_nodes = 2; }, true},
+        HashCase{"num_proc_per_node", [](auto& s) { s.num_proc_per_node = 8; }, true},
+        HashCase{"node_selector", [](auto& s) { s.node_selector["pool"] = "a"; }, true},
+        HashCase{"node_selector_key_value_boundary", [](auto& s) { s.node_selector["p"] = "oola"; },
+                 true},
+        HashCase{"policy_ref", [](auto& s) { s.policy_ref = "strict"; }, true},
+        HashCase{"parameters", [](auto& s) { s.model.parameters += 1; }, true},
+        HashCase{"gradient_dtype", [](auto& s) { s.model.gradient_dtype = "bf16"; }, true},
+        HashCase{"torch_script", [](auto& s) { s.model.torch_script = "/m.pt"; }, true},
+        HashCase{"input_shape",
+                 [](auto& s) {
+                   s.model.input_shape = {3, 224, 224};
+                 },
+                 true},
+        HashCase{"batch_size", [](auto& s) { s.model.batch_size = 64; }, true},
+        HashCase{"optimizer", [](auto& s) { s.model.optimizer = "sgd"; }, true},
+        HashCase{"step_time_hint", [](auto& s) { s.model.step_time_hint_ms = 100; }, true},
+        HashCase{"suspend_is_not_read", [](auto& s) { s.suspend = !s.suspend; }, false},
+        HashCase{"the_template_is_not_read",
+                 [](auto& s) { s.pod_template["spec"]["containers"][0]["image"] = "x:2"; }, false},
+        HashCase{"tolerations_are_not_read",
+                 [](auto& s) {
+                   s.tolerations.push_back({{"operator", "Exists"}});
+                 },
+                 false},
+        HashCase{"run_policy_is_not_read", [](auto& s) { s.run_policy.backoff_limit = 3; }, false}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(SpecHash, IsStableAcrossProcessesAndBuilds) {
+  // A literal: the webhook and the operator compare each other's hashes, so a change here
+  // is a change of the record format (bump "commgate-spec-v1").
+  TrainingJobSpec spec;
+  spec.num_nodes = 4;
+  spec.model.parameters = 350e6;
+  EXPECT_EQ(decision_spec_hash(spec), decision_spec_hash(spec));
+  EXPECT_EQ(decision_spec_hash(spec).size(), 16u);
+  EXPECT_EQ(decision_spec_hash(spec), "242e4776add69b28");
+}
+
+struct VerdictCase {
+  std::string name;
+  Action action;
+  int admitted;
+  int spec_nodes;
+  bool suspend;
+  bool same_spec;
+  RecordVerdict want;
+};
+void PrintTo(const VerdictCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class RecordCheck : public ::testing::TestWithParam<VerdictCase> {};
+
+TEST_P(RecordCheck, SaysWhatTheObjectMayDo) {
+  const VerdictCase& c = GetParam();
+  TrainingJobSpec spec = a_training_job().nodes(c.spec_nodes).build().spec;
+  spec.suspend = c.suspend;
+  DecisionRecord r = a_record();
+  r.action = c.action;
+  r.admitted_nodes = c.admitted;
+  r.spec_hash = decision_spec_hash(spec);
+  if (!c.same_spec) spec.model.parameters *= 2;
+  EXPECT_EQ(check_against_record(r, spec), c.want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, RecordCheck,
+    ::testing::Values(VerdictCase{"an_admitted_spec_holds", Action::kAdmit, 4, 4, false, true,
+                                  RecordVerdict::kHolds},
+                      VerdictCase{"a_downsized_spec_holds", Action::kDownsize, 2, 2, false, true,
+                                  RecordVerdict::kHolds},
+                      VerdictCase{"a_changed_spec_is_decided_again", Action::kAdmit, 4, 4, false,
+                                  false, RecordVerdict::kSpecChanged},
+                      VerdictCase{"a_gated_suspended_job_holds", Action::kGate, 4, 4, true, true,
+                                  RecordVerdict::kHolds},
+                      VerdictCase{"a_gated_job_may_not_run", Action::kGate, 4, 4, false, true,
+                                  RecordVerdict::kUnsuspendedWhileGated},
+                      VerdictCase{"a_denied_spec_stays_denied", Action::kDeny, 0, 4, false, true,
+                                  RecordVerdict::kDenied},
+                      VerdictCase{"a_count_other_than_admitted_is_refused", Action::kAdmit, 2, 4,
+                                  false, true, RecordVerdict::kNodesDifferFromRecord}),
+    [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace commgate

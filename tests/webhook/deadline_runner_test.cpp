@@ -1,0 +1,95 @@
+// The per-request deadline (webhook/deadline_runner.h): a handler that does not finish in
+// time is answered without, and a busy pool never makes a request wait longer.
+#include "webhook/deadline_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+
+#include "tests/webhook/webhook_test_support.h"
+#include "webhook/webhook_server.h"
+
+namespace commgate::webhook {
+namespace {
+
+using namespace std::chrono_literals;
+using commgate::testing::a_training_job;
+using commgate::testing::test_now;
+using nlohmann::json;
+using namespace commgate::webhook::testing;
+
+TEST(DeadlineRunner, ReturnsTheAnswerOfAHandlerThatFinishesInTime) {
+  DeadlineRunner runner(2);
+  const auto answer = runner.run([] { return denied("no", 403); }, 10s);
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->message, "no");
+  EXPECT_EQ(runner.abandoned(), 0u);
+}
+
+TEST(DeadlineRunner, GivesUpOnAHandlerPastTheDeadline) {
+  DeadlineRunner runner(1);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  const auto started = std::chrono::steady_clock::now();
+  const auto answer = runner.run(
+      [released] {
+        released.wait();
+        return allowed();
+      },
+      50ms);
+  EXPECT_FALSE(answer);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_EQ(runner.abandoned(), 1u);
+  // The only thread is still busy with the abandoned handler: the next request waits in
+  // the queue, and still no longer than its deadline.
+  const auto queued = std::chrono::steady_clock::now();
+  EXPECT_FALSE(runner.run([] { return allowed(); }, 50ms));
+  EXPECT_LT(std::chrono::steady_clock::now() - queued, 5s);
+  release.set_value();
+  // Once free, the pool answers again (the abandoned queued task is skipped).
+  EXPECT_TRUE(runner.run([] { return allowed(); }, 10s));
+}
+
+TEST(DeadlineRunner, RethrowsAHandlersException) {
+  DeadlineRunner runner(1);
+  EXPECT_THROW(runner.run([]() -> AdmissionResponse { throw std::runtime_error("boom"); }, 10s),
+               std::runtime_error);
+}
+
+// Through the whole HTTP layer: past the deadline /mutate gates, /validate denies (503),
+// and both are counted as Timeout.
+TEST(DeadlineRunner, TheServiceAnswersPastTheDeadlineAsFailurePolicyFailMeansIt) {
+  auto source =
+      std::make_shared<StaticPolicySource>(std::make_shared<Snapshot>(snapshot_of({}, {})));
+  WebhookConfig config;
+  config.decision_deadline = 0ms;  // every request is past it
+  AdmissionService service{source, config, [] { return test_now(); }};
+  server::Router router = service.router();
+  server::Request post;
+  post.method = "POST";
+  post.headers.push_back({"Content-Type", "application/json"});
+  post.body = a_create_of(a_training_job("bert").nodes(4).json()).body();
+
+  post.target = post.path = "/mutate";
+  const json mutated = json::parse(router.dispatch(post).body);
+  EXPECT_EQ(mutated["response"]["allowed"], true);
+  EXPECT_EQ(mutated["response"]["patchType"], "JSONPatch");
+  EXPECT_NE(mutated["response"]["warnings"][0].get<std::string>().find("deadline"),
+            std::string::npos);
+
+  post.target = post.path = "/validate";
+  const json validated = json::parse(router.dispatch(post).body);
+  EXPECT_EQ(validated["response"]["allowed"], false);
+  EXPECT_EQ(validated["response"]["status"]["code"], 503);
+
+  server::Request get;
+  get.method = "GET";
+  get.target = get.path = "/metrics";
+  const std::string metrics = router.dispatch(get).body;
+  EXPECT_NE(metrics.find("endpoint=\"mutate\",decision=\"Timeout\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("endpoint=\"validate\",decision=\"Timeout\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace commgate::webhook
