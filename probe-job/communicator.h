@@ -18,6 +18,16 @@ class PendingAllReduce {
   virtual void wait() = 0;
 };
 
+// "" when `tensor` can be handed to a collective on `device`, else what is wrong with it.
+inline std::string collective_input_problem(const at::Tensor& tensor, const at::Device& device) {
+  if (!tensor.defined()) return "the tensor is undefined";
+  if (!tensor.is_contiguous()) return "the tensor is not contiguous";
+  if (tensor.device() != device) {
+    return "the tensor is on " + tensor.device().str() + ", the communicator on " + device.str();
+  }
+  return "";
+}
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -27,6 +37,9 @@ class Communicator {
   virtual std::string interface_name() const = 0;
   virtual at::Device device() const = 0;
   virtual std::string device_product() const { return ""; }
+  // The collective library's version as it runs (NCCL: ncclGetVersion, "2.27.7"); "" when
+  // it has none of its own (Gloo is part of LibTorch).
+  virtual std::string library_version() const { return ""; }
   virtual int rank() const = 0;
   virtual int size() const = 0;
 

@@ -2,7 +2,11 @@
 
 #include <ATen/autocast_mode.h>
 #include <torch/cuda.h>
+#include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
 #include <torch/script.h>
 #include <torch/version.h>
 
@@ -184,22 +188,51 @@ double parameter_count(const std::vector<at::Tensor>& params) {
   return n;
 }
 
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name,
+                                                        const std::vector<at::Tensor>& params) {
+  namespace optim = torch::optim;
+  if (name == "sgd") return std::make_unique<optim::SGD>(params, optim::SGDOptions(1e-2));
+  if (name == "sgd-momentum") {
+    return std::make_unique<optim::SGD>(params, optim::SGDOptions(1e-2).momentum(0.9));
+  }
+  if (name == "adam") return std::make_unique<optim::Adam>(params, optim::AdamOptions(1e-4));
+  if (name == "adamw") return std::make_unique<optim::AdamW>(params, optim::AdamWOptions(1e-4));
+  if (name == "adagrad") {
+    return std::make_unique<optim::Adagrad>(params, optim::AdagradOptions(1e-2));
+  }
+  if (name == "rmsprop") {
+    return std::make_unique<optim::RMSprop>(params, optim::RMSpropOptions(1e-2));
+  }
+  throw std::invalid_argument("unknown optimizer \"" + name +
+                              "\" (one of sgd, sgd-momentum, adam, adamw, adagrad, rmsprop)");
+}
+
 struct Trainer::Impl {
   TrainableModel& model;
   at::Device device;
   std::vector<at::Tensor> params;
-  torch::optim::Adam optimizer;
+  std::string optimizer_name;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
 
-  Impl(TrainableModel& m, at::Device d)
+  Impl(TrainableModel& m, at::Device d, const std::string& opt)
       : model(m),
         device(d),
         params(m.parameters()),
-        optimizer(params, torch::optim::AdamOptions(1e-4)) {}
+        optimizer_name(opt),
+        optimizer(make_optimizer(opt, params)) {}
 };
 
-Trainer::Trainer(TrainableModel& model, at::Device device)
-    : impl_(std::make_unique<Impl>(model, device)) {}
+Trainer::Trainer(TrainableModel& model, at::Device device, const std::string& optimizer)
+    : impl_(std::make_unique<Impl>(model, device, optimizer)) {}
 Trainer::~Trainer() = default;
+
+const std::string& Trainer::optimizer_name() const {
+  return impl_->optimizer_name;
+}
+
+torch::optim::Optimizer& Trainer::optimizer() {
+  return *impl_->optimizer;
+}
 
 StepTiming Trainer::step(const std::function<void()>& after_backward) {
   StepTiming t;
@@ -217,7 +250,7 @@ StepTiming Trainer::step(const std::function<void()>& after_backward) {
   t.backward_s = seconds_since(t0);
 
   t0 = SteadyClock::now();
-  impl_->optimizer.step();
+  impl_->optimizer->step();
   sync_device(impl_->device);
   t.optimizer_s = seconds_since(t0);
   return t;
@@ -240,6 +273,7 @@ ComputeResult measure_compute(TrainableModel& model, Trainer& trainer, int warmu
   r.model = model.description();
   r.precision = precision;
   r.batch_size = model.batch_size();
+  r.optimizer = trainer.optimizer_name();
   r.iterations = iterations;
   r.step_time_ms = median(total) * 1e3;
   r.forward_ms = median(fwd) * 1e3;

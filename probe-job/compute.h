@@ -1,6 +1,6 @@
-// The compute step of the job's model: forward + backward + optimizer (Adam), timed per
-// phase. The model is either a synthetic MLP with the requested parameter count or a
-// TorchScript module. fp32 on the CPU, bf16 autocast on a GPU.
+// The compute step of the job's model: forward + backward + the job's optimizer (AdamW
+// unless told otherwise), timed per phase. The model is either a synthetic MLP with the requested
+// parameter count or a TorchScript module. fp32 on the CPU, bf16 autocast on a GPU.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -12,6 +12,10 @@
 #include <vector>
 
 #include "core/probe_result.h"
+
+namespace torch::optim {
+class Optimizer;
+}
 
 namespace commgate::probe {
 
@@ -54,10 +58,17 @@ struct StepTiming {
   double total_s() const { return forward_s + backward_s + optimizer_s; }
 };
 
-// Runs training steps of a model with Adam (lr 1e-4, PyTorch's betas), timing each phase.
+// LibTorch's optimizer for a name of kOptimizers (core/model_names.h), with PyTorch's
+// defaults and a typical learning rate: sgd (lr 0.01), sgd-momentum (lr 0.01, momentum
+// 0.9), adam and adamw (lr 1e-4; AdamW's weight decay 0.01), adagrad and rmsprop
+// (lr 0.01). Throws std::invalid_argument naming the choices for any other name.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name,
+                                                        const std::vector<at::Tensor>& params);
+
+// Runs training steps of a model with the named optimizer, timing each phase.
 class Trainer {
  public:
-  Trainer(TrainableModel& model, at::Device device);
+  Trainer(TrainableModel& model, at::Device device, const std::string& optimizer = "adamw");
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -66,13 +77,16 @@ class Trainer {
   // its all-reduces there) and is counted in backward_s.
   StepTiming step(const std::function<void()>& after_backward = {});
 
+  const std::string& optimizer_name() const;
+  torch::optim::Optimizer& optimizer();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
 // Warm-up steps (untimed), then `iterations` timed steps: medians per phase, p10/p90 of
-// the whole step. Fills everything but `parameters`' dtype bookkeeping.
+// the whole step; `optimizer` is the trainer's.
 ComputeResult measure_compute(TrainableModel& model, Trainer& trainer, int warmup, int iterations,
                               const std::string& precision);
 

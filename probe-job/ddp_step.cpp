@@ -157,7 +157,12 @@ DdpStepResult measure_ddp_step(TrainableModel& model, Trainer& trainer, Communic
     comm.barrier();
     reducer.prepare_for_backward();
     const auto t0 = std::chrono::steady_clock::now();
-    trainer.step([&] { reducer.finalize_backward(); });
+    // The host waits for the all-reduces through the communicator (NCCL: polled, with a
+    // deadline), not inside the CUDA runtime where a dead peer would hold it.
+    trainer.step([&] {
+      reducer.finalize_backward();
+      comm.synchronize();
+    });
     comm.synchronize();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };

@@ -1,7 +1,18 @@
 #include "probe-job/gloo_communicator.h"
 
-#include <chrono>
 #include <stdexcept>
+
+// pip's LibTorch carries ProcessGroupGloo.hpp but not the Gloo headers it includes, and
+// declares nothing without USE_C10D_GLOO: Gloo is built only when all of it is there
+// (COMMGATE_PROBE_WITHOUT_GLOO forces it out, for the test of that build).
+#if !defined(COMMGATE_PROBE_WITHOUT_GLOO) && defined(USE_C10D_GLOO) && __has_include(<gloo/algorithm.h>) &&                                  \
+    __has_include(<torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>)
+#define COMMGATE_PROBE_HAS_GLOO 1
+#endif
+
+#ifdef COMMGATE_PROBE_HAS_GLOO
+
+#include <chrono>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <vector>
@@ -57,6 +68,10 @@ class GlooCommunicator final : public Communicator {
 
 }  // namespace
 
+bool gloo_backend_built() {
+  return true;
+}
+
 std::unique_ptr<Communicator> make_gloo_communicator(const c10::intrusive_ptr<c10d::Store>& store,
                                                      int rank, int size, const GlooOptions& opts) {
   auto options = c10d::ProcessGroupGloo::Options::create(opts.timeout);
@@ -83,3 +98,22 @@ std::unique_ptr<Communicator> make_gloo_communicator(const c10::intrusive_ptr<c1
 }
 
 }  // namespace commgate::probe
+
+#else  // !COMMGATE_PROBE_HAS_GLOO
+
+namespace commgate::probe {
+
+bool gloo_backend_built() {
+  return false;
+}
+
+std::unique_ptr<Communicator> make_gloo_communicator(const c10::intrusive_ptr<c10d::Store>&, int,
+                                                     int, const GlooOptions&) {
+  throw std::runtime_error(
+      "gloo: this commgate-probe was built without Gloo (LibTorch's Gloo headers, "
+      "<gloo/algorithm.h>, were not found; pip's LibTorch does not ship them)");
+}
+
+}  // namespace commgate::probe
+
+#endif

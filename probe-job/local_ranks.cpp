@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <torch/cuda.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +14,8 @@
 #include <map>
 #include <thread>
 
+#include "probe-job/gpu_diagnostics.h"
+#include "probe-job/nccl_communicator.h"
 #include "probe-job/probe_runner.h"
 #include "probe-job/report.h"
 
@@ -76,7 +79,23 @@ int run_local_ranks(const ProbeConfig& cfg, const std::vector<std::string>& args
   const int n = cfg.local_ranks;
   const int port = free_loopback_port();
   const int threads = cfg.threads > 0 ? cfg.threads : default_threads(n);
-  const auto child_args = local_rank_args(args, threads);
+  auto child_args = local_rank_args(args, threads);
+  // NCCL cannot put two ranks on one GPU: with fewer GPUs than ranks, say so before
+  // starting any (an unusable NCCL is told by the ranks themselves).
+  const CudaDeviceQuery devices = query_cuda_devices();
+  if (nccl_unavailable_reason(nccl_backend_built(), devices, torch::cuda::is_available()).empty()) {
+    const LocalRanksBackend choice =
+        choose_local_ranks_backend(cfg.backend, n, devices.count, nccl_backend_built());
+    if (!choice.error.empty()) {
+      err << "commgate-probe: " << choice.error << "\n";
+      return kExitUsage;
+    }
+    if (!choice.note.empty()) err << "commgate-probe: " << choice.note << "\n";
+    if (choice.backend == BackendChoice::kGloo && cfg.backend == BackendChoice::kAuto) {
+      child_args.push_back("--backend");
+      child_args.push_back("gloo");
+    }
+  }
 
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {

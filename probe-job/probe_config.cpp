@@ -68,6 +68,18 @@ struct Parser {
     return true;
   }
 
+  bool optimizer(const std::string& what, const std::string& text, std::string* out) {
+    for (const char* name : kOptimizers) {
+      if (text == name) {
+        *out = text;
+        return true;
+      }
+    }
+    std::string names;
+    for (const char* name : kOptimizers) names += (names.empty() ? "" : ", ") + std::string(name);
+    return fail(what + ": must be one of " + names + ", got \"" + text + "\"");
+  }
+
   bool shape(const std::string& what, const std::string& text, std::vector<int64_t>* out) {
     out->clear();
     std::stringstream in(text);
@@ -116,6 +128,8 @@ All-reduce sweep:
 Compute:
   --params Q                synthetic MLP with Q parameters (default 25M; 5M, 1.5G, 7e9 ...)
   --batch-size N            default 32
+  --optimizer NAME          the job's optimizer: sgd, sgd-momentum, adam, adamw, adagrad,
+                            rmsprop (default adamw)
   --torchscript PATH --input-shape D0,D1,...   time a TorchScript module instead
   --compute-warmup N --compute-iters N          default 2, 10
   --threads N               torch threads (default: cores available / local ranks)
@@ -231,6 +245,8 @@ ParseOutcome parse_probe_config(const std::vector<std::string>& args, const EnvL
       qty_flag(1, &cfg.parameters);
     } else if (flag == "--batch-size") {
       int_flag(1, 1 << 20, &cfg.batch_size);
+    } else if (flag == "--optimizer") {
+      if (auto v = value()) p.optimizer(flag, *v, &cfg.optimizer);
     } else if (flag == "--torchscript") {
       if (auto v = value()) cfg.torchscript = *v;
     } else if (flag == "--input-shape") {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/model_names.h"
+
 namespace commgate::probe {
 
 // Exit codes (docs/probe.md). Only rank 0 writes the result; every rank exits with one of
@@ -52,6 +54,8 @@ struct ProbeConfig {
   // Compute: a synthetic MLP with `parameters` gradient elements, or a TorchScript module.
   double parameters = 25e6;
   int batch_size = 32;
+  // --optimizer: one of core's kOptimizers (model_names.h), reported as compute.optimizer.
+  std::string optimizer = kDefaultOptimizer;
   std::string torchscript;
   std::vector<int64_t> input_shape;
   int compute_warmup = 2;

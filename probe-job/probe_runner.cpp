@@ -17,7 +17,9 @@
 #include "probe-job/compute.h"
 #include "probe-job/ddp_step.h"
 #include "probe-job/gloo_communicator.h"
+#include "probe-job/gpu_diagnostics.h"
 #include "probe-job/nccl_communicator.h"
+#include "probe-job/nccl_log.h"
 #include "probe-job/net_interface.h"
 #include "probe-job/rendezvous.h"
 #include "probe-job/report.h"
@@ -63,6 +65,16 @@ class StageFailure : public std::runtime_error {
   err.flush();
   std::fflush(nullptr);
   std::_Exit(code);
+}
+
+// The NCCL header the probe was compiled with and the library loaded at run time should
+// be the same NCCL; say so when their major.minor differ.
+void warn_on_nccl_mismatch(const ProbeConfig& cfg, std::ostream& err) {
+  const int built = nccl_header_version(), loaded = nccl_runtime_version();
+  if (cfg.rank != 0 || built / 100 == loaded / 100) return;
+  err << "commgate-probe: warning: built against NCCL " << nccl_version_text(built)
+      << " but running NCCL " << nccl_version_text(loaded)
+      << " (LD_LIBRARY_PATH picks the library; docs/probe.md)\n";
 }
 
 }  // namespace
@@ -121,18 +133,22 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
     at::globalContext().setFlushDenormal(true);
     at::manual_seed(1 + cfg.rank);
 
-    const bool gpu =
-        nccl_backend_built() && visible_cuda_devices() > 0 && torch::cuda::is_available();
+    const std::string no_nccl = nccl_unavailable_reason(nccl_backend_built(), query_cuda_devices(),
+                                                        torch::cuda::is_available());
     BackendChoice backend = cfg.backend;
     if (backend == BackendChoice::kAuto)
-      backend = gpu ? BackendChoice::kNccl : BackendChoice::kGloo;
-    if (backend == BackendChoice::kNccl && !gpu) {
-      throw StageFailure(
-          "backend",
-          nccl_backend_built()
-              ? "--backend nccl: no GPU is visible to this process's CUDA-enabled LibTorch"
-              : "--backend nccl: this binary was built without the NCCL backend",
-          kExitFailed);
+      backend = no_nccl.empty() ? BackendChoice::kNccl : BackendChoice::kGloo;
+    if (backend == BackendChoice::kNccl && !no_nccl.empty()) {
+      throw StageFailure("backend", "--backend nccl: " + no_nccl, kExitFailed);
+    }
+    if (backend == BackendChoice::kGloo && !gloo_backend_built()) {
+      const std::string no_gloo =
+          "this binary was built without Gloo (LibTorch's Gloo headers were not found)";
+      throw StageFailure("backend",
+                         cfg.backend == BackendChoice::kAuto
+                             ? "no backend can run here: " + no_nccl + "; and " + no_gloo
+                             : "--backend gloo: " + no_gloo,
+                         kExitFailed);
     }
     writer.update([&](ProbeResult& r) {
       r.backend = backend == BackendChoice::kNccl ? "nccl" : "gloo";
@@ -164,8 +180,13 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
       NcclOptions o;
       o.local_rank = cfg.local_rank;
       o.timeout = collective_timeout;
+      // NCCL's waits end 1 s before the watchdog would, so they are the ones that report.
+      o.deadline = std::chrono::steady_clock::now() +
+                   to_ms(std::max(0.5, watchdog.remaining_s() - (reporter ? 1.0 : 3.0)));
       o.socket_interface = cfg.interface_name.empty() ? route->interface_name : cfg.interface_name;
+      o.hostname = local_hostname();
       comm = make_nccl_communicator(store, cfg.rank, cfg.world_size, o);
+      warn_on_nccl_mismatch(cfg, err);
     } else {
       GlooOptions o;
       o.interface_name = cfg.interface_name;
@@ -174,6 +195,7 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
       o.timeout = collective_timeout;
       comm = make_gloo_communicator(store, cfg.rank, cfg.world_size, o);
     }
+    if (comm->backend_name() == "nccl") writer.set_nccl_version(comm->library_version());
     writer.update([&](ProbeResult& r) {
       r.gpu_product = comm->device_product();
       r.interface_name = comm->interface_name();
@@ -222,7 +244,7 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
 
     if (model) {
       watchdog.enter("compute");
-      Trainer trainer(*model, comm->device());
+      Trainer trainer(*model, comm->device(), cfg.optimizer);
       comm->barrier();  // every rank computes at once, as in training
       ComputeResult c = measure_compute(*model, trainer, cfg.compute_warmup, cfg.compute_iterations,
                                         autocast ? "bf16-amp" : "fp32");
@@ -245,6 +267,9 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
     // Rank 0 serves the store: nobody leaves before everybody is done with it.
     watchdog.enter("finish");
     comm->barrier();
+    // Under the watchdog: destroying a communicator (ncclCommDestroy, Gloo's pairs) can
+    // block when a peer is gone.
+    comm.reset();
     watchdog.disarm();
     if (reporter) writer.publish();
     return kExitOk;

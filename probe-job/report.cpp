@@ -64,10 +64,11 @@ std::string human_summary(const ProbeResult& r, const ProbeConfig& cfg) {
     const auto& c = *r.compute;
     std::snprintf(
         line, sizeof line,
-        "  compute: %s, %s params, batch %d, %s: step %.1f ms (fwd %.1f, bwd %.1f, opt %.1f; "
+        "  compute: %s, %s params, batch %d, %s, %s: step %.1f ms (fwd %.1f, bwd %.1f, opt %.1f; "
         "p10 %.1f, p90 %.1f)\n",
         c.model.c_str(), format_count(c.parameters).c_str(), c.batch_size, c.precision.c_str(),
-        c.step_time_ms, c.forward_ms, c.backward_ms, c.optimizer_ms, c.p10_ms, c.p90_ms);
+        c.optimizer.c_str(), c.step_time_ms, c.forward_ms, c.backward_ms, c.optimizer_ms, c.p10_ms,
+        c.p90_ms);
     s << line;
   }
   if (r.ddp_step) {
@@ -127,6 +128,11 @@ ProbeResult ReportWriter::snapshot() const {
   return result_;
 }
 
+void ReportWriter::set_nccl_version(const std::string& version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  nccl_version_ = version;
+}
+
 bool ReportWriter::publish(const std::function<void(ProbeResult&)>& last_change) {
   std::lock_guard<std::mutex> lock(mu_);
   if (published_) return false;
@@ -134,7 +140,9 @@ bool ReportWriter::publish(const std::function<void(ProbeResult&)>& last_change)
   result_.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (last_change) last_change(result_);
-  const std::string full = to_json(result_).dump(2);
+  nlohmann::json doc = to_json(result_);
+  if (!nccl_version_.empty()) doc["ncclVersion"] = nccl_version_;
+  const std::string full = doc.dump(2);
   out_ << full << "\n";
   out_.flush();
   if (!cfg_.output_path.empty()) {

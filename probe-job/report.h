@@ -38,6 +38,9 @@ class ReportWriter {
 
   void update(const std::function<void(ProbeResult&)>& change);
   ProbeResult snapshot() const;
+  // ncclGetVersion's, written as the full form's top-level "ncclVersion" (core's reader
+  // ignores it; it is there for whoever reads the result).
+  void set_nccl_version(const std::string& version);
   // Sets duration_seconds, applies `last_change`, writes every output. Only the first
   // call writes; later calls return false.
   bool publish(const std::function<void(ProbeResult&)>& last_change = {});
@@ -49,6 +52,7 @@ class ReportWriter {
   const std::chrono::steady_clock::time_point start_;
   mutable std::mutex mu_;
   ProbeResult result_;
+  std::string nccl_version_;
   bool published_ = false;
 };
 

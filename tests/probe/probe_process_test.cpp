@@ -143,5 +143,50 @@ TEST(ProbeProcess, a_stage_that_outlasts_the_timeout_is_reported_by_name) {
   ASSERT_TRUE(parse_probe_result(nlohmann::json::parse(read_file(term))).error);
 }
 
+TEST(ProbeProcess, the_optimizer_asked_for_is_the_one_reported) {
+  const int port = unused_port();
+  Finished f =
+      testing::run({kProbe, "--backend",    "gloo", "--optimizer", "sgd",  "--params",
+                    "100k", "--batch-size", "4",    "--max-bytes", "64Ki", "--compute-iters",
+                    "2",    "--ddp-iters",  "1",    "--timeout",   "60",   "--termination-log",
+                    "",     "--quiet"},
+                   {{"MASTER_ADDR", "127.0.0.1"},
+                    {"MASTER_PORT", std::to_string(port)},
+                    {"RANK", "0"},
+                    {"WORLD_SIZE", "1"}},
+                   scratch("optimizer"), seconds(90));
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  const auto doc = nlohmann::json::parse(f.out);
+  EXPECT_EQ(doc["compute"]["optimizer"], "sgd") << f.out;
+  ASSERT_TRUE(parse_probe_result(doc).compute);
+  EXPECT_EQ(parse_probe_result(doc).compute->optimizer, "sgd");
+
+  Finished bad = testing::run({kProbe, "--optimizer", "lamb"}, {}, scratch("badopt"), seconds(30));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "--optimizer: must be one of sgd, sgd-momentum")) << bad.err;
+}
+
+TEST(ProbeProcess, nccl_without_a_usable_gpu_says_why_in_stage_backend) {
+  // This machine has no GPU: a binary with the NCCL backend reads the CUDA runtime's
+  // reason (a missing driver is not "no GPU visible"), one without says it was built so.
+  const int port = unused_port();
+  Finished f = testing::run({kProbe, "--backend", "nccl", "--no-compute", "--timeout", "30",
+                             "--termination-log", "", "--quiet"},
+                            {{"MASTER_ADDR", "127.0.0.1"},
+                             {"MASTER_PORT", std::to_string(port)},
+                             {"RANK", "0"},
+                             {"WORLD_SIZE", "1"}},
+                            scratch("nccl-nogpu"), seconds(60));
+  EXPECT_EQ(f.exit_code, 1) << f.err;
+  ProbeResult r = parse_probe_result(nlohmann::json::parse(f.out));
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->stage, "backend");
+  EXPECT_TRUE(contains(r.error->message, "--backend nccl: ")) << r.error->message;
+  EXPECT_TRUE(contains(r.error->message, "no usable GPU: cudaGetDeviceCount") ||
+              contains(r.error->message, "built without the NCCL backend"))
+      << r.error->message;
+  EXPECT_FALSE(contains(r.error->message, "no GPU is visible")) << r.error->message;
+}
+
 }  // namespace
 }  // namespace commgate::probe

@@ -3,6 +3,7 @@
 // NCCL log parsing, DDP bucket assignment and the bucketed reducer (with a fake
 // communicator), rendezvous over an in-memory store.
 #include <gtest/gtest.h>
+#include <torch/optim.h>
 #include <torch/script.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "core/comm_model.h"
@@ -18,7 +20,9 @@
 #include "probe-job/allreduce_sweep.h"
 #include "probe-job/compute.h"
 #include "probe-job/ddp_step.h"
+#include "probe-job/gpu_diagnostics.h"
 #include "probe-job/local_ranks.h"
+#include "probe-job/nccl_communicator.h"
 #include "probe-job/nccl_log.h"
 #include "probe-job/probe_config.h"
 #include "probe-job/rendezvous.h"
@@ -98,6 +102,22 @@ TEST(ProbeConfig, rejects_bad_input_naming_the_flag_or_variable) {
         << c.name << ": error was \"" << got.error << "\", want it to contain \"" << c.want_in_error
         << "\"";
   }
+}
+
+TEST(ProbeConfig, the_optimizer_defaults_to_adamw_and_takes_each_name_libtorch_provides) {
+  auto plain = parse_probe_config({}, env_of({}));
+  ASSERT_TRUE(plain.config) << plain.error;
+  EXPECT_EQ(plain.config->optimizer, "adamw");
+  for (const char* name : kOptimizers) {
+    auto got = parse_probe_config({"--optimizer", name}, env_of({}));
+    ASSERT_TRUE(got.config) << name << ": " << got.error;
+    EXPECT_EQ(got.config->optimizer, name);
+  }
+  auto bad = parse_probe_config({"--optimizer=lamb"}, env_of({}));
+  EXPECT_FALSE(bad.config);
+  EXPECT_EQ(bad.error,
+            "--optimizer: must be one of sgd, sgd-momentum, adam, adamw, adagrad, rmsprop, got "
+            "\"lamb\"");
 }
 
 TEST(LocalRanks, spawned_ranks_drop_the_world_flags_and_get_threads) {
@@ -198,6 +218,47 @@ TEST(Compute, times_forward_backward_and_optimizer_separately) {
   EXPECT_GT(c.optimizer_ms, 0);
   EXPECT_LE(c.p10_ms, c.step_time_ms);
   EXPECT_GE(c.p90_ms, c.step_time_ms);
+}
+
+// Which LibTorch optimizer a name makes, and with which setting that tells it apart.
+std::string optimizer_kind(torch::optim::Optimizer& o) {
+  if (auto* sgd = dynamic_cast<torch::optim::SGD*>(&o)) {
+    const auto& opts = static_cast<const torch::optim::SGDOptions&>(sgd->defaults());
+    return opts.momentum() > 0 ? "sgd-momentum" : "sgd";
+  }
+  if (dynamic_cast<torch::optim::AdamW*>(&o)) return "adamw";
+  if (dynamic_cast<torch::optim::Adam*>(&o)) return "adam";
+  if (dynamic_cast<torch::optim::Adagrad*>(&o)) return "adagrad";
+  if (dynamic_cast<torch::optim::RMSprop*>(&o)) return "rmsprop";
+  return "other";
+}
+
+TEST(Compute, the_optimizer_chosen_is_the_one_that_steps_and_the_one_reported) {
+  for (const char* name : kOptimizers) {
+    auto model = make_synthetic_mlp(synthetic_mlp_shape(2e4), 4, at::Device(at::kCPU), false);
+    Trainer trainer(*model, at::Device(at::kCPU), name);
+    EXPECT_EQ(optimizer_kind(trainer.optimizer()), name);
+    const at::Tensor before = model->parameters()[0].clone();
+    ComputeResult c = measure_compute(*model, trainer, 0, 2, "fp32");
+    EXPECT_EQ(c.optimizer, name);
+    EXPECT_FALSE(at::equal(before, model->parameters()[0])) << name << " did not step";
+  }
+  auto model = make_synthetic_mlp(synthetic_mlp_shape(2e4), 4, at::Device(at::kCPU), false);
+  EXPECT_THROW(Trainer(*model, at::Device(at::kCPU), "lamb"), std::invalid_argument);
+}
+
+TEST(Compute, sgds_step_is_cheaper_than_adams_for_the_same_model) {
+  // SGD makes one pass over the parameters; Adam several (two moments, a square root, a
+  // division). The optimizer phase alone is compared, median of 7 steps, with a wide
+  // margin for a loaded machine.
+  auto time_optimizer = [](const char* name) {
+    auto model = make_synthetic_mlp(synthetic_mlp_shape(4e6), 2, at::Device(at::kCPU), false);
+    Trainer trainer(*model, at::Device(at::kCPU), name);
+    return measure_compute(*model, trainer, 2, 7, "fp32").optimizer_ms;
+  };
+  const double sgd = time_optimizer("sgd");
+  const double adam = time_optimizer("adam");
+  EXPECT_GT(adam, 1.5 * sgd) << "adam " << adam << " ms, sgd " << sgd << " ms";
 }
 
 // A real TorchScript module, defined and saved with LibTorch's own API (no Python here):
@@ -460,6 +521,26 @@ TEST(Report, the_written_json_parses_back_into_the_same_result) {
   EXPECT_NE(err.str().find("comm share 65.0%"), std::string::npos) << err.str();
 }
 
+TEST(Report, the_nccl_version_loaded_is_in_the_full_result_and_the_reader_accepts_it) {
+  ProbeConfig cfg;
+  cfg.termination_log = "";
+  cfg.quiet = true;
+  std::ostringstream out, err;
+  ReportWriter writer(cfg, out, err);
+  writer.update([&](ProbeResult& r) { r = a_full_result(3); });
+  writer.set_nccl_version(nccl_version_text(22707));
+  ASSERT_TRUE(writer.publish());
+  const auto doc = nlohmann::json::parse(out.str());
+  EXPECT_EQ(doc["ncclVersion"], "2.27.7");
+  EXPECT_EQ(parse_probe_result(doc).nodes, 2);
+
+  std::ostringstream gloo_out, gloo_err;
+  ReportWriter gloo(cfg, gloo_out, gloo_err);
+  gloo.update([&](ProbeResult& r) { r = a_full_result(3); });
+  ASSERT_TRUE(gloo.publish());
+  EXPECT_FALSE(nlohmann::json::parse(gloo_out.str()).contains("ncclVersion"));
+}
+
 TEST(Report, the_termination_message_stays_within_4096_bytes_whatever_the_error) {
   ProbeResult r = a_full_result(30);
   r.hostnames.assign(5000, "a-rather-long-node-hostname.example.internal");
@@ -517,6 +598,244 @@ TEST(NcclLog, tells_the_transport_and_interface_from_nccls_info_lines) {
     EXPECT_EQ(got.transport, c.want_transport) << c.name;
     EXPECT_EQ(got.interface_name, c.want_iface) << c.name;
   }
+}
+
+TEST(NcclLog, one_rank_has_transport_none_whatever_the_log_says) {
+  const std::string socket_log =
+      "node0:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0\n";
+  EXPECT_EQ(nccl_transport_for_world(1, socket_log).transport, "none");
+  EXPECT_EQ(nccl_transport_for_world(1, socket_log).interface_name, "");
+  EXPECT_EQ(nccl_transport_for_world(2, socket_log).transport, "socket");
+}
+
+TEST(NcclLog, the_debug_file_expands_host_and_pid_as_nccl_does) {
+  EXPECT_EQ(expand_nccl_debug_file("/out/nccl.%h.%p.log", "gpu-0", 4242),
+            "/out/nccl.gpu-0.4242.log");
+  EXPECT_EQ(expand_nccl_debug_file("100%%-%x-%", "h", 1), "100%-%x-%");
+}
+
+TEST(NcclLog, the_log_never_reaches_stdout_and_is_read_back_from_where_it_goes) {
+  using Route = NcclLogPlan::Route;
+  struct Case {
+    std::string name;
+    std::map<std::string, std::string> env;
+    Route want_route;
+    std::string want_read_path;
+    std::map<std::string, std::string> want_set_env;
+  };
+  const std::string priv = "/tmp/commgate-nccl.7.log";
+  const std::vector<Case> cases = {
+      {"nothing_set_logs_info_to_a_private_file",
+       {},
+       Route::kPrivateFile,
+       priv,
+       {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT,NET"}, {"NCCL_DEBUG_FILE", priv}}},
+      {"a_level_without_a_file_goes_to_stderr_not_stdout",
+       {{"NCCL_DEBUG", "WARN"}},
+       Route::kStderr,
+       "",
+       {}},
+      {"the_users_file_is_kept_and_expanded",
+       {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_FILE", "/out/nccl.%h.%p"}},
+       Route::kUserFile,
+       "/out/nccl.node-a.7",
+       {}},
+      {"a_file_without_a_level_gets_info",
+       {{"NCCL_DEBUG_FILE", "/out/n.log"}},
+       Route::kUserFile,
+       "/out/n.log",
+       {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT,NET"}}},
+  };
+  for (const auto& c : cases) {
+    NcclLogPlan got = plan_nccl_log(env_of(c.env), "node-a", 7, priv);
+    EXPECT_EQ(got.route, c.want_route) << c.name;
+    EXPECT_EQ(got.read_path, c.want_read_path) << c.name;
+    EXPECT_EQ(got.set_env, c.want_set_env) << c.name;
+  }
+}
+
+TEST(NcclLog, what_is_written_to_the_forwarder_reaches_the_target_and_is_kept) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  auto fwd = LogForwarder::start(fds[1]);
+  // As NCCL opens its debug file: by name, "w".
+  FILE* f = std::fopen(fwd->path().c_str(), "w");
+  ASSERT_NE(f, nullptr) << fwd->path();
+  std::fputs("host:1:1 [0] NCCL INFO via NET/Socket/0\n", f);
+  std::fflush(f);
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  char buf[256];
+  while (got.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n > 0) got.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(got, "host:1:1 [0] NCCL INFO via NET/Socket/0\n");
+  while (fwd->text() != got && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(fwd->text(), got);
+  std::fclose(f);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+TEST(NcclLog, an_nccl_failure_names_the_call_the_rank_nccls_own_words_and_the_log) {
+  NcclFailure f;
+  f.where = "nccl_communicator.cpp:120";
+  f.call = "wait for a barrier (a one-element all-reduce)";
+  f.result = "remote process exited or there was a network error";
+  f.last_error = "NET/Socket : peer 198.18.0.2<45678> closed the connection";
+  f.rank = 0;
+  f.log = "/tmp/commgate-nccl.7.log";
+  EXPECT_EQ(nccl_failure_text(f),
+            "nccl_communicator.cpp:120: NCCL wait for a barrier (a one-element all-reduce) "
+            "failed on rank 0: remote process exited or there was a network error; NCCL says: "
+            "NET/Socket : peer 198.18.0.2<45678> closed the connection (NCCL's log: "
+            "/tmp/commgate-nccl.7.log)");
+  f.log = "stderr";
+  EXPECT_NE(nccl_failure_text(f).find("(NCCL's log is on stderr)"), std::string::npos);
+  f.log.clear();
+  f.last_error.clear();
+  EXPECT_NE(nccl_failure_text(f).find("(set NCCL_DEBUG=INFO for NCCL's log)"), std::string::npos);
+}
+
+TEST(NcclLog, versions_read_as_nccl_writes_them) {
+  EXPECT_EQ(nccl_version_text(22707), "2.27.7");
+  EXPECT_EQ(nccl_version_text(21903), "2.19.3");
+  EXPECT_EQ(nccl_version_text(2708), "2.7.8");
+  EXPECT_EQ(nccl_version_text(0), "");
+}
+
+// ---- GPUs the probe cannot use, and the NCCL stub ----
+
+TEST(GpuDiagnostics, a_too_old_driver_is_not_told_as_no_gpu) {
+  CudaDeviceQuery q;
+  q.error_name = "cudaErrorInsufficientDriver";
+  q.error_string = "CUDA driver version is insufficient for CUDA runtime version";
+  q.driver_version = 12020;
+  q.runtime_version = 13000;
+  EXPECT_EQ(cuda_unusable_text(q),
+            "no usable GPU: cudaGetDeviceCount failed with cudaErrorInsufficientDriver (CUDA "
+            "driver version is insufficient for CUDA runtime version); the driver supports CUDA "
+            "12.2, this binary's runtime is CUDA 13.0 (the driver is too old for it)");
+  CudaDeviceQuery none;
+  none.error_name = "cudaErrorNoDevice";
+  none.runtime_version = 13000;
+  none.visible_devices = "";
+  EXPECT_NE(cuda_unusable_text(none).find("no NVIDIA driver was found"), std::string::npos);
+  CudaDeviceQuery hidden;
+  hidden.driver_version = 13000;
+  hidden.runtime_version = 13000;
+  hidden.visible_devices = "-1";
+  EXPECT_NE(cuda_unusable_text(hidden).find("found no CUDA device"), std::string::npos);
+  EXPECT_NE(cuda_unusable_text(hidden).find("CUDA_VISIBLE_DEVICES=-1"), std::string::npos);
+  CudaDeviceQuery fine;
+  fine.count = 1;
+  EXPECT_EQ(cuda_unusable_text(fine), "");
+}
+
+TEST(GpuDiagnostics, nccl_is_refused_with_the_reason) {
+  CudaDeviceQuery one;
+  one.count = 1;
+  EXPECT_EQ(nccl_unavailable_reason(true, one, true), "");
+  EXPECT_EQ(nccl_unavailable_reason(false, one, true),
+            "this binary was built without the NCCL backend");
+  EXPECT_NE(nccl_unavailable_reason(true, one, false).find("this LibTorch has no CUDA"),
+            std::string::npos);
+}
+
+TEST(GpuDiagnostics, local_ranks_on_too_few_gpus_say_why_nccl_cannot) {
+  struct Case {
+    std::string name;
+    BackendChoice requested;
+    int ranks, gpus;
+    bool nccl_built;
+    BackendChoice want;
+    std::string want_error, want_note;  // substrings; "" = none
+  };
+  const std::vector<Case> cases = {
+      {"two_gpus_two_ranks_run_nccl", BackendChoice::kAuto, 2, 2, true, BackendChoice::kNccl, "",
+       ""},
+      {"auto_on_one_gpu_measures_with_gloo_and_says_why", BackendChoice::kAuto, 2, 1, true,
+       BackendChoice::kGloo, "", "NCCL cannot run two ranks on one GPU"},
+      {"nccl_on_one_gpu_is_refused_naming_the_duplicate_gpu_error", BackendChoice::kNccl, 2, 1,
+       true, BackendChoice::kGloo,
+       "needs 2 GPUs, 1 visible: NCCL cannot run two ranks on one GPU of one host (it stops with "
+       "\"Duplicate GPU detected\")",
+       ""},
+      {"auto_without_gpus_is_plain_gloo", BackendChoice::kAuto, 2, 0, true, BackendChoice::kGloo,
+       "", ""},
+      {"nccl_not_built", BackendChoice::kNccl, 2, 0, false, BackendChoice::kGloo,
+       "built without the NCCL backend", ""},
+      {"gloo_asked_is_gloo", BackendChoice::kGloo, 4, 8, true, BackendChoice::kGloo, "", ""},
+  };
+  for (const auto& c : cases) {
+    auto got = choose_local_ranks_backend(c.requested, c.ranks, c.gpus, c.nccl_built);
+    EXPECT_EQ(got.backend, c.want) << c.name;
+    if (c.want_error.empty()) {
+      EXPECT_EQ(got.error, "") << c.name;
+    } else {
+      EXPECT_NE(got.error.find(c.want_error), std::string::npos) << c.name << ": " << got.error;
+    }
+    if (c.want_note.empty()) {
+      EXPECT_EQ(got.note, "") << c.name;
+    } else {
+      EXPECT_NE(got.note.find(c.want_note), std::string::npos) << c.name << ": " << got.note;
+    }
+  }
+}
+
+TEST(GpuDiagnostics, waits_end_at_done_at_failure_or_at_the_deadline) {
+  using std::chrono::milliseconds;
+  using std::chrono::steady_clock;
+  int calls = 0;
+  auto done_third =
+      poll_until([&](std::string*) { return ++calls < 3 ? PollState::kPending : PollState::kDone; },
+                 steady_clock::now() + std::chrono::seconds(10));
+  EXPECT_EQ(done_third.state, PollState::kDone);
+  EXPECT_EQ(calls, 3);
+  auto failed = poll_until(
+      [](std::string* e) {
+        *e = "unhandled system error";
+        return PollState::kFailed;
+      },
+      steady_clock::now() + std::chrono::seconds(10));
+  EXPECT_EQ(failed.state, PollState::kFailed);
+  EXPECT_EQ(failed.error, "unhandled system error");
+  const auto t0 = steady_clock::now();
+  auto hung = poll_until([](std::string*) { return PollState::kPending; }, t0 + milliseconds(50));
+  EXPECT_EQ(hung.state, PollState::kPending);
+  EXPECT_GE(steady_clock::now() - t0, milliseconds(50));
+  EXPECT_LT(steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+TEST(Collectives, inputs_must_be_contiguous_and_on_the_communicators_device) {
+  const at::Device cpu(at::kCPU);
+  EXPECT_EQ(collective_input_problem(at::zeros({4, 4}), cpu), "");
+  EXPECT_EQ(collective_input_problem(at::zeros({4, 4}).t(), cpu), "the tensor is not contiguous");
+  EXPECT_EQ(collective_input_problem(at::zeros({4}), at::Device(at::kCUDA, 0)),
+            "the tensor is on cpu, the communicator on cuda:0");
+  EXPECT_EQ(collective_input_problem(at::Tensor(), cpu), "the tensor is undefined");
+}
+
+TEST(NcclStub, a_binary_without_nccl_says_so_and_sees_no_gpu) {
+  if (nccl_backend_built()) GTEST_SKIP() << "this build has the NCCL backend";
+  EXPECT_EQ(nccl_runtime_version(), 0);
+  CudaDeviceQuery q = query_cuda_devices();
+  EXPECT_EQ(q.count, 0);
+  EXPECT_NE(nccl_unavailable_reason(false, q, false).find("built without the NCCL backend"),
+            std::string::npos);
+}
+
+TEST(NcclBuilt, without_a_driver_the_cuda_runtime_tells_why_no_gpu_is_usable) {
+  if (!nccl_backend_built()) GTEST_SKIP() << "this build has no NCCL backend";
+  CudaDeviceQuery q = query_cuda_devices();
+  if (q.count > 0) GTEST_SKIP() << "a GPU is usable here";
+  const std::string why = cuda_unusable_text(q);
+  EXPECT_NE(why.find("no usable GPU: "), std::string::npos) << why;
+  EXPECT_NE(why.find("runtime is CUDA "), std::string::npos) << why;
+  EXPECT_GT(nccl_header_version(), 0);
 }
 
 }  // namespace
