@@ -6,9 +6,9 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 
+#include "core/log.h"
 #include "kube/api_client.h"
 #include "kube/cluster_config.h"
 #include "webhook/file_policy_source.h"
@@ -39,6 +39,8 @@ Options:
                                   in-cluster service account, then ~/.kube/config)
   --operator-service-account NAME the operator's user name (default
                                   system:serviceaccount:commgate-system:commgate-operator)
+  --log-format text|json          log lines on stderr as text (default) or one JSON
+                                  object per line (time, level, msg and fields)
 )";
 
 struct UsageError : std::runtime_error {
@@ -51,6 +53,7 @@ struct Options {
   webhook::WebhookConfig config;
   std::string policy_dir, profile_dir;
   std::string kubeconfig;
+  std::string log_format = "text";
   bool from_files() const { return !policy_dir.empty() || !profile_dir.empty(); }
 };
 
@@ -100,6 +103,10 @@ Options parse_args(const std::vector<std::string>& args) {
       o.config.operator_service_account = value("--operator-service-account");
       if (o.config.operator_service_account.empty())
         throw UsageError("--operator-service-account must not be empty");
+    } else if (is("--log-format")) {
+      o.log_format = value("--log-format");
+      if (o.log_format != "text" && o.log_format != "json")
+        throw UsageError("--log-format must be text or json, got \"" + o.log_format + "\"");
     } else {
       throw UsageError("unknown argument \"" + a + "\"");
     }
@@ -136,15 +143,9 @@ int run_webhook(const std::vector<std::string>& args, std::ostream& out, std::os
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto log_mu = std::make_shared<std::mutex>();
-  server::LogFunction log = [log_mu, &err](server::LogLevel level, std::string_view message) {
-    std::lock_guard lock(*log_mu);
-    const char* tag = level == server::LogLevel::kError     ? "error"
-                      : level == server::LogLevel::kWarning ? "warning"
-                                                            : "info";
-    err << "commgate webhook: " << tag << ": " << message << std::endl;
-  };
-  o.server.log = log;
+  const Logger log(o.log_format == "json" ? json_log_sink(err)
+                                          : text_log_sink(err, "commgate webhook"));
+  o.server.log = log.with({{"component", "server"}});
 
   try {
     // One of the two sources; the other stays null. The API client outlives the source
@@ -157,7 +158,7 @@ int run_webhook(const std::vector<std::string>& args, std::ostream& out, std::os
       webhook::FilePolicySource::Options source_options;
       source_options.policy_dir = o.policy_dir;
       source_options.profile_dir = o.profile_dir;
-      source_options.log = log;
+      source_options.log = log.with({{"component", "policy-files"}});
       files = std::make_shared<webhook::FilePolicySource>(source_options);
       try {
         files->load_initial();
@@ -175,10 +176,11 @@ int run_webhook(const std::vector<std::string>& args, std::ostream& out, std::os
             << e.what() << "\n";
         return 2;
       }
-      log(server::LogLevel::kInfo, "watching policies and profiles through " +
-                                       api->config().server + " (" + api->config().source + ")");
+      log.info("watching policies and profiles through " + api->config().server + " (" +
+                   api->config().source + ")",
+               {{"server", api->config().server}, {"configSource", api->config().source}});
       webhook::KubePolicySource::Options source_options;
-      source_options.log = log;
+      source_options.log = log.with({{"component", "policy-watch"}});
       // Not ready (/readyz) until all three watches have listed.
       watched = std::make_shared<webhook::KubePolicySource>(*api, source_options);
       watched->start();
@@ -187,17 +189,16 @@ int run_webhook(const std::vector<std::string>& args, std::ostream& out, std::os
 
     webhook::WebhookServer server(o.server, source, o.config);
     server.start();
-    log(server::LogLevel::kInfo,
-        "listening on " + o.server.address + ":" + std::to_string(server.port()) + " (https)");
+    log.info("listening on " + o.server.address + ":" + std::to_string(server.port()) + " (https)",
+             {{"address", o.server.address}, {"port", server.port()}});
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
-    log(server::LogLevel::kInfo, std::string("received ") +
-                                     (signal_number == SIGTERM ? "SIGTERM" : "SIGINT") +
-                                     ", stopping");
+    log.info(std::string("received ") + (signal_number == SIGTERM ? "SIGTERM" : "SIGINT") +
+             ", stopping");
     server.stop();
     if (files) files->stop();
     if (watched) watched->stop();
-    log(server::LogLevel::kInfo, "stopped");
+    log.info("stopped");
     return 0;
   } catch (const std::exception& e) {
     err << "commgate webhook: " << e.what() << "\n";

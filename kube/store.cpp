@@ -1,11 +1,48 @@
 #include "kube/store.h"
 
 namespace commgate::kube {
+namespace {
+
+// What turns `before` into `after`, in key order.
+std::vector<StoreChange> difference(const Store::Objects& before, const Store::Objects& after) {
+  std::vector<StoreChange> out;
+  auto b = before.begin();
+  auto a = after.begin();
+  while (b != before.end() || a != after.end()) {
+    if (a == after.end() || (b != before.end() && b->first < a->first)) {
+      out.push_back({StoreChange::Type::kDeleted, b->first});
+      ++b;
+    } else if (b == before.end() || a->first < b->first) {
+      out.push_back({StoreChange::Type::kAdded, a->first});
+      ++a;
+    } else {
+      if (a->second != b->second) out.push_back({StoreChange::Type::kModified, a->first});
+      ++a;
+      ++b;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(StoreChange::Type type) {
+  switch (type) {
+    case StoreChange::Type::kAdded:
+      return "added";
+    case StoreChange::Type::kModified:
+      return "modified";
+    case StoreChange::Type::kDeleted:
+      return "deleted";
+  }
+  return "unknown";
+}
 
 Store::Store() : objects_(std::make_shared<Objects>()) {}
 
 void Store::apply(const WatcherEvent& event) {
-  std::function<void()> notify;
+  std::vector<Handler> notify;
+  std::vector<StoreChange> changes;
   {
     std::lock_guard lock(mu_);
     std::shared_ptr<Objects> next;
@@ -13,8 +50,9 @@ void Store::apply(const WatcherEvent& event) {
       case WatcherEvent::Type::kRestarted: {
         auto fresh = std::make_shared<Objects>();
         for (const auto& o : event.objects) (*fresh)[object_key(o)] = o;
+        changes = difference(*objects_, *fresh);
         // A relist that found exactly what was known is not a change.
-        if (synced_ && *fresh == *objects_) return;
+        if (synced_ && changes.empty()) return;
         next = std::move(fresh);
         synced_ = true;
         break;
@@ -25,6 +63,9 @@ void Store::apply(const WatcherEvent& event) {
         if (it != objects_->end() && !resource_version_of(event.object).empty() &&
             resource_version_of(it->second) == resource_version_of(event.object))
           return;
+        changes.push_back(
+            {it == objects_->end() ? StoreChange::Type::kAdded : StoreChange::Type::kModified,
+             key});
         next = std::make_shared<Objects>(*objects_);
         (*next)[key] = event.object;
         break;
@@ -32,6 +73,7 @@ void Store::apply(const WatcherEvent& event) {
       case WatcherEvent::Type::kDeleted: {
         const std::string key = object_key(event.object);
         if (!objects_->count(key)) return;
+        changes.push_back({StoreChange::Type::kDeleted, key});
         next = std::make_shared<Objects>(*objects_);
         next->erase(key);
         break;
@@ -39,9 +81,9 @@ void Store::apply(const WatcherEvent& event) {
     }
     objects_ = std::move(next);
     ++version_;
-    notify = on_change_;
+    notify = handlers_;
   }
-  if (notify) notify();
+  for (const Handler& handler : notify) handler(changes);
 }
 
 bool Store::synced() const {
@@ -67,9 +109,9 @@ std::shared_ptr<const nlohmann::json> Store::get(const std::string& key) const {
   return std::shared_ptr<const nlohmann::json>(objects, &it->second);
 }
 
-void Store::on_change(std::function<void()> callback) {
+void Store::subscribe(Handler handler) {
   std::lock_guard lock(mu_);
-  on_change_ = std::move(callback);
+  handlers_.push_back(std::move(handler));
 }
 
 }  // namespace commgate::kube

@@ -2,7 +2,9 @@
 // watcher's consumer) and many readers. Readers get an immutable snapshot that stays valid
 // as long as they hold it; it may already be stale when they read it, and is only
 // complete once synced() (after the first full list). Each change bumps version(), and
-// the change callback tells a reader (the webhook's KubePolicySource) to rebuild.
+// the subscribers are told which keys changed: the webhook's KubePolicySource rebuilds its
+// snapshot, a controller puts the keys on its work queue (requests carry only the key;
+// reconcile reads the current object from the store).
 //
 // Every write copies the map (copy-on-write), which suits the few hundred policies,
 // profiles and namespaces this caches; a larger cache would want a persistent map.
@@ -15,10 +17,20 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "kube/watcher_event.h"
 
 namespace commgate::kube {
+
+// One object that a change of the store added, modified or deleted, by object_key().
+struct StoreChange {
+  enum class Type { kAdded, kModified, kDeleted };
+  Type type = Type::kAdded;
+  std::string key;
+  bool operator==(const StoreChange&) const = default;
+};
+const char* to_string(StoreChange::Type type);
 
 class Store {
  public:
@@ -36,16 +48,20 @@ class Store {
   // nullptr when absent (or not yet listed).
   std::shared_ptr<const nlohmann::json> get(const std::string& key) const;
 
-  // Called after every change, on the writer's thread, outside the store's lock (so it
-  // may read the store). Set before the watcher starts.
-  void on_change(std::function<void()> callback);
+  // Subscribers are called in the order added after every change, on the writer's
+  // thread, outside the store's lock (so they may read the store), with the objects that
+  // changed: one for an event, the difference for a relist (in key order). The first
+  // complete list always notifies, since the store is synced from then on, even when it
+  // found nothing (an empty list of changes). Add them before the watcher starts.
+  using Handler = std::function<void(const std::vector<StoreChange>& changes)>;
+  void subscribe(Handler handler);
 
  private:
   mutable std::mutex mu_;
   std::shared_ptr<const Objects> objects_;
   bool synced_ = false;
   uint64_t version_ = 0;
-  std::function<void()> on_change_;
+  std::vector<Handler> handlers_;
 };
 
 }  // namespace commgate::kube

@@ -32,6 +32,7 @@ Watcher::Watcher(const ApiClient& client, Options options,
     : client_(client),
       options_(std::move(options)),
       consumer_(std::move(consumer)),
+      clock_(options_.clock ? options_.clock : steady_clock()),
       next_backoff_(options_.backoff_initial),
       random_(std::random_device{}()) {}
 
@@ -88,7 +89,7 @@ void Watcher::note_error(const std::string& what) {
     std::lock_guard lock(mu_);
     ++counters_.errors;
   }
-  if (options_.log) options_.log(options_.path + ": " + what);
+  options_.log.warning(what, {{"collection", options_.path}});
 }
 
 void Watcher::reset_backoff() {
@@ -104,7 +105,7 @@ bool Watcher::backoff(std::chrono::milliseconds at_least) {
   auto wait = std::max(std::chrono::milliseconds(pick(random_)), at_least);
   next_backoff_ = std::min(next_backoff_ * 2, options_.backoff_max);
   std::unique_lock lock(mu_);
-  wake_.wait_for(lock, wait, [&] { return stop_.load(); });
+  clock_->wait_until(lock, wake_, clock_->now() + wait, [&] { return stop_.load(); });
   return !stop_;
 }
 

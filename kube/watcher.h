@@ -30,7 +30,9 @@
 #include <string>
 #include <thread>
 
+#include "core/log.h"
 #include "kube/api_client.h"
+#include "kube/clock.h"
 #include "kube/watcher_event.h"
 
 namespace commgate::kube {
@@ -55,7 +57,8 @@ class Watcher {
     int watch_timeout_seconds = 290;
     std::chrono::milliseconds backoff_initial{200};
     std::chrono::milliseconds backoff_max{30'000};
-    std::function<void(const std::string&)> log;  // errors worth a line; default: none
+    Logger log;  // failed lists and broken watches, with the collection as a field
+    std::shared_ptr<Clock> clock;  // the backoff's waits; default: steady_clock()
   };
 
   // `client` must outlive the watcher.
@@ -89,6 +92,7 @@ class Watcher {
   const ApiClient& client_;
   const Options options_;
   const std::function<void(const WatcherEvent&)> consumer_;
+  const std::shared_ptr<Clock> clock_;
 
   std::atomic<WatcherState> state_{WatcherState::kStopped};
   mutable std::mutex mu_;  // guards what follows

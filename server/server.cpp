@@ -48,18 +48,6 @@ struct Counters {
   std::atomic<uint64_t> by_class[5] = {0, 0, 0, 0, 0};
 };
 
-void default_log(LogLevel level, std::string_view message) {
-  const char* tag = level == LogLevel::kError     ? "error"
-                    : level == LogLevel::kWarning ? "warning"
-                                                  : "info";
-  std::string line = "commgate-server ";
-  line += tag;
-  line += ": ";
-  line += message;
-  line += '\n';
-  std::fwrite(line.data(), 1, line.size(), stderr);
-}
-
 std::string to_string(beast::string_view s) {
   return std::string(s.data(), s.size());
 }
@@ -241,16 +229,9 @@ struct Server::Impl {
   bool started = false;
   bool stopped = false;
 
-  Impl(ServerOptions o, Router r) : opts(std::move(o)), router(std::move(r)) {
-    if (!opts.log) opts.log = default_log;
-  }
+  Impl(ServerOptions o, Router r) : opts(std::move(o)), router(std::move(r)) {}
 
-  void log(LogLevel level, const std::string& message) const {
-    try {
-      opts.log(level, message);
-    } catch (...) {
-    }
-  }
+  void log(LogLevel level, const std::string& message) const { opts.log.log(level, message); }
 
   void count_response(int status) {
     counters.requests.fetch_add(1, std::memory_order_relaxed);

@@ -16,13 +16,11 @@
 #include <string>
 #include <string_view>
 
+#include "core/log.h"
 #include "server/http.h"
 #include "server/router.h"
 
 namespace commgate::server {
-
-enum class LogLevel { kInfo, kWarning, kError };
-using LogFunction = std::function<void(LogLevel, std::string_view message)>;
 
 // One record per response the server sent (including its own 4xx/5xx), for access logs
 // and per-endpoint metrics. Called on a server thread: keep it short, never throw.
@@ -63,7 +61,7 @@ struct ServerOptions {
   std::chrono::milliseconds accept_backoff_min{5};      // after EMFILE/ENFILE/ENOBUFS/ENOMEM,
   std::chrono::milliseconds accept_backoff_max{1'000};  // doubling up to this
 
-  LogFunction log;                                         // default: one line to stderr
+  Logger log;  // default: one line to stderr (core/log.h)
   std::function<void(const ResponseRecord&)> on_response;  // optional
 };
 

@@ -30,8 +30,7 @@ bool read_file(const std::string& path, std::string& out) {
 
 }  // namespace
 
-TlsStore::TlsStore(TlsFiles files, LogFunction log)
-    : files_(std::move(files)), log_(std::move(log)) {}
+TlsStore::TlsStore(TlsFiles files, Logger log) : files_(std::move(files)), log_(std::move(log)) {}
 
 bool TlsStore::stat_file(const std::string& path, FileSig& sig) {
   struct stat st {};
@@ -109,13 +108,11 @@ TlsStore::PollResult TlsStore::poll() {
     std::lock_guard ctx_lock(mu_);
     ctx_ = std::move(ctx);
   } catch (const std::exception& e) {
-    if (log_) {
-      log_(LogLevel::kError, "TLS reload rejected, keeping the previous certificate: " +
-                                 files_.cert_file + " / " + files_.key_file + ": " + e.what());
-    }
+    log_.error("TLS reload rejected, keeping the previous certificate: " + files_.cert_file +
+               " / " + files_.key_file + ": " + e.what());
     return PollResult::kRejected;
   }
-  if (log_) log_(LogLevel::kInfo, "TLS certificate reloaded from " + files_.cert_file);
+  log_.info("TLS certificate reloaded from " + files_.cert_file);
   return PollResult::kReloaded;
 }
 

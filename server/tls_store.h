@@ -16,7 +16,7 @@ namespace commgate::server::detail {
 
 class TlsStore {
  public:
-  TlsStore(TlsFiles files, LogFunction log);
+  TlsStore(TlsFiles files, Logger log);
   // Loads the first pair; throws std::runtime_error naming the file on failure.
   void load_initial();
   std::shared_ptr<boost::asio::ssl::context> current() const;
@@ -38,7 +38,7 @@ class TlsStore {
                                                    const std::string& key_pem) const;
 
   const TlsFiles files_;
-  const LogFunction log_;
+  const Logger log_;
   std::mutex poll_mu_;  // one poll at a time
   FileSig cert_sig_, key_sig_;
   mutable std::mutex mu_;  // guards ctx_

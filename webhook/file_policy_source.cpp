@@ -6,13 +6,12 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
 #include "core/field_errors.h"
-#include "server/metrics.h"
 #include "core/yaml_json.h"
+#include "server/metrics.h"
 
 namespace commgate::webhook {
 namespace {
@@ -46,12 +45,17 @@ FilePolicySource::~FilePolicySource() {
   stop();
 }
 
-void FilePolicySource::log(server::LogLevel level, const std::string& message) const {
-  if (options_.log) {
-    options_.log(level, message);
-  } else {
-    std::cerr << "commgate webhook: " << message << "\n";
-  }
+LogFields snapshot_summary(const Snapshot& snapshot) {
+  std::string policy_names, profile_names;
+  for (const CommPolicy& p : snapshot.policies)
+    policy_names += (policy_names.empty() ? "" : ",") + p.metadata.name;
+  for (const auto& [name, profile] : snapshot.profiles)
+    profile_names += (profile_names.empty() ? "" : ",") + name;
+  return {{"policies", snapshot.policies.size()},
+          {"policyNames", policy_names},
+          {"profiles", snapshot.profiles.size()},
+          {"profileNames", profile_names},
+          {"namespaces", snapshot.namespace_labels.size()}};
 }
 
 std::vector<FilePolicySource::FileSig> FilePolicySource::scan() const {
@@ -128,7 +132,11 @@ std::shared_ptr<const Snapshot> FilePolicySource::build(const std::vector<FileSi
 void FilePolicySource::load_initial() {
   std::lock_guard lock(poll_mu_);
   const auto files = scan();
-  std::atomic_store(&snapshot_, build(files));
+  auto snap = build(files);
+  LogFields fields = snapshot_summary(*snap);
+  fields.emplace_back("files", files.size());
+  options_.log.info("policy files loaded", std::move(fields));
+  std::atomic_store(&snapshot_, std::move(snap));
   last_seen_ = files;
 }
 
@@ -140,8 +148,8 @@ bool FilePolicySource::poll_now() {
   } catch (const std::exception& e) {
     if (!scan_failing_) {  // once per episode, not every poll
       reload_failures_.fetch_add(1, std::memory_order_relaxed);
-      log(server::LogLevel::kError, std::string("policy files: ") + e.what() +
-                                        "; keeping the last good policies and profiles");
+      options_.log.error(std::string("policy files: ") + e.what() +
+                         "; keeping the last good policies and profiles");
     }
     scan_failing_ = true;
     last_seen_.clear();
@@ -150,17 +158,20 @@ bool FilePolicySource::poll_now() {
   scan_failing_ = false;
   if (files == last_seen_) return false;
   last_seen_ = files;
+  std::shared_ptr<const Snapshot> snap;
   try {
-    std::atomic_store(&snapshot_, build(files));
+    snap = build(files);
   } catch (const std::exception& e) {
     reload_failures_.fetch_add(1, std::memory_order_relaxed);
-    log(server::LogLevel::kError, std::string("policy files rejected, keeping the last good "
-                                              "policies and profiles:\n") +
-                                      e.what());
+    options_.log.error(
+        std::string("policy files rejected, keeping the last good policies and profiles:\n") +
+        e.what());
     return false;
   }
-  log(server::LogLevel::kInfo,
-      "policy files reloaded (" + std::to_string(files.size()) + " files)");
+  LogFields fields = snapshot_summary(*snap);
+  fields.emplace_back("files", files.size());
+  options_.log.info("policy files reloaded", std::move(fields));
+  std::atomic_store(&snapshot_, std::move(snap));
   return true;
 }
 

@@ -5,7 +5,9 @@
 // profile directory holds CommProfile documents. The files are polled: when any file's
 // size, mtime or inode changes, or a file appears or goes, the whole set is read again
 // and swapped in at once. A set that does not parse is logged with every field path and
-// the last good snapshot is kept.
+// the last good snapshot is kept. Every load and reload logs what it holds (how many
+// policies, profiles and namespaces, and their names), so an operator of the webhook
+// sees in its log which policies it enforces.
 #pragma once
 
 #include <atomic>
@@ -19,10 +21,14 @@
 #include <thread>
 #include <vector>
 
-#include "server/server.h"
+#include "core/log.h"
 #include "webhook/policy_source.h"
 
 namespace commgate::webhook {
+
+// What a snapshot holds, as log fields: policies, policyNames, profiles, profileNames,
+// namespaces (counts, and names comma-separated in order).
+LogFields snapshot_summary(const Snapshot& snapshot);
 
 class FilePolicySource : public PolicySource {
  public:
@@ -30,7 +36,7 @@ class FilePolicySource : public PolicySource {
     std::string policy_dir;   // "" : no policies (the built-in default applies)
     std::string profile_dir;  // "" : no profiles (every multi-node job is unmeasured)
     std::chrono::milliseconds poll_interval{2000};
-    server::LogFunction log;           // default: stderr
+    Logger log;                        // default: stderr
     std::function<TimePoint()> clock;  // default: system clock
   };
 
@@ -65,7 +71,6 @@ class FilePolicySource : public PolicySource {
   };
   std::vector<FileSig> scan() const;
   std::shared_ptr<const Snapshot> build(const std::vector<FileSig>& files) const;
-  void log(server::LogLevel level, const std::string& message) const;
 
   const Options options_;
   std::shared_ptr<const Snapshot> snapshot_;  // std::atomic_load / atomic_store

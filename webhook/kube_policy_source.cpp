@@ -1,7 +1,5 @@
 #include "webhook/kube_policy_source.h"
 
-#include <iostream>
-
 #include "core/comm_policy.h"
 #include "core/comm_profile.h"
 #include "server/metrics.h"
@@ -11,20 +9,20 @@ using nlohmann::json;
 
 KubePolicySource::KubePolicySource(const kube::ApiClient& client, Options options)
     : options_(std::move(options)) {
-  auto make = [&](Feed& feed, const char* path) {
+  auto make = [&](const char* path) {
     kube::Watcher::Options o;
     o.path = path;
     o.watch_timeout_seconds = options_.watch_timeout_seconds;
     o.backoff_initial = options_.backoff_initial;
     o.backoff_max = options_.backoff_max;
-    o.log = [this](const std::string& m) { log(server::LogLevel::kWarning, m); };
-    feed.watcher = std::make_unique<kube::Watcher>(
-        client, o, [&feed](const kube::WatcherEvent& e) { feed.store.apply(e); });
-    feed.store.on_change([this] { rebuild(); });
+    o.log = options_.log;
+    auto informer = std::make_unique<kube::Informer>(client, o);
+    informer->on_change([this](const std::vector<kube::StoreChange>&) { rebuild(); });
+    return informer;
   };
-  make(policies_, kCommPoliciesPath);
-  make(profiles_, kCommProfilesPath);
-  make(namespaces_, kNamespacesPath);
+  policies_ = make(kCommPoliciesPath);
+  profiles_ = make(kCommProfilesPath);
+  namespaces_ = make(kNamespacesPath);
 }
 
 KubePolicySource::~KubePolicySource() {
@@ -32,56 +30,23 @@ KubePolicySource::~KubePolicySource() {
 }
 
 void KubePolicySource::start() {
-  for (Feed* f : {&policies_, &profiles_, &namespaces_}) f->watcher->start();
+  for (const auto* f : {&policies_, &profiles_, &namespaces_}) (*f)->start();
 }
 
 void KubePolicySource::stop() {
-  for (Feed* f : {&policies_, &profiles_, &namespaces_}) f->watcher->stop();
+  for (const auto* f : {&policies_, &profiles_, &namespaces_}) (*f)->stop();
 }
 
 std::shared_ptr<const Snapshot> KubePolicySource::snapshot() const {
   return std::atomic_load(&snapshot_);
 }
 
-std::vector<KubePolicySource::WatcherStatus> KubePolicySource::watchers() const {
-  std::vector<WatcherStatus> out;
-  for (const auto& [path, feed] :
-       {std::pair{kCommPoliciesPath, &policies_}, std::pair{kCommProfilesPath, &profiles_},
-        std::pair{kNamespacesPath, &namespaces_}})
-    out.push_back({path, feed->watcher->state(), feed->watcher->counters()});
-  return out;
+std::vector<const kube::Informer*> KubePolicySource::informers() const {
+  return {policies_.get(), profiles_.get(), namespaces_.get()};
 }
 
 std::string KubePolicySource::metrics_text() const {
-  const auto status = watchers();
-  std::string out;
-  const auto family = [&](const char* name, const char* type, const char* help,
-                          uint64_t kube::WatcherCounters::*field) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-    for (const auto& w : status)
-      out += std::string(name) + "{collection=\"" + server::prometheus_escape_label(w.path) +
-             "\"} " + std::to_string(w.counters.*field) + "\n";
-  };
-  family("commgate_webhook_watch_lists_total", "counter",
-         "Complete lists of a watched collection (the first and every relist).",
-         &kube::WatcherCounters::lists);
-  family("commgate_webhook_watch_relists_total", "counter",
-         "Lists after the first: a 410 Expired or an ERROR event forced a relist.",
-         &kube::WatcherCounters::relists);
-  family("commgate_webhook_watch_restarts_total", "counter",
-         "Watches started again from the last resourceVersion (ended or dropped).",
-         &kube::WatcherCounters::restarts);
-  family("commgate_webhook_watch_errors_total", "counter",
-         "Failed lists, refused or broken watches and ERROR events.",
-         &kube::WatcherCounters::errors);
-  family("commgate_webhook_watch_events_total", "counter",
-         "Added, modified and deleted objects received.", &kube::WatcherCounters::events);
-  out +=
-      "# HELP commgate_webhook_watch_state Current state of each watcher (1 for the state "
-      "it is in).\n# TYPE commgate_webhook_watch_state gauge\n";
-  for (const auto& w : status)
-    out += "commgate_webhook_watch_state{collection=\"" + server::prometheus_escape_label(w.path) +
-           "\",state=\"" + kube::to_string(w.state) + "\"} 1\n";
+  std::string out = kube::informer_metrics_text(informers(), "commgate_webhook");
   server::append_prometheus_sample(out, "commgate_webhook_rejected_objects", "gauge",
                                    "CommPolicies and CommProfiles left out of the snapshot "
                                    "because they do not parse.",
@@ -89,20 +54,12 @@ std::string KubePolicySource::metrics_text() const {
   return out;
 }
 
-void KubePolicySource::log(server::LogLevel level, const std::string& message) const {
-  if (options_.log) {
-    options_.log(level, message);
-  } else {
-    std::cerr << "commgate webhook: " << message << std::endl;
-  }
-}
-
 // Runs on whichever watcher's thread changed its store. Parsing a few hundred small
 // objects takes well under a millisecond, so rebuilding everything is simpler than
 // patching the last snapshot, and cannot drift from it.
 void KubePolicySource::rebuild() {
   std::lock_guard lock(rebuild_mu_);
-  if (!policies_.store.synced() || !profiles_.store.synced() || !namespaces_.store.synced()) return;
+  if (!policies_->has_synced() || !profiles_->has_synced() || !namespaces_->has_synced()) return;
   auto snap = std::make_shared<Snapshot>();
   std::map<std::string, std::string> still_bad;
   uint64_t rejected = 0;
@@ -115,18 +72,18 @@ void KubePolicySource::rebuild() {
     still_bad[id] = rv;
     auto it = reported_.find(id);
     if (it == reported_.end() || it->second != rv)
-      log(server::LogLevel::kError,
-          kind + " " + key + " (resourceVersion " + rv + ") is left out: " + why);
+      options_.log.error(kind + " " + key + " (resourceVersion " + rv + ") is left out: " + why,
+                         {{"kind", kind}, {"name", key}, {"resourceVersion", rv}});
   };
 
-  for (const auto& [key, object] : *policies_.store.snapshot()) {
+  for (const auto& [key, object] : *policies_->store().snapshot()) {
     try {
       snap->policies.push_back(parse_comm_policy(object));
     } catch (const std::exception& e) {
       reject("CommPolicy", key, object, e.what());
     }
   }
-  for (const auto& [key, object] : *profiles_.store.snapshot()) {
+  for (const auto& [key, object] : *profiles_->store().snapshot()) {
     try {
       CommProfile p = parse_comm_profile(
           object, options_.clock ? options_.clock() : std::chrono::system_clock::now());
@@ -136,7 +93,7 @@ void KubePolicySource::rebuild() {
       reject("CommProfile", key, object, e.what());
     }
   }
-  for (const auto& [key, object] : *namespaces_.store.snapshot()) {
+  for (const auto& [key, object] : *namespaces_->store().snapshot()) {
     static const json::json_pointer kLabels("/metadata/labels");
     auto& out = snap->namespace_labels[key];
     if (!object.contains(kLabels) || !object.at(kLabels).is_object()) continue;

@@ -1,7 +1,7 @@
-// A PolicySource fed by the Kubernetes API: three watchers (CommPolicies, CommProfiles and
-// v1 Namespaces for the labels policies' namespaceSelector reads), each into its own
-// store. When any store changes, a new Snapshot is built from all three with core's
-// parsers and swapped in. An object that does not parse is logged once per
+// A PolicySource fed by the Kubernetes API: three informers (kube/informer.h: CommPolicies,
+// CommProfiles and v1 Namespaces for the labels policies' namespaceSelector reads), each
+// with its own store. When any store changes, a new Snapshot is built from all three with
+// core's parsers and swapped in. An object that does not parse is logged once per
 // resourceVersion with its field paths and left out; it never stops the others. The
 // snapshot stays null until all three stores have completed their first list, so /readyz
 // says "not ready" until the webhook has seen the cluster's policies.
@@ -17,10 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "kube/api_client.h"
-#include "kube/store.h"
-#include "kube/watcher.h"
-#include "server/server.h"
+#include "kube/informer.h"
 #include "webhook/policy_source.h"
 
 namespace commgate::webhook {
@@ -34,7 +33,7 @@ constexpr const char* kNamespacesPath = "/api/v1/namespaces";
 class KubePolicySource : public PolicySource {
  public:
   struct Options {
-    server::LogFunction log;           // default: stderr
+    Logger log;                        // default: stderr
     std::function<TimePoint()> clock;  // default: system clock
     int watch_timeout_seconds = 290;
     std::chrono::milliseconds backoff_initial{200};
@@ -54,27 +53,18 @@ class KubePolicySource : public PolicySource {
   // Objects left out of the current snapshot because they do not parse.
   uint64_t rejected_objects() const { return rejected_.load(); }
   uint64_t rebuilds() const { return rebuilds_.load(); }
-  // For metrics and tests: each watcher's path, state and counters.
-  struct WatcherStatus {
-    std::string path;
-    kube::WatcherState state;
-    kube::WatcherCounters counters;
-  };
-  std::vector<WatcherStatus> watchers() const;
-  // Per watched collection: lists, relists, restarts, errors, events and the state; and
-  // the objects left out because they do not parse.
+  // For metrics and tests: the three informers (policies, profiles, namespaces).
+  std::vector<const kube::Informer*> informers() const;
+  // Per watched collection (informer_metrics_text, prefix "commgate_webhook"): lists,
+  // relists, restarts, errors, events, objects held and the state; and the objects left
+  // out because they do not parse.
   std::string metrics_text() const override;
 
  private:
-  struct Feed {
-    kube::Store store;
-    std::unique_ptr<kube::Watcher> watcher;
-  };
   void rebuild();
-  void log(server::LogLevel level, const std::string& message) const;
 
   const Options options_;
-  Feed policies_, profiles_, namespaces_;
+  std::unique_ptr<kube::Informer> policies_, profiles_, namespaces_;
   std::shared_ptr<const Snapshot> snapshot_;  // std::atomic_load / atomic_store
 
   std::mutex rebuild_mu_;                        // one rebuild at a time; guards reported_

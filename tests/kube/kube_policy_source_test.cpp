@@ -55,10 +55,10 @@ class KubePolicySourceTest : public ::testing::Test {
   }
   void start_source() {
     KubePolicySource::Options o;
-    o.log = [this](server::LogLevel, std::string_view m) {
+    o.log = Logger([this](const LogRecord& r) {
       std::lock_guard lock(log_mu_);
-      logs_.emplace_back(m);
-    };
+      logs_.emplace_back(r.message);
+    });
     o.backoff_initial = std::chrono::milliseconds(20);
     o.backoff_max = std::chrono::milliseconds(200);
     source_ = std::make_unique<KubePolicySource>(*client_, o);
@@ -121,8 +121,8 @@ TEST_F(KubePolicySourceTest, BuildsASnapshotFromTheClusterAndFollowsChanges) {
 TEST_F(KubePolicySourceTest, StaysNullUntilEveryWatchHasListed) {
   start_source();  // no CRDs yet: the CommPolicy and CommProfile lists answer 404
   ASSERT_TRUE(wait_until([&] {
-    const auto w = source_->watchers();
-    return w[0].counters.errors >= 2 && w[2].counters.lists == 1;
+    const auto w = source_->informers();
+    return w[0]->counters().errors >= 2 && w[2]->counters().lists == 1;
   }));
   EXPECT_EQ(source_->snapshot(), nullptr) << "namespaces listed, policies not";
   apply_crds();

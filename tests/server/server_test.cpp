@@ -102,10 +102,10 @@ class Harness {
     o.linger_timeout = 1s;
     o.shutdown_timeout = 3s;
     o.cert_poll_interval = 20ms;
-    o.log = [this](LogLevel, std::string_view m) {
+    o.log = Logger([this](const LogRecord& r) {
       std::lock_guard lock(log_mu);
-      logs += std::string(m) + "\n";
-    };
+      logs += std::string(r.message) + "\n";
+    });
     if (tweak) tweak(o);
     plain = o.plain_http;
     server = std::make_unique<Server>(std::move(o), test_router(probe));

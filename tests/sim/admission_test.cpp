@@ -54,7 +54,7 @@ class TestWebhook {
     o.tls = server::TlsFiles{(dir_ / "tls.crt").string(), (dir_ / "tls.key").string()};
     o.threads = 2;
     o.shutdown_timeout = 3s;
-    o.log = [](server::LogLevel, std::string_view) {};
+    o.log = Logger::discard();
     server::Router router;
     router.add("POST", "/*", [this](const server::Request& r) { return answer(r); });
     server_ = std::make_unique<server::Server>(std::move(o), std::move(router));

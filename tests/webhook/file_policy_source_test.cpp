@@ -58,7 +58,8 @@ FilePolicySource::Options options(const TempDirs& dirs, std::vector<std::string>
   o.policy_dir = dirs.policies().string();
   o.profile_dir = dirs.profiles().string();
   o.clock = [] { return test_now(); };
-  o.log = [logs](server::LogLevel, std::string_view m) { logs->emplace_back(m); };
+  // Each record as its text line without the prefix: "info: message key=value ...".
+  o.log = Logger([logs](const LogRecord& r) { logs->push_back(format_log_text(r, "")); });
   return o;
 }
 
@@ -76,6 +77,36 @@ TEST(FilePolicySource, LoadsPoliciesNamespacesAndProfiles) {
   EXPECT_EQ(snap->policies[0].spec.max_comm_share, 0.1);
   EXPECT_EQ(snap->labels_of("research").at("team"), "nlp");
   EXPECT_NE(snap->profile("pool-all"), nullptr);
+}
+
+// `commgate webhook --policy-dir` says in its log which policies it enforces, at start and
+// after every reload (issue 12: nothing said what had been loaded).
+TEST(FilePolicySource, LogsWhatItLoadedAndWhatEachReloadHolds) {
+  TempDirs dirs;
+  TempDirs::write(dirs.policies() / "strict.yaml", kPolicy);
+  TempDirs::write(dirs.profiles() / "pool-all.json", testing::a_profile(1.0, test_now()).dump());
+  std::vector<std::string> logs;
+  FilePolicySource source(options(dirs, &logs));
+  source.load_initial();
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0],
+            "info: policy files loaded policies=1 policyNames=strict profiles=1 "
+            "profileNames=pool-all namespaces=1 files=2");
+
+  TempDirs::write(dirs.policies() / "second.yaml",
+                  "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata: {name: loose}\n"
+                  "spec: {maxCommShare: 0.5}\n");
+  ASSERT_TRUE(source.poll_now());
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_EQ(logs[1],
+            "info: policy files reloaded policies=2 policyNames=loose,strict profiles=1 "
+            "profileNames=pool-all namespaces=1 files=3");
+
+  fs::remove(dirs.profiles() / "pool-all.json");
+  ASSERT_TRUE(source.poll_now());
+  EXPECT_EQ(logs.back(),
+            "info: policy files reloaded policies=2 policyNames=loose,strict profiles=0 "
+            "profileNames=\"\" namespaces=1 files=2");
 }
 
 TEST(FilePolicySource, RefusesABadFileAtStartWithItsFieldPath) {
@@ -138,7 +169,7 @@ TEST(FilePolicySource, PicksUpAChangeOnItsOwnWhenPolling) {
   std::vector<std::string> logs;
   auto o = options(dirs, &logs);
   o.poll_interval = std::chrono::milliseconds(10);
-  o.log = nullptr;  // the polling thread logs; the vector is not synchronized
+  o.log = Logger::discard();  // the polling thread logs; the vector is not synchronized
   FilePolicySource source(o);
   source.load_initial();
   source.start_polling();
