@@ -22,8 +22,11 @@ struct LinkFit {
   double busbw_bytes_per_s = 0;  // B
   // (measured - fitted) / measured, one per sample, in the order given.
   std::vector<double> relative_residuals;
+  // The worst over all sizes, latency-bound ones included. It is reported (the
+  // CommProfile's maxRelativeResidual) but does not make a fit poor: on a shared host a
+  // 4 KiB all-reduce jitters by multiples, so this can exceed 25% on a good fit.
   double max_relative_residual = 0;
-  // The same over sizes >= kJudgedMinBytes only: what `poor` judges.
+  // The same over sizes >= kJudgedMinBytes only: what `poor` judges (docs/model.md).
   double max_bandwidth_residual = 0;
   bool poor = false;  // true when the fit should not be trusted; `note` says why
   std::string note;
