@@ -12,7 +12,7 @@
 # (adamw, then sgd); run 2 ranks on the one GPU over sockets (NCCL documents ranks sharing
 # a GPU as unsupported: a hang there is INCONCLUSIVE, not a failure); check that
 # --local-ranks 2 --backend nccl on one GPU refuses with the reason. Results:
-#   $OUT/summary.txt     one line per step: PASS / FAIL / INCONCLUSIVE / SKIP, and numbers
+#   $OUT/summary.txt     one line per step: PASS / FAIL / WARN / INCONCLUSIVE / SKIP, and numbers
 #   $OUT/rank1.json, $OUT/rank1-sgd.json, $OUT/ranks2.json   the ProbeResults
 #   $OUT/logs.tgz        every log: inventory, cmake, build, each rank's stderr, NCCL's INFO
 # Exit status: 0 when nothing FAILed.
@@ -93,7 +93,17 @@ fi
 if [ -f "$NCCL_ROOT/include/nccl.h" ]; then
   result nccl-lookup PASS "$NCCL_LIB with $NCCL_ROOT/include/nccl.h"
 else
-  result nccl-lookup FAIL "no nccl.h beside the NCCL torch loads ($NCCL_LIB)"; finish
+  # No header beside the library: the nearest one (pip's nvidia packages, then the CUDA
+  # toolkit), paired with the loaded library in a root of our own; the probe warns at run
+  # time when the two versions differ.
+  header=$(find "$(dirname "$NCCL_ROOT")" -name nccl.h -path '*include*' 2>/dev/null | head -1)
+  [ -n "$header" ] || header=$(ls "$CUDA_ROOT"/include/nccl.h 2>/dev/null || true)
+  [ -n "$header" ] || { result nccl-lookup FAIL "no nccl.h beside $NCCL_LIB nor in $CUDA_ROOT/include"; finish; }
+  NCCL_ROOT="$WORK/nccl"
+  mkdir -p "$NCCL_ROOT/include" "$NCCL_ROOT/lib"
+  ln -sf "$header" "$NCCL_ROOT/include/nccl.h"
+  ln -sf "$(readlink -f "$NCCL_LIB")" "$NCCL_ROOT/lib/libnccl.so.2"
+  result nccl-lookup WARN "no nccl.h beside $NCCL_LIB: using $header (check the probe's version warning)"
 fi
 [ "$(get cuda_available)" = 1 ] || { result gpu FAIL "torch sees no GPU (logs/inventory.txt)"; finish; }
 
