@@ -23,6 +23,7 @@ PY="${PYTHON:-python3}"
 DEPS="${PROBE_DEPS:-.cache/probe-deps}"
 WORK="${WORK:-/tmp/commgate-gpu}"
 PARAMS="${PARAMS:-25M}"
+BUILD_TIMEOUT="${BUILD_TIMEOUT:-360}"  # seconds; a 16-core build takes about 2 minutes
 mkdir -p "$OUT" "$WORK/logs"
 LOGS="$WORK/logs"
 SUMMARY="$OUT/summary.txt"
@@ -130,8 +131,12 @@ if ! timeout 240 cmake -S . -B "$BUILD" "${gen[@]}" -DCOMMGATE_PROBE_ONLY=ON -DC
 fi
 result configure PASS "$((SECONDS - start)) s; $(grep -m1 'commgate-probe: NCCL backend' "$LOGS/cmake.txt" | sed 's/^-- //')"
 start=$SECONDS
-if ! timeout 360 cmake --build "$BUILD" -j"$(nproc)" --target commgate-probe >"$LOGS/build.txt" 2>&1; then
-  result build FAIL "$(grep -m3 'error' "$LOGS/build.txt" | tr '\n' ' ')"; finish
+timeout "$BUILD_TIMEOUT" cmake --build "$BUILD" -j"$(nproc)" --target commgate-probe >"$LOGS/build.txt" 2>&1
+rc=$?
+if [ $rc -eq 124 ]; then
+  result build FAIL "timed out after $BUILD_TIMEOUT s (BUILD_TIMEOUT) at $(grep -o '^\[[0-9]*/[0-9]*\]' "$LOGS/build.txt" | tail -1)"; finish
+elif [ $rc -ne 0 ]; then
+  result build FAIL "$(grep -m3 'error:' "$LOGS/build.txt" | tr '\n' ' ')"; finish
 fi
 result build PASS "$((SECONDS - start)) s"
 P="$BUILD/bin/commgate-probe"
