@@ -165,14 +165,21 @@ TEST_F(KubePolicySourceTest, LeavesOutAMalformedPolicyAndLogsItsFieldPathOnce) {
 // logs it once with the field path.
 TEST_F(KubePolicySourceTest, LeavesOutAProfileMeasuredInTheFutureAndCountsIt) {
   apply_crds();
+  // Status is a subresource: create drops it, as the apiserver does; write it after.
+  auto create_with_status = [&](const json& profile) {
+    const std::string name = profile["metadata"]["name"];
+    json stored = api_.store().create(resource("commprofiles"), "", profile);
+    stored["status"] = profile["status"];
+    api_.store().update(resource("commprofiles"), "", name, stored, sim::WritePart::kStatus);
+  };
   json future = testing::a_profile(1.0, commgate::testing::test_now(), "pool-future");
   future["status"]["link"]["measuredAt"] = "2099-01-01T00:00:00Z";
-  api_.store().create(resource("commprofiles"), "", future);
-  api_.store().create(resource("commprofiles"), "",
-                      testing::a_profile(1.0, commgate::testing::test_now(), "pool-good"));
+  create_with_status(future);
+  create_with_status(testing::a_profile(1.0, commgate::testing::test_now(), "pool-good"));
   start_source();
   ASSERT_TRUE(wait_until([&] { return source_->snapshot() != nullptr; }));
-  EXPECT_NE(source_->snapshot()->profile("pool-good"), nullptr);
+  ASSERT_NE(source_->snapshot()->profile("pool-good"), nullptr);
+  ASSERT_TRUE(source_->snapshot()->profile("pool-good")->status.link);
   EXPECT_EQ(source_->snapshot()->profile("pool-future"), nullptr);
   EXPECT_EQ(source_->rejected_objects(), 1u);
   EXPECT_NE(source_->metrics_text().find("commgate_webhook_rejected_objects 1"), std::string::npos)
