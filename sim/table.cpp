@@ -81,11 +81,15 @@ json json_path_value(const json& object, const std::string& path) {
       i = close + 1;
       continue;
     }
-    const auto end = path.find_first_of(".[", i);
-    const std::string key = path.substr(i, end == std::string::npos ? end : end - i);
+    // A key ends at an unescaped '.' or '['; a backslash escapes the next character, as
+    // in kube's JSONPath: .metadata.annotations.commgate\.io/decision
+    std::string key;
+    while (i < path.size() && path[i] != '.' && path[i] != '[') {
+      if (path[i] == '\\' && i + 1 < path.size()) ++i;
+      key += path[i++];
+    }
     if (!cur->is_object() || !cur->contains(key)) return nullptr;
     cur = &(*cur)[key];
-    i = end == std::string::npos ? path.size() : end;
   }
   return *cur;
 }

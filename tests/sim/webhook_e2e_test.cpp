@@ -18,8 +18,8 @@
 
 #include "core/base64.h"
 #include "core/comm_profile.h"
-#include "core/profile_recording.h"
 #include "core/probe_result.h"
+#include "core/profile_recording.h"
 #include "server/pki.h"
 #include "sim/kubeconfig.h"
 #include "tests/support/child_process.h"
@@ -56,6 +56,16 @@ class WebhookE2eTest : public ::testing::Test {
     fs::create_directories(dir_ / "policies");
     fs::create_directories(dir_ / "profiles");
     fs::copy_file(kSource + "/examples/policies/default.yaml", dir_ / "policies" / "default.yaml");
+    // Two policies that must change nothing in namespace nlp (issue 12 defects 3 and 4): a
+    // loose one for every namespace (the default's 30% still applies), and one for a
+    // sandbox that exempts kubectl's group (system:masters) there only.
+    std::ofstream(dir_ / "policies" / "loose.yaml")
+        << "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata:\n  name: loose\n"
+           "spec:\n  maxCommShare: 0.9\n";
+    std::ofstream(dir_ / "policies" / "sandbox.yaml")
+        << "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata:\n  name: sandbox\n"
+           "spec:\n  maxCommShare: 0.1\n  namespaceSelector:\n    matchLabels: {team: sandbox}\n"
+           "  exemptions:\n    groups: [\"system:masters\"]\n";
     std::ofstream(dir_ / "profiles" / "cpu-1gbe.json")
         << profile_from_recording(
                kSource + "/examples/measurements/probe-netns-2-nodes-1gbit-350M-params.json")
@@ -162,6 +172,23 @@ TEST_F(WebhookE2eTest, an_over_policy_job_comes_back_downsized_with_the_warning)
   EXPECT_EQ(stored["spec"]["numNodes"], admitted);
   EXPECT_EQ(stored["metadata"]["annotations"]["commgate.io/requested-nodes"], "4");
   EXPECT_EQ(stored["metadata"]["annotations"]["commgate.io/decision"], "Downsize");
+  const auto record = json::parse(
+      stored["metadata"]["annotations"]["commgate.io/decision-record"].get<std::string>());
+  EXPECT_EQ(record["action"], "Downsize");
+  EXPECT_EQ(record["requestedNodes"], 4);
+  EXPECT_EQ(record["admittedNodes"], admitted);
+  EXPECT_EQ(record["policy"]["name"], "default");
+
+  // The printer columns show the webhook's decision and the request (issue 12).
+  const auto table = kubectl({"get", "tj", "-n", "nlp", "bert-large"});
+  ASSERT_EQ(table.code, 0) << table.output;
+  EXPECT_NE(table.output.find("NAME         NODES   REQUESTED   COMMSHARE   DECISION"),
+            std::string::npos)
+      << table.output;
+  EXPECT_NE(table.output.find("bert-large   " + std::to_string(admitted) + "       4  "),
+            std::string::npos)
+      << table.output;
+  EXPECT_NE(table.output.find("Downsize"), std::string::npos) << table.output;
 
   // Scaling back up past the policy goes through the scale subresource rule: refused.
   const auto up = kubectl({"scale", "tj", "-n", "nlp", "bert-large", "--replicas=4"});
@@ -195,6 +222,97 @@ TEST_F(WebhookE2eTest, a_job_no_node_count_can_serve_is_denied_with_the_numbers)
   EXPECT_NE(r.output.find("The largest count that passes is 1 node"), std::string::npos)
       << r.output;
   EXPECT_NE(kubectl({"get", "tj", "-n", "nlp", "llm-7b"}).code, 0);
+}
+
+// Issue 12 defect 1: raising numNodes on a downsized job was refused as tampering (the
+// annotations the webhook rewrote counted as the user's change), so the advice of the
+// scale refusal did not work either.
+TEST_F(WebhookE2eTest, raising_num_nodes_of_a_downsized_job_downsizes_it_again) {
+  const auto created = kubectl({"apply", "-f", kSource + "/examples/jobs/bert-large-350m.yaml"});
+  ASSERT_EQ(created.code, 0) << created.output << webhook_->output();
+  const int admitted = get_job("bert-large")["spec"]["numNodes"];
+  ASSERT_LT(admitted, 4);
+
+  const auto up = kubectl({"scale", "tj", "-n", "nlp", "bert-large", "--replicas=4"});
+  ASSERT_NE(up.code, 0) << up.output;
+  // The refusal's advice, run as printed.
+  static const std::regex kAdvice("kubectl patch trainingjob bert-large --type=merge -p '([^']+)'");
+  std::smatch advice;
+  ASSERT_TRUE(std::regex_search(up.output, advice, kAdvice)) << up.output;
+  const auto patched = kubectl(
+      {"patch", "trainingjob", "bert-large", "-n", "nlp", "--type=merge", "-p", advice[1].str()});
+  EXPECT_EQ(patched.code, 0) << patched.output << webhook_->output();
+  EXPECT_NE(patched.output.find("Warning: commgate: spec.numNodes lowered from 4 to " +
+                                std::to_string(admitted)),
+            std::string::npos)
+      << patched.output;
+  EXPECT_EQ(patched.output.find("Forbidden"), std::string::npos) << patched.output;
+  const json after = get_job("bert-large");
+  EXPECT_EQ(after["spec"]["numNodes"], admitted);
+  EXPECT_EQ(after["metadata"]["annotations"]["commgate.io/requested-nodes"], "4");
+
+  // The same from a job admitted at one node (issue 12's case; when the downsize above
+  // already went to one node, that was it).
+  if (admitted > 1) {
+    const auto single = kubectl({"patch", "trainingjob", "bert-large", "-n", "nlp", "--type=merge",
+                                 "-p", R"({"spec":{"numNodes":1}})"});
+    ASSERT_EQ(single.code, 0) << single.output;
+    EXPECT_EQ(get_job("bert-large")["metadata"]["annotations"]["commgate.io/decision"], "Admit");
+    const auto raised = kubectl({"patch", "trainingjob", "bert-large", "-n", "nlp", "--type=merge",
+                                 "-p", R"({"spec":{"numNodes":4}})"});
+    EXPECT_EQ(raised.code, 0) << raised.output;
+    EXPECT_NE(raised.output.find("Warning: commgate: spec.numNodes lowered from 4 to"),
+              std::string::npos)
+        << raised.output;
+  }
+  EXPECT_EQ(get_job("bert-large")["metadata"]["annotations"]["commgate.io/requested-nodes"], "4");
+
+  // Editing commgate's annotations alone is still refused.
+  const auto forged = kubectl(
+      {"annotate", "tj", "-n", "nlp", "bert-large", "--overwrite", "commgate.io/decision=Admit"});
+  EXPECT_NE(forged.code, 0) << forged.output;
+  EXPECT_NE(forged.output.find("metadata.annotations"), std::string::npos) << forged.output;
+}
+
+// Issue 12 defect 7: `suspend: false` on a gated job printed "patched (no change)" and
+// exited 0 while the webhook silently suspended it again.
+TEST_F(WebhookE2eTest, unsuspending_a_gated_job_is_refused_with_what_it_waits_for) {
+  std::string job = read_file(kSource + "/examples/jobs/bert-large-350m.yaml");
+  job.replace(job.find("cpu-1gbe"), 8, "gpu-ib");  // a pool nobody has measured
+  std::ofstream(dir_ / "gated.yaml") << job;
+  const auto created = kubectl({"apply", "-f", (dir_ / "gated.yaml").string()});
+  ASSERT_EQ(created.code, 0) << created.output << webhook_->output();
+  const std::string pool = pool_name({{"commgate.io/pool", "gpu-ib"}});
+  EXPECT_NE(created.output.find("Warning: commgate: suspended until measured:"), std::string::npos)
+      << created.output;
+  EXPECT_NE(created.output.find("CommProfile " + pool), std::string::npos) << created.output;
+  EXPECT_NE(created.output.find("nodeSelector {commgate.io/pool=gpu-ib}"), std::string::npos)
+      << created.output;
+  EXPECT_EQ(get_job("bert-large")["spec"]["suspend"], true);
+
+  const auto run = kubectl({"patch", "tj", "-n", "nlp", "bert-large", "--type=merge", "-p",
+                            R"({"spec":{"suspend":false}})"});
+  EXPECT_NE(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("spec.suspend: must stay true until commgate has measured this pool"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("CommProfile " + pool), std::string::npos) << run.output;
+  EXPECT_EQ(get_job("bert-large")["spec"]["suspend"], true);
+}
+
+// CommPolicy validation has its own webhook (failurePolicy Ignore, so an admin can fix a
+// policy while the webhook is down); its refusals name it, not validate.trainingjobs.
+TEST_F(WebhookE2eTest, a_bad_comm_policy_is_refused_by_the_policy_webhook) {
+  std::ofstream(dir_ / "bad-policy.yaml")
+      << "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata:\n  name: bad\n"
+         "spec:\n  maxCommShare: 0.3\n  measurementTTL: 0s\n";
+  const auto r = kubectl({"apply", "-f", (dir_ / "bad-policy.yaml").string()});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("admission webhook \"validate.commpolicies.commgate.io\" denied the "
+                          "request"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("spec.measurementTTL"), std::string::npos) << r.output;
 }
 
 }  // namespace
