@@ -15,6 +15,11 @@ PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread
   # the second real client that proves the simulated cluster (tests/sim/python_client_check.py)
   python3-kubernetes
+  # the Helm chart's tests: chart-render (tests/chart/render) in Go with sprig, Helm's
+  # YAML and values-schema libraries (GOPATH mode, no downloads)
+  golang-1.19 golang-github-masterminds-sprig-dev golang-github-masterminds-semver-dev
+  golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev
+  zlib1g-dev
   # network emulation for the probe's emulated-node tests
   iproute2 iputils-ping procps
   # benchmarks: the HTTPS server against nginx (bench/server)

@@ -1,0 +1,358 @@
+// chart-render against a chart that exercises each Helm feature it implements (does it
+// behave as Helm does?), then charts/commgate rendered with the values an admin would
+// choose, and with values the schema must refuse, as `helm install` would.
+#include "tests/chart/chart_render.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "core/yaml_json.h"
+#include "tests/support/child_process.h"
+
+namespace commgate::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kFeatures = std::string(COMMGATE_SOURCE_DIR) + "/tests/chart/testdata/features";
+
+// ---- the renderer, against Helm's behaviour ----
+
+TEST(ChartRenderer, renders_every_helm_feature_the_chart_uses_as_helm_does) {
+  const auto r = render_chart({"--namespace", "ns1"}, kFeatures);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.objects.size(), 1u) << r.output;  // the comment-only document is dropped
+  const json& data = r.get("ConfigMap", "commgate-features")["data"];
+  EXPECT_EQ(data["included"], "greeting: hello\nlist:\n  - a\n  - b\n");
+  EXPECT_EQ(data["tpl"], "hello from tpl");
+  EXPECT_EQ(data["lookupIsEmpty"], "true");  // lookup finds nothing under `helm template`
+  EXPECT_EQ(data["hasApps"], "true");
+  EXPECT_EQ(data["hasMonitoring"], "false");
+  EXPECT_EQ(data["kubeMinor"], "32");
+  EXPECT_EQ(data["chart"], "features-1.2.3-4.5");
+  EXPECT_EQ(data["release"], "Helm/features/templates/configmap.yaml/true/false");
+  EXPECT_EQ(data["missing"], "");         // missingkey=zero and "<no value>" removed
+  EXPECT_EQ(data["count"], "float64=3");  // values files go through JSON, as in Helm
+  EXPECT_EQ(data["file"], "raw file, not templated: {{ .Values.greeting }}");
+  EXPECT_EQ(data["toYaml"], "a:\n- x\nb: 1");  // sigs.k8s.io/yaml: sorted keys, no trailing newline
+  EXPECT_EQ(data["fromYaml"], "v");
+  EXPECT_EQ(r.notes, "Installed commgate with greeting hello.\n");
+  EXPECT_EQ(r.output.rfind("---\n# Source: features/templates/configmap.yaml\n", 0), 0u)
+      << r.output;
+}
+
+TEST(ChartRenderer, set_types_values_as_helm_strvals_and_null_removes_a_default) {
+  const auto r = render_chart(
+      {"--set", "count=7,nested.removed=null", "--set-string", "greeting=hi"}, kFeatures);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json& data = r.get("ConfigMap", "commgate-features")["data"];
+  EXPECT_EQ(data["count"], "int64=7");
+  EXPECT_EQ(data["nested"], R"({"kept":"from-defaults"})");
+  EXPECT_EQ(data["included"], "greeting: hi\nlist:\n  - a\n  - b\n");
+}
+
+TEST(ChartRenderer, values_files_merge_in_order_and_set_wins) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/a.yaml") << "greeting: hi\nnested: {added: a}\n";
+  std::ofstream(dir + "/b.yaml") << "nested: {added: b}\n";
+  const auto r =
+      render_chart({"-f", dir + "/a.yaml", "-f", dir + "/b.yaml", "--set", "count=0"}, kFeatures);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json& data = r.get("ConfigMap", "commgate-features")["data"];
+  EXPECT_EQ(data["nested"], R"({"added":"b","kept":"from-defaults","removed":"by-null"})");
+  EXPECT_EQ(data["count"], "int64=0");
+}
+
+struct FailureCase {
+  std::string name;
+  std::vector<std::string> args;
+  std::string want_error;  // the whole message, as helm prints it
+};
+
+class ChartRendererFailures : public ::testing::TestWithParam<FailureCase> {};
+
+TEST_P(ChartRendererFailures, fails_with_helms_message) {
+  const auto r = render_chart(GetParam().args, kFeatures);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output, GetParam().want_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ChartRendererFailures,
+    ::testing::Values(
+        FailureCase{"fail_names_the_template_and_position",
+                    {"--set", "failWith=boom"},
+                    "Error: execution error at (features/templates/configmap.yaml:1:29): boom\n"},
+        FailureCase{"required_names_the_template_and_position",
+                    {"--set", "demandNeeded=1"},
+                    "Error: execution error at (features/templates/needed.yaml:7:10): needed is "
+                    "required when demandNeeded is set\n"},
+        FailureCase{"kube_version_below_the_charts_range",
+                    {"--kube-version", "v1.28.3"},
+                    "Error: chart requires kubeVersion: >=1.29.0-0 which is incompatible with "
+                    "Kubernetes v1.28.3\n"},
+        FailureCase{"schema_errors_listed_per_field",
+                    {"--set", "count=-1,greeting=yo"},
+                    "Error: values don't meet the specifications of the schema(s) in the "
+                    "following chart(s):\nfeatures:\n- count: Must be greater than or equal to "
+                    "0\n- greeting: greeting must be one of the following: \"hello\", \"hi\"\n"},
+        FailureCase{"set_list_index_is_refused_clearly",
+                    {"--set", "items[0]=a"},
+                    "Error: --set items[0]: list indexes are not supported by this renderer "
+                    "(use -f)\n"}),
+    [](const auto& test) { return test.param.name; });
+
+TEST(ChartRenderer, refuses_hooks_it_does_not_implement) {
+  const std::string dir = ::testing::TempDir() + "/hooked";
+  std::filesystem::create_directories(dir + "/templates");
+  std::ofstream(dir + "/Chart.yaml") << "apiVersion: v2\nname: hooked\nversion: 0.1.0\n";
+  std::ofstream(dir + "/templates/job.yaml")
+      << "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: x\n  annotations:\n    "
+         "helm.sh/hook: pre-install\n";
+  const auto r = render_chart({}, dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output,
+            "Error: hooked/templates/job.yaml: hooks (helm.sh/hook) are not supported by this "
+            "renderer\n");
+}
+
+// ---- charts/commgate ----
+
+std::set<std::string> kinds_of(const RenderedChart& r) {
+  std::set<std::string> out;
+  for (const auto& o : r.objects) out.insert(o["kind"].get<std::string>());
+  return out;
+}
+
+struct ValuesCase {
+  std::string name;
+  std::vector<std::string> args;
+  std::set<std::string> want_kinds;
+};
+
+class CommgateChart : public ::testing::TestWithParam<ValuesCase> {};
+
+const std::set<std::string> kWebhookKinds = {"ServiceAccount",
+                                             "ClusterRole",
+                                             "ClusterRoleBinding",
+                                             "Service",
+                                             "Deployment",
+                                             "PodDisruptionBudget",
+                                             "MutatingWebhookConfiguration",
+                                             "ValidatingWebhookConfiguration"};
+
+std::set<std::string> plus(std::set<std::string> a, const std::set<std::string>& b) {
+  a.insert(b.begin(), b.end());
+  return a;
+}
+
+TEST_P(CommgateChart, renders_exactly_the_kinds_the_values_ask_for) {
+  const auto r = render_chart(GetParam().args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(kinds_of(r), GetParam().want_kinds) << r.output;
+  EXPECT_FALSE(r.notes.empty());
+}
+
+const std::string kNetpolCidr = "networkPolicy.apiServerCIDRs[0]";
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, CommgateChart,
+    ::testing::Values(
+        ValuesCase{"defaults_generate_the_webhook_certificate_secret",
+                   {},
+                   plus(kWebhookKinds, {"Secret"})},
+        ValuesCase{"cert_manager_issues_the_certificate_instead",
+                   {"--set", "certManager.enabled=true"},
+                   plus(kWebhookKinds, {"Issuer", "Certificate"})},
+        ValuesCase{"cert_manager_with_an_existing_cluster_issuer",
+                   {"--set",
+                    "certManager.enabled=true,certManager.issuerRef.name=corp-ca,certManager."
+                    "issuerRef.kind=ClusterIssuer"},
+                   plus(kWebhookKinds, {"Certificate"})},
+        ValuesCase{"network_policy_and_default_policy",
+                   {"-f", std::string(COMMGATE_SOURCE_DIR) +
+                              "/tests/chart/testdata/values-netpol-policy.yaml"},
+                   plus(kWebhookKinds, {"Secret", "NetworkPolicy", "CommPolicy"})},
+        ValuesCase{
+            "monitoring_on",
+            {"--set",
+             "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled="
+             "true,monitoring.grafanaDashboard.enabled=true"},
+            plus(kWebhookKinds, {"Secret", "ServiceMonitor", "PrometheusRule", "ConfigMap"})},
+        ValuesCase{
+            "one_replica_without_a_disruption_budget",
+            {"--set", "webhook.replicas=1,webhook.podDisruptionBudget.enabled=false"},
+            plus({"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "Deployment",
+                  "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"},
+                 {"Secret"})}),
+    [](const auto& test) { return test.param.name; });
+
+TEST(CommgateChart, values_change_what_they_say) {
+  const auto r = render_chart({"--set",
+                               "webhook.replicas=3,webhook.failurePolicy=Ignore,webhook."
+                               "timeoutSeconds=2,priorityClassName=system-cluster-critical",
+                               "--set", "webhook.excludeNamespaces=batch-infra", "--set-string",
+                               "image.tag=1.2.3"});
+  ASSERT_NE(r.exit_code, 0) << "excludeNamespaces is a list: --set of a string must fail";
+  const auto ok = render_chart({"--set",
+                                "webhook.replicas=3,webhook.failurePolicy=Ignore,webhook."
+                                "timeoutSeconds=2,priorityClassName=system-cluster-critical",
+                                "--set-string", "image.tag=1.2.3"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  const json& deploy = ok.get("Deployment", "commgate-webhook");
+  EXPECT_EQ(deploy["spec"]["replicas"], 3);
+  EXPECT_EQ(deploy["spec"]["template"]["spec"]["priorityClassName"], "system-cluster-critical");
+  EXPECT_EQ(deploy["spec"]["template"]["spec"]["containers"][0]["image"],
+            "commgate/commgate:1.2.3");
+  const json& hook = ok.get("ValidatingWebhookConfiguration", "commgate")["webhooks"][0];
+  EXPECT_EQ(hook["failurePolicy"], "Ignore");
+  EXPECT_EQ(hook["timeoutSeconds"], 2);
+  // CommPolicy validation fails open whatever the value says.
+  EXPECT_EQ(
+      ok.get("ValidatingWebhookConfiguration", "commgate-policies")["webhooks"][0]["failurePolicy"],
+      "Ignore");
+}
+
+TEST(CommgateChart, a_release_under_another_name_and_namespace_renames_everything) {
+  const auto r = render_chart({"--name", "gate", "--namespace", "ml-infra"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json& hook = r.get("MutatingWebhookConfiguration", "gate-commgate")["webhooks"][0];
+  EXPECT_EQ(hook["clientConfig"]["service"]["name"], "gate-commgate-webhook");
+  EXPECT_EQ(hook["clientConfig"]["service"]["namespace"], "ml-infra");
+  EXPECT_EQ(hook["namespaceSelector"]["matchExpressions"][0]["values"],
+            json::parse(R"(["kube-system","ml-infra"])"));
+  const json& args = r.get(
+      "Deployment", "gate-commgate-webhook")["spec"]["template"]["spec"]["containers"][0]["args"];
+  EXPECT_NE(std::find(args.begin(), args.end(),
+                      "--operator-service-account=system:serviceaccount:ml-infra:gate-commgate-"
+                      "operator"),
+            args.end())
+      << args.dump();
+}
+
+struct BadValuesCase {
+  std::string name;
+  std::vector<std::string> args;
+  std::string want_line;  // one "- field: message" line of the schema's answer
+};
+
+class CommgateChartBadValues : public ::testing::TestWithParam<BadValuesCase> {};
+
+TEST_P(CommgateChartBadValues, are_refused_naming_the_field) {
+  const auto r = render_chart(GetParam().args);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("Error: values don't meet the specifications of the schema(s) in the "
+                          "following chart(s):\ncommgate:\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("\n" + GetParam().want_line + "\n"), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CommgateChartBadValues,
+    ::testing::Values(
+        BadValuesCase{"replicas_not_a_number",
+                      {"--set", "webhook.replicas=two"},
+                      "- webhook.replicas: Invalid type. Expected: integer, given: string"},
+        BadValuesCase{"zero_replicas",
+                      {"--set", "webhook.replicas=0"},
+                      "- webhook.replicas: Must be greater than or equal to 1"},
+        BadValuesCase{"unknown_failure_policy",
+                      {"--set", "webhook.failurePolicy=Sometimes"},
+                      "- webhook.failurePolicy: webhook.failurePolicy must be one of the "
+                      "following: \"Fail\", \"Ignore\""},
+        BadValuesCase{"timeout_over_the_api_servers_limit",
+                      {"--set", "webhook.timeoutSeconds=31"},
+                      "- webhook.timeoutSeconds: Must be less than or equal to 30"},
+        BadValuesCase{"misspelt_value",
+                      {"--set", "webhook.replica=2"},
+                      "- webhook: Additional property replica is not allowed"},
+        BadValuesCase{"network_policy_without_the_api_servers_addresses",
+                      {"--set", "networkPolicy.enabled=true"},
+                      "- networkPolicy.apiServerCIDRs: Array must have at least 1 items"},
+        BadValuesCase{"comm_share_over_one",
+                      {"--set", "defaultPolicy.enabled=true", "--set-string",
+                       "defaultPolicy.maxCommShare=lots"},
+                      "- defaultPolicy.maxCommShare: Invalid type. Expected: number, given: "
+                      "string"},
+        BadValuesCase{"unknown_enforcement_action",
+                      {"--set", "defaultPolicy.enforcementAction=block"},
+                      "- defaultPolicy.enforcementAction: defaultPolicy.enforcementAction must be "
+                      "one of the following: \"downsize\", \"deny\", \"warn\", \"dryrun\""},
+        BadValuesCase{"ttl_not_a_duration",
+                      {"--set", "defaultPolicy.measurementTTL=1day"},
+                      "- defaultPolicy.measurementTTL: Does not match pattern "
+                      "'^(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|ms|s|m|h))+$'"},
+        BadValuesCase{"probe_timeout_too_short",
+                      {"--set", "probe.timeoutSeconds=1"},
+                      "- probe.timeoutSeconds: Must be greater than or equal to 10"}),
+    [](const auto& test) { return test.param.name; });
+
+// values.yaml: every value has a comment and a schema entry, so an admin can read what
+// each does and a misspelt one is refused. Sections (objects whose fields follow on the
+// next lines) need no comment of their own; keys inside free maps (labels, resource
+// lists) are content, not values.
+const json* resolve(const json& root, const json* s) {
+  while (s && s->contains("$ref")) {
+    const std::string ref = (*s)["$ref"];  // "#/definitions/NAME"
+    s = &root["definitions"][ref.substr(ref.rfind('/') + 1)];
+  }
+  return s;
+}
+
+TEST(CommgateChart, every_value_is_documented_and_in_the_schema) {
+  const json schema = json::parse(read_file(chart_dir() + "/values.schema.json"));
+  std::istringstream lines(read_file(chart_dir() + "/values.yaml"));
+  std::string line, previous;
+  std::vector<std::pair<int, const json*>> open;  // (indent, schema) of enclosing keys
+  static const std::regex kKey(R"(^( *)([A-Za-z][A-Za-z0-9_]*):.*$)");
+  int keys = 0;
+  while (std::getline(lines, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, kKey)) {
+      const int indent = static_cast<int>(m[1].length());
+      while (!open.empty() && open.back().first >= indent) open.pop_back();
+      const json* parent = open.empty() ? &schema : open.back().second;
+      const json* s = nullptr;
+      if (parent && parent->contains("properties") && (*parent)["properties"].contains(m[2].str()))
+        s = resolve(schema, &(*parent)["properties"][m[2].str()]);
+      const bool in_free_map = parent && !parent->contains("properties");
+      if (!in_free_map) {
+        ++keys;
+        EXPECT_NE(s, nullptr) << m[2] << " (line \"" << line << "\") is not in values.schema.json";
+        // A section: an object whose fields follow on the next lines.
+        const bool section = s && s->value("type", "") == "object" && line.back() == ':';
+        if (!section) {
+          EXPECT_EQ(previous.find_first_not_of(' '), previous.find('#'))
+              << m[2] << " (line \"" << line << "\") has no comment above it in values.yaml";
+        }
+      }
+      open.push_back({indent, s});
+    }
+    if (!line.empty()) previous = line;
+  }
+  EXPECT_GT(keys, 40);
+}
+
+TEST(CommgateChart, notes_tell_the_admin_what_to_check) {
+  const auto r = render_chart();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* want :
+       {"kubectl -n commgate-system rollout status deployment/commgate-webhook",
+        "kubectl apply --dry-run=server -f examples/jobs/bert-large-350m.yaml",
+        "commgate-webhook.commgate-system.svc:443", "Secret commgate-system/commgate-webhook-tls",
+        "failurePolicy is Fail", "kubectl get commpolicies",
+        "The operator (probes, launching admitted jobs) is not part"})
+    EXPECT_NE(r.notes.find(want), std::string::npos) << want << "\n" << r.notes;
+  const auto cm = render_chart({"--set", "certManager.enabled=true"});
+  EXPECT_NE(cm.notes.find("kubectl -n commgate-system get certificate commgate-webhook"),
+            std::string::npos)
+      << cm.notes;
+}
+
+}  // namespace
+}  // namespace commgate::testing
