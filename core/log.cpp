@@ -95,7 +95,11 @@ std::string to_string(const LogField::Value& value) {
   return nlohmann::json(std::get<double>(value)).dump();
 }
 
-Logger::Logger() : Logger(text_log_sink(std::cerr, "commgate")) {}
+// One sink for every default Logger, so their lines never interleave.
+Logger::Logger() {
+  static const auto sink = std::make_shared<const LogSink>(text_log_sink(std::cerr, "commgate"));
+  sink_ = sink;
+}
 
 Logger::Logger(LogSink sink, LogLevel min_level)
     : sink_(sink ? std::make_shared<const LogSink>(std::move(sink)) : nullptr),

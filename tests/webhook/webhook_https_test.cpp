@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "tests/server/test_client.h"
@@ -207,6 +208,51 @@ TEST(WebhookHttps, misconfiguration_at_start_is_fatal_with_a_clear_message) {
     EXPECT_EQ(p->wait_exit(), 2);
     EXPECT_NE(p->output().find("/nonexistent/commgate"), std::string::npos) << p->output();
   }
+}
+
+// Issue 12: with --policy-dir nothing said which policies the webhook had loaded. Its log
+// names them at start and on every reload; with --log-format json every line is one JSON
+// object a collector can read.
+TEST(WebhookHttps, logs_the_policies_it_loaded_and_each_reload_as_json_lines) {
+  TestPki pki;
+  pki.issue_server_cert(1);
+  TempDir dir;
+  fs::create_directories(dir.path / "policies");
+  std::ofstream(dir.path / "policies" / "strict.yaml") << kStrictPolicy;
+  auto p = start_webhook({"--port", "0", "--address", "127.0.0.1", "--tls-cert-file",
+                          pki.cert_file(), "--tls-private-key-file", pki.key_file(), "--policy-dir",
+                          (dir.path / "policies").string(), "--log-format", "json"},
+                         dir.path / "json.log");
+  ASSERT_NE(p->wait_for_port(std::regex("\"port\":([0-9]+)")), 0) << p->output();
+  std::ofstream(dir.path / "loose.tmp")
+      << "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata: {name: loose}\n"
+         "spec: {maxCommShare: 0.5}\n";
+  fs::rename(dir.path / "loose.tmp", dir.path / "policies" / "loose.yaml");  // whole, at once
+  ASSERT_TRUE(wait_until([&] {
+    return p->output().find("policy files reloaded") != std::string::npos;
+  })) << p->output();
+  EXPECT_EQ(p->terminate(), 0);
+
+  std::vector<json> lines;
+  std::istringstream output(p->output());
+  for (std::string line; std::getline(output, line);) {
+    ASSERT_TRUE(json::accept(line)) << "not JSON: " << line;
+    lines.push_back(json::parse(line));
+  }
+  const auto said = [&](const std::string& msg) {
+    for (const json& l : lines)
+      if (l.value("msg", "") == msg) return l;
+    return json();
+  };
+  const json loaded = said("policy files loaded");
+  ASSERT_TRUE(loaded.is_object()) << p->output();
+  EXPECT_EQ(loaded["level"], "info");
+  EXPECT_EQ(loaded["policies"], 1);
+  EXPECT_EQ(loaded["policyNames"], "strict");
+  EXPECT_EQ(loaded["profiles"], 0);
+  const json reloaded = said("policy files reloaded");
+  EXPECT_EQ(reloaded["policies"], 2) << reloaded;
+  EXPECT_EQ(reloaded["policyNames"], "loose,strict") << reloaded;
 }
 
 }  // namespace
