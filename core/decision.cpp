@@ -1,6 +1,7 @@
 #include "core/decision.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "core/quantity.h"
@@ -21,14 +22,92 @@ std::string ms(double seconds) {
   return buf;
 }
 
-// "measured busbw 0.118 GB/s (gloo over socket, 2 nodes probed), compute step 180 ms"
-std::string evidence(const Measurement& m) {
+// The model, corrected by the probe's own DDP step when it ran one, and at the count the
+// probe ran the measurement itself. What decide() evaluates, one count at a time.
+struct Predictor {
+  ModelInputs raw;
+  ModelInputs corrected;
+  std::optional<BusbwCorrection> correction;
+  int measured_nodes = 0;  // 0: no count has a measured row
+  double measured_step_s = 0;
+
+  StepPrediction at(int nodes) const {
+    if (nodes == measured_nodes)
+      return measured_step(corrected, nodes, corrected.compute.total_s(), measured_step_s);
+    return predict_step(corrected, nodes);
+  }
+};
+
+Predictor predictor_for(const Measurement& m, const TrainingJobSpec& job) {
+  Predictor p;
+  p.raw.compute = *m.compute;
+  p.raw.link = LinkModel::from_fit(m.link, m.nodes_probed);
+  p.raw.gradient_bytes = job.model.gradient_bytes();
+  p.raw.procs_per_node = job.num_proc_per_node;
+  p.corrected = p.raw;
+  const int nodes = m.measured_ddp_nodes;
+  if (!m.measured_ddp_step || nodes < 2) return p;
+  const DdpStepResult& step = *m.measured_ddp_step;
+  // Solve where the probe ran: its node and process counts, its bucket sizes.
+  ModelInputs probed = p.raw;
+  probed.procs_per_node = m.measured_ddp_procs_per_node;
+  if (step.bucket_cap_bytes > 0) probed.ddp.bucket_cap_bytes = step.bucket_cap_bytes;
+  if (step.first_bucket_bytes > 0) probed.ddp.first_bucket_bytes = step.first_bucket_bytes;
+  const double step_s = step.step_time_ms / 1e3;
+  p.correction = busbw_correction(probed, nodes, step_s - p.raw.compute.total_s());
+  p.corrected.link.busbw_bytes_per_s *= p.correction->factor;
+  // The measured step is this job's step only when the job runs as many processes per
+  // node as the probe did.
+  if (job.num_proc_per_node == m.measured_ddp_procs_per_node) {
+    p.measured_nodes = nodes;
+    p.measured_step_s = step_s;
+  }
+  return p;
+}
+
+// The largest count in [1, hi] that meets the policy. The model's share never falls and
+// its efficiency never rises as nodes are added (docs/model.md), so the passing counts
+// are a prefix: a binary search finds its end in O(log hi) evaluations. The measured row
+// may differ from the model at its one count; that count is judged on its own.
+int largest_passing(const Predictor& p, const CommPolicySpec& policy, int hi) {
+  auto model_passes = [&](int n) { return meets_policy(predict_step(p.corrected, n), policy); };
+  const int top = hi;
+  int lo = 1;  // one node sends nothing between nodes: always passes
+  if (model_passes(hi)) {
+    lo = hi;
+  } else {
+    while (hi - lo > 1) {  // lo passes, hi fails
+      const int mid = lo + (hi - lo) / 2;
+      (model_passes(mid) ? lo : hi) = mid;
+    }
+  }
+  const int m = p.measured_nodes;
+  if (m >= 2 && m <= top) {
+    if (meets_policy(p.at(m), policy))
+      lo = std::max(lo, m);
+    else if (lo == m)
+      lo = m - 1;
+  }
+  return lo;
+}
+
+// "measured all-reduce busbw 0.118 GB/s (gloo over socket, 2 nodes probed), compute step
+// 180 ms", and the DDP step with the bandwidth it implies when the probe ran one.
+std::string evidence(const Measurement& m, const Predictor& p) {
   std::string transport = m.backend;
   if (!m.transport.empty() && m.transport != "unknown") transport += " over " + m.transport;
   std::string s = "measured all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + " (" +
                   transport + ", " + std::to_string(m.nodes_probed) +
                   " nodes probed), compute step " + ms(m.compute->total_s());
   if (m.compute_source == ComputeSource::kHint) s += " (from spec.model.stepTimeHintMs)";
+  if (m.measured_ddp_step && p.correction) {
+    s += ", DDP step " + ms(m.measured_ddp_step->step_time_ms / 1e3) + " at " +
+         format_nodes(m.measured_ddp_nodes);
+    s += p.correction->exact
+             ? " (effective busbw " + format_gbps(p.corrected.link.busbw_bytes_per_s) +
+                   ", which the model uses)"
+             : " (no bandwidth reproduces it; the model is used as it is)";
+  }
   return s;
 }
 
@@ -40,10 +119,28 @@ std::string policy_limits(const CommPolicySpec& p, const std::string& name) {
   return s;
 }
 
-std::string prediction_text(const StepPrediction& p) {
-  return "at " + format_nodes(p.nodes) + " the model predicts " + format_percent(p.comm_share) +
-         " of each " + ms(p.step_s) + " step in exposed communication (scaling efficiency " +
-         format_percent(p.scaling_efficiency) + ")";
+// "at 4 nodes the model predicts 35.9% of each 468 ms step in exposed communication
+// (scaling efficiency 64.1%, extrapolated from 2 probed nodes)"; a measured row says
+// "the probe measured".
+std::string prediction_text(const StepPrediction& p, int nodes_probed) {
+  std::string s = "at " + format_nodes(p.nodes) +
+                  (p.measured ? " the probe measured " : " the model predicts ") +
+                  format_percent(p.comm_share) + " of each " + ms(p.step_s) +
+                  " step in exposed communication (scaling efficiency " +
+                  format_percent(p.scaling_efficiency);
+  if (!p.measured && nodes_probed > 0 && p.nodes > 1 && p.nodes != nodes_probed)
+    s += ", extrapolated from " + format_nodes(nodes_probed) + " probed";
+  return s + ")";
+}
+
+// Said when the request is far beyond the probed count but within the policy's limit.
+inline constexpr int kFarExtrapolation = 4;
+
+std::string extrapolation_caution(int requested, int nodes_probed) {
+  if (nodes_probed < 1 || requested <= kFarExtrapolation * nodes_probed) return "";
+  return " Caution: " + std::to_string(requested) + " nodes is " +
+         std::to_string(requested / nodes_probed) + "x the " + format_nodes(nodes_probed) +
+         " probed; latency and contention the probe could not see grow with the count.";
 }
 
 Decision missing(Decision d, const CommPolicySpec& policy, const char* code,
@@ -67,18 +164,6 @@ Decision missing(Decision d, const CommPolicySpec& policy, const char* code,
       break;
   }
   return d;
-}
-
-// A status holds at most about 64 prediction rows (a 10,000-node table would pass etcd's
-// object limit): all of them up to 64 nodes, else 1-8, powers of two, and the counts a
-// reader looks for (requested, admitted, largest passing) with their neighbours.
-bool keep_prediction_row(const Decision& d, int n) {
-  if (d.predictions.size() <= 64) return true;
-  if (n <= 8 || (n & (n - 1)) == 0) return true;
-  for (int anchor : {d.requested_nodes, d.admitted_nodes, d.largest_passing_nodes}) {
-    if (anchor > 0 && n >= anchor - 1 && n <= anchor + 1) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -181,39 +266,57 @@ Decision decide(const DecisionInput& in) {
   }
   if (!m->compute) return missing(d, policy, reason::kNoCompute, m->compute_missing_reason);
 
-  ModelInputs inputs;
-  inputs.compute = *m->compute;
-  inputs.link = LinkModel::from_fit(m->link, m->nodes_probed);
-  inputs.gradient_bytes = in.job->spec.model.gradient_bytes();
-  inputs.procs_per_node = job.num_proc_per_node;
-  d.predictions = predict_table(inputs, job.num_nodes);
-  for (const auto& p : d.predictions) {
-    if (meets_policy(p, policy)) d.largest_passing_nodes = p.nodes;
+  d.nodes_probed = m->nodes_probed;
+  const Predictor predictor = predictor_for(*m, job);
+  if (predictor.correction) d.correction = predictor.correction;
+  const int64_t limit =
+      static_cast<int64_t>(std::max(1, policy.max_extrapolation)) * std::max(1, m->nodes_probed);
+  d.largest_passing_nodes = largest_passing(predictor, policy, job.num_nodes);
+  const StepPrediction requested = predictor.at(job.num_nodes);
+  const bool passes = meets_policy(requested, policy);
+  // Over policy: the largest passing count in [minNodes, numNodes), if any.
+  const int downsize_to =
+      !passes && d.largest_passing_nodes >= job.min_nodes ? d.largest_passing_nodes : 0;
+  const bool too_far = job.num_nodes > limit;
+  const int admitted_if_decided = passes ? job.num_nodes : downsize_to;
+  for (int n : shown_node_counts(job.num_nodes, too_far ? 0 : admitted_if_decided,
+                                 d.largest_passing_nodes, d.nodes_probed)) {
+    d.predictions.push_back(predictor.at(n));
+    if (predictor.correction) d.raw_predictions.push_back(predict_step(predictor.raw, n));
   }
-  const StepPrediction& requested = d.predictions.back();
   const std::string fit_warning = m->link.poor ? " Caution: " + m->link.note + "." : "";
 
-  if (meets_policy(requested, policy)) {
+  if (too_far) {
+    d.action = Action::kGate;
+    d.reason = reason::kExtrapolationTooFar;
+    d.admitted_nodes = d.requested_nodes;
+    const int k = std::max(1, policy.max_extrapolation);
+    const int needed = (job.num_nodes + k - 1) / k;
+    d.message = "spec.numNodes " + std::to_string(job.num_nodes) + " is more than " +
+                "CommPolicy " + d.policy_name + " maxExtrapolation " + std::to_string(k) +
+                " x the " + format_nodes(m->nodes_probed) + " probed (" + std::to_string(limit) +
+                "); the job is suspended until a probe of at least " + format_nodes(needed) +
+                " measures the link (" + prediction_text(requested, d.nodes_probed) + ")." +
+                fit_warning;
+    return d;
+  }
+  const std::string caution = extrapolation_caution(job.num_nodes, m->nodes_probed) + fit_warning;
+
+  if (passes) {
     d.action = Action::kAdmit;
     d.reason = reason::kWithinPolicy;
     d.admitted_nodes = job.num_nodes;
-    d.message = prediction_text(requested);
+    d.message = prediction_text(requested, d.nodes_probed);
     d.message[0] = 'A';
     d.message += ", within policy (" + format_percent(policy.max_comm_share) + "); " +
-                 evidence(*m) + "." + fit_warning;
+                 evidence(*m, predictor) + "." + caution;
     return d;
   }
 
-  // Over policy: the largest count in [minNodes, numNodes) that passes, if any.
-  int downsize_to = 0;
-  for (const auto& p : d.predictions) {
-    if (p.nodes >= job.min_nodes && p.nodes < job.num_nodes && meets_policy(p, policy))
-      downsize_to = p.nodes;
-  }
-  std::string over = prediction_text(requested);
+  std::string over = prediction_text(requested, d.nodes_probed);
   over[0] = 'A';
-  over = over + ", over the limit: " + policy_limits(policy, d.policy_name) + "; " + evidence(*m) +
-         ".";
+  over = over + ", over the limit: " + policy_limits(policy, d.policy_name) + "; " +
+         evidence(*m, predictor) + ".";
   // One node sends nothing between nodes, so some count always passes.
   const std::string largest =
       " The largest count that passes is " + format_nodes(d.largest_passing_nodes) + ".";
@@ -221,8 +324,8 @@ Decision decide(const DecisionInput& in) {
   auto downsize_or_deny_text = [&]() {
     if (downsize_to > 0) {
       return " Downsized from " + std::to_string(job.num_nodes) + " to " +
-             format_nodes(downsize_to) + ": " + prediction_text(*d.prediction_for(downsize_to)) +
-             ".";
+             format_nodes(downsize_to) + ": " +
+             prediction_text(*d.prediction_for(downsize_to), d.nodes_probed) + ".";
     }
     return " Even spec.minNodes (" + std::to_string(job.min_nodes) +
            ") does not pass, so it cannot be downsized." + largest;
@@ -233,13 +336,13 @@ Decision decide(const DecisionInput& in) {
       d.action = enforced;
       d.reason = downsize_to > 0 ? reason::kDownsized : reason::kNoCountMeetsPolicy;
       d.admitted_nodes = downsize_to;
-      d.message = over + downsize_or_deny_text() + fit_warning;
+      d.message = over + downsize_or_deny_text() + caution;
       return d;
     case EnforcementAction::kDeny:
       d.action = Action::kDeny;
       d.reason = reason::kDenied;
       d.admitted_nodes = 0;
-      d.message = over + largest + fit_warning;
+      d.message = over + largest + caution;
       return d;
     case EnforcementAction::kWarn:
       d.action = Action::kWarn;
@@ -247,7 +350,7 @@ Decision decide(const DecisionInput& in) {
       d.admitted_nodes = job.num_nodes;
       d.would_action = enforced;
       d.would_admit_nodes = downsize_to;
-      d.message = over + largest + " Admitted anyway (enforcementAction: warn)." + fit_warning;
+      d.message = over + largest + " Admitted anyway (enforcementAction: warn)." + caution;
       return d;
     case EnforcementAction::kDryRun:
       d.action = Action::kAdmit;
@@ -258,10 +361,44 @@ Decision decide(const DecisionInput& in) {
       d.message =
           over + " Dry run: would " +
           (downsize_to > 0 ? "downsize to " + format_nodes(downsize_to) : std::string("deny")) +
-          "; admitted unchanged." + fit_warning;
+          "; admitted unchanged." + caution;
       return d;
   }
   return d;
+}
+
+namespace {
+
+nlohmann::json prediction_rows(const std::vector<StepPrediction>& rows) {
+  nlohmann::json table = nlohmann::json::array();
+  for (const auto& p : rows) {
+    table.push_back({{"nodes", p.nodes},
+                     {"measured", p.measured},
+                     {"stepTimeMs", p.step_s * 1e3},
+                     {"computeMs", p.compute_s * 1e3},
+                     {"allReduceMs", p.allreduce_s * 1e3},
+                     {"exposedCommMs", p.exposed_comm_s * 1e3},
+                     {"commShare", p.comm_share},
+                     {"speedup", p.speedup},
+                     {"scalingEfficiency", p.scaling_efficiency}});
+  }
+  return table;
+}
+
+}  // namespace
+
+std::vector<int> shown_node_counts(int requested, int admitted, int largest_passing,
+                                   int nodes_probed) {
+  std::vector<int> out;
+  auto add = [&](int n) {
+    if (n >= 1 && n <= requested) out.push_back(n);
+  };
+  for (int n = 1; n <= std::min(requested, kAllCountsShownUpTo); ++n) add(n);
+  for (int n = 2 * kAllCountsShownUpTo; n <= requested; n *= 2) add(n);
+  for (int n : {requested, admitted, largest_passing, largest_passing + 1, nodes_probed}) add(n);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 nlohmann::json decision_to_json(const Decision& d) {
@@ -276,19 +413,13 @@ nlohmann::json decision_to_json(const Decision& d) {
   if (d.would_admit_nodes) j["wouldAdmitNodes"] = *d.would_admit_nodes;
   if (const StepPrediction* p = d.prediction_for(d.requested_nodes))
     j["predictedCommShare"] = p->comm_share;
-  nlohmann::json table = nlohmann::json::array();
-  for (const auto& p : d.predictions) {
-    if (!keep_prediction_row(d, p.nodes)) continue;
-    table.push_back({{"nodes", p.nodes},
-                     {"stepTimeMs", p.step_s * 1e3},
-                     {"computeMs", p.compute_s * 1e3},
-                     {"allReduceMs", p.allreduce_s * 1e3},
-                     {"exposedCommMs", p.exposed_comm_s * 1e3},
-                     {"commShare", p.comm_share},
-                     {"speedup", p.speedup},
-                     {"scalingEfficiency", p.scaling_efficiency}});
+  if (d.nodes_probed > 0) j["nodesProbed"] = d.nodes_probed;
+  j["predictions"] = prediction_rows(d.predictions);
+  if (d.correction) {
+    j["correction"] = {{"busbwFactor", d.correction->factor},
+                       {"reproducesMeasuredStep", d.correction->exact}};
+    j["rawPredictions"] = prediction_rows(d.raw_predictions);
   }
-  j["predictions"] = table;
   return j;
 }
 

@@ -33,6 +33,8 @@ inline constexpr const char* kStaleMeasurement = "MeasurementStale";
 inline constexpr const char* kNoCompute = "ComputeMeasurementMissing";
 inline constexpr const char* kExempt = "Exempt";
 inline constexpr const char* kInvalidSpec = "InvalidSpec";
+// The request is more than CommPolicy maxExtrapolation times the probed node count.
+inline constexpr const char* kExtrapolationTooFar = "ExtrapolationTooFar";
 }  // namespace reason
 
 // Who asks (AdmissionRequest.userInfo); empty for local evaluation.
@@ -61,13 +63,32 @@ struct Decision {
   // Largest count in [1, requested] that meets the policy (0 when none).
   int largest_passing_nodes = 0;
   std::string policy_name;
-  // Predictions for 1..requested nodes; empty without a usable measurement.
+  // The node count the measurement probed (0 without one).
+  int nodes_probed = 0;
+  // Predictions at the counts shown_node_counts() names, ascending; empty without a
+  // usable measurement. A row with `measured` set is the probe's own DDP step at that
+  // count; the others are the model, corrected by that step when the probe ran one.
   std::vector<StepPrediction> predictions;
+  // The uncorrected model at the same counts, for audit; empty when nothing corrected it.
+  std::vector<StepPrediction> raw_predictions;
+  // The correction the probe's DDP step gave the model: the effective all-reduce bus
+  // bandwidth over the swept one (docs/model.md), and whether it reproduces the step.
+  std::optional<BusbwCorrection> correction;
 
   const StepPrediction* prediction_for(int nodes) const;
 };
 
+// Costs O(log numNodes) model evaluations plus the shown rows, whatever the gradient size
+// and node count (issue #12: a job at the CRD's limits is decided in microseconds).
 Decision decide(const DecisionInput& in);
+
+// The node counts a decision shows (its predictions[], the CLI table, the status), in
+// ascending order, all within [1, requested]: every count up to 16, then powers of two,
+// and the requested, admitted, largest passing (and the first failing) and probed counts.
+// At most about 35 rows for any request up to kMaxNodes.
+std::vector<int> shown_node_counts(int requested, int admitted, int largest_passing,
+                                   int nodes_probed);
+inline constexpr int kAllCountsShownUpTo = 16;
 
 // True when a prediction meets the policy: comm share <= maxCommShare and, when set,
 // scaling efficiency >= minScalingEfficiency. Exactly at the threshold passes.

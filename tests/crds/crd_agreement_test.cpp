@@ -131,8 +131,14 @@ Kind training_job_kind() {
       "decision": {"action": "Downsize", "reason": "OverPolicyDownsized", "message": "Downsized.",
         "policy": "default", "requestedNodes": 4, "admittedNodes": 2, "largestPassingNodes": 2,
         "wouldAction": "Downsize", "wouldAdmitNodes": 2, "predictedCommShare": 0.359,
-        "predictions": [{"nodes": 1, "stepTimeMs": 300, "computeMs": 300, "allReduceMs": 0,
-                         "exposedCommMs": 0, "commShare": 0, "speedup": 1, "scalingEfficiency": 1}]}
+        "nodesProbed": 2,
+        "predictions": [{"nodes": 1, "measured": false, "stepTimeMs": 300, "computeMs": 300,
+                         "allReduceMs": 0, "exposedCommMs": 0, "commShare": 0, "speedup": 1,
+                         "scalingEfficiency": 1}],
+        "correction": {"busbwFactor": 0.9, "reproducesMeasuredStep": true},
+        "rawPredictions": [{"nodes": 1, "measured": false, "stepTimeMs": 300, "computeMs": 300,
+                            "allReduceMs": 0, "exposedCommMs": 0, "commShare": 0, "speedup": 1,
+                            "scalingEfficiency": 1}]}
     }
   })");
   k.full["status"]["conditions"] = Json::array({full_condition()});
@@ -1030,7 +1036,22 @@ TEST(CrdOutputs, every_decision_fits_status_decision) {
   };
   TrainingJob invalid = a_training_job().nodes(2).build();
   invalid.spec.min_nodes = 5;
+  // Calibrated by the probe's DDP step: a measured row, rawPredictions and correction.
+  Measurement calibrated = m;
+  calibrated.measured_ddp_step =
+      DdpStepResult{25 * 1048576.0, 1048576.0, 5, 450, 300, 150, 1 / 3.0};
+  calibrated.measured_ddp_nodes = 2;
   const std::vector<Scenario> scenarios = {
+      {"calibrated",
+       a_training_job().nodes(4).params(25e6).build(),
+       a_policy().max_comm_share(0.9).build(),
+       &calibrated,
+       {}},
+      {"extrapolation_too_far",
+       a_training_job().nodes(40).params(25e6).build(),
+       a_policy().build(),
+       &m,
+       {}},
       {"admit",
        a_training_job().nodes(4).params(25e6).build(),
        a_policy().max_comm_share(0.4).build(),
