@@ -31,8 +31,11 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-json list_of(const std::vector<json>& items) {
-  return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+// A manifest stream of the objects (JSON documents are YAML), as `helm template` prints.
+std::string stream_of(const std::vector<json>& objects) {
+  std::string out;
+  for (const auto& o : objects) out += "---\n" + o.dump(2) + "\n";
+  return out;
 }
 
 json labelled_namespace(const std::string& name) {
@@ -81,9 +84,9 @@ class ChartOnSim : public ::testing::Test {
     const int code = p.wait_exit(30s);
     return {code, p.output()};
   }
-  Result apply(const json& objects, const std::string& name) {
-    const std::string file = dir_ + "/" + name + ".json";
-    std::ofstream(file) << objects.dump(2);
+  Result apply(const std::vector<json>& objects, const std::string& name) {
+    const std::string file = dir_ + "/" + name + ".yaml";
+    std::ofstream(file) << stream_of(objects);
     return kubectl({"apply", "-f", file});
   }
 
@@ -94,10 +97,10 @@ class ChartOnSim : public ::testing::Test {
     for (const auto& o : chart_.objects)
       (o["kind"] == "CustomResourceDefinition" ? crds : rest).push_back(o);
     ASSERT_EQ(crds.size(), 3u);
-    const auto c = apply(list_of(crds), "crds");
+    const auto c = apply(crds, "crds");
     ASSERT_EQ(c.code, 0) << c.output;
-    const auto ns = apply(
-        list_of({labelled_namespace("commgate-system"), labelled_namespace("nlp")}), "namespaces");
+    const auto ns =
+        apply({labelled_namespace("commgate-system"), labelled_namespace("nlp")}, "namespaces");
     ASSERT_EQ(ns.code, 0) << ns.output;
 
     const json& secret = chart_.get("Secret", "commgate-webhook-tls");
@@ -117,7 +120,7 @@ class ChartOnSim : public ::testing::Test {
     api_.register_service(service["name"], service["namespace"],
                           "127.0.0.1:" + std::to_string(port));
 
-    const auto r = apply(list_of(rest), "release");
+    const auto r = apply(rest, "release");
     ASSERT_EQ(r.code, 0) << r.output;
     for (const auto& o : rest) {
       EXPECT_NE(r.output.find("/" + o["metadata"]["name"].get<std::string>() + " created"),
@@ -135,7 +138,7 @@ class ChartOnSim : public ::testing::Test {
 };
 
 TEST_F(ChartOnSim, kubectl_applies_every_rendered_object) {
-  install();
+  ASSERT_NO_FATAL_FAILURE(install());
   const auto get = kubectl({"get", "deployment,service,serviceaccount,poddisruptionbudget,secret",
                             "-n", "commgate-system", "-o", "name"});
   ASSERT_EQ(get.code, 0) << get.output;
@@ -149,7 +152,7 @@ TEST_F(ChartOnSim, kubectl_applies_every_rendered_object) {
   std::vector<json> same;
   for (const auto& o : chart_.objects)
     if (o["kind"] == "ClusterRole" || o["kind"] == "Deployment") same.push_back(o);
-  const auto again = apply(list_of(same), "again");
+  const auto again = apply(same, "again");
   ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_NE(again.output.find("clusterrole.rbac.authorization.k8s.io/commgate-webhook unchanged"),
             std::string::npos)
@@ -157,7 +160,7 @@ TEST_F(ChartOnSim, kubectl_applies_every_rendered_object) {
 }
 
 TEST_F(ChartOnSim, the_sim_calls_the_webhook_through_the_charts_service_and_ca) {
-  install();
+  ASSERT_NO_FATAL_FAILURE(install());
   const std::string bert = source_path("examples/jobs/bert-large-350m.yaml");
   // Ready once its watches (through the sim, with the chart's CRDs) have listed; until then
   // it answers "not loaded" and failurePolicy Fail refuses.
@@ -181,7 +184,7 @@ TEST_F(ChartOnSim, the_sim_calls_the_webhook_through_the_charts_service_and_ca) 
 }
 
 TEST_F(ChartOnSim, the_release_namespace_is_never_sent_to_the_webhook) {
-  install();
+  ASSERT_NO_FATAL_FAILURE(install());
   std::string text = read_file(source_path("examples/jobs/bert-large-350m.yaml"));
   text = std::regex_replace(text, std::regex("namespace: nlp"), "namespace: commgate-system");
   std::ofstream(dir_ + "/in-release-ns.yaml") << text;
