@@ -72,9 +72,17 @@ int main(int argc, char** argv) {
     profile.status.transport = "socket";
     profile.status.link = commgate::LinkRecord{
         40, busbw_gbps, busbw_gbps / 1.875 /* 16 ranks: 2(n-1)/n */, 2, 8, 0.02, false, "", now};
-    profile.status.compute_steps.push_back(
-        commgate::ComputeStepRecord{parsed.spec.model.parameters, parsed.spec.model.gradient_dtype,
-                                    parsed.spec.model.batch_size, "", 200, 60, 120, 20, now});
+    commgate::ComputeStepRecord step;
+    step.parameters = parsed.spec.model.parameters;
+    step.gradient_dtype = parsed.spec.model.gradient_dtype;
+    step.batch_size = parsed.spec.model.batch_size;
+    step.optimizer = parsed.spec.model.optimizer;
+    step.step_time_ms = 200;
+    step.forward_ms = 60;
+    step.backward_ms = 120;
+    step.optimizer_ms = 20;
+    step.measured_at = now;
+    profile.status.compute_steps.push_back(step);
     nlohmann::json profile_json = commgate::to_json(profile);
     write(out / "profiles" / (profile.metadata.name + ".json"), profile_json.dump(2));
     std::cout << "review " << std::filesystem::file_size(out / "review.json") << " bytes, profile "
