@@ -48,11 +48,12 @@ std::string shown_counts_text(const Decision& d) {
 void print_evaluation_table(const Evaluation& e, std::ostream& out) {
   const TrainingJob& job = *e.job;
   const ModelSpec& model = job.spec.model;
-  const auto buckets = ddp_bucket_sizes(model.gradient_bytes(), DdpConfig{});
+  // The closed form: listing every bucket of a 1e15-parameter model would take gigabytes.
+  const BucketSchedule buckets = ddp_buckets(model.gradient_bytes(), DdpConfig{});
   out << "TrainingJob " << job_name(job) << ": " << job.spec.num_nodes << " nodes x "
       << job.spec.num_proc_per_node << " procs, " << format_count(model.parameters)
       << " parameters, " << model.gradient_dtype << " gradients ("
-      << format_bytes(model.gradient_bytes()) << " per step in " << buckets.size()
+      << format_bytes(model.gradient_bytes()) << " per step in " << buckets.count()
       << " DDP buckets)\n";
   const CommPolicySpec& p = e.policy->spec;
   out << "Policy      " << e.policy->metadata.name << ": maxCommShare "
@@ -79,7 +80,7 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
           << "\n";
     }
     if (m->measured_ddp_step) {
-      out << "            measured DDP step at " << m->nodes_probed
+      out << "            measured DDP step at " << m->measured_ddp_nodes
           << " nodes: " << ms(m->measured_ddp_step->step_time_ms / 1e3) << ", comm share "
           << fmt("%.1f%%", m->measured_ddp_step->comm_share * 100) << "\n";
     }
