@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include "tests/support/wait.h"
 
@@ -22,6 +23,12 @@ namespace {
 using commgate::testing::wait_until;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+
+// An Action comes only from its two builders (a reconcile cannot return "nothing").
+// Dropping an Action or a ReconcileResult is a -Wunused-result warning ([[nodiscard]]).
+static_assert(!std::is_default_constructible_v<Action>);
+static_assert(!std::is_constructible_v<Action, std::optional<Clock::duration>>);
+static_assert(!std::is_default_constructible_v<ReconcileResult>);
 
 struct RequeueCase {
   std::string name;
