@@ -9,6 +9,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "kube/rate_limiter.h"
+
 namespace commgate::kube {
 namespace {
 
@@ -51,6 +53,18 @@ std::string with_query(const std::string& path,
   return b.to_string();
 }
 
+const char* patch_content_type(PatchType type) {
+  switch (type) {
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kJson:
+      return "application/json-patch+json";
+    case PatchType::kApply:
+      return "application/apply-patch+yaml";
+  }
+  return "application/merge-patch+json";
+}
+
 }  // namespace
 
 struct Cancel::State {
@@ -69,6 +83,7 @@ struct ApiClient::Clients {
   std::shared_ptr<BearerToken> token;
   std::unique_ptr<client::http_client> calls;
   std::shared_ptr<client::http_client> watches;  // held by running watches too
+  std::unique_ptr<TokenBucket> limit;            // every request but watches
 };
 
 struct WatchHandle::State {
@@ -134,6 +149,8 @@ ApiClient::ApiClient(ClusterConfig config, Options options)
                              ": the CA or client certificate does not load: " + e.what());
   }
   clients_->token = std::make_shared<BearerToken>(config_.token);
+  clients_->limit = std::make_unique<TokenBucket>(options_.qps, options_.burst,
+                                                  options_.clock ? options_.clock : steady_clock());
   auto make = [&](std::chrono::seconds timeout) {
     client::http_client_config cfg;
     cfg.set_timeout(timeout);
@@ -157,27 +174,61 @@ ApiClient::ApiClient(ClusterConfig config, Options options)
 
 ApiClient::~ApiClient() = default;
 
-json ApiClient::get(const std::string& path, const Cancel& cancel) const {
-  const std::string what = "GET " + path;
-  http::http_request request(http::methods::GET);
-  request.set_request_uri(path);
+json ApiClient::call(const std::string& method, const std::string& target, const json* body,
+                     const std::string& content_type, const Cancel& cancel) const {
+  const std::string what = method + " " + target;
+  clients_->limit->take();
+  http::http_request request{http::method(method)};
+  request.set_request_uri(target);
   request.headers().add("Accept", "application/json");
+  if (body) request.set_body(body->dump(), content_type);
   http::http_response response;
-  std::string body;
+  std::string text;
   try {
     // Blocking is fine here: this runs on the caller's thread, not a cpprestsdk one.
     response = clients_->calls->request(request, cancel.state_->source.get_token()).get();
-    body = response.extract_string(true).get();
+    text = response.extract_string(true).get();
   } catch (const pplx::task_canceled&) {
     throw std::runtime_error(what + ": cancelled");
   } catch (const std::exception& e) {
     throw std::runtime_error(what + ": " + e.what());
   }
   if (response.status_code() >= 300)
-    throw ApiError::from_response(response.status_code(), body, what, retry_after_of(response));
-  json doc = json::parse(body, nullptr, false);
+    throw ApiError::from_response(response.status_code(), text, what, retry_after_of(response));
+  json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded()) throw std::runtime_error(what + ": the answer is not JSON");
   return doc;
+}
+
+json ApiClient::get(const std::string& path, const Cancel& cancel) const {
+  return call("GET", path, nullptr, "", cancel);
+}
+
+json ApiClient::create(const std::string& collection, const json& object,
+                       const Cancel& cancel) const {
+  return call("POST", collection, &object, "application/json", cancel);
+}
+
+json ApiClient::update(const std::string& path, const json& object, const Cancel& cancel) const {
+  return call("PUT", path, &object, "application/json", cancel);
+}
+
+json ApiClient::patch(const std::string& path, PatchType type, const json& patch,
+                      const PatchOptions& options, const Cancel& cancel) const {
+  if (type == PatchType::kApply && options.field_manager.empty())
+    throw std::invalid_argument("PATCH " + path + ": server-side apply needs a field manager");
+  if (options.force && type != PatchType::kApply)
+    throw std::invalid_argument("PATCH " + path + ": force is only for server-side apply");
+  const std::string target = with_query(
+      path, {{"fieldManager", options.field_manager}, {"force", options.force ? "true" : ""}});
+  // JSON is YAML: the applied configuration is sent as JSON under the apply type.
+  return call("PATCH", target, &patch, patch_content_type(type), cancel);
+}
+
+json ApiClient::remove(const std::string& path, const DeleteOptions& options,
+                       const Cancel& cancel) const {
+  const std::string target = with_query(path, {{"propagationPolicy", options.propagation_policy}});
+  return call("DELETE", target, nullptr, "", cancel);
 }
 
 ListPage ApiClient::list(const std::string& path, const ListOptions& options,

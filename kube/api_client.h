@@ -12,8 +12,9 @@
 //   request) and stopped only through a cancellation token.
 //
 // The client keeps no mutable state shared between calls: every error belongs to its
-// call. get() and list() block the calling thread; never call them from a watch callback.
-// Writes (create/update/patch) belong here too when the operator needs them.
+// call. get(), list() and the writes block the calling thread; never call them from a
+// watch callback. Every request except a watch first takes a token from the client-side
+// rate limit (Options::qps, burst), as client-go's rest client does.
 #pragma once
 
 #include <chrono>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "kube/api_error.h"
+#include "kube/clock.h"
 #include "kube/cluster_config.h"
 
 namespace commgate::kube {
@@ -64,6 +66,22 @@ struct WatchOptions {
   std::string field_selector;
 };
 
+// The PATCH content types (docs/kube-client.md, "Writes").
+enum class PatchType {
+  kMerge,  // application/merge-patch+json (RFC 7386): an object; null deletes a field
+  kJson,   // application/json-patch+json (RFC 6902): an array of operations
+  kApply,  // application/apply-patch+yaml: server-side apply; needs a field manager
+};
+
+struct PatchOptions {
+  std::string field_manager;  // ?fieldManager=; required for kApply
+  bool force = false;         // ?force=true; only for kApply
+};
+
+struct DeleteOptions {
+  std::string propagation_policy;  // "", "Background", "Foreground" or "Orphan"
+};
+
 struct WatchEvent {
   std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
   nlohmann::json object;
@@ -97,6 +115,13 @@ class ApiClient {
     // plus watch_timeout_margin.
     int max_watch_timeout_seconds = 600;
     std::chrono::seconds watch_timeout_margin{30};
+    // The client-side rate limit (the operator's --kube-api-qps and --kube-api-burst);
+    // qps <= 0 turns it off. client-go's 5/10 is sized for kubectl; an operator relisting
+    // several collections after a 410 and writing a status per reconcile needs more
+    // (docs/kube-client.md, "Rate limit").
+    double qps = 20;
+    int burst = 30;
+    std::shared_ptr<Clock> clock = steady_clock();  // what the rate limit waits on
   };
 
   // Throws std::runtime_error when the CA or client certificate/key do not load.
@@ -115,6 +140,22 @@ class ApiClient {
   ListPage list(const std::string& path, const ListOptions& options = {},
                 const Cancel& cancel = Cancel()) const;
 
+  // POST to `collection`; returns the created object. 409 AlreadyExists when it exists.
+  nlohmann::json create(const std::string& collection, const nlohmann::json& object,
+                        const Cancel& cancel = Cancel()) const;
+  // PUT to `path` (an object, or its "/status" or "/scale"); returns the stored object.
+  // A stale metadata.resourceVersion is ApiError 409 Conflict.
+  nlohmann::json update(const std::string& path, const nlohmann::json& object,
+                        const Cancel& cancel = Cancel()) const;
+  // PATCH `path`. kApply without a field manager is refused here (std::invalid_argument),
+  // as the server would with 422.
+  nlohmann::json patch(const std::string& path, PatchType type, const nlohmann::json& patch,
+                       const PatchOptions& options = {}, const Cancel& cancel = Cancel()) const;
+  // DELETE `path`; returns what the server answers: the object (pods, services, or one
+  // that finalizers hold) or a Success Status (custom resources, Jobs, Leases, Events).
+  nlohmann::json remove(const std::string& path, const DeleteOptions& options = {},
+                        const Cancel& cancel = Cancel()) const;
+
   // Starts a watch of the collection at `path`. on_event runs on a cpprestsdk thread for
   // each event in order (keep it fast: hand work on); on_end runs exactly once after the
   // last event: with nullptr when the server ended the watch, with the error otherwise
@@ -127,6 +168,10 @@ class ApiClient {
 
  private:
   struct Clients;
+  // Sends one request (after a token from the rate limit) and parses the JSON answer.
+  nlohmann::json call(const std::string& method, const std::string& target,
+                      const nlohmann::json* body, const std::string& content_type,
+                      const Cancel& cancel) const;
   ClusterConfig config_;
   Options options_;
   std::shared_ptr<Clients> clients_;

@@ -33,6 +33,11 @@ class ApiError : public std::runtime_error {
   bool expired() const { return code_ == 410 || reason_ == "Expired" || reason_ == "Gone"; }
   bool not_found() const { return code_ == 404; }
   bool unauthorized() const { return code_ == 401; }
+  // 409 on a stale resourceVersion (read again, then retry); not AlreadyExists.
+  bool conflict() const { return code_ == 409 && reason_ != "AlreadyExists"; }
+  bool already_exists() const { return code_ == 409 && reason_ == "AlreadyExists"; }
+  bool invalid() const { return code_ == 422; }
+  bool too_many_requests() const { return code_ == 429; }
 
  private:
   int code_;

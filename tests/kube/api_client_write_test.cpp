@@ -1,0 +1,257 @@
+// The client's writes against the simulated API server over real TLS, through the seams
+// the operator uses (kube/client.h): create, update and its 409 on a stale
+// resourceVersion, merge and JSON patches, server-side apply, delete with a propagation
+// policy (a Status or the object, by resource), the status and scale subresources, every
+// error answer as ApiError (422, 429 with Retry-After), and the client-side rate limit on
+// a fake clock.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/yaml_json.h"
+#include "kube/api_client.h"
+#include "kube/client.h"
+#include "sim/api_server.h"
+#include "tests/kube/kube_test_support.h"
+
+namespace commgate::kube {
+namespace {
+
+using nlohmann::json;
+using testing::client_for;
+using testing::config_for;
+using testing::configmap;
+using testing::kConfigMaps;
+using testing::wait_until;
+
+const std::string kJobs = "/apis/commgate.io/v1alpha1/namespaces/default/trainingjobs";
+const std::string kCm = std::string(kConfigMaps) + "/one";
+
+json training_job(const std::string& name, int nodes) {
+  return {{"apiVersion", "commgate.io/v1alpha1"},
+          {"kind", "TrainingJob"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"numNodes", nodes},
+            {"model", {{"parameters", "5M"}}},
+            {"template",
+             {{"spec", {{"containers", {{{"name", "t"}, {"image", "registry.example/t:1"}}}}}}}}}},
+          {"status", {{"phase", "Running"}}}};
+}
+
+PatchOptions forced() {
+  PatchOptions o;
+  o.force = true;
+  return o;
+}
+
+template <typename F>
+ApiError error_of(F&& f) {
+  try {
+    f();
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no ApiError";
+  return ApiError(0, "", "", "");
+}
+
+class ApiClientWriteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_.start();
+    client_ = client_for(api_);
+    http_ = std::make_unique<HttpClient>(*client_);
+  }
+  void install_training_jobs() {
+    const auto crds =
+        *api_.store().find_resource("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+    std::ifstream in(std::string(COMMGATE_SOURCE_DIR) + "/crds/trainingjobs.commgate.io.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    for (const auto& doc : yaml_documents_to_json(text.str())) api_.store().create(crds, "", doc);
+  }
+  sim::ApiServer api_;
+  std::unique_ptr<ApiClient> client_;
+  std::unique_ptr<HttpClient> http_;
+  Writer& writer() { return *http_; }
+  Reader& reader() { return *http_; }
+  StatusWriter& status_writer() { return *http_; }
+};
+
+TEST_F(ApiClientWriteTest, CreatesAndAnswersAlreadyExistsForADuplicate) {
+  json created = writer().create(kConfigMaps, configmap("one", "1"));
+  EXPECT_FALSE(created["metadata"]["resourceVersion"].get<std::string>().empty());
+  EXPECT_FALSE(created["metadata"]["uid"].get<std::string>().empty());
+  EXPECT_EQ(reader().get(kCm)["data"]["k"], "1");
+  ApiError dup = error_of([&] { writer().create(kConfigMaps, configmap("one", "2")); });
+  EXPECT_EQ(dup.code(), 409);
+  EXPECT_TRUE(dup.already_exists()) << dup.what();
+  EXPECT_NE(std::string(dup.what()).find("POST " + std::string(kConfigMaps)), std::string::npos);
+}
+
+TEST_F(ApiClientWriteTest, AnUpdateFromAStaleResourceVersionIsAConflict) {
+  json first = writer().create(kConfigMaps, configmap("one", "1"));
+  json mine = first;
+  mine["data"]["k"] = "2";
+  json second = writer().update(kCm, mine);
+  EXPECT_EQ(second["data"]["k"], "2");
+  EXPECT_NE(second["metadata"]["resourceVersion"], first["metadata"]["resourceVersion"]);
+
+  json stale = first;  // still carries the first resourceVersion
+  stale["data"]["k"] = "3";
+  ApiError e = error_of([&] { writer().update(kCm, stale); });
+  EXPECT_EQ(e.code(), 409);
+  EXPECT_EQ(e.reason(), "Conflict");
+  EXPECT_TRUE(e.conflict());
+  EXPECT_EQ(reader().get(kCm)["data"]["k"], "2") << "the stale write changed nothing";
+}
+
+TEST_F(ApiClientWriteTest, MergeAndJsonPatches) {
+  writer().create(kConfigMaps, configmap("one", "1"));
+  json merged =
+      writer().patch(kCm, PatchType::kMerge, {{"data", {{"extra", "x"}, {"k", nullptr}}}});
+  EXPECT_EQ(merged["data"], (json{{"extra", "x"}})) << "null removes a field";
+  json patched =
+      writer().patch(kCm, PatchType::kJson,
+                     json::array({{{"op", "test"}, {"path", "/data/extra"}, {"value", "x"}},
+                                  {{"op", "add"}, {"path", "/data/k"}, {"value", "back"}}}));
+  EXPECT_EQ(patched["data"]["k"], "back");
+  ApiError failed = error_of([&] {
+    writer().patch(kCm, PatchType::kJson,
+                   json::array({{{"op", "test"}, {"path", "/data/k"}, {"value", "other"}}}));
+  });
+  EXPECT_EQ(failed.code(), 422);
+  EXPECT_TRUE(failed.invalid()) << failed.what();
+  ApiError precondition = error_of([&] {
+    writer().patch(kCm, PatchType::kMerge, {{"metadata", {{"resourceVersion", "1"}}}});
+  });
+  EXPECT_TRUE(precondition.conflict())
+      << "a resourceVersion in a merge patch is a precondition: " << precondition.what();
+}
+
+TEST_F(ApiClientWriteTest, ServerSideApplyCreatesThenMergesAndNeedsAFieldManager) {
+  PatchOptions apply;
+  apply.field_manager = "commgate-operator";
+  json created = writer().patch(kCm, PatchType::kApply, configmap("one", "1"), apply);
+  EXPECT_EQ(created["data"]["k"], "1");
+  json cm = configmap("one", "2");
+  cm["data"]["more"] = "y";
+  apply.force = true;
+  json applied = writer().patch(kCm, PatchType::kApply, cm, apply);
+  EXPECT_EQ(applied["data"], (json{{"k", "2"}, {"more", "y"}}));
+  EXPECT_THROW(writer().patch(kCm, PatchType::kApply, cm), std::invalid_argument);
+  EXPECT_THROW(writer().patch(kCm, PatchType::kMerge, cm, forced()), std::invalid_argument);
+}
+
+TEST_F(ApiClientWriteTest, DeleteAnswersAStatusOrTheObjectByResource) {
+  install_training_jobs();
+  writer().create(kJobs, training_job("tj", 2));
+  writer().create(kConfigMaps, configmap("one", "1"));
+  const std::string accounts = "/api/v1/namespaces/default/serviceaccounts";
+  writer().create(accounts, {{"metadata", {{"name", "sa"}}}});
+
+  struct Case {
+    std::string path;
+    std::string policy;
+    bool answers_object;
+  };
+  for (const Case& c : {Case{kJobs + "/tj", "Foreground", false}, Case{kCm, "Background", false},
+                        Case{accounts + "/sa", "", true}}) {
+    SCOPED_TRACE(c.path);
+    json answer = writer().remove(c.path, {.propagation_policy = c.policy});
+    if (c.answers_object) {
+      EXPECT_EQ(answer["metadata"]["name"], "sa");
+    } else {
+      EXPECT_EQ(answer["kind"], "Status");
+      EXPECT_EQ(answer["status"], "Success");
+    }
+    EXPECT_TRUE(error_of([&] { reader().get(c.path); }).not_found());
+    EXPECT_TRUE(error_of([&] { writer().remove(c.path); }).not_found());
+  }
+  writer().create(kConfigMaps, configmap("one", "1"));
+  ApiError bad = error_of([&] { writer().remove(kCm, {.propagation_policy = "Sometimes"}); });
+  EXPECT_EQ(bad.code(), 422) << bad.what();
+}
+
+TEST_F(ApiClientWriteTest, TheStatusSubresourceWritesOnlyStatusAndChecksTheVersion) {
+  install_training_jobs();
+  const std::string tj = kJobs + "/tj";
+  json created = writer().create(kJobs, training_job("tj", 2));
+  EXPECT_FALSE(created.contains("status")) << "create ignores status";
+
+  json with_status = created;
+  with_status["status"] = {{"phase", "Running"}, {"admittedNodes", 2}};
+  with_status["spec"]["numNodes"] = 7;
+  json written = status_writer().update_status(tj, with_status);
+  EXPECT_EQ(written["status"]["phase"], "Running");
+  EXPECT_EQ(written["spec"]["numNodes"], 2) << "the status subresource leaves spec alone";
+
+  ApiError stale = error_of([&] { status_writer().update_status(tj, with_status); });
+  EXPECT_TRUE(stale.conflict()) << stale.what();
+
+  json patched =
+      status_writer().patch_status(tj, PatchType::kMerge, {{"status", {{"phase", "Succeeded"}}}});
+  EXPECT_EQ(patched["status"]["phase"], "Succeeded");
+  json main = writer().patch(tj, PatchType::kMerge, {{"status", {{"phase", "Failed"}}}});
+  EXPECT_EQ(main["status"]["phase"], "Succeeded") << "the main resource leaves status alone";
+
+  ApiError invalid = error_of([&] {
+    status_writer().patch_status(tj, PatchType::kMerge, {{"status", {{"phase", "Sideways"}}}});
+  });
+  EXPECT_EQ(invalid.code(), 422) << invalid.what();
+}
+
+TEST_F(ApiClientWriteTest, TheScaleSubresourceReadsAndWritesNumNodes) {
+  install_training_jobs();
+  const std::string tj = kJobs + "/tj";
+  writer().create(kJobs, training_job("tj", 2));
+  json scale = reader().get(tj + "/scale");
+  EXPECT_EQ(scale["kind"], "Scale");
+  EXPECT_EQ(scale["spec"]["replicas"], 2);
+  scale["spec"]["replicas"] = 4;
+  json updated = client_->update(tj + "/scale", scale);
+  EXPECT_EQ(updated["spec"]["replicas"], 4);
+  EXPECT_EQ(reader().get(tj)["spec"]["numNodes"], 4);
+  json patched = client_->patch(tj + "/scale", PatchType::kMerge, {{"spec", {{"replicas", 3}}}});
+  EXPECT_EQ(patched["spec"]["replicas"], 3);
+  EXPECT_EQ(reader().get(tj)["spec"]["numNodes"], 3);
+}
+
+TEST_F(ApiClientWriteTest, A429OnAWriteCarriesRetryAfter) {
+  api_.fail_next_requests(1, 429, std::chrono::seconds(7), "configmaps");
+  ApiError e = error_of([&] { writer().create(kConfigMaps, configmap("one", "1")); });
+  EXPECT_TRUE(e.too_many_requests()) << e.what();
+  EXPECT_EQ(e.retry_after(), std::chrono::seconds(7));
+  EXPECT_NO_THROW(writer().create(kConfigMaps, configmap("one", "1")));
+}
+
+TEST_F(ApiClientWriteTest, RequestsBeyondTheBurstWaitForATokenOnTheClientsClock) {
+  auto clock = std::make_shared<FakeClock>();
+  ApiClient::Options options;
+  options.qps = 2;
+  options.burst = 2;
+  options.clock = clock;
+  ApiClient limited(config_for(api_), options);
+  limited.create(kConfigMaps, configmap("one", "1"));
+  limited.get(kCm);
+  std::atomic<bool> done{false};
+  std::thread third([&] {
+    limited.remove(kCm);
+    done = true;
+  });
+  ASSERT_TRUE(wait_until([&] { return clock->waiting() == 1; }));
+  EXPECT_FALSE(done.load());
+  EXPECT_NO_THROW(reader().get(kCm)) << "the third request has not been sent";
+  clock->advance(std::chrono::milliseconds(500));
+  ASSERT_TRUE(wait_until([&] { return done.load(); }));
+  third.join();
+  EXPECT_EQ(clock->waits(), std::vector<Clock::duration>{std::chrono::milliseconds(500)});
+  EXPECT_TRUE(error_of([&] { reader().get(kCm); }).not_found());
+}
+
+}  // namespace
+}  // namespace commgate::kube
