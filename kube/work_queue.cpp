@@ -166,13 +166,15 @@ bool WorkQueue::shutting_down() const {
   return shutting_down_;
 }
 
-size_t WorkQueue::length() const {
+size_t WorkQueue::length() {
   std::lock_guard lock(mu_);
+  promote_ready_locked();
   return queue_.size();
 }
 
-size_t WorkQueue::delayed() const {
+size_t WorkQueue::delayed() {
   std::lock_guard lock(mu_);
+  promote_ready_locked();
   return delayed_.size();
 }
 

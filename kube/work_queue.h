@@ -91,10 +91,11 @@ class WorkQueue {
   void shutdown();
   bool shutting_down() const;
 
-  // Keys ready and waiting for a worker (client-go's depth metric).
-  size_t length() const;
+  // Keys ready and waiting for a worker (client-go's depth metric), delayed keys whose
+  // time has passed included: they move to the queue here, not only when a worker asks.
+  size_t length();
   // Keys waiting for their delay to pass.
-  size_t delayed() const;
+  size_t delayed();
   // When `key` becomes ready from now: zero if queued (or dirty while processed), the
   // time left if delayed, nullopt if the queue does not hold it. For tests and logs.
   std::optional<Clock::duration> ready_in(const std::string& key) const;

@@ -89,6 +89,14 @@ TEST_F(WorkQueueTest, ADelayedKeyBecomesReadyWhenTheFakeClockReachesItsTime) {
   EXPECT_EQ(queue_.delayed(), 0u);
 }
 
+TEST_F(WorkQueueTest, ADueDelayedKeyCountsInTheDepthBeforeAnyWorkerAsks) {
+  queue_.add_after("ns/a", seconds(1));
+  queue_.add_after("ns/b", seconds(2));
+  clock_->advance(seconds(1));
+  EXPECT_EQ(queue_.length(), 1u) << "all workers busy must not hide a due key from /metrics";
+  EXPECT_EQ(queue_.delayed(), 1u);
+}
+
 TEST_F(WorkQueueTest, AKeyDelayedTwiceKeepsTheEarlierTime) {
   queue_.add_after("ns/a", seconds(10));
   queue_.add_after("ns/a", seconds(3));
