@@ -210,5 +210,32 @@ TEST(FakeClient, ListsACollectionInNameOrderWithAnEqualitySelector) {
   EXPECT_THROW(fake.list(kJobs, selector("pool in (fast)")), std::invalid_argument);
 }
 
+TEST(FakeClient, RefusesPathsItDoesNotModelInsteadOfAnsweringWrongly) {
+  FakeClient fake;
+  fake.create(kJobs, job(4));
+  struct Case {
+    const char* name;
+    std::function<void()> call;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"the scale subresource", [&] { fake.get(kJob + "/scale"); }, "subresource"},
+      {"a status path on the main writer", [&] { fake.update(kJob + "/status", job(4)); },
+       "StatusWriter"},
+      {"an object path as a collection", [&] { fake.list(kJob); }, "not a collection"},
+      {"a collection as an object", [&] { fake.get(kJobs); }, "not an object"},
+      {"not an API path", [&] { fake.get("/healthz/x"); }, "not an API path"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    try {
+      c.call();
+      ADD_FAILURE() << "accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace commgate::kube::testing
