@@ -1,27 +1,8 @@
 #include "kube/informer.h"
 
+#include "core/prometheus_text.h"
+
 namespace commgate::kube {
-namespace {
-
-// The Prometheus text format's label value escaping (backslash, quote, newline). kube/
-// does not link the server's metrics helpers (docs/architecture.md), hence this copy.
-std::string escape_label(std::string_view value) {
-  std::string out;
-  for (const char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 Informer::Informer(const ApiClient& client, Watcher::Options options) : path_(options.path) {
   watcher_ = std::make_unique<Watcher>(client, std::move(options),
@@ -54,8 +35,8 @@ std::string informer_metrics_text(const std::vector<const Informer*>& informers,
   };
   std::vector<Row> rows;
   for (const Informer* i : informers)
-    rows.push_back(
-        {escape_label(i->path()), i->state(), i->counters(), i->store().snapshot()->size()});
+    rows.push_back({prometheus_escape_label(i->path()), i->state(), i->counters(),
+                    i->store().snapshot()->size()});
 
   std::string out;
   const auto header = [&](const std::string& name, const char* type, const char* help) {

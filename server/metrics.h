@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/prometheus_text.h"
+
 namespace commgate::server {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
@@ -97,11 +99,10 @@ class Registry {
   std::vector<std::function<std::string()>> collectors_;
 };
 
-// Text-format helpers for collectors.
-std::string prometheus_escape_label(std::string_view value);
-std::string prometheus_escape_help(std::string_view help);
-std::string prometheus_number(double v);
-void append_prometheus_sample(std::string& out, std::string_view name, std::string_view type,
-                              std::string_view help, double value);
+// Text-format helpers for collectors (core/prometheus_text.h).
+using commgate::append_prometheus_sample;
+using commgate::prometheus_escape_help;
+using commgate::prometheus_escape_label;
+using commgate::prometheus_number;
 
 }  // namespace commgate::server
