@@ -120,13 +120,27 @@ ApiError FakeClient::conflict(const std::string& resource, const std::string& na
 }
 
 void FakeClient::enter(Method method) const {
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(mu_);
+    ++calls_[method];
+    auto& queue = failures_[method];
+    if (!queue.empty()) {
+      ApiError error = queue.front();
+      queue.pop_front();
+      throw error;
+    }
+    auto& hooks = hooks_[method];
+    if (hooks.empty()) return;
+    hook = std::move(hooks.front());
+    hooks.pop_front();
+  }
+  hook();
+}
+
+void FakeClient::before_next(Method method, std::function<void()> hook) {
   std::lock_guard lock(mu_);
-  ++calls_[method];
-  auto& queue = failures_[method];
-  if (queue.empty()) return;
-  ApiError error = queue.front();
-  queue.pop_front();
-  throw error;
+  hooks_[method].push_back(std::move(hook));
 }
 
 void FakeClient::fail_next(Method method, const ApiError& error, int times) {

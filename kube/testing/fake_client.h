@@ -12,13 +12,17 @@
 //   (and goes when an update empties its finalizers); pods and services answer with the
 //   object, everything else with a Success Status.
 // Error injection: fail_next(method, error, n) makes the next n calls of that method
-// throw `error` without touching the objects. actions() records every write that
+// throw `error` without touching the objects. before_next(method, hook) runs `hook` once,
+// just before the next call of that method is served: a race made on purpose (another
+// writer changes the object between a reconciler's read and its write, so the write
+// meets a real 409). actions() records every write that
 // succeeded ("create /api/v1/namespaces/ns/services/x"), for exactly-once assertions.
 // Thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -47,6 +51,9 @@ class FakeClient final : public Reader, public Writer, public StatusWriter {
 
   // The next `times` calls of `method` throw `error`.
   void fail_next(Method method, const ApiError& error, int times = 1);
+  // Runs `hook` (without the fake's lock: it may call the fake) before the next call of
+  // `method`, after that call is counted and any injected error is thrown.
+  void before_next(Method method, std::function<void()> hook);
   // Calls of `method` so far, failed ones included.
   int calls(Method method) const;
   // Successful writes in order: "<verb> <object path>" (verbs: create, update, patch,
@@ -78,6 +85,7 @@ class FakeClient final : public Reader, public Writer, public StatusWriter {
   int64_t uids_ = 0;
   mutable std::map<Method, int> calls_;
   mutable std::map<Method, std::deque<ApiError>> failures_;
+  mutable std::map<Method, std::deque<std::function<void()>>> hooks_;
   std::vector<std::string> actions_;
 };
 

@@ -210,6 +210,33 @@ TEST(FakeClient, ListsACollectionInNameOrderWithAnEqualitySelector) {
   EXPECT_THROW(fake.list(kJobs, selector("pool in (fast)")), std::invalid_argument);
 }
 
+TEST(FakeClient, AHookBeforeAWriteMakesARealConflictForAReadModifyWriteLoop) {
+  FakeClient fake;
+  fake.create(kJobs, job(4));
+  fake.before_next(Method::kUpdateStatus, [&] {
+    fake.patch(kJob, PatchType::kMerge, {{"metadata", {{"labels", {{"touched", "yes"}}}}}});
+  });
+  // What a reconciler's status write does: read, change, write; on 409 read again.
+  int attempts = 0;
+  json written;
+  for (;;) {
+    ++attempts;
+    json current = fake.get(kJob);
+    current["status"] = {{"phase", "Probing"}};
+    try {
+      written = fake.update_status(kJob, current);
+      break;
+    } catch (const ApiError& e) {
+      ASSERT_TRUE(e.conflict()) << e.what();
+      ASSERT_LT(attempts, 3);
+    }
+  }
+  EXPECT_EQ(attempts, 2) << "the first write met the other writer's change";
+  EXPECT_EQ(written["status"]["phase"], "Probing");
+  EXPECT_EQ(written["metadata"]["labels"]["touched"], "yes");
+  EXPECT_EQ(fake.calls(Method::kUpdateStatus), 2);
+}
+
 TEST(FakeClient, RefusesPathsItDoesNotModelInsteadOfAnsweringWrongly) {
   FakeClient fake;
   fake.create(kJobs, job(4));
