@@ -7,8 +7,8 @@ namespace {
 
 using Seconds = std::chrono::duration<double>;
 
-// A get() with nothing delayed still wakes this often to look again: no wait needs a
-// deadline at the far end of the clock's range (where conversions may overflow).
+// A get() wakes at least this often to look again: no wait has a deadline at the far end
+// of the clock's range (where conversions may overflow).
 constexpr auto kIdleWake = std::chrono::hours(1);
 
 Clock::duration from_seconds(double s) {
@@ -87,7 +87,9 @@ void WorkQueue::add_after(const std::string& key, Clock::duration delay) {
     add_locked(key);
     return;
   }
-  const auto at = clock_->now() + delay;
+  const auto now = clock_->now();
+  // Saturates: a reconciler's "requeue_after(a very long time)" must not wrap around.
+  const auto at = delay >= Clock::time_point::max() - now ? Clock::time_point::max() : now + delay;
   const auto known = delayed_at_.find(key);
   if (known != delayed_at_.end()) {
     if (known->second <= at) return;  // the earlier time wins
@@ -135,7 +137,9 @@ std::optional<std::string> WorkQueue::get() {
       processing_.insert(key);
       return key;
     }
-    const auto deadline = delayed_.empty() ? clock_->now() + kIdleWake : delayed_.begin()->first;
+    const auto idle_wake = clock_->now() + kIdleWake;
+    const auto deadline =
+        delayed_.empty() ? idle_wake : std::min(idle_wake, delayed_.begin()->first);
     const auto seen = changes_;
     clock_->wait_until(lock, cv_, deadline, [&] { return shutting_down_ || changes_ != seen; });
   }

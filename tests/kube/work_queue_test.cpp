@@ -105,6 +105,14 @@ TEST_F(WorkQueueTest, AKeyDelayedTwiceKeepsTheEarlierTime) {
   EXPECT_EQ(queue_.ready_in("ns/a"), seconds(3));
 }
 
+TEST_F(WorkQueueTest, AnEndlessDelaySaturatesInsteadOfWrappingAround) {
+  clock_->advance(seconds(5));
+  queue_.add_after("ns/a", Clock::duration::max());
+  EXPECT_EQ(queue_.length(), 0u);
+  EXPECT_EQ(queue_.delayed(), 1u);
+  EXPECT_EQ(queue_.ready_in("ns/a"), Clock::time_point::max() - clock_->now());
+}
+
 TEST_F(WorkQueueTest, AZeroDelayQueuesAtOnce) {
   queue_.add_after("ns/a", Clock::duration::zero());
   EXPECT_EQ(queue_.length(), 1u);
