@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/yaml_json.h"
+#include "kube/api_adapters.h"
 #include "kube/api_client.h"
 #include "kube/client.h"
 #include "sim/api_server.h"
@@ -251,6 +252,43 @@ TEST_F(ApiClientWriteTest, RequestsBeyondTheBurstWaitForATokenOnTheClientsClock)
   third.join();
   EXPECT_EQ(clock->waits(), std::vector<Clock::duration>{std::chrono::milliseconds(500)});
   EXPECT_TRUE(error_of([&] { reader().get(kCm); }).not_found());
+}
+
+TEST_F(ApiClientWriteTest, TheLeaseClientAndEventSinkOverHttpMapTheServersAnswers) {
+  ApiLeaseClient leases(*http_, *http_);
+  const json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                      {"kind", "Lease"},
+                      {"metadata", {{"name", "commgate-operator"}, {"namespace", "default"}}},
+                      {"spec", {{"holderIdentity", "a"}, {"leaseDurationSeconds", 15}}}};
+  using Outcome = LeaseClient::Outcome;
+  EXPECT_EQ(leases.get("default", "commgate-operator").outcome, Outcome::kNotFound);
+  const auto created = leases.create(lease);
+  ASSERT_EQ(created.outcome, Outcome::kOk) << created.message;
+  EXPECT_EQ(leases.create(lease).outcome, Outcome::kConflict);
+  json first = created.object, second = created.object;
+  second["spec"]["holderIdentity"] = "b";
+  ASSERT_EQ(leases.update(second).outcome, Outcome::kOk);
+  EXPECT_EQ(leases.update(first).outcome, Outcome::kConflict) << "a stale resourceVersion";
+  api_.fail_next_requests(1, 500, std::chrono::seconds(0), "leases");
+  EXPECT_EQ(leases.get("default", "commgate-operator").outcome, Outcome::kError);
+
+  ApiEventSink events(*http_);
+  const json event = {{"apiVersion", "events.k8s.io/v1"},
+                      {"kind", "Event"},
+                      {"metadata", {{"name", "tj.1"}, {"namespace", "default"}}},
+                      {"eventTime", "2026-12-01T00:00:00.000000Z"},
+                      {"reportingController", "commgate.io/operator"},
+                      {"reportingInstance", "op-0"},
+                      {"action", "Decide"},
+                      {"reason", "Downsized"},
+                      {"type", "Normal"},
+                      {"regarding", {{"kind", "TrainingJob"}, {"name", "tj"}}}};
+  EXPECT_TRUE(events.create(event));
+  EXPECT_TRUE(events.patch(
+      "default", "tj.1",
+      {{"series", {{"count", 2}, {"lastObservedTime", "2026-12-01T00:00:01.000000Z"}}}}));
+  EXPECT_EQ(reader().get(ApiEventSink::collection("default") + "/tj.1")["series"]["count"], 2);
+  EXPECT_FALSE(events.patch("default", "absent", {{"series", {{"count", 2}}}}));
 }
 
 }  // namespace
