@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
+#include <stop_token>
 
 #include "kube/rate_limiter.h"
 
@@ -63,6 +64,19 @@ const char* patch_content_type(PatchType type) {
       return "application/apply-patch+yaml";
   }
   return "application/merge-patch+json";
+}
+
+// Takes a token from the rate limit; a cancel during the wait ends it at once.
+void wait_for_token(TokenBucket& limit, const pplx::cancellation_token& token,
+                    const std::string& what) {
+  std::stop_source stop;
+  pplx::cancellation_token_registration registration;
+  const bool cancelable = token.is_cancelable();
+  if (cancelable) registration = token.register_callback([&stop] { stop.request_stop(); });
+  if (token.is_canceled()) stop.request_stop();
+  const bool taken = limit.take(stop.get_token()).has_value();
+  if (cancelable) token.deregister_callback(registration);
+  if (!taken) throw std::runtime_error(what + ": cancelled");
 }
 
 }  // namespace
@@ -177,7 +191,7 @@ ApiClient::~ApiClient() = default;
 json ApiClient::call(const std::string& method, const std::string& target, const json* body,
                      const std::string& content_type, const Cancel& cancel) const {
   const std::string what = method + " " + target;
-  clients_->limit->take();
+  wait_for_token(*clients_->limit, cancel.state_->source.get_token(), what);
   http::http_request request{http::method(method)};
   request.set_request_uri(target);
   request.headers().add("Accept", "application/json");

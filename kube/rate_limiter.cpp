@@ -28,7 +28,8 @@ bool TokenBucket::try_take() {
   return true;
 }
 
-Clock::duration TokenBucket::take() {
+std::optional<Clock::duration> TokenBucket::take(std::stop_token stop) {
+  if (stop.stop_requested()) return std::nullopt;
   if (qps_ <= 0) return Clock::duration::zero();
   Clock::time_point due;
   Clock::time_point now;
@@ -43,8 +44,20 @@ Clock::duration TokenBucket::take() {
   }
   std::mutex wait_mu;
   std::condition_variable cv;
-  std::unique_lock wait_lock(wait_mu);
-  clock_->wait_until(wait_lock, cv, due, [] { return false; });
+  std::stop_callback wake(stop, [&] {
+    std::lock_guard lock(wait_mu);
+    cv.notify_all();
+  });
+  bool stopped;
+  {
+    std::unique_lock wait_lock(wait_mu);
+    stopped = clock_->wait_until(wait_lock, cv, due, [&] { return stop.stop_requested(); });
+  }
+  if (stopped) {
+    std::lock_guard lock(mu_);
+    tokens_ += 1;  // never used: given back to the callers that come later
+    return std::nullopt;
+  }
   return due - now;
 }
 

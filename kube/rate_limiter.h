@@ -8,6 +8,8 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stop_token>
 
 #include "kube/clock.h"
 
@@ -19,7 +21,10 @@ class TokenBucket {
   TokenBucket(double qps, int burst, std::shared_ptr<Clock> clock = steady_clock());
 
   // Takes a token, waiting until one is due. Returns how long it waited (on the clock).
-  Clock::duration take();
+  Clock::duration take() { return take(std::stop_token()).value(); }
+  // The same, but a stop requested on `stop` ends the wait at once and gives the reserved
+  // token back: then nullopt (a cancelled request is never sent).
+  std::optional<Clock::duration> take(std::stop_token stop);
   // Takes a token only if one is there now.
   bool try_take();
 

@@ -254,6 +254,33 @@ TEST_F(ApiClientWriteTest, RequestsBeyondTheBurstWaitForATokenOnTheClientsClock)
   EXPECT_TRUE(error_of([&] { reader().get(kCm); }).not_found());
 }
 
+TEST_F(ApiClientWriteTest, ACancelWhileWaitingForATokenEndsTheCallUnsent) {
+  auto clock = std::make_shared<FakeClock>();
+  ApiClient::Options options;
+  options.qps = 1;
+  options.burst = 1;
+  options.clock = clock;
+  ApiClient limited(config_for(api_), options);
+  limited.create(kConfigMaps, configmap("one", "1"));
+  Cancel cancel;
+  std::atomic<bool> done{false};
+  std::string error;
+  std::thread waiting([&] {
+    try {
+      limited.remove(kCm, {}, cancel);
+    } catch (const std::runtime_error& e) {
+      error = e.what();
+    }
+    done = true;
+  });
+  ASSERT_TRUE(wait_until([&] { return clock->waiting() == 1; }));
+  cancel.cancel();
+  ASSERT_TRUE(wait_until([&] { return done.load(); })) << "no fake time passed";
+  waiting.join();
+  EXPECT_NE(error.find("DELETE " + kCm + ": cancelled"), std::string::npos) << error;
+  EXPECT_NO_THROW(reader().get(kCm)) << "the cancelled delete was never sent";
+}
+
 TEST_F(ApiClientWriteTest, TheLeaseClientAndEventSinkOverHttpMapTheServersAnswers) {
   ApiLeaseClient leases(*http_, *http_);
   const json lease = {{"apiVersion", "coordination.k8s.io/v1"},

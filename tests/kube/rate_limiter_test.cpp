@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <optional>
+#include <stop_token>
 #include <thread>
 
 #include "tests/support/wait.h"
@@ -72,6 +74,27 @@ TEST(TokenBucket, IdleTimeRefillsUpToTheBurstOnly) {
   EXPECT_FALSE(bucket.try_take()) << "an hour idle is still a burst of 2";
   clock->advance(milliseconds(100));
   EXPECT_TRUE(bucket.try_take());
+}
+
+TEST(TokenBucket, AStopEndsTheWaitAtOnceAndGivesTheTokenBack) {
+  auto clock = std::make_shared<FakeClock>();
+  TokenBucket bucket(/*qps=*/1, /*burst=*/1, clock);
+  bucket.take();
+  std::stop_source stop;
+  std::atomic<bool> returned{false};
+  std::optional<Clock::duration> waited = Clock::duration::zero();
+  std::thread t([&] {
+    waited = bucket.take(stop.get_token());
+    returned = true;
+  });
+  ASSERT_TRUE(wait_until([&] { return clock->waiting() == 1; }));
+  stop.request_stop();
+  ASSERT_TRUE(wait_until([&] { return returned.load(); })) << "no fake time passed";
+  t.join();
+  EXPECT_FALSE(waited.has_value());
+  clock->advance(std::chrono::seconds(1));
+  EXPECT_TRUE(bucket.try_take()) << "the stopped waiter's token was given back";
+  EXPECT_FALSE(bucket.take(stop.get_token()).has_value()) << "stopped before asking";
 }
 
 TEST(TokenBucket, ZeroQpsMeansNoLimit) {
