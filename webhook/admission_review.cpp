@@ -239,6 +239,8 @@ std::string json_pointer_token(std::string_view token) {
   return out;
 }
 
-Requester requester_of(const UserInfo& user) { return Requester{user.username, user.groups}; }
+Requester requester_of(const UserInfo& user) {
+  return Requester{user.username, user.groups};
+}
 
 }  // namespace commgate::webhook

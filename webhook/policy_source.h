@@ -1,6 +1,6 @@
 // What the handlers read: an immutable Snapshot (core/snapshot.h) of the CommPolicies and
-// CommProfiles (and namespace labels when known), behind a small interface so the file-backed source here
-// and a Kubernetes watch cache later feed the same handlers. A source swaps in a new
+// CommProfiles (and namespace labels when known), behind a small interface so the file-backed
+// source here and a Kubernetes watch cache later feed the same handlers. A source swaps in a new
 // snapshot atomically on change; a handler keeps the one it started with.
 #pragma once
 
@@ -13,7 +13,6 @@
 #include "core/snapshot.h"
 
 namespace commgate::webhook {
-
 
 class PolicySource {
  public:

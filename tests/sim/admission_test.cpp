@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "core/base64.h"
+#include "core/yaml_json.h"
 #include "server/pki.h"
 #include "server/server.h"
-#include "core/yaml_json.h"
 #include "sim/api_server.h"
 #include "sim/kubeconfig.h"
 #include "tests/server/test_client.h"
