@@ -114,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(
                  },
                  false},
         HashCase{"run_policy_is_not_read", [](auto& s) { s.run_policy.backoff_limit = 3; }, false}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 TEST(SpecHash, IsStableAcrossProcessesAndBuilds) {
   // A literal: the webhook and the operator compare each other's hashes, so a change here
@@ -170,7 +170,7 @@ INSTANTIATE_TEST_SUITE_P(
                                   RecordVerdict::kDenied},
                       VerdictCase{"a_count_other_than_admitted_is_refused", Action::kAdmit, 2, 4,
                                   false, true, RecordVerdict::kNodesDifferFromRecord}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 }  // namespace
 }  // namespace commgate

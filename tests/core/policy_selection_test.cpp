@@ -164,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "spec.policyRef.name: CommPolicy \"nope\" not found"},
         SelectionCase{
             "policy_ref_default_is_the_built_in_one", {strict()}, {}, "default", "default", ""}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 TEST(PolicySelection, ABuiltInDefaultKeepsItsDefaults) {
   const CommPolicy p = strictest_policy_for_namespace({}, {loose()});

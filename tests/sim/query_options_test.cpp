@@ -47,7 +47,7 @@ INSTANTIATE_TEST_SUITE_P(
         BoolCase{"go_short_f_is_true_unlike_parsebool", "f", true},
         BoolCase{"zero_zero_is_true_only_0_counts", "00", true},
         BoolCase{"false_with_space_is_true", "false ", true}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 struct IntCase {
   std::string name;
@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(
                 R"(strconv.ParseInt: parsing "1\"": invalid syntax)"},
         IntCase{"control_byte_is_escaped", "1\n", std::nullopt,
                 R"(strconv.ParseInt: parsing "1\n": invalid syntax)"}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 server::Request request_with_query(const std::string& query) {
   server::Request r;
@@ -160,7 +160,7 @@ INSTANTIATE_TEST_SUITE_P(
                  false, std::nullopt, 0},
         ListCase{"negative_limit_is_kept_and_means_none", "limit=-3", false, false, std::nullopt,
                  std::nullopt, -3}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 struct BadCase {
   std::string name;
@@ -202,7 +202,7 @@ INSTANTIATE_TEST_SUITE_P(
                 R"(strconv.ParseInt: parsing "y": invalid syntax)"},
         BadCase{"grace_period_out_of_range", "gracePeriodSeconds=9223372036854775808",
                 R"(strconv.ParseInt: parsing "9223372036854775808": value out of range)"}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 TEST(DecodeDeleteQuery, reads_grace_period_and_orphan_dependents) {
   const DeleteQuery q = decode_delete_query(
