@@ -280,7 +280,7 @@ TEST_F(ProfileThroughWebhook, the_webhook_decides_every_example_as_the_probe_res
   // One pool, one profile: the examples that share the 350M recording go first, then the
   // ResNet job's recording replaces it (a second profile of the same pool would be the
   // same name).
-  for (const std::string probe_rel : {kExamples[1].probe, kExamples[0].probe}) {
+  for (const std::string& probe_rel : {kExamples[1].probe, kExamples[0].probe}) {
     TempFile fresh(restamped_now(example(probe_rel)));
     CliRun profile = run({"profile", "--from-probe", fresh.path(), "--node-selector", kPool});
     ASSERT_EQ(profile.exit_code, 0) << profile.err;

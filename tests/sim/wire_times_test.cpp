@@ -54,7 +54,7 @@ INSTANTIATE_TEST_SUITE_P(
         TimeCase{"hour_24_is_refused", "2026-12-01T24:00:00Z", kTime, std::nullopt},
         TimeCase{"trailing_bytes_are_refused", "2026-12-01T21:56:51Zx", kTime, std::nullopt},
         TimeCase{"dot_without_digits_is_refused", "2026-12-01T21:56:51.Z", kTime, std::nullopt}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 ResourceInfo resource(const std::string& group, const std::string& plural) {
   ResourceInfo r;

@@ -528,7 +528,7 @@ INSTANTIATE_TEST_SUITE_P(
             "downsized_by_one_replica_while_the_other_has_a_deny_policy", kStrictSlow,
             snapshot_of({strict(EnforcementAction::kDeny)}, {a_profile(kSlowLink, test_now())}),
             "Downsize"}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 TEST(DecideOnce, AMeasurementExpiringBetweenTheTwoCallsChangesNothing) {
   // The default policy's measurementTTL is 24h, and a measurement exactly 24h old is still
