@@ -108,8 +108,9 @@ TEST_F(ApiQueryTest, answers_as_kube_apiserver_does) {
     const Reply r = call(c.method, c.target, c.body);
     EXPECT_EQ(r.status, c.want_status) << r.body;
     EXPECT_NE(r.body.find(c.want_in_body), std::string::npos) << r.body;
-    if (!c.want_not_in_body.empty())
+    if (!c.want_not_in_body.empty()) {
       EXPECT_EQ(r.body.find(c.want_not_in_body), std::string::npos) << r.body;
+    }
   }
 }
 
