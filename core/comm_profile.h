@@ -19,16 +19,10 @@ namespace commgate {
 
 // The probe's DDP-style step of a compute record's model: buckets all-reduced during
 // backward at `nodes` x `procs_per_node`. It calibrates the model (docs/model.md).
-struct DdpStepRecord {
+// The probe's measured DDP step (core/probe_result.h) and where it was measured.
+struct DdpStepRecord : DdpStepResult {
   int nodes = 0;
   int procs_per_node = 1;
-  double step_time_ms = 0;               // with bucketed, overlapped all-reduce
-  double compute_only_step_time_ms = 0;  // the same step without communication
-  double exposed_comm_ms = 0;
-  double comm_share = 0;
-  double bucket_cap_bytes = 0;
-  double first_bucket_bytes = 0;
-  int buckets = 0;
 };
 
 struct ComputeStepRecord {

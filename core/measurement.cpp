@@ -107,15 +107,7 @@ std::optional<Measurement> measurement_from_profile(const CommProfile& p, const 
   // Compute older than the link makes the whole measurement as old as the compute.
   m.measured_at = std::min(m.measured_at, best->measured_at);
   if (const auto& d = best->ddp_step) {
-    DdpStepResult s;
-    s.bucket_cap_bytes = d->bucket_cap_bytes;
-    s.first_bucket_bytes = d->first_bucket_bytes;
-    s.buckets = d->buckets;
-    s.step_time_ms = d->step_time_ms;
-    s.compute_only_step_time_ms = d->compute_only_step_time_ms;
-    s.exposed_comm_ms = d->exposed_comm_ms;
-    s.comm_share = d->comm_share;
-    m.measured_ddp_step = s;
+    m.measured_ddp_step = static_cast<const DdpStepResult&>(*d);
     m.measured_ddp_nodes = d->nodes;
     m.measured_ddp_procs_per_node = d->procs_per_node;
   }

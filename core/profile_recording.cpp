@@ -38,15 +38,9 @@ std::optional<ComputeStepRecord> compute_record_of(const ProbeResult& r) {
   c.measured_at = r.start_time;
   if (ddp && ddp->step_time_ms > 0 && ddp->compute_only_step_time_ms > 0) {
     DdpStepRecord d;
+    static_cast<DdpStepResult&>(d) = *ddp;
     d.nodes = r.nodes;
     d.procs_per_node = r.procs_per_node;
-    d.step_time_ms = ddp->step_time_ms;
-    d.compute_only_step_time_ms = ddp->compute_only_step_time_ms;
-    d.exposed_comm_ms = ddp->exposed_comm_ms;
-    d.comm_share = ddp->comm_share;
-    d.bucket_cap_bytes = ddp->bucket_cap_bytes;
-    d.first_bucket_bytes = ddp->first_bucket_bytes;
-    d.buckets = ddp->buckets;
     c.ddp_step = d;
   }
   return c;
