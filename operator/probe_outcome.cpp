@@ -1,0 +1,1 @@
+// Placeholder until this file's first commit (issue #10).

@@ -1,0 +1,1 @@
+// Placeholder until the first operator unit test lands (issue #10).
