@@ -1,0 +1,38 @@
+// The training workload of an admitted TrainingJob (issue #10, step "workload"): a
+// headless Service and an Indexed batch/v1 Job with spec.numNodes pods built from
+// spec.template, with the torchrun environment injected both ways torchrun reads it
+// (MASTER_ADDR, MASTER_PORT, NNODES, NODE_RANK, NPROC_PER_NODE, WORLD_SIZE and the
+// PET_* defaults of its flags) plus the NCCL settings the pool's probe found to work.
+// Pure: no I/O; docs/operator.md "The training workload" states every rule.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/comm_profile.h"
+#include "core/training_job.h"
+
+namespace commgate::op {
+
+struct WorkloadSettings {
+  int master_port = 29500;  // MASTER_ADDR's port: the Service's port and MASTER_PORT
+};
+
+struct WorkloadObjects {
+  nlohmann::json service;  // v1 Service, headless, named after the TrainingJob
+  nlohmann::json job;      // batch/v1 Job, Indexed, named after the TrainingJob
+};
+
+// NCCL settings the probe found to work, from the pool's CommProfile status (transport,
+// interface): NCCL_SOCKET_IFNAME, NCCL_IB_DISABLE=1 for a socket transport, ...; empty
+// when unknown (nothing is invented).
+std::map<std::string, std::string> nccl_env_of(const CommProfileStatus& profile);
+
+// `job_uid`: the TrainingJob's metadata.uid (ownerReference). Deterministic: the same
+// inputs give the same JSON, so the reconciler can compare what it would create.
+WorkloadObjects build_workload(const TrainingJob& job, const std::string& job_uid,
+                               const std::map<std::string, std::string>& nccl_env,
+                               const WorkloadSettings& settings);
+
+}  // namespace commgate::op

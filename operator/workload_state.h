@@ -1,0 +1,27 @@
+// The state of a TrainingJob's workload, read from its batch/v1 Job's status (issue #10,
+// step "status"): what the reconciler mirrors into the TrainingJob's phase and
+// conditions. Pure: no I/O.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace commgate::op {
+
+enum class WorkloadPhase { kPending, kRunning, kSucceeded, kFailed };
+
+struct WorkloadState {
+  WorkloadPhase phase = WorkloadPhase::kPending;
+  // From the Job's terminal condition (BackoffLimitExceeded, DeadlineExceeded, ...), or
+  // a reason of our own while it runs (docs/operator.md "The training workload").
+  std::string reason, message;
+  int active = 0, succeeded = 0, failed = 0;
+};
+
+// `job`: a batch/v1 Job as read (status may be absent: a Job just created).
+WorkloadState workload_state(const nlohmann::json& job);
+
+// "Pending", "Running", "Succeeded", "Failed".
+const char* to_string(WorkloadPhase phase);
+
+}  // namespace commgate::op
