@@ -1,0 +1,74 @@
+// The probe the operator runs on a pool (issue #10, step "probe"): a headless Service and
+// an Indexed batch/v1 Job with one commgate-probe pod per node. Pure: the same request and
+// settings give byte-identical objects, so two operator replicas (or one restarted) create
+// the same thing under the same deterministic name and the API server's AlreadyExists makes
+// the creation exactly-once per pool. Names, labels and ownership: OPERATOR_CONTRACT.md and
+// docs/operator.md.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/comm_policy.h"
+#include "core/training_job.h"
+
+namespace commgate::op {
+
+// From the operator's flags.
+struct ProbeLaunchSettings {
+  std::string ns = "commgate-system";  // where probes run (the operator's namespace)
+  // The probe image; the policy's spec.probe.image wins when set.
+  std::string image = "ghcr.io/commgate/commgate-probe:0.1.0";
+  std::vector<std::string> command = {"/usr/local/bin/commgate-probe"};
+  int port = 29500;  // rank 0's rendezvous port (MASTER_PORT) and the Service's port
+  int ttl_seconds_after_finished = 600;
+};
+
+struct ProbeRequest {
+  std::string pool;         // the CommProfile's name (pool_name of the node selector)
+  std::string profile_uid;  // the CommProfile's metadata.uid: the ownerReference
+  std::map<std::string, std::string> node_selector;  // the job's
+  nlohmann::json tolerations = nlohmann::json::array();
+  int nodes = 2;  // already capped (probe_node_count)
+  int procs_per_node = 1;
+  ModelSpec model;
+  ProbeSettings policy_probe;  // timeout, sizes, iterations, backend, image
+  std::string for_job;         // "namespace/name" of the job that asked
+};
+
+struct ProbeObjects {
+  nlohmann::json service;
+  nlohmann::json job;
+};
+
+// Labels and annotations every probe carries (also what readers select on).
+inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr const char* kManagedByValue = "commgate";
+inline constexpr const char* kRoleLabel = "commgate.io/role";
+inline constexpr const char* kPoolLabel = "commgate.io/pool";
+inline constexpr const char* kProbeForAnnotation = "commgate.io/probe-for";
+inline constexpr const char* kProbeModelAnnotation = "commgate.io/probe-model";
+inline constexpr const char* kProbeNodesAnnotation = "commgate.io/probe-nodes";
+// Set by the Job controller on an Indexed Job's pods (label and annotation).
+inline constexpr const char* kCompletionIndexKey = "batch.kubernetes.io/job-completion-index";
+inline constexpr const char* kJobNameLabel = "batch.kubernetes.io/job-name";
+// Start-up time allowed on top of the policy's probe timeout in activeDeadlineSeconds.
+inline constexpr int kProbeStartupMarginSeconds = 60;
+
+// "commgate-probe-" + pool: the Job's and the Service's name.
+std::string probe_job_name(const std::string& pool);
+
+// Nodes a probe takes: min(requested, policy maxNodes), but at least 2 when the job asks for
+// 2 or more (a one-node probe measures no link); 1 when it asks for 1.
+int probe_node_count(int requested_nodes, const ProbeSettings& policy_probe);
+
+// The compact JSON of commgate.io/probe-model: {parameters, gradientDtype, batchSize,
+// optimizer}, keys sorted.
+std::string probe_model_annotation(const ModelSpec& model);
+
+// The probe's headless Service and Indexed Job. Deterministic (see the file comment).
+ProbeObjects build_probe(const ProbeRequest& request, const ProbeLaunchSettings& settings);
+
+}  // namespace commgate::op

@@ -1,0 +1,38 @@
+// What a probe came to (issue #10, step "collect"), read from its Job and pods as the API
+// server shows them. Pure and total: any Job/pod JSON, however malformed, gives an outcome,
+// never an exception; a bad termination message is kInvalidResult naming what is wrong.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/probe_result.h"
+
+namespace commgate::op {
+
+enum class ProbeState { kRunning, kSucceeded, kFailed, kUnschedulable, kInvalidResult };
+
+// Reason strings (CamelCase, for conditions and Events).
+inline constexpr const char* kReasonProbeRunning = "ProbeRunning";
+inline constexpr const char* kReasonProbeSucceeded = "ProbeSucceeded";
+inline constexpr const char* kReasonProbeFailed = "ProbeFailed";
+inline constexpr const char* kReasonProbeDeadlineExceeded = "ProbeDeadlineExceeded";
+inline constexpr const char* kReasonProbeUnschedulable = "ProbeUnschedulable";
+inline constexpr const char* kReasonProbeResultInvalid = "ProbeResultInvalid";
+
+struct ProbeOutcome {
+  ProbeState state = ProbeState::kRunning;
+  std::optional<ProbeResult> result;  // kSucceeded only: rank 0's termination message, validated
+  std::string reason;                 // one of the kReasonProbe* strings
+  std::string message;                // what a human needs (scheduler message, exit code...)
+};
+
+const char* to_string(ProbeState state);
+
+// `job`: the probe's batch/v1 Job as read; `pods`: its pods (label
+// batch.kubernetes.io/job-name=<job>), in any order.
+ProbeOutcome read_probe_outcome(const nlohmann::json& job, const std::vector<nlohmann::json>& pods);
+
+}  // namespace commgate::op
