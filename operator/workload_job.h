@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/comm_profile.h"
 #include "core/training_job.h"
@@ -29,10 +30,25 @@ struct WorkloadObjects {
 // when unknown (nothing is invented).
 std::map<std::string, std::string> nccl_env_of(const CommProfileStatus& profile);
 
+// What the pool's probe ran on (CommProfile status.device: "cuda" or "cpu"). It decides
+// whether the workload asks for GPUs when the template names none.
+enum class PoolDevice { kUnknown, kCpu, kCuda };
+PoolDevice pool_device_of(const CommProfileStatus& profile);
+
 // `job_uid`: the TrainingJob's metadata.uid (ownerReference). Deterministic: the same
 // inputs give the same JSON, so the reconciler can compare what it would create.
+// `device`: on kCuda, a template whose containers name no nvidia.com/gpu gets
+// `limits: {nvidia.com/gpu: numProcPerNode}` on its first container; otherwise the
+// template's resources are kept as they are (a CPU pool's job still schedules on nodes
+// without GPUs).
 WorkloadObjects build_workload(const TrainingJob& job, const std::string& job_uid,
                                const std::map<std::string, std::string>& nccl_env,
-                               const WorkloadSettings& settings);
+                               const WorkloadSettings& settings,
+                               PoolDevice device = PoolDevice::kUnknown);
+
+// The template's env entries that build_workload replaces ("<container>/<NAME>", in
+// container then env order): the torchrun variables are the operator's (its numNodes may
+// differ from what the researcher wrote), so the reconciler can say so in a Warning Event.
+std::vector<std::string> replaced_template_env(const TrainingJob& job);
 
 }  // namespace commgate::op
