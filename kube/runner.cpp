@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <exception>
-#include <iomanip>
-#include <sstream>
+
+#include "core/prometheus_text.h"
 
 namespace commgate::kube {
 
@@ -91,24 +91,27 @@ RunnerCounters Runner::counters() const {
 std::string Runner::metrics_text() const {
   const RunnerCounters c = counters();
   const std::string& p = options_.metrics_prefix;
-  std::ostringstream out;
-  out << std::setprecision(9);
+  std::string out;
   const auto sample = [&](const std::string& name, const char* type, const char* help,
-                          uint64_t value) {
-    out << "# HELP " << p << name << ' ' << help << "\n# TYPE " << p << name << ' ' << type << '\n'
-        << p << name << ' ' << value << '\n';
+                          double value) {
+    append_prometheus_sample(out, p + name, type, help, value);
   };
-  sample("_reconciles_total", "counter", "Reconciles finished, errors included.", c.reconciles);
-  sample("_reconcile_errors_total", "counter", "Reconciles that returned an error.", c.errors);
-  out << "# HELP " << p << "_reconcile_duration_seconds Time spent in reconcile.\n# TYPE " << p
-      << "_reconcile_duration_seconds summary\n"
-      << p << "_reconcile_duration_seconds_sum " << c.duration_seconds_sum << '\n'
-      << p << "_reconcile_duration_seconds_count " << c.reconciles << '\n';
-  sample("_reconciles_in_flight", "gauge", "Reconciles running now.", c.in_flight);
-  sample("_work_queue_depth", "gauge", "Keys ready and waiting for a worker.", c.queue_depth);
+  sample("_reconciles_total", "counter", "Reconciles finished, errors included.",
+         static_cast<double>(c.reconciles));
+  sample("_reconcile_errors_total", "counter", "Reconciles that returned an error.",
+         static_cast<double>(c.errors));
+  out += "# HELP " + p + "_reconcile_duration_seconds Time spent in reconcile.\n# TYPE " + p +
+         "_reconcile_duration_seconds summary\n" + p + "_reconcile_duration_seconds_sum " +
+         prometheus_number(c.duration_seconds_sum) + "\n" + p +
+         "_reconcile_duration_seconds_count " +
+         prometheus_number(static_cast<double>(c.reconciles)) + "\n";
+  sample("_reconciles_in_flight", "gauge", "Reconciles running now.",
+         static_cast<double>(c.in_flight));
+  sample("_work_queue_depth", "gauge", "Keys ready and waiting for a worker.",
+         static_cast<double>(c.queue_depth));
   sample("_work_queue_delayed", "gauge", "Keys waiting for a delay or a backoff to pass.",
-         c.queue_delayed);
-  return out.str();
+         static_cast<double>(c.queue_delayed));
+  return out;
 }
 
 }  // namespace commgate::kube
