@@ -107,6 +107,13 @@ std::string decision_spec_hash(const TrainingJobSpec& spec) {
   return h.hex();
 }
 
+std::vector<std::pair<std::string, std::string>> decision_annotations(const DecisionRecord& r) {
+  return {{annotation::kDecision, to_string(r.action)},
+          {annotation::kReason, r.reason},
+          {annotation::kRequestedNodes, std::to_string(r.requested_nodes)},
+          {annotation::kDecisionRecord, to_annotation(r)}};
+}
+
 std::string to_annotation(const DecisionRecord& r) {
   Json j = {{"action", to_string(r.action)},
             {"admittedNodes", r.admitted_nodes},

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/decision.h"
 #include "core/time_format.h"
@@ -57,6 +59,12 @@ std::string to_annotation(const DecisionRecord& record);
 // version wrote: a malformed record counts as no record, so the job is decided again.
 std::optional<DecisionRecord> parse_decision_record(std::string_view text,
                                                     std::string* error = nullptr);
+// The annotations a decider writes on the object with a record, in this order:
+// commgate.io/decision (the action), commgate.io/reason, commgate.io/requested-nodes and
+// commgate.io/decision-record (to_annotation). /mutate and the operator both write them
+// from here, so /validate's check that they agree with the record holds for either.
+std::vector<std::pair<std::string, std::string>> decision_annotations(const DecisionRecord& record);
+
 // The record in job.metadata.annotations, or nullopt when absent or malformed.
 std::optional<DecisionRecord> decision_record_of(const TrainingJob& job);
 

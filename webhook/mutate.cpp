@@ -76,10 +76,7 @@ std::string downsize_warning(const Decision& d, const Measurement& m) {
 // The annotations every decision writes: the decision and reason (printer columns and
 // quick reading), the request, and the decision record later checks hold the object to.
 void annotate_decision(PatchBuilder& patch, const DecisionRecord& record) {
-  patch.annotate(annotation::kDecision, to_string(record.action));
-  patch.annotate(annotation::kReason, record.reason);
-  patch.annotate(annotation::kRequestedNodes, std::to_string(record.requested_nodes));
-  patch.annotate(annotation::kDecisionRecord, to_annotation(record));
+  for (auto& [key, value] : decision_annotations(record)) patch.annotate(key, std::move(value));
 }
 
 AdmissionResponse with_decision(AdmissionResponse response, const DecisionRecord& record) {
