@@ -1,1 +1,106 @@
-// Placeholder until this file's first commit (issue #10).
+#include "operator/policy_counters.h"
+
+#include <cstdlib>
+
+#include "kube/api_error.h"
+
+namespace commgate::op {
+
+using nlohmann::json;
+
+namespace {
+
+// resourceVersions are opaque to clients, but the API servers commgate runs against
+// (etcd's revisions, the sim's counter) give integers; anything else counts as unknown.
+long long version_number(const json& object) {
+  const std::string rv =
+      object.value("metadata", json::object()).value("resourceVersion", std::string());
+  char* end = nullptr;
+  const long long n = std::strtoll(rv.c_str(), &end, 10);
+  return rv.empty() || *end != '\0' ? -1 : n;
+}
+
+}  // namespace
+
+std::vector<std::string> counters_for(const Decision& d) {
+  std::vector<std::string> out;
+  switch (d.action) {
+    case Action::kAdmit:
+      out.push_back("admitted");
+      if (d.reason == reason::kExempt) out.push_back("exempted");
+      if (d.reason == reason::kDryRun && d.would_action) {
+        out.push_back(*d.would_action == Action::kDeny ? "dryRunWouldDeny" : "dryRunWouldDownsize");
+      }
+      break;
+    case Action::kDownsize:
+      out.push_back("downsized");
+      break;
+    case Action::kDeny:
+      out.push_back("denied");
+      break;
+    case Action::kWarn:
+      out.push_back("warned");
+      break;
+    case Action::kGate:
+      out.push_back("gated");
+      break;
+  }
+  return out;
+}
+
+json with_counted(const json& status, const std::vector<std::string>& counters, TimePoint now) {
+  json out = status.is_object() ? status : json::object();
+  json& counts = out["decisionCounts"];
+  if (!counts.is_object()) counts = json::object();
+  if (!counts.contains("countingSince")) counts["countingSince"] = format_rfc3339(now);
+  for (const std::string& name : counters) {
+    const json& current = counts.value(name, json(0));
+    const int64_t n = current.is_number_integer() ? current.get<int64_t>() : 0;
+    counts[name] = n + 1;
+  }
+  return out;
+}
+
+PolicyCounters::PolicyCounters(const kube::Reader& reader, kube::StatusWriter& status_writer,
+                               int attempts)
+    : reader_(reader), status_writer_(status_writer), attempts_(attempts < 1 ? 1 : attempts) {}
+
+std::string PolicyCounters::policy_path(const std::string& name) {
+  return "/apis/commgate.io/v1alpha1/commpolicies/" + name;
+}
+
+json PolicyCounters::read(const std::string& path) const {
+  json object = reader_.get(path);
+  auto it = last_written_.find(path);
+  if (it != last_written_.end() && version_number(it->second) > version_number(object))
+    return it->second;
+  return object;
+}
+
+PolicyCounters::Outcome PolicyCounters::count(const std::string& policy_name,
+                                              const Decision& decision, TimePoint now) {
+  if (policy_name.empty()) return Outcome::kNoPolicyObject;
+  const std::vector<std::string> counters = counters_for(decision);
+  const std::string path = policy_path(policy_name);
+  std::lock_guard lock(mu_);
+  for (int attempt = 1;; ++attempt) {
+    json object;
+    try {
+      object = read(path);
+    } catch (const kube::ApiError& e) {
+      if (e.not_found()) return Outcome::kNoPolicyObject;
+      throw;
+    }
+    object["status"] = with_counted(object.value("status", json()), counters, now);
+    try {
+      last_written_[path] = status_writer_.update_status(path, object);
+      return Outcome::kCounted;
+    } catch (const kube::ApiError& e) {
+      if (e.not_found()) return Outcome::kNoPolicyObject;
+      last_written_.erase(path);
+      if (!e.conflict() || attempt >= attempts_) throw;
+    }
+  }
+}
+
+}  // namespace commgate::op

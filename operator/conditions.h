@@ -1,0 +1,63 @@
+// Status conditions in Kubernetes conventions (metav1.Condition, as apimachinery's
+// meta.SetStatusCondition writes them): one entry per `type` in status.conditions, with
+// status "True" | "False" | "Unknown", a CamelCase reason, a message, the
+// observedGeneration it was set from, and a lastTransitionTime that changes only when the
+// status does (a new reason or message under the same status keeps the time, so
+// `kubectl describe` shows how long a job has waited, not when it was last looked at).
+// Pure: the conditions are the JSON array stored in .status.conditions.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/time_format.h"
+
+namespace commgate::op {
+
+// The condition types a TrainingJob's status carries (docs/operator.md "Status").
+namespace condition {
+// The spec parses (False, reason InvalidSpec, when it does not: nothing runs).
+inline constexpr const char* kSpecValid = "SpecValid";
+// The pool's probe: False while it runs or after it failed (reason from the probe's
+// outcome), True once a measurement was recorded.
+inline constexpr const char* kProbed = "Probed";
+// The decision: True for Admit, Downsize and Warn (reason: the decision's); False while
+// gated and when denied or when the probe failed for good.
+inline constexpr const char* kAdmitted = "Admitted";
+// The training workload: True while its pods run.
+inline constexpr const char* kRunning = "Running";
+// Terminal: the workload completed (Complete) or the job failed (Failed: the workload
+// failed, or the probe failed past the policy's retries).
+inline constexpr const char* kComplete = "Complete";
+inline constexpr const char* kFailed = "Failed";
+}  // namespace condition
+
+inline constexpr const char* kTrue = "True";
+inline constexpr const char* kFalse = "False";
+inline constexpr const char* kUnknown = "Unknown";
+
+struct Condition {
+  std::string type;
+  std::string status;  // kTrue, kFalse or kUnknown
+  std::string reason;  // CamelCase
+  std::string message;
+  int64_t observed_generation = 0;
+};
+
+// Sets `wanted` in `conditions` (a JSON array; null is taken as empty). An existing entry
+// of the same type keeps its lastTransitionTime unless its status changes; a new entry, or
+// one whose status changes, gets `now`. Returns true when anything was changed.
+bool set_condition(nlohmann::json& conditions, const Condition& wanted, TimePoint now);
+
+// Removes the entry of `type`; true when there was one.
+bool remove_condition(nlohmann::json& conditions, const std::string& type);
+
+// The entry of `type`, or nullptr.
+const nlohmann::json* find_condition(const nlohmann::json& conditions, const std::string& type);
+
+// True when an entry of `type` exists with that status.
+bool condition_is(const nlohmann::json& conditions, const std::string& type,
+                  const std::string& status);
+
+}  // namespace commgate::op

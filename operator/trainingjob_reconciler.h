@@ -1,0 +1,188 @@
+// The reconcile of one TrainingJob (issue #10), level-based: it reads the job by its key
+// and runs the named steps that apply to what it finds, each small and each counted in
+// the metrics by name:
+//
+//   read      get the TrainingJob (gone: done), parse it (invalid: condition SpecValid
+//             False, terminal error)
+//   profile   gated jobs: find or create the pool's CommProfile (pool_name(nodeSelector))
+//   probe     no fresh measurement: create the pool's probe Service + Job, create-if-absent
+//             under deterministic names (one per pool, across restarts and replicas)
+//   collect   read the probe's outcome; record a result in the CommProfile status; on a
+//             failure retry with the policy's backoff, then fail the job (never stuck)
+//   decide    core's decide_for_job; ONE merge patch of the spec (numNodes, suspend) and
+//             the decision annotations (core/decision_record.h decision_annotations);
+//             Event Admitted / Downsized / Warned / Denied with the numbers
+//   workload  an admitted, unsuspended job: its Service + Job (operator/workload_job.h)
+//   status    mirror it all into .status (phase, conditions with observedGeneration,
+//             decision, measurement); written only when it changed
+//
+// Decide once: a job whose decision record holds for its spec (core check_against_record)
+// is not decided again; only a gated one is, once it is measured (docs/operator.md).
+//
+// The state between reconciles lives in the API server only (the job's status and
+// annotations, the CommProfile, the probe Job), so a restarted operator or a new leader
+// carries on where the last one stopped. Thread-safe: the runner may reconcile different
+// keys at once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/job_decision.h"
+#include "core/snapshot.h"
+#include "core/time_format.h"
+#include "kube/client.h"
+#include "kube/event_recorder.h"
+#include "kube/reconcile_result.h"
+#include "operator/policy_counters.h"
+#include "operator/probe_job.h"
+#include "operator/probe_outcome.h"
+#include "operator/workload_job.h"
+
+namespace commgate::op {
+
+struct ReconcilerSettings {
+  ProbeLaunchSettings probe;
+  WorkloadSettings workload;
+  // Requeue while a probe runs (the probe's Job and pods changing also wake the job:
+  // trainingjobs_waiting_on_pool).
+  std::chrono::milliseconds probe_poll{2000};
+};
+
+// Phases of status.phase (crds/trainingjobs.commgate.io.yaml).
+namespace phase {
+inline constexpr const char* kGated = "Gated";
+inline constexpr const char* kProbing = "Probing";
+inline constexpr const char* kAdmitted = "Admitted";
+inline constexpr const char* kDownsized = "Downsized";
+inline constexpr const char* kRejected = "Rejected";
+inline constexpr const char* kRunning = "Running";
+inline constexpr const char* kSucceeded = "Succeeded";
+inline constexpr const char* kFailed = "Failed";
+}  // namespace phase
+
+// Reasons of the reconciler's own (the probe's are in probe_outcome.h, the decision's in
+// core/decision.h).
+namespace op_reason {
+inline constexpr const char* kInvalidSpec = "InvalidSpec";
+inline constexpr const char* kPolicyNotFound = "PolicyNotFound";
+// Another job's probe of the same pool (for another model) runs; this one waits for it.
+inline constexpr const char* kWaitingForPoolProbe = "WaitingForPoolProbe";
+// A probe succeeded but its measurement still does not let the job be decided (e.g. it
+// could not time the job's model): counted as a failed attempt.
+inline constexpr const char* kMeasurementInsufficient = "MeasurementInsufficient";
+// The probe failed past the policy's retryStrategy.backoffLimitCount: phase Failed.
+inline constexpr const char* kProbeFailed = "ProbeFailed";
+inline constexpr const char* kWorkloadCreated = "WorkloadCreated";
+}  // namespace op_reason
+
+// The delay before probe retry `retry` (1 for the first retry): backoffBaseSeconds doubled
+// with each retry, at most backoffMaxSeconds.
+std::chrono::seconds probe_retry_delay(const RetryStrategy& strategy, int retry);
+
+// The measurement a decision used, as status.measurement stores it (the CRD's fields).
+nlohmann::json measurement_to_status(const Measurement& m);
+
+// The Event note of a decision: "downsized from 4 to 2 nodes: predicted communication
+// share 0.62 > 0.30 at 4 nodes, 0.24 at 2 nodes (CommPolicy default; measured all-reduce
+// busbw 0.118 GB/s)", "admitted at 4 nodes: ...", "denied: <the decision's message>".
+std::string decision_event_note(const Decision& d, const CommPolicy& policy,
+                                const Measurement* measurement);
+
+// The keys ("namespace/name", sorted) of the TrainingJobs in `trainingjobs` (as read from
+// the API server or a cache) that wait on `pool`: suspended (gated, probing, or waiting
+// for a retry) and pool_name(spec.nodeSelector) == pool. The process enqueues them when a
+// probe Job or pod of that pool (label commgate.io/pool) changes, and when the pool's
+// CommProfile changes.
+std::vector<std::string> trainingjobs_waiting_on_pool(
+    const std::vector<nlohmann::json>& trainingjobs, const std::string& pool);
+
+class TrainingJobReconciler {
+ public:
+  // reader: in the operator a cache-backed Reader (informers), in tests the FakeClient.
+  // snapshot: the current policies, profiles and namespace labels (core/snapshot.h).
+  // events: Events on the TrainingJob (aggregated by the recorder).
+  // All references must outlive the reconciler.
+  TrainingJobReconciler(const kube::Reader& reader, kube::Writer& writer,
+                        kube::StatusWriter& status_writer,
+                        std::function<std::shared_ptr<const Snapshot>()> snapshot,
+                        kube::EventRecorder& events, std::function<TimePoint()> now,
+                        ReconcilerSettings settings);
+
+  // key: "namespace/name".
+  kube::ReconcileResult reconcile(const std::string& key);
+
+  // The reconciler's metrics in the Prometheus text format:
+  //   commgate_operator_reconciles_total{step}        steps run (read, profile, probe,
+  //                                                   collect, decide, workload, status)
+  //   commgate_operator_reconcile_errors_total{step}  steps that ended in an error
+  //   commgate_operator_decisions_total{action}       decisions written (Admit, Downsize,
+  //                                                   Deny, Warn, Gate)
+  //   commgate_operator_probes_created_total          probe Jobs created
+  //   commgate_operator_probe_failures_total{reason}  probe attempts that failed
+  //   commgate_operator_probe_duration_seconds        summary (_sum, _count): probe Job
+  //                                                   creation to its result recorded
+  //   commgate_operator_status_writes_total           status writes (skipped when equal)
+  std::string metrics_text() const;
+
+  enum class Step { kRead, kProfile, kProbe, kCollect, kDecide, kWorkload, kStatus };
+  static const char* to_string(Step step);
+
+ private:
+  struct Context;
+  struct Metrics {
+    std::map<std::string, uint64_t> reconciles, errors, decisions, probe_failures;
+    uint64_t probes_created = 0, status_writes = 0, probe_durations = 0;
+    double probe_seconds = 0;
+  };
+
+  kube::ReconcileResult run(Context& ctx);
+  kube::ReconcileResult invalid_spec(Context& ctx, const std::string& message);
+  kube::ReconcileResult follow_record(Context& ctx, const DecisionRecord& record);
+  kube::ReconcileResult decide_gated(Context& ctx, bool gate_recorded);
+  kube::ReconcileResult probe_or_collect(Context& ctx, const JobDecision& jd,
+                                         const nlohmann::json& profile);
+  kube::ReconcileResult start_probe(Context& ctx, const JobDecision& jd,
+                                    const nlohmann::json& profile);
+  kube::ReconcileResult collect(Context& ctx, const JobDecision& jd, const nlohmann::json& probe,
+                                const ProbeResult& result);
+  kube::ReconcileResult probe_failed(Context& ctx, const JobDecision& jd, const std::string& reason,
+                                     const std::string& message);
+  kube::ReconcileResult apply_decision(Context& ctx, const JobDecision& jd);
+  kube::ReconcileResult launch_and_sync(Context& ctx, const DecisionRecord& record);
+
+  nlohmann::json ensure_profile(Context& ctx, const std::string& pool);
+  void record_in_profile(Context& ctx, const std::string& pool, const ProbeResult& result);
+  void delete_probe(Context& ctx, const std::string& name);
+  void ensure_workload(Context& ctx, const DecisionRecord& record);
+  void patch_decision(Context& ctx, const JobDecision& jd, const DecisionRecord& record);
+  void sync_status(Context& ctx);
+
+  JobDecision decide_now(const Context& ctx) const;
+  void enter(Context& ctx, Step step);
+  void event(const Context& ctx, const std::string& type, const std::string& reason,
+             const std::string& action, const std::string& note);
+  void count_decision(Context& ctx, const Decision& d, const std::string& policy);
+
+  const kube::Reader& reader_;
+  kube::Writer& writer_;
+  kube::StatusWriter& status_writer_;
+  std::function<std::shared_ptr<const Snapshot>()> snapshot_;
+  kube::EventRecorder& events_;
+  std::function<TimePoint()> now_;
+  ReconcilerSettings settings_;
+  PolicyCounters counters_;
+
+  mutable std::mutex metrics_mu_;
+  Metrics metrics_;
+};
+
+}  // namespace commgate::op
