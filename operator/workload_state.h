@@ -12,13 +12,19 @@ enum class WorkloadPhase { kPending, kRunning, kSucceeded, kFailed };
 
 struct WorkloadState {
   WorkloadPhase phase = WorkloadPhase::kPending;
-  // From the Job's terminal condition (BackoffLimitExceeded, DeadlineExceeded, ...), or
-  // a reason of our own while it runs (docs/operator.md "The training workload").
+  // From the Job's terminal condition (BackoffLimitExceeded, DeadlineExceeded,
+  // CompletionsReached, ...) or its FailureTarget/SuccessCriteriaMet while pods still end;
+  // else our own: WorkloadPending, PodsStarting, Suspended, WorkloadRunning
+  // (docs/operator.md "The training workload").
   std::string reason, message;
   int active = 0, succeeded = 0, failed = 0;
 };
 
 // `job`: a batch/v1 Job as read (status may be absent: a Job just created).
+// Succeeded: condition Complete=True. Failed: condition Failed=True (wins over Complete).
+// Running: a pod is ready (status.ready > 0; status.active > 0 where kube has no
+// `ready`) or has finished. Pending otherwise: no pod yet, pods active but none ready
+// (scheduling, image pull, an unschedulable pod), or Suspended.
 WorkloadState workload_state(const nlohmann::json& job);
 
 // "Pending", "Running", "Succeeded", "Failed".
