@@ -1,1 +1,230 @@
-// Placeholder until this file's first commit (issue #10).
+#include "operator/probe_job.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/quantity.h"
+
+namespace commgate::op {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kContainerName = "probe";
+constexpr const char* kPortName = "rendezvous";
+constexpr const char* kTerminationLogPath = "/dev/termination-log";
+constexpr const char* kGpuResource = "nvidia.com/gpu";
+// The "nonroot" user of distroless images; any non-zero uid satisfies "restricted".
+constexpr int kNonRootUid = 65532;
+
+// The labels every object of one probe carries; also what its Service and its
+// anti-affinity select on (the probe's pods and nothing else: one probe per pool at a time).
+json probe_labels(const std::string& pool) {
+  return {{kManagedByLabel, kManagedByValue}, {kRoleLabel, "probe"}, {kPoolLabel, pool}};
+}
+
+json owner_reference(const ProbeRequest& request) {
+  // A cluster-scoped owner of a namespaced dependent is allowed. blockOwnerDeletion false:
+  // deleting a CommProfile must not wait on its probe's foreground deletion.
+  return json::array({{{"apiVersion", kApiVersion},
+                       {"kind", "CommProfile"},
+                       {"name", request.pool},
+                       {"uid", request.profile_uid},
+                       {"controller", true},
+                       {"blockOwnerDeletion", false}}});
+}
+
+json object_meta(const ProbeRequest& request, const ProbeLaunchSettings& settings) {
+  return {{"name", probe_job_name(request.pool)},
+          {"namespace", settings.ns},
+          {"labels", probe_labels(request.pool)},
+          {"ownerReferences", owner_reference(request)}};
+}
+
+std::string join_shape(const std::vector<int64_t>& shape) {
+  std::string out;
+  for (int64_t d : shape) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
+// The probe's flags (probe-job/probe_config.cpp): the job's model and the policy's probe
+// settings. The world (rank, world size, master) comes from the environment instead.
+// No --quiet: the human summary on stderr is what `kubectl logs` of a probe pod shows.
+std::vector<std::string> probe_args(const ProbeRequest& request) {
+  const ModelSpec& model = request.model;
+  const ProbeSettings& probe = request.policy_probe;
+  std::vector<std::string> args = {"--backend",    probe.backend.empty() ? "auto" : probe.backend,
+                                   "--params",     format_quantity(model.parameters),
+                                   "--batch-size", std::to_string(model.batch_size),
+                                   "--optimizer",  model.optimizer};
+  if (!model.torch_script.empty()) {
+    // The probe takes the batch size from the shape's first dimension then.
+    args.insert(args.end(), {"--torchscript", model.torch_script, "--input-shape",
+                             join_shape(model.input_shape)});
+  }
+  args.insert(args.end(),
+              {"--min-bytes", format_byte_quantity(probe.min_bytes), "--max-bytes",
+               format_byte_quantity(std::max(probe.min_bytes, probe.max_bytes)), "--warmup",
+               std::to_string(probe.warmup_iterations), "--iters", std::to_string(probe.iterations),
+               "--timeout", std::to_string(probe.timeout_seconds), "--termination-log",
+               kTerminationLogPath});
+  return args;
+}
+
+// torchrun-style environment, one rank per node: the probe measures the links between
+// nodes, so WORLD_SIZE is the node count and RANK the pod's completion index.
+json probe_env(const std::string& name, const ProbeLaunchSettings& settings, int nodes) {
+  // A fieldRef on the completion-index annotation works both in a real cluster (the Job
+  // controller sets it on Indexed Jobs' pods) and in commgate-sim's kubelet.
+  const json rank_from_index = {
+      {"fieldRef",
+       {{"apiVersion", "v1"},
+        {"fieldPath", std::string("metadata.annotations['") + kCompletionIndexKey + "']"}}}};
+  return json::array({
+      // Rank 0's pod DNS name: hostname <job>-0 under the headless Service <job>.
+      {{"name", "MASTER_ADDR"}, {"value", name + "-0." + name}},
+      {{"name", "MASTER_PORT"}, {"value", std::to_string(settings.port)}},
+      {{"name", "WORLD_SIZE"}, {"value", std::to_string(nodes)}},
+      {{"name", "RANK"}, {"valueFrom", rank_from_index}},
+      {{"name", "LOCAL_RANK"}, {"value", "0"}},
+      {{"name", "LOCAL_WORLD_SIZE"}, {"value", "1"}},
+  });
+}
+
+// The GPUs of a node, as the training will take them, so the probe lands only on nodes
+// that can run the job and its NCCL probe sees the same devices. A gloo probe asks for
+// none: a CPU pool has no nvidia.com/gpu resource and such a pod would never schedule.
+// auto and nccl ask for them (auto picks NCCL when a GPU is visible).
+json probe_resources(const ProbeRequest& request) {
+  if (request.policy_probe.backend == "gloo" || request.procs_per_node <= 0) return json::object();
+  const json gpus = {{kGpuResource, std::to_string(request.procs_per_node)}};
+  return {{"limits", gpus}, {"requests", gpus}};
+}
+
+// Pod Security Standards "restricted": non-root, no privilege escalation, no capabilities,
+// the runtime's default seccomp profile.
+json pod_security_context() {
+  return {{"runAsNonRoot", true},
+          {"runAsUser", kNonRootUid},
+          {"runAsGroup", kNonRootUid},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
+json container_security_context() {
+  return {{"allowPrivilegeEscalation", false},
+          {"capabilities", {{"drop", json::array({"ALL"})}}},
+          {"runAsNonRoot", true},
+          {"runAsUser", kNonRootUid},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
+// One probe pod per node: no two of this probe's pods on one host.
+json anti_affinity(const std::string& pool) {
+  return {{"podAntiAffinity",
+           {{"requiredDuringSchedulingIgnoredDuringExecution",
+             json::array({{{"labelSelector", {{"matchLabels", probe_labels(pool)}}},
+                           {"topologyKey", "kubernetes.io/hostname"}}})}}}};
+}
+
+json container(const ProbeRequest& request, const ProbeLaunchSettings& settings,
+               const std::string& name) {
+  json c = {
+      {"name", kContainerName},
+      {"image", request.policy_probe.image.empty() ? settings.image : request.policy_probe.image},
+      {"command", settings.command},
+      {"args", probe_args(request)},
+      {"env", probe_env(name, settings, request.nodes)},
+      {"ports",
+       json::array({{{"name", kPortName}, {"containerPort", settings.port}, {"protocol", "TCP"}}})},
+      {"securityContext", container_security_context()},
+      {"terminationMessagePath", kTerminationLogPath},
+      // File, not FallbackToLogsOnError: the message is rank 0's result or nothing;
+      // a log tail in its place would read as a corrupt result.
+      {"terminationMessagePolicy", "File"}};
+  if (json resources = probe_resources(request); !resources.empty()) c["resources"] = resources;
+  return c;
+}
+
+json pod_template(const ProbeRequest& request, const ProbeLaunchSettings& settings,
+                  const std::string& name) {
+  json selector = json::object();
+  for (const auto& [k, v] : request.node_selector) selector[k] = v;
+  return {{"metadata", {{"labels", probe_labels(request.pool)}}},
+          {"spec",
+           {{"restartPolicy", "Never"},
+            // The Job controller sets hostname <job>-<index>; with the subdomain the pod
+            // gets the DNS name <job>-<index>.<job> through the headless Service.
+            {"subdomain", name},
+            {"nodeSelector", selector},
+            {"tolerations", request.tolerations.is_array() ? request.tolerations : json::array()},
+            {"affinity", anti_affinity(request.pool)},
+            // The probe never talks to the API server.
+            {"automountServiceAccountToken", false},
+            {"enableServiceLinks", false},
+            {"securityContext", pod_security_context()},
+            {"containers", json::array({container(request, settings, name)})}}}};
+}
+
+}  // namespace
+
+std::string probe_job_name(const std::string& pool) {
+  return "commgate-probe-" + pool;
+}
+
+int probe_node_count(int requested_nodes, const ProbeSettings& policy_probe) {
+  if (requested_nodes <= 1) return 1;
+  return std::max(2, std::min(requested_nodes, policy_probe.max_nodes));
+}
+
+std::string probe_model_annotation(const ModelSpec& model) {
+  const json doc = {{"parameters", model.parameters},
+                    {"gradientDtype", model.gradient_dtype},
+                    {"batchSize", model.batch_size},
+                    {"optimizer", model.optimizer}};
+  return doc.dump();
+}
+
+ProbeObjects build_probe(const ProbeRequest& request, const ProbeLaunchSettings& settings) {
+  const std::string name = probe_job_name(request.pool);
+  ProbeObjects out;
+
+  json service_meta = object_meta(request, settings);
+  out.service = {{"apiVersion", "v1"},
+                 {"kind", "Service"},
+                 {"metadata", service_meta},
+                 {"spec",
+                  {{"clusterIP", "None"},
+                   {"selector", probe_labels(request.pool)},
+                   // Rank 0's name must resolve before any pod is Ready (probe pods have
+                   // no readiness probe, and the rendezvous is what makes them useful).
+                   {"publishNotReadyAddresses", true},
+                   {"ports", json::array({{{"name", kPortName},
+                                           {"port", settings.port},
+                                           {"targetPort", settings.port},
+                                           {"protocol", "TCP"}}})}}}};
+
+  json job_meta = object_meta(request, settings);
+  job_meta["annotations"] = {{kProbeForAnnotation, request.for_job},
+                             {kProbeModelAnnotation, probe_model_annotation(request.model)},
+                             {kProbeNodesAnnotation, std::to_string(request.nodes)}};
+  out.job = {{"apiVersion", "batch/v1"},
+             {"kind", "Job"},
+             {"metadata", job_meta},
+             {"spec",
+              {{"completionMode", "Indexed"},
+               {"completions", request.nodes},
+               {"parallelism", request.nodes},
+               // No Job-level retries: one failed rank spoils the measurement, and the
+               // operator retries per the policy's retryStrategy with its own backoff.
+               {"backoffLimit", 0},
+               // The probe bounds its own run with --timeout and then reports which stage
+               // hung; the deadline adds room for scheduling, image pull and start-up, so
+               // it fires only when the probe could not report at all.
+               {"activeDeadlineSeconds",
+                request.policy_probe.timeout_seconds + kProbeStartupMarginSeconds},
+               {"ttlSecondsAfterFinished", settings.ttl_seconds_after_finished},
+               {"template", pod_template(request, settings, name)}}}};
+  return out;
+}
+
+}  // namespace commgate::op

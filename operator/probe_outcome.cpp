@@ -1,1 +1,315 @@
-// Placeholder until this file's first commit (issue #10).
+#include "operator/probe_outcome.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "core/field_errors.h"
+#include "core/quantity.h"
+#include "operator/probe_job.h"
+
+namespace commgate::op {
+namespace {
+
+using nlohmann::json;
+
+// How much of a failed pod's termination message goes into the outcome's message.
+constexpr size_t kQuotedMessageBytes = 300;
+// Failed pods named in a failure message; the rest are counted.
+constexpr size_t kFailedPodsNamed = 3;
+
+// Total accessors: any JSON, of any shape, reads as null/"" rather than throwing.
+const json& field(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+std::string str(const json& j) {
+  return j.is_string() ? j.get<std::string>() : std::string();
+}
+
+// The first `n` bytes of `text`, not cutting a UTF-8 sequence in two.
+std::string prefix(const std::string& text, size_t n) {
+  if (text.size() <= n) return text;
+  size_t end = n;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end) + "...";
+}
+
+// The Job's terminal condition (Complete or Failed with status True); null when running.
+const json* terminal_condition(const json& job) {
+  const json& conditions = field(field(job, "status"), "conditions");
+  if (!conditions.is_array()) return nullptr;
+  for (const auto& c : conditions) {
+    const std::string type = str(field(c, "type"));
+    if ((type == "Complete" || type == "Failed") && str(field(c, "status")) == "True") return &c;
+  }
+  return nullptr;
+}
+
+// A pod's completion index (label, else annotation); INT_MAX when it has none.
+int completion_index(const json& pod) {
+  const json& meta = field(pod, "metadata");
+  std::string idx = str(field(field(meta, "labels"), kCompletionIndexKey));
+  if (idx.empty()) idx = str(field(field(meta, "annotations"), kCompletionIndexKey));
+  char* end = nullptr;
+  const long v = std::strtol(idx.c_str(), &end, 10);
+  if (idx.empty() || *end != '\0' || v < 0 || v > INT_MAX - 1) return INT_MAX;
+  return static_cast<int>(v);
+}
+
+std::string pod_name(const json& pod) {
+  return str(field(field(pod, "metadata"), "name"));
+}
+
+// The pods by completion index, then name: messages do not depend on the list's order.
+std::vector<const json*> ordered(const std::vector<json>& pods) {
+  std::vector<const json*> out;
+  for (const auto& p : pods) out.push_back(&p);
+  std::stable_sort(out.begin(), out.end(), [](const json* a, const json* b) {
+    const int ia = completion_index(*a), ib = completion_index(*b);
+    return ia != ib ? ia < ib : pod_name(*a) < pod_name(*b);
+  });
+  return out;
+}
+
+// The probe container's status (named "probe", else the first).
+const json& container_status(const json& pod) {
+  const json& statuses = field(field(pod, "status"), "containerStatuses");
+  static const json kNull;
+  if (!statuses.is_array() || statuses.empty()) return kNull;
+  for (const auto& s : statuses)
+    if (str(field(s, "name")) == "probe") return s;
+  return statuses[0];
+}
+
+const json& terminated_state(const json& pod) {
+  return field(field(container_status(pod), "state"), "terminated");
+}
+
+// The scheduler's message when the pod cannot be placed (PodScheduled False, Unschedulable).
+std::optional<std::string> unschedulable_message(const json& pod) {
+  const json& conditions = field(field(pod, "status"), "conditions");
+  if (!conditions.is_array()) return std::nullopt;
+  for (const auto& c : conditions)
+    if (str(field(c, "type")) == "PodScheduled" && str(field(c, "status")) == "False" &&
+        str(field(c, "reason")) == "Unschedulable")
+      return str(field(c, "message"));
+  return std::nullopt;
+}
+
+// What commgate-probe's exit codes mean (docs/probe.md), and the signals' usual codes.
+std::string exit_meaning(int64_t code) {
+  switch (code) {
+    case 1:
+      return "a stage failed";
+    case 2:
+      return "bad flags or environment";
+    case 3:
+      return "rendezvous failed";
+    case 4:
+      return "timed out";
+    case 5:
+      return "all-reduce data check failed";
+    case 137:
+      return "killed";
+    case 143:
+      return "terminated";
+    default:
+      return "";
+  }
+}
+
+// What a failed pod's termination message says: the probe's error (stage and message) when
+// it is a report, else its first bytes as written.
+std::string quoted_termination_message(const std::string& message) {
+  const json doc = json::parse(message, nullptr, false);
+  const json& error = field(doc, "error");
+  if (error.is_object()) {
+    return prefix("stage " + str(field(error, "stage")) + ": " + str(field(error, "message")),
+                  kQuotedMessageBytes);
+  }
+  return prefix(message, kQuotedMessageBytes);
+}
+
+// "rank 1 (pod p-1-x): exit code 3 (rendezvous failed), reason Error: stage rendezvous: ..."
+std::string describe_failed_pod(const json& pod) {
+  const int index = completion_index(pod);
+  std::string out =
+      (index == INT_MAX ? std::string("pod ") : "rank " + std::to_string(index) + " (pod ") +
+      pod_name(pod) + (index == INT_MAX ? "" : ")");
+  const json& term = terminated_state(pod);
+  if (term.is_object()) {
+    const json& code = field(term, "exitCode");
+    if (code.is_number_integer()) {
+      const int64_t c = code.get<int64_t>();
+      out += ": exit code " + std::to_string(c);
+      if (const std::string meaning = exit_meaning(c); !meaning.empty())
+        out += " (" + meaning + ")";
+    }
+    if (const std::string reason = str(field(term, "reason")); !reason.empty())
+      out += ", reason " + reason;
+    if (const std::string message = str(field(term, "message")); !message.empty())
+      out += ": " + quoted_termination_message(message);
+  } else {
+    const std::string reason = str(field(field(pod, "status"), "reason"));
+    out += ": " + (reason.empty() ? std::string("no container terminated") : "reason " + reason);
+  }
+  return out;
+}
+
+bool pod_failed(const json& pod) {
+  if (str(field(field(pod, "status"), "phase")) == "Failed") return true;
+  const json& code = field(terminated_state(pod), "exitCode");
+  return code.is_number_integer() && code.get<int64_t>() != 0;
+}
+
+ProbeOutcome outcome(ProbeState state, const char* reason, std::string message) {
+  ProbeOutcome o;
+  o.state = state;
+  o.reason = reason;
+  o.message = std::move(message);
+  return o;
+}
+
+ProbeOutcome running(const json& job, const std::vector<json>& pods) {
+  const auto all = ordered(pods);
+  int unschedulable = 0;
+  std::optional<std::string> first;
+  for (const json* p : all) {
+    if (auto m = unschedulable_message(*p)) {
+      ++unschedulable;
+      if (!first) first = *m;
+    }
+  }
+  if (first) {
+    return outcome(ProbeState::kUnschedulable, kReasonProbeUnschedulable,
+                   std::to_string(unschedulable) + " of " + std::to_string(all.size()) +
+                       " probe pod(s) cannot be scheduled: " + *first);
+  }
+  const json& status = field(job, "status");
+  auto count = [&](const char* key) {
+    const json& v = field(status, key);
+    return v.is_number_integer() ? v.get<int64_t>() : 0;
+  };
+  return outcome(ProbeState::kRunning, kReasonProbeRunning,
+                 std::to_string(count("active")) + " active, " +
+                     std::to_string(count("succeeded")) + " succeeded, " +
+                     std::to_string(count("failed")) + " failed pod(s)");
+}
+
+ProbeOutcome failed(const json& condition, const std::vector<json>& pods) {
+  const bool deadline = str(field(condition, "reason")) == "DeadlineExceeded";
+  std::string message = str(field(condition, "message"));
+  if (message.empty()) message = "the probe Job failed";
+  std::vector<std::string> described;
+  size_t failed_pods = 0;
+  for (const json* p : ordered(pods)) {
+    if (!pod_failed(*p)) continue;
+    if (++failed_pods <= kFailedPodsNamed) described.push_back(describe_failed_pod(*p));
+  }
+  for (const auto& d : described) message += "; " + d;
+  if (failed_pods > described.size())
+    message += "; and " + std::to_string(failed_pods - described.size()) + " more failed pod(s)";
+  return outcome(ProbeState::kFailed, deadline ? kReasonProbeDeadlineExceeded : kReasonProbeFailed,
+                 message);
+}
+
+ProbeOutcome invalid(const std::string& message) {
+  return outcome(ProbeState::kInvalidResult, kReasonProbeResultInvalid, message);
+}
+
+// Rank 0's pod: the one with completion index 0 whose container exited 0, else any with
+// index 0.
+const json* rank0_pod(const std::vector<json>& pods) {
+  const json* any = nullptr;
+  for (const json* p : ordered(pods)) {
+    if (completion_index(*p) != 0) continue;
+    const json& code = field(terminated_state(*p), "exitCode");
+    if (code.is_number_integer() && code.get<int64_t>() == 0) return p;
+    if (!any) any = p;
+  }
+  return any;
+}
+
+std::string field_errors_text(const ValidationError& e) {
+  std::string out;
+  for (const auto& err : e.errors().all()) out += (out.empty() ? "" : "; ") + err.to_string();
+  return out.empty() ? std::string(e.what()) : out;
+}
+
+ProbeOutcome succeeded(const json& job, const std::vector<json>& pods) {
+  const json* pod = rank0_pod(pods);
+  if (pod == nullptr)
+    return invalid("the probe Job completed but rank 0's pod is gone: no result to read");
+  const std::string where = "rank 0's termination message (pod " + pod_name(*pod) + ")";
+  const std::string message = str(field(terminated_state(*pod), "message"));
+  if (message.empty())
+    return invalid(where + " is empty: the probe wrote no result to /dev/termination-log");
+
+  const json doc = json::parse(message, nullptr, false);
+  if (doc.is_discarded()) {
+    const bool cut = message.size() >= kTerminationMessageLimit;
+    return invalid(where + " is not JSON" +
+                   (cut ? " (cut at the " + std::to_string(kTerminationMessageLimit) +
+                              "-byte termination message limit)"
+                        : "") +
+                   ": " + prefix(message, 80));
+  }
+  ProbeResult result;
+  try {
+    result = parse_probe_result(doc);
+  } catch (const ValidationError& e) {
+    return invalid(where + " is not a valid ProbeResult: " + field_errors_text(e));
+  } catch (const std::exception& e) {
+    return invalid(where + " is not a valid ProbeResult: " + e.what());
+  }
+  if (result.error) {
+    return invalid(where + " reports an error although the probe exited 0: error: stage " +
+                   result.error->stage + ": " + prefix(result.error->message, kQuotedMessageBytes));
+  }
+  const json& completions = field(field(job, "spec"), "completions");
+  if (completions.is_number_integer() && completions.get<int64_t>() != result.nodes) {
+    return invalid(where + " is not this probe's: world.nodes: " + std::to_string(result.nodes) +
+                   ", but the probe Job ran " + std::to_string(completions.get<int64_t>()) +
+                   " node(s)");
+  }
+  ProbeOutcome o =
+      outcome(ProbeState::kSucceeded, kReasonProbeSucceeded,
+              "measured " + format_gbps(result.fit.busbw_bytes_per_s) + " bus bandwidth over " +
+                  format_nodes(result.nodes) + " (" + result.backend +
+                  (result.transport.empty() ? "" : ", " + result.transport) + ")");
+  o.result = std::move(result);
+  return o;
+}
+
+}  // namespace
+
+const char* to_string(ProbeState state) {
+  switch (state) {
+    case ProbeState::kRunning:
+      return "Running";
+    case ProbeState::kSucceeded:
+      return "Succeeded";
+    case ProbeState::kFailed:
+      return "Failed";
+    case ProbeState::kUnschedulable:
+      return "Unschedulable";
+    case ProbeState::kInvalidResult:
+      return "InvalidResult";
+  }
+  return "Unknown";
+}
+
+ProbeOutcome read_probe_outcome(const json& job, const std::vector<json>& pods) {
+  const json* condition = terminal_condition(job);
+  if (condition == nullptr) return running(job, pods);
+  if (str(field(*condition, "type")) == "Failed") return failed(*condition, pods);
+  return succeeded(job, pods);
+}
+
+}  // namespace commgate::op

@@ -1,1 +1,410 @@
-// Placeholder until the first operator unit test lands (issue #10).
+// The probe's objects (operator/probe_job.h): the headless Service and the Indexed Job the
+// operator creates for a pool, checked field by field where a wrong value would break the
+// probe (rendezvous, placement, Pod Security admission, ownership, exactly-once creation).
+// The scenario: a 340M-parameter bf16 model on 8-GPU nodes of the pool {pool: a100}, a
+// policy probe timeout of 120 s.
+#include "operator/probe_job.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/comm_profile.h"
+#include "core/quantity.h"
+
+namespace commgate::op {
+namespace {
+
+using nlohmann::json;
+
+ProbeRequest a_request() {
+  ProbeRequest r;
+  r.node_selector = {{"pool", "a100"}, {"topology.kubernetes.io/zone", "eu-1a"}};
+  r.pool = pool_name(r.node_selector);
+  r.profile_uid = "6f1c2d3e-0000-4000-8000-000000000001";
+  r.tolerations = json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}});
+  r.nodes = 3;
+  r.procs_per_node = 8;
+  r.model.parameters = 340e6;
+  r.model.gradient_dtype = "bf16";
+  r.model.batch_size = 16;
+  r.model.optimizer = "adamw";
+  r.policy_probe.timeout_seconds = 120;
+  r.policy_probe.min_bytes = 8 * 1024.0;
+  r.policy_probe.max_bytes = 256 * 1048576.0;
+  r.policy_probe.iterations = 20;
+  r.policy_probe.warmup_iterations = 5;
+  r.for_job = "research/bert-large";
+  return r;
+}
+
+const json& container_of(const ProbeObjects& o) {
+  return o.job["spec"]["template"]["spec"]["containers"][0];
+}
+
+std::vector<std::string> args_of(const ProbeObjects& o) {
+  return container_of(o)["args"].get<std::vector<std::string>>();
+}
+
+// The value after `flag` in `args`; nullopt when the flag is absent.
+std::optional<std::string> flag_value(const std::vector<std::string>& args,
+                                      const std::string& flag) {
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == flag) return args[i + 1];
+  return std::nullopt;
+}
+
+json env_named(const ProbeObjects& o, const std::string& name) {
+  for (const auto& e : container_of(o)["env"])
+    if (e["name"] == name) return e;
+  return nullptr;
+}
+
+// --- probe_node_count ---
+
+struct NodeCountCase {
+  std::string name;
+  int requested;
+  int max_nodes;
+  int want;
+};
+
+void PrintTo(const NodeCountCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class ProbeNodeCount : public ::testing::TestWithParam<NodeCountCase> {};
+
+TEST_P(ProbeNodeCount, caps_at_the_policy_and_keeps_a_link) {
+  const auto& c = GetParam();
+  ProbeSettings p;
+  p.max_nodes = c.max_nodes;
+  EXPECT_EQ(probe_node_count(c.requested, p), c.want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ProbeJob, ProbeNodeCount,
+    ::testing::Values(NodeCountCase{"a_one_node_job_probes_one_node", 1, 4, 1},
+                      NodeCountCase{"a_two_node_job_probes_both", 2, 4, 2},
+                      NodeCountCase{"a_job_under_the_cap_probes_every_node", 3, 4, 3},
+                      NodeCountCase{"a_big_job_probes_the_policys_max_nodes", 64, 4, 4},
+                      NodeCountCase{"a_max_nodes_of_one_still_probes_a_link", 8, 1, 2},
+                      NodeCountCase{"a_nonsense_zero_request_probes_one_node", 0, 4, 1}),
+    [](const ::testing::TestParamInfo<NodeCountCase>& p) { return p.param.name; });
+
+// --- names, labels, ownership ---
+
+TEST(ProbeJob, job_and_service_share_the_pools_deterministic_name) {
+  const ProbeRequest r = a_request();
+  const ProbeObjects o = build_probe(r, {});
+  const std::string name = "commgate-probe-" + r.pool;
+  EXPECT_EQ(probe_job_name(r.pool), name);
+  EXPECT_EQ(o.job["metadata"]["name"], name);
+  EXPECT_EQ(o.service["metadata"]["name"], name);
+  EXPECT_EQ(o.job["metadata"]["namespace"], "commgate-system");
+  EXPECT_EQ(o.service["metadata"]["namespace"], "commgate-system");
+  // A DNS label: the Service name, and every pod hostname <job>-<index> under it.
+  EXPECT_LE((name + "-" + std::to_string(kMaxNodes)).size(), 63u);
+}
+
+TEST(ProbeJob, runs_in_the_operators_namespace_from_settings) {
+  ProbeLaunchSettings s;
+  s.ns = "ops";
+  const ProbeObjects o = build_probe(a_request(), s);
+  EXPECT_EQ(o.job["metadata"]["namespace"], "ops");
+  EXPECT_EQ(o.service["metadata"]["namespace"], "ops");
+}
+
+TEST(ProbeJob, labels_say_who_manages_it_its_role_and_pool) {
+  const ProbeRequest r = a_request();
+  const ProbeObjects o = build_probe(r, {});
+  const json want = {{"app.kubernetes.io/managed-by", "commgate"},
+                     {"commgate.io/role", "probe"},
+                     {"commgate.io/pool", r.pool}};
+  EXPECT_EQ(o.job["metadata"]["labels"], want);
+  EXPECT_EQ(o.service["metadata"]["labels"], want);
+  EXPECT_EQ(o.job["spec"]["template"]["metadata"]["labels"], want);
+}
+
+TEST(ProbeJob, annotations_record_who_asked_the_model_and_the_node_count) {
+  const ProbeObjects o = build_probe(a_request(), {});
+  const json& a = o.job["metadata"]["annotations"];
+  EXPECT_EQ(a["commgate.io/probe-for"], "research/bert-large");
+  EXPECT_EQ(a["commgate.io/probe-nodes"], "3");
+  EXPECT_EQ(
+      a["commgate.io/probe-model"],
+      R"({"batchSize":16,"gradientDtype":"bf16","optimizer":"adamw","parameters":340000000.0})");
+  const json model = json::parse(a["commgate.io/probe-model"].get<std::string>());
+  EXPECT_EQ(model["parameters"].get<double>(), 340e6);
+}
+
+TEST(ProbeJob, owned_by_the_pools_commgate_profile_without_blocking_its_deletion) {
+  const ProbeRequest r = a_request();
+  const ProbeObjects o = build_probe(r, {});
+  const json want = json::array({{{"apiVersion", "commgate.io/v1alpha1"},
+                                  {"kind", "CommProfile"},
+                                  {"name", r.pool},
+                                  {"uid", r.profile_uid},
+                                  {"controller", true},
+                                  {"blockOwnerDeletion", false}}});
+  EXPECT_EQ(o.job["metadata"]["ownerReferences"], want);
+  EXPECT_EQ(o.service["metadata"]["ownerReferences"], want);
+}
+
+// --- the Service ---
+
+TEST(ProbeJob, service_is_headless_publishes_unready_pods_and_selects_the_probes_pods) {
+  const ProbeObjects o = build_probe(a_request(), {});
+  const json& spec = o.service["spec"];
+  EXPECT_EQ(o.service["apiVersion"], "v1");
+  EXPECT_EQ(o.service["kind"], "Service");
+  EXPECT_EQ(spec["clusterIP"], "None");
+  EXPECT_EQ(spec["publishNotReadyAddresses"], true);
+  EXPECT_EQ(spec["selector"], o.job["spec"]["template"]["metadata"]["labels"]);
+  ASSERT_EQ(spec["ports"].size(), 1u);
+  EXPECT_EQ(spec["ports"][0]["port"], 29500);
+  EXPECT_EQ(spec["ports"][0]["targetPort"], 29500);
+}
+
+TEST(ProbeJob, service_and_rendezvous_use_the_port_from_settings) {
+  ProbeLaunchSettings s;
+  s.port = 31000;
+  const ProbeObjects o = build_probe(a_request(), s);
+  EXPECT_EQ(o.service["spec"]["ports"][0]["port"], 31000);
+  EXPECT_EQ(container_of(o)["ports"][0]["containerPort"], 31000);
+  EXPECT_EQ(env_named(o, "MASTER_PORT")["value"], "31000");
+}
+
+// --- the Job ---
+
+TEST(ProbeJob, indexed_job_with_one_pod_per_node_and_no_job_level_retries) {
+  const ProbeObjects o = build_probe(a_request(), {});
+  const json& spec = o.job["spec"];
+  EXPECT_EQ(o.job["apiVersion"], "batch/v1");
+  EXPECT_EQ(o.job["kind"], "Job");
+  EXPECT_EQ(spec["completionMode"], "Indexed");
+  EXPECT_EQ(spec["completions"], 3);
+  EXPECT_EQ(spec["parallelism"], 3);
+  EXPECT_EQ(spec["backoffLimit"], 0);
+  EXPECT_EQ(spec["ttlSecondsAfterFinished"], 600);
+  EXPECT_EQ(spec["template"]["spec"]["restartPolicy"], "Never");
+}
+
+TEST(ProbeJob, deadline_is_the_probes_timeout_plus_a_startup_margin) {
+  ProbeRequest r = a_request();
+  r.policy_probe.timeout_seconds = 300;
+  ProbeLaunchSettings s;
+  s.ttl_seconds_after_finished = 60;
+  const ProbeObjects o = build_probe(r, s);
+  EXPECT_EQ(o.job["spec"]["activeDeadlineSeconds"], 300 + kProbeStartupMarginSeconds);
+  EXPECT_EQ(o.job["spec"]["ttlSecondsAfterFinished"], 60);
+  // The probe's own timeout is the policy's, so it reports the hung stage before the
+  // Job's deadline kills it.
+  EXPECT_EQ(flag_value(args_of(o), "--timeout"), "300");
+}
+
+TEST(ProbeJob, pods_land_on_the_jobs_nodes_one_per_host) {
+  const ProbeRequest r = a_request();
+  const ProbeObjects o = build_probe(r, {});
+  const json& pod = o.job["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["nodeSelector"],
+            json({{"pool", "a100"}, {"topology.kubernetes.io/zone", "eu-1a"}}));
+  EXPECT_EQ(pod["tolerations"], r.tolerations);
+  const json& terms =
+      pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+  ASSERT_EQ(terms.size(), 1u);
+  EXPECT_EQ(terms[0]["topologyKey"], "kubernetes.io/hostname");
+  // Against the probe's own pods: its selector matches the template's labels.
+  EXPECT_EQ(terms[0]["labelSelector"]["matchLabels"],
+            o.job["spec"]["template"]["metadata"]["labels"]);
+  EXPECT_FALSE(pod["affinity"].contains("podAffinity"));
+}
+
+TEST(ProbeJob, pods_get_dns_names_under_the_headless_service) {
+  const ProbeObjects o = build_probe(a_request(), {});
+  const json& pod = o.job["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["subdomain"], o.service["metadata"]["name"]);
+  // The Job controller sets each pod's hostname <job>-<index>; a template hostname would
+  // give every pod the same one.
+  EXPECT_FALSE(pod.contains("hostname"));
+}
+
+TEST(ProbeJob, pod_passes_pod_security_restricted) {
+  const ProbeObjects o = build_probe(a_request(), {});
+  const json& pod = o.job["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(pod["securityContext"]["runAsUser"], 65532);
+  EXPECT_EQ(pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+  const json& sc = container_of(o)["securityContext"];
+  EXPECT_EQ(sc["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(sc["capabilities"]["drop"], json::array({"ALL"}));
+  EXPECT_EQ(sc["runAsNonRoot"], true);
+  EXPECT_EQ(sc["seccompProfile"]["type"], "RuntimeDefault");
+  EXPECT_FALSE(sc["capabilities"].contains("add"));
+  EXPECT_FALSE(pod.contains("hostNetwork"));
+  EXPECT_FALSE(pod.contains("volumes"));  // no hostPath or any other
+  EXPECT_EQ(pod["automountServiceAccountToken"], false);
+}
+
+TEST(ProbeJob, container_writes_its_result_as_the_termination_message) {
+  const ProbeObjects o = build_probe(a_request(), {});
+  const json& c = container_of(o);
+  EXPECT_EQ(c["terminationMessagePolicy"], "File");
+  EXPECT_EQ(c["terminationMessagePath"], "/dev/termination-log");
+  EXPECT_EQ(flag_value(args_of(o), "--termination-log"), "/dev/termination-log");
+}
+
+TEST(ProbeJob, torchrun_environment_one_rank_per_node_rank_from_the_completion_index) {
+  const ProbeRequest r = a_request();
+  const ProbeObjects o = build_probe(r, {});
+  const std::string name = probe_job_name(r.pool);
+  EXPECT_EQ(env_named(o, "MASTER_ADDR")["value"], name + "-0." + name);
+  EXPECT_EQ(env_named(o, "MASTER_PORT")["value"], "29500");
+  EXPECT_EQ(env_named(o, "WORLD_SIZE")["value"], "3");  // nodes, not nodes x procs
+  EXPECT_EQ(env_named(o, "RANK")["valueFrom"]["fieldRef"]["fieldPath"],
+            "metadata.annotations['batch.kubernetes.io/job-completion-index']");
+  EXPECT_FALSE(env_named(o, "RANK").contains("value"));
+  // Every env value is a string (the API server rejects numbers).
+  for (const auto& e : container_of(o)["env"])
+    if (e.contains("value")) EXPECT_TRUE(e["value"].is_string()) << e.dump();
+}
+
+TEST(ProbeJob, args_carry_the_jobs_model_and_the_policys_sweep) {
+  const ProbeObjects o = build_probe(a_request(), {});
+  const std::vector<std::string> want = {
+      "--backend",    "auto", "--params",          "340M",
+      "--batch-size", "16",   "--optimizer",       "adamw",
+      "--min-bytes",  "8Ki",  "--max-bytes",       "256Mi",
+      "--warmup",     "5",    "--iters",           "20",
+      "--timeout",    "120",  "--termination-log", "/dev/termination-log"};
+  EXPECT_EQ(args_of(o), want);
+  // The quantities read back as the numbers they stand for.
+  EXPECT_EQ(parse_quantity("340M", nullptr), 340e6);
+  EXPECT_EQ(parse_quantity("256Mi", nullptr), 256 * 1048576.0);
+}
+
+TEST(ProbeJob, args_round_trip_odd_parameter_counts_exactly) {
+  ProbeRequest r = a_request();
+  r.model.parameters = 1234567;
+  const auto params = flag_value(args_of(build_probe(r, {})), "--params");
+  ASSERT_TRUE(params);
+  EXPECT_EQ(parse_quantity(*params, nullptr), 1234567.0) << *params;
+}
+
+TEST(ProbeJob, a_torchscript_model_is_timed_with_its_input_shape) {
+  ProbeRequest r = a_request();
+  r.model.torch_script = "/models/resnet50.pt";
+  r.model.input_shape = {32, 3, 224, 224};
+  const auto args = args_of(build_probe(r, {}));
+  EXPECT_EQ(flag_value(args, "--torchscript"), "/models/resnet50.pt");
+  EXPECT_EQ(flag_value(args, "--input-shape"), "32,3,224,224");
+}
+
+TEST(ProbeJob, a_synthetic_model_has_no_torchscript_flags) {
+  const auto args = args_of(build_probe(a_request(), {}));
+  EXPECT_FALSE(flag_value(args, "--torchscript"));
+  EXPECT_FALSE(flag_value(args, "--input-shape"));
+}
+
+struct ImageCase {
+  std::string name;
+  std::string policy_image;
+  std::string want;
+};
+
+void PrintTo(const ImageCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class ProbeImage : public ::testing::TestWithParam<ImageCase> {};
+
+TEST_P(ProbeImage, policy_image_wins_over_the_operators_flag) {
+  const auto& c = GetParam();
+  ProbeRequest r = a_request();
+  r.policy_probe.image = c.policy_image;
+  ProbeLaunchSettings s;
+  s.image = "registry.local/commgate-probe:flag";
+  s.command = {"/opt/probe", "--"};
+  const ProbeObjects o = build_probe(r, s);
+  EXPECT_EQ(container_of(o)["image"], c.want);
+  EXPECT_EQ(container_of(o)["command"], json::array({"/opt/probe", "--"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(ProbeJob, ProbeImage,
+                         ::testing::Values(ImageCase{"operator_flag_when_the_policy_names_none", "",
+                                                     "registry.local/commgate-probe:flag"},
+                                           ImageCase{"the_policys_image_when_set",
+                                                     "mirror.example/probe:0.2",
+                                                     "mirror.example/probe:0.2"}),
+                         [](const ::testing::TestParamInfo<ImageCase>& p) { return p.param.name; });
+
+// --- GPUs by backend ---
+
+struct GpuCase {
+  std::string name;
+  std::string backend;
+  int procs_per_node;
+  std::optional<std::string> want_gpus;  // nullopt: no resources at all
+};
+
+void PrintTo(const GpuCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class ProbeGpus : public ::testing::TestWithParam<GpuCase> {};
+
+TEST_P(ProbeGpus, requests_the_nodes_gpus_unless_the_probe_runs_on_cpu) {
+  const auto& c = GetParam();
+  ProbeRequest r = a_request();
+  r.policy_probe.backend = c.backend;
+  r.procs_per_node = c.procs_per_node;
+  const ProbeObjects o = build_probe(r, {});
+  const json& c0 = container_of(o);
+  EXPECT_EQ(flag_value(args_of(o), "--backend"), c.backend);
+  if (!c.want_gpus) {
+    EXPECT_FALSE(c0.contains("resources")) << c0["resources"].dump();
+    return;
+  }
+  EXPECT_EQ(c0["resources"]["limits"]["nvidia.com/gpu"], *c.want_gpus);
+  EXPECT_EQ(c0["resources"]["requests"]["nvidia.com/gpu"], *c.want_gpus);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ProbeJob, ProbeGpus,
+    ::testing::Values(GpuCase{"gloo_on_a_cpu_pool_asks_for_no_gpu", "gloo", 8, std::nullopt},
+                      GpuCase{"nccl_takes_the_nodes_gpus_as_the_training_will", "nccl", 8, "8"},
+                      GpuCase{"auto_takes_them_too", "auto", 4, "4"},
+                      GpuCase{"one_proc_per_node_takes_one_gpu", "nccl", 1, "1"}),
+    [](const ::testing::TestParamInfo<GpuCase>& p) { return p.param.name; });
+
+// --- deterministic ---
+
+TEST(ProbeJob, the_same_request_builds_byte_identical_objects) {
+  // Two replicas (or one restarted) create the same object; AlreadyExists then means
+  // "the probe is running", never "a different probe is running".
+  const ProbeObjects a = build_probe(a_request(), {});
+  const ProbeObjects b = build_probe(a_request(), {});
+  EXPECT_EQ(a.job.dump(), b.job.dump());
+  EXPECT_EQ(a.service.dump(), b.service.dump());
+}
+
+TEST(ProbeJob, the_selectors_key_order_does_not_change_the_objects) {
+  ProbeRequest a = a_request();
+  ProbeRequest b = a_request();
+  b.node_selector.clear();
+  b.node_selector.emplace("topology.kubernetes.io/zone", "eu-1a");
+  b.node_selector.emplace("pool", "a100");
+  EXPECT_EQ(build_probe(a, {}).job.dump(), build_probe(b, {}).job.dump());
+}
+
+TEST(ProbeJob, tolerations_that_are_not_a_list_become_none) {
+  ProbeRequest r = a_request();
+  r.tolerations = nullptr;
+  const ProbeObjects o = build_probe(r, {});
+  EXPECT_EQ(o.job["spec"]["template"]["spec"]["tolerations"], json::array());
+}
+
+}  // namespace
+}  // namespace commgate::op
