@@ -1,44 +1,33 @@
-// A PolicySource fed by the Kubernetes API: three informers (kube/informer.h: CommPolicies,
-// CommProfiles and v1 Namespaces for the labels policies' namespaceSelector reads), each
-// with its own store. When any store changes, a new Snapshot is built from all three with
-// core's parsers and swapped in. An object that does not parse is logged once per
-// resourceVersion with its field paths and left out; it never stops the others. The
-// snapshot stays null until all three stores have completed their first list, so /readyz
-// says "not ready" until the webhook has seen the cluster's policies.
+// A PolicySource fed by the Kubernetes API: kube/snapshot_cache.h's SnapshotCache (three
+// informers: CommPolicies, CommProfiles and v1 Namespaces for the labels policies'
+// namespaceSelector reads; one immutable Snapshot rebuilt from all three on every change,
+// objects that do not parse logged once and left out). The snapshot stays null until all
+// three stores have completed their first list, so /readyz says "not ready" until the
+// webhook has seen the cluster's policies. The operator uses the same cache.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/log.h"
 #include "kube/api_client.h"
 #include "kube/informer.h"
+#include "kube/snapshot_cache.h"
 #include "webhook/policy_source.h"
 
 namespace commgate::webhook {
 
-// The collections watched (crds/commpolicies.commgate.io.yaml and
-// crds/commprofiles.commgate.io.yaml: both cluster-scoped, commgate.io/v1alpha1).
-constexpr const char* kCommPoliciesPath = "/apis/commgate.io/v1alpha1/commpolicies";
-constexpr const char* kCommProfilesPath = "/apis/commgate.io/v1alpha1/commprofiles";
-constexpr const char* kNamespacesPath = "/api/v1/namespaces";
+using kube::kCommPoliciesPath;
+using kube::kCommProfilesPath;
+using kube::kNamespacesPath;
 
 class KubePolicySource : public PolicySource {
  public:
-  struct Options {
-    Logger log;                        // default: stderr
-    std::function<TimePoint()> clock;  // default: system clock
-    int watch_timeout_seconds = 290;
-    std::chrono::milliseconds backoff_initial{200};
-    std::chrono::milliseconds backoff_max{30'000};
-  };
+  using Options = kube::SnapshotCache::Options;
 
   // `client` must outlive the source.
   KubePolicySource(const kube::ApiClient& client, Options options);
@@ -46,31 +35,22 @@ class KubePolicySource : public PolicySource {
   KubePolicySource(const KubePolicySource&) = delete;
   KubePolicySource& operator=(const KubePolicySource&) = delete;
 
-  void start();
-  void stop();
+  void start() { cache_.start(); }
+  void stop() { cache_.stop(); }
 
-  std::shared_ptr<const Snapshot> snapshot() const override;
+  std::shared_ptr<const Snapshot> snapshot() const override { return cache_.snapshot(); }
   // Objects left out of the current snapshot because they do not parse.
-  uint64_t rejected_objects() const { return rejected_.load(); }
-  uint64_t rebuilds() const { return rebuilds_.load(); }
+  uint64_t rejected_objects() const { return cache_.rejected_objects(); }
+  uint64_t rebuilds() const { return cache_.rebuilds(); }
   // For metrics and tests: the three informers (policies, profiles, namespaces).
-  std::vector<const kube::Informer*> informers() const;
+  std::vector<const kube::Informer*> informers() const { return cache_.informers(); }
   // Per watched collection (informer_metrics_text, prefix "commgate_webhook"): lists,
   // relists, restarts, errors, events, objects held and the state; and the objects left
-  // out because they do not parse.
+  // out because they do not parse (commgate_webhook_rejected_objects).
   std::string metrics_text() const override;
 
  private:
-  void rebuild();
-
-  const Options options_;
-  std::unique_ptr<kube::Informer> policies_, profiles_, namespaces_;
-  std::shared_ptr<const Snapshot> snapshot_;  // std::atomic_load / atomic_store
-
-  std::mutex rebuild_mu_;                        // one rebuild at a time; guards reported_
-  std::map<std::string, std::string> reported_;  // "kind/key" -> resourceVersion logged
-  std::atomic<uint64_t> rejected_{0};
-  std::atomic<uint64_t> rebuilds_{0};
+  kube::SnapshotCache cache_;
 };
 
 }  // namespace commgate::webhook

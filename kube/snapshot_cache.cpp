@@ -1,0 +1,131 @@
+#include "kube/snapshot_cache.h"
+
+#include "core/comm_policy.h"
+#include "core/comm_profile.h"
+#include "core/prometheus_text.h"
+
+namespace commgate::kube {
+using nlohmann::json;
+
+SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Objects& profiles,
+                             const Store::Objects& namespaces, TimePoint now) {
+  SnapshotBuild out;
+  out.snapshot = std::make_shared<Snapshot>();
+  Snapshot& snap = *out.snapshot;
+  auto reject = [&](const char* kind, const std::string& key, const json& object,
+                    const std::string& why) {
+    out.rejected.push_back({kind, key, resource_version_of(object), why});
+  };
+  for (const auto& [key, object] : policies) {
+    try {
+      snap.policies.push_back(parse_comm_policy(object));
+    } catch (const std::exception& e) {
+      reject("CommPolicy", key, object, e.what());
+    }
+  }
+  for (const auto& [key, object] : profiles) {
+    try {
+      CommProfile p = parse_comm_profile(object, now);
+      const std::string name = p.metadata.name;
+      snap.profiles[name] = std::move(p);
+    } catch (const std::exception& e) {
+      reject("CommProfile", key, object, e.what());
+    }
+  }
+  static const json::json_pointer kLabels("/metadata/labels");
+  for (const auto& [key, object] : namespaces) {
+    auto& labels = snap.namespace_labels[key];
+    if (!object.contains(kLabels) || !object.at(kLabels).is_object()) continue;
+    for (const auto& [k, v] : object.at(kLabels).items())
+      if (v.is_string()) labels[k] = v.get<std::string>();
+  }
+  snap.loaded_at = now;
+  return out;
+}
+
+SnapshotCache::SnapshotCache(const ApiClient& client, Options options)
+    : options_(std::move(options)) {
+  auto make = [&](const char* path) {
+    Watcher::Options o;
+    o.path = path;
+    o.watch_timeout_seconds = options_.watch_timeout_seconds;
+    o.backoff_initial = options_.backoff_initial;
+    o.backoff_max = options_.backoff_max;
+    o.log = options_.log;
+    auto informer = std::make_unique<Informer>(client, o);
+    informer->on_change([this](const std::vector<StoreChange>&) { rebuild(); });
+    return informer;
+  };
+  policies_ = make(kCommPoliciesPath);
+  profiles_ = make(kCommProfilesPath);
+  namespaces_ = make(kNamespacesPath);
+}
+
+SnapshotCache::~SnapshotCache() {
+  stop();
+}
+
+void SnapshotCache::on_rebuild(std::function<void()> handler) {
+  handlers_.push_back(std::move(handler));
+}
+
+void SnapshotCache::start() {
+  for (const auto* f : {&policies_, &profiles_, &namespaces_}) (*f)->start();
+}
+
+void SnapshotCache::stop() {
+  for (const auto* f : {&policies_, &profiles_, &namespaces_}) (*f)->stop();
+}
+
+std::shared_ptr<const Snapshot> SnapshotCache::snapshot() const {
+  return std::atomic_load(&snapshot_);
+}
+
+bool SnapshotCache::has_synced() const {
+  return policies_->has_synced() && profiles_->has_synced() && namespaces_->has_synced();
+}
+
+std::vector<const Informer*> SnapshotCache::informers() const {
+  return {policies_.get(), profiles_.get(), namespaces_.get()};
+}
+
+std::string SnapshotCache::metrics_text(std::string_view prefix) const {
+  std::string out = informer_metrics_text(informers(), prefix);
+  append_prometheus_sample(out, std::string(prefix) + "_rejected_objects", "gauge",
+                           "CommPolicies and CommProfiles left out of the snapshot because "
+                           "they do not parse.",
+                           static_cast<double>(rejected_objects()));
+  return out;
+}
+
+// Parsing a few hundred small objects takes well under a millisecond, so rebuilding
+// everything is simpler than patching the last snapshot, and cannot drift from it.
+void SnapshotCache::rebuild() {
+  {
+    std::lock_guard lock(rebuild_mu_);
+    if (!has_synced()) return;
+    const TimePoint now = options_.clock ? options_.clock() : std::chrono::system_clock::now();
+    SnapshotBuild built =
+        build_snapshot(*policies_->store().snapshot(), *profiles_->store().snapshot(),
+                       *namespaces_->store().snapshot(), now);
+    // Logs a bad object once per resourceVersion, not on every rebuild.
+    std::map<std::string, std::string> still_bad;
+    for (const RejectedObject& r : built.rejected) {
+      const std::string id = r.kind + "/" + r.key;
+      still_bad[id] = r.resource_version;
+      auto it = reported_.find(id);
+      if (it == reported_.end() || it->second != r.resource_version)
+        options_.log.error(
+            r.kind + " " + r.key + " (resourceVersion " + r.resource_version +
+                ") is left out: " + r.why,
+            {{"kind", r.kind}, {"name", r.key}, {"resourceVersion", r.resource_version}});
+    }
+    reported_ = std::move(still_bad);
+    rejected_ = built.rejected.size();
+    std::atomic_store(&snapshot_, std::shared_ptr<const Snapshot>(std::move(built.snapshot)));
+    ++rebuilds_;
+  }
+  for (const auto& handler : handlers_) handler();
+}
+
+}  // namespace commgate::kube

@@ -1,0 +1,109 @@
+// What a decision reads besides the job (core/snapshot.h: CommPolicies, CommProfiles and
+// namespace labels), kept current from the API: three informers (kube/informer.h) whose
+// notifications rebuild one immutable Snapshot from all three stores with core's parsers,
+// swapped in atomically. The webhook (webhook/kube_policy_source.h) and the operator both
+// read it; neither includes the other (tests/layering).
+//
+// An object that does not parse is logged once per resourceVersion with its field paths
+// and left out; it never stops the others. The snapshot stays null until all three stores
+// have completed their first list, so a consumer can say "not ready" until it has seen
+// the cluster's policies.
+//
+// Threads: a rebuild runs on whichever watcher's thread changed its store, one at a time;
+// snapshot() and the counters may be read from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/log.h"
+#include "core/snapshot.h"
+#include "kube/api_client.h"
+#include "kube/informer.h"
+#include "kube/store.h"
+
+namespace commgate::kube {
+
+// The collections watched (crds/commpolicies.commgate.io.yaml and
+// crds/commprofiles.commgate.io.yaml: both cluster-scoped, commgate.io/v1alpha1).
+constexpr const char* kCommPoliciesPath = "/apis/commgate.io/v1alpha1/commpolicies";
+constexpr const char* kCommProfilesPath = "/apis/commgate.io/v1alpha1/commprofiles";
+constexpr const char* kNamespacesPath = "/api/v1/namespaces";
+
+// An object left out of a snapshot because it does not parse.
+struct RejectedObject {
+  std::string kind;  // "CommPolicy" or "CommProfile"
+  std::string key;   // the store's key (the name: both are cluster-scoped)
+  std::string resource_version;
+  std::string why;  // the parser's message, with field paths
+};
+
+struct SnapshotBuild {
+  std::shared_ptr<Snapshot> snapshot;  // never null
+  std::vector<RejectedObject> rejected;
+};
+
+// The pure part: a Snapshot from the three collections' objects (by store key), with
+// `now` as loaded_at and as the time profiles are checked against (a profile measured in
+// the future is rejected by its parser).
+SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Objects& profiles,
+                             const Store::Objects& namespaces, TimePoint now);
+
+class SnapshotCache {
+ public:
+  struct Options {
+    Logger log;                        // default: stderr
+    std::function<TimePoint()> clock;  // default: system clock
+    int watch_timeout_seconds = 290;
+    std::chrono::milliseconds backoff_initial{200};
+    std::chrono::milliseconds backoff_max{30'000};
+  };
+
+  // `client` must outlive the cache.
+  SnapshotCache(const ApiClient& client, Options options);
+  ~SnapshotCache();  // stop()
+  SnapshotCache(const SnapshotCache&) = delete;
+  SnapshotCache& operator=(const SnapshotCache&) = delete;
+
+  // Before start(): called after every rebuild that swapped in a new snapshot (on the
+  // watcher's thread that caused it; keep it short, e.g. put keys on a work queue).
+  void on_rebuild(std::function<void()> handler);
+  void start();
+  // No rebuild and no handler runs after it returns.
+  void stop();
+
+  // Null until all three collections have been listed.
+  std::shared_ptr<const Snapshot> snapshot() const;
+  bool has_synced() const;
+  // Objects left out of the current snapshot because they do not parse.
+  uint64_t rejected_objects() const { return rejected_.load(); }
+  uint64_t rebuilds() const { return rebuilds_.load(); }
+  // The three informers (policies, profiles, namespaces): for metrics, for a cache-backed
+  // reader over their stores (kube/cached_reader.h), and for tests.
+  std::vector<const Informer*> informers() const;
+  // informer_metrics_text(informers(), prefix) and <prefix>_rejected_objects (gauge).
+  std::string metrics_text(std::string_view prefix) const;
+
+ private:
+  void rebuild();
+
+  const Options options_;
+  std::unique_ptr<Informer> policies_, profiles_, namespaces_;
+  std::shared_ptr<const Snapshot> snapshot_;  // std::atomic_load / atomic_store
+  std::vector<std::function<void()>> handlers_;
+
+  std::mutex rebuild_mu_;                        // one rebuild at a time; guards reported_
+  std::map<std::string, std::string> reported_;  // "kind/key" -> resourceVersion logged
+  std::atomic<uint64_t> rejected_{0};
+  std::atomic<uint64_t> rebuilds_{0};
+};
+
+}  // namespace commgate::kube

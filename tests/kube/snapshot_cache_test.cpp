@@ -1,0 +1,107 @@
+// build_snapshot, the pure part of kube/snapshot_cache.h: the three collections' objects
+// become one Snapshot; an object that does not parse is left out and reported with its
+// kind, key, resourceVersion and the parser's field path, never stopping the others.
+// The informer side (null until listed, follows changes, logs a bad object once) is
+// tested through the webhook's KubePolicySource against the sim (kube_sim_test).
+#include "kube/snapshot_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/builders.h"
+#include "tests/webhook/webhook_test_support.h"
+
+namespace commgate::kube {
+namespace {
+
+using nlohmann::json;
+
+json policy(const std::string& name, json max_share) {
+  return {{"apiVersion", "commgate.io/v1alpha1"},
+          {"kind", "CommPolicy"},
+          {"metadata", {{"name", name}, {"resourceVersion", "7"}}},
+          {"spec", {{"maxCommShare", max_share}}}};
+}
+
+json a_namespace(const std::string& name, json labels) {
+  json metadata = {{"name", name}};
+  if (!labels.is_null()) metadata["labels"] = labels;
+  return {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", metadata}};
+}
+
+struct BuildCase {
+  std::string name;
+  Store::Objects policies, profiles, namespaces;
+  std::vector<std::string> want_policies;
+  std::vector<std::string> want_profiles;
+  std::map<std::string, std::map<std::string, std::string>> want_labels;
+  std::vector<std::string> want_rejected;  // "kind key rv"
+  std::string want_why;                    // in the first rejection's message
+};
+
+TEST(BuildSnapshot, ParsesEachCollectionAndLeavesOutWhatDoesNotParse) {
+  const TimePoint now = commgate::testing::test_now();
+  const json profile = webhook::testing::a_profile(1.0, now, "pool-a");
+  json future_profile = webhook::testing::a_profile(1.0, now + std::chrono::hours(24), "pool-b");
+  future_profile["metadata"]["resourceVersion"] = "9";
+  const std::vector<BuildCase> cases = {
+      {"empty_cluster", {}, {}, {}, {}, {}, {}, {}, ""},
+      {"one_of_each",
+       {{"strict", policy("strict", 0.1)}},
+       {{"pool-a", profile}},
+       {{"research", a_namespace("research", {{"team", "nlp"}, {"tier", "1"}})}},
+       {"strict"},
+       {"pool-a"},
+       {{"research", {{"team", "nlp"}, {"tier", "1"}}}},
+       {},
+       ""},
+      {"malformed_policy_left_out_others_kept",
+       {{"bad", policy("bad", "high")}, {"strict", policy("strict", 0.1)}},
+       {{"pool-a", profile}},
+       {},
+       {"strict"},
+       {"pool-a"},
+       {},
+       {"CommPolicy bad 7"},
+       "maxCommShare"},
+      {"profile_measured_in_the_future_left_out",
+       {},
+       {{"pool-a", profile}, {"pool-b", future_profile}},
+       {},
+       {},
+       {"pool-a"},
+       {},
+       {"CommProfile pool-b 9"},
+       ""},
+      {"namespace_without_labels_and_non_string_labels",
+       {},
+       {},
+       {{"plain", a_namespace("plain", nullptr)},
+        {"odd", a_namespace("odd", {{"n", 1}, {"s", "x"}})}},
+       {},
+       {},
+       {{"plain", {}}, {"odd", {{"s", "x"}}}},
+       {},
+       ""},
+  };
+  for (const BuildCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const SnapshotBuild got = build_snapshot(c.policies, c.profiles, c.namespaces, now);
+    ASSERT_NE(got.snapshot, nullptr);
+    std::vector<std::string> policies, profiles, rejected;
+    for (const auto& p : got.snapshot->policies) policies.push_back(p.metadata.name);
+    for (const auto& [name, p] : got.snapshot->profiles) profiles.push_back(name);
+    for (const auto& r : got.rejected)
+      rejected.push_back(r.kind + " " + r.key + " " + r.resource_version);
+    EXPECT_EQ(policies, c.want_policies);
+    EXPECT_EQ(profiles, c.want_profiles);
+    EXPECT_EQ(got.snapshot->namespace_labels, c.want_labels);
+    EXPECT_EQ(rejected, c.want_rejected);
+    if (!c.want_why.empty() && !got.rejected.empty()) {
+      EXPECT_NE(got.rejected[0].why.find(c.want_why), std::string::npos) << got.rejected[0].why;
+    }
+    EXPECT_EQ(got.snapshot->loaded_at, now);
+  }
+}
+
+}  // namespace
+}  // namespace commgate::kube
