@@ -202,10 +202,17 @@ ProbeOutcome running(const json& job, const std::vector<json>& pods) {
                      std::to_string(count("failed")) + " failed pod(s)");
 }
 
-ProbeOutcome failed(const json& condition, const std::vector<json>& pods) {
+ProbeOutcome failed(const json& job, const json& condition, const std::vector<json>& pods) {
   const bool deadline = str(field(condition, "reason")) == "DeadlineExceeded";
   std::string message = str(field(condition, "message"));
   if (message.empty()) message = "the probe Job failed";
+  const json& limit = field(field(job, "spec"), "activeDeadlineSeconds");
+  if (deadline && limit.is_number_integer()) {
+    // The Job controller deletes the pods still running, so this may be all there is to say.
+    message += " (activeDeadlineSeconds " + std::to_string(limit.get<int64_t>()) +
+               ": the policy's probe timeout plus " + std::to_string(kProbeStartupMarginSeconds) +
+               " s for scheduling and start-up)";
+  }
   std::vector<std::string> described;
   size_t failed_pods = 0;
   for (const json* p : ordered(pods)) {
@@ -308,7 +315,7 @@ const char* to_string(ProbeState state) {
 ProbeOutcome read_probe_outcome(const json& job, const std::vector<json>& pods) {
   const json* condition = terminal_condition(job);
   if (condition == nullptr) return running(job, pods);
-  if (str(field(*condition, "type")) == "Failed") return failed(*condition, pods);
+  if (str(field(*condition, "type")) == "Failed") return failed(job, *condition, pods);
   return succeeded(job, pods);
 }
 

@@ -168,6 +168,20 @@ std::vector<Case> cases() {
        .want_state = ProbeState::kFailed,
        .want_reason = "ProbeDeadlineExceeded"});
   // --- failed ---
+  c.push_back({.name = "deadline_exceeded_says_what_the_deadline_was",
+               .job =
+                   [] {
+                     json j = failed_job("DeadlineExceeded",
+                                         "Job was active longer than specified deadline");
+                     j["spec"]["activeDeadlineSeconds"] = 360;
+                     return j;
+                   }(),
+               .pods = {},
+               .want_state = ProbeState::kFailed,
+               .want_reason = "ProbeDeadlineExceeded",
+               .want_message = {"Job was active longer than specified deadline "
+                                "(activeDeadlineSeconds 360: the policy's probe timeout plus 60 s "
+                                "for scheduling and start-up)"}});
   c.push_back(
       {.name = "deadline_exceeded_has_its_own_reason",
        .job = failed_job("DeadlineExceeded", "Job was active longer than specified deadline"),
