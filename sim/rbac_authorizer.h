@@ -1,0 +1,93 @@
+// Kubernetes RBAC authorization as kube-apiserver does it (plugin/pkg/auth/authorizer/rbac,
+// pkg/apis/rbac/v1 helpers, apiserver/pkg/endpoints/request's RequestInfoFactory), as pure
+// functions: who asks (a user and groups), what for (the request's attributes), and the
+// Roles, ClusterRoles, RoleBindings and ClusterRoleBindings as the API stores them.
+//
+// Modelled:
+//  - ClusterRoleBindings grant everywhere; RoleBindings grant in their namespace only,
+//    whether they reference a Role (of that namespace) or a ClusterRole. ClusterRoleBindings
+//    are visited first, then the request namespace's RoleBindings, each by name.
+//  - A rule allows when its verbs, apiGroups, resources and resourceNames all match:
+//    `*` matches any verb, group or resource; a resource with a subresource matches only
+//    "resource/subresource" or "*/subresource" (a rule for "pods" does not grant
+//    "pods/status"); empty resourceNames match any name, otherwise the request's name must
+//    be listed (so a list, a watch or a create, which name nothing, never match a rule with
+//    resourceNames). Non-resource URLs: exact, `*`, or a trailing `*` prefix; only
+//    ClusterRoleBindings grant them.
+//  - Subjects: User (by name), Group (one of the user's groups), ServiceAccount (the user
+//    system:serviceaccount:<namespace>:<name>; a subject without a namespace takes a
+//    RoleBinding's). Group system:masters is always allowed (kube-apiserver's privileged
+//    group authorizer, ahead of RBAC).
+//  - Reasons as kube-apiserver writes them: `RBAC: allowed by ClusterRoleBinding "b" of
+//    ClusterRole "r" to ServiceAccount "sa/ns"`; a denial's reason is "" unless a binding
+//    referenced a missing role (`RBAC: clusterrole.rbac.authorization.k8s.io "x" not
+//    found`), and the 403 Status names the user, verb, resource and scope.
+//  - A request's attributes from its method, path and query, as RequestInfoFactory reads
+//    them (list/watch/deletecollection, namespaces/<name> scoped to that namespace,
+//    subresources, a fieldSelector metadata.name=<x> naming the object).
+// Shortcuts: aggregated ClusterRoles (aggregationRule) are read as their stored rules (the
+// aggregation controller does not run); no impersonation, no escalation/bind checks on
+// writes of RBAC objects, no Node or Webhook authorizer.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace commgate::sim {
+
+struct UserInfo {
+  std::string name;  // "alice", "system:serviceaccount:ns:name"
+  std::vector<std::string> groups;
+};
+
+// The user a service-account token authenticates as, with the groups kube-apiserver adds:
+// system:serviceaccounts, system:serviceaccounts:<namespace>, system:authenticated.
+UserInfo service_account_user(const std::string& ns, const std::string& name);
+
+struct RequestAttributes {
+  bool resource_request = true;
+  std::string verb;         // get list watch create update patch delete deletecollection
+                            // (resource); get post put patch delete head (non-resource)
+  std::string api_group;    // "" for the core group
+  std::string api_version;  // "v1"; only for the 403's group-version, never matched
+  std::string resource;     // plural: "pods"
+  std::string subresource;  // "status", "scale", "" for none
+  std::string ns;           // "" at the cluster scope (cluster-scoped, or all namespaces)
+  std::string name;         // "" for list, watch, create, deletecollection
+  std::string path;         // the URL path (non-resource requests are matched by it)
+};
+
+// The RBAC objects as stored (rbac.authorization.k8s.io/v1 JSON).
+struct RbacObjects {
+  std::vector<nlohmann::json> roles, cluster_roles, role_bindings, cluster_role_bindings;
+  // Picks the four kinds out of any list of objects (e.g. a rendered chart); others are
+  // ignored.
+  static RbacObjects from(const std::vector<nlohmann::json>& objects);
+};
+
+struct Authorization {
+  bool allowed = false;
+  // Allowed: which binding, role and subject allowed it. Denied: "" when no rule matched,
+  // else "RBAC: " and the errors met (a binding to a missing role), as kube-apiserver
+  // appends to the 403's message.
+  std::string reason;
+};
+
+Authorization authorize(const UserInfo& user, const RequestAttributes& request,
+                        const RbacObjects& rbac);
+
+// The request's attributes as kube-apiserver's RequestInfoFactory reads them.
+// `watch`: the decoded watch query parameter; `field_selector`: the raw fieldSelector
+// (metadata.name=<x> names the object of a list or watch).
+RequestAttributes request_attributes(std::string_view method, std::string_view path, bool watch,
+                                     std::string_view field_selector = "");
+
+// The 403 Forbidden Status kube-apiserver answers a denied request with, e.g.
+// `jobs.batch "x" is forbidden: User "u" cannot delete resource "jobs" in API group
+// "batch" in the namespace "ml"`.
+nlohmann::json forbidden_status(const UserInfo& user, const RequestAttributes& request,
+                                const std::string& reason);
+
+}  // namespace commgate::sim
