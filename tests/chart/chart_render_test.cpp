@@ -147,11 +147,19 @@ struct ValuesCase {
   std::set<std::string> want_kinds;
 };
 
+void PrintTo(const ValuesCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
 class CommgateChart : public ::testing::TestWithParam<ValuesCase> {};
 
-const std::set<std::string> kWebhookKinds = {"ServiceAccount",
+// The webhook's and the operator's kinds (the operator adds the leader-election Role and
+// RoleBinding).
+const std::set<std::string> kReleaseKinds = {"ServiceAccount",
                                              "ClusterRole",
                                              "ClusterRoleBinding",
+                                             "Role",
+                                             "RoleBinding",
                                              "Service",
                                              "Deployment",
                                              "PodDisruptionBudget",
@@ -177,31 +185,35 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ValuesCase{"defaults_generate_the_webhook_certificate_secret",
                    {},
-                   plus(kWebhookKinds, {"Secret"})},
+                   plus(kReleaseKinds, {"Secret"})},
         ValuesCase{"cert_manager_issues_the_certificate_instead",
                    {"--set", "certManager.enabled=true"},
-                   plus(kWebhookKinds, {"Issuer", "Certificate"})},
+                   plus(kReleaseKinds, {"Issuer", "Certificate"})},
         ValuesCase{"cert_manager_with_an_existing_cluster_issuer",
                    {"--set",
                     "certManager.enabled=true,certManager.issuerRef.name=corp-ca,certManager."
                     "issuerRef.kind=ClusterIssuer"},
-                   plus(kWebhookKinds, {"Certificate"})},
+                   plus(kReleaseKinds, {"Certificate"})},
         ValuesCase{"network_policy_and_default_policy",
                    {"-f", std::string(COMMGATE_SOURCE_DIR) +
                               "/tests/chart/testdata/values-netpol-policy.yaml"},
-                   plus(kWebhookKinds, {"Secret", "NetworkPolicy", "CommPolicy"})},
+                   plus(kReleaseKinds, {"Secret", "NetworkPolicy", "CommPolicy"})},
         ValuesCase{
             "monitoring_on",
             {"--set",
              "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled="
              "true,monitoring.grafanaDashboard.enabled=true"},
-            plus(kWebhookKinds, {"Secret", "ServiceMonitor", "PrometheusRule", "ConfigMap"})},
-        ValuesCase{
-            "one_replica_without_a_disruption_budget",
-            {"--set", "webhook.replicas=1,webhook.podDisruptionBudget.enabled=false"},
-            plus({"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "Deployment",
-                  "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"},
-                 {"Secret"})}),
+            plus(kReleaseKinds, {"Secret", "ServiceMonitor", "PrometheusRule", "ConfigMap"})},
+        ValuesCase{"one_replica_each_without_disruption_budgets_or_leader_election",
+                   {"--set",
+                    "webhook.replicas=1,webhook.podDisruptionBudget.enabled=false,operator."
+                    "replicas=1,operator.podDisruptionBudget.enabled=false,operator."
+                    "leaderElection.enabled=false"},
+                   {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "Deployment",
+                    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Secret"}},
+        ValuesCase{"an_existing_secret_for_the_operators_certificate",
+                   {"--set", "certManager.enabled=true,operator.tls.existingSecret=ops-tls"},
+                   plus(kReleaseKinds, {"Issuer", "Certificate"})}),
     [](const auto& test) { return test.param.name; });
 
 TEST(CommgateChart, values_change_what_they_say) {
@@ -245,6 +257,147 @@ TEST(CommgateChart, a_release_under_another_name_and_namespace_renames_everythin
                       "operator"),
             args.end())
       << args.dump();
+}
+
+// ---- the operator ----
+
+// The operator Deployment's container, whatever the release is called.
+json operator_container(const RenderedChart& r) {
+  for (const auto& d : r.of_kind("Deployment"))
+    if (d["metadata"]["labels"]["app.kubernetes.io/component"] == "operator")
+      return d["spec"]["template"]["spec"]["containers"][0];
+  throw std::runtime_error("no operator Deployment");
+}
+
+std::vector<std::string> args_of(const json& container) {
+  return container["args"].get<std::vector<std::string>>();
+}
+
+struct OperatorArgsCase {
+  std::string name;
+  std::vector<std::string> args;
+  std::vector<std::string> want_args;
+};
+
+void PrintTo(const OperatorArgsCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class OperatorArgs : public ::testing::TestWithParam<OperatorArgsCase> {};
+
+TEST_P(OperatorArgs, reflect_the_values) {
+  const auto r = render_chart(GetParam().args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json c = operator_container(r);
+  EXPECT_EQ(c["command"], json::parse(R"(["/usr/local/bin/commgate"])"));
+  EXPECT_EQ(args_of(c), GetParam().want_args);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, OperatorArgs,
+    ::testing::Values(
+        OperatorArgsCase{"defaults",
+                         {},
+                         {"operator", "--namespace=commgate-system",
+                          "--probe-image=commgate/commgate-probe:0.1.0", "--leader-elect=true",
+                          "--leader-election-lease=commgate-operator", "--port=8443",
+                          "--tls-cert-file=/etc/commgate/tls/tls.crt",
+                          "--tls-private-key-file=/etc/commgate/tls/tls.key", "--kube-api-qps=20",
+                          "--kube-api-burst=30", "--concurrency=4", "--log-format=json"}},
+        OperatorArgsCase{"tuned_and_one_replica_without_leader_election",
+                         {"--set",
+                          "operator.replicas=1,operator.leaderElection.enabled=false,operator."
+                          "port=9444,operator.kubeApiQPS=50,operator.kubeApiBurst=100,"
+                          "operator.concurrency=16,operator.logFormat=text",
+                          "--set-string", "image.tag=1.2.3"},
+                         {"operator", "--namespace=commgate-system",
+                          "--probe-image=commgate/commgate-probe:1.2.3", "--leader-elect=false",
+                          "--port=9444", "--tls-cert-file=/etc/commgate/tls/tls.crt",
+                          "--tls-private-key-file=/etc/commgate/tls/tls.key", "--kube-api-qps=50",
+                          "--kube-api-burst=100", "--concurrency=16", "--log-format=text"}},
+        OperatorArgsCase{"a_probe_image_of_its_own",
+                         {"--set",
+                          "probe.image=registry.example/probe:cuda12,image.probeRepository="
+                          "unused/probe"},
+                         {"operator", "--namespace=commgate-system",
+                          "--probe-image=registry.example/probe:cuda12", "--leader-elect=true",
+                          "--leader-election-lease=commgate-operator", "--port=8443",
+                          "--tls-cert-file=/etc/commgate/tls/tls.crt",
+                          "--tls-private-key-file=/etc/commgate/tls/tls.key", "--kube-api-qps=20",
+                          "--kube-api-burst=30", "--concurrency=4", "--log-format=json"}},
+        OperatorArgsCase{
+            "another_release_and_namespace",
+            {"--name", "gate", "--namespace", "ml-infra"},
+            {"operator", "--namespace=ml-infra", "--probe-image=commgate/commgate-probe:0.1.0",
+             "--leader-elect=true", "--leader-election-lease=gate-commgate-operator", "--port=8443",
+             "--tls-cert-file=/etc/commgate/tls/tls.crt",
+             "--tls-private-key-file=/etc/commgate/tls/tls.key", "--kube-api-qps=20",
+             "--kube-api-burst=30", "--concurrency=4", "--log-format=json"}}),
+    [](const auto& test) { return test.param.name; });
+
+// The webhook lets exactly the operator's ServiceAccount through its checks: the user name
+// it is given must be the one the operator's pods authenticate as, in every release.
+TEST(CommgateChart, the_webhook_trusts_the_service_account_the_operator_runs_as) {
+  for (const auto& [release, ns] : std::vector<std::pair<std::string, std::string>>{
+           {"commgate", "commgate-system"}, {"gate", "ml-infra"}, {"prod-commgate", "ops"}}) {
+    SCOPED_TRACE(release + " in " + ns);
+    const auto r = render_chart({"--name", release, "--namespace", ns});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto deployments = r.of_kind("Deployment");
+    ASSERT_EQ(deployments.size(), 2u);
+    std::string webhook_user, operator_sa;
+    for (const auto& d : deployments) {
+      const json& pod = d["spec"]["template"]["spec"];
+      const std::string component = d["metadata"]["labels"]["app.kubernetes.io/component"];
+      if (component == "operator") operator_sa = pod["serviceAccountName"];
+      if (component != "webhook") continue;
+      for (const auto& a : args_of(pod["containers"][0]))
+        if (a.rfind("--operator-service-account=", 0) == 0)
+          webhook_user = a.substr(a.find('=') + 1);
+    }
+    ASSERT_FALSE(operator_sa.empty());
+    EXPECT_EQ(webhook_user, "system:serviceaccount:" + ns + ":" + operator_sa);
+    EXPECT_EQ(r.get("ServiceAccount", operator_sa)["metadata"]["namespace"], ns);
+  }
+}
+
+TEST(CommgateChart, replicas_without_a_leader_are_refused) {
+  const auto r = render_chart({"--set", "operator.leaderElection.enabled=false"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("operator.leaderElection.enabled: must be true when operator.replicas "
+                          "is more than 1"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(CommgateChart, the_operators_certificate_comes_from_the_values_choice) {
+  const auto generated = render_chart();
+  ASSERT_EQ(generated.exit_code, 0) << generated.output;
+  const json& secret = generated.get("Secret", "commgate-operator-tls");
+  EXPECT_EQ(secret["type"], "kubernetes.io/tls");
+  for (const std::string key : {"ca.crt", "tls.crt", "tls.key"})
+    EXPECT_GT(secret["data"][key].get<std::string>().size(), 100u) << key;
+  const auto volume_of = [](const RenderedChart& r) {
+    return r.get(
+        "Deployment",
+        "commgate-operator")["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"];
+  };
+  EXPECT_EQ(volume_of(generated), "commgate-operator-tls");
+
+  const auto cm = render_chart({"--set", "certManager.enabled=true"});
+  ASSERT_EQ(cm.exit_code, 0) << cm.output;
+  const json& cert = cm.get("Certificate", "commgate-operator");
+  EXPECT_EQ(cert["spec"]["secretName"], "commgate-operator-tls");
+  EXPECT_EQ(cert["spec"]["dnsNames"], json::parse(R"(["commgate-operator-metrics",
+      "commgate-operator-metrics.commgate-system", "commgate-operator-metrics.commgate-system.svc",
+      "commgate-operator-metrics.commgate-system.svc.cluster.local"])"));
+  EXPECT_EQ(cert["spec"]["issuerRef"]["name"], "commgate-webhook-selfsigned");
+  EXPECT_EQ(volume_of(cm), "commgate-operator-tls");
+
+  const auto existing = render_chart({"--set", "operator.tls.existingSecret=ops-tls"});
+  ASSERT_EQ(existing.exit_code, 0) << existing.output;
+  EXPECT_EQ(volume_of(existing), "ops-tls");
+  EXPECT_EQ(existing.of_kind("Secret").size(), 1u) << "only the webhook's";
 }
 
 struct BadValuesCase {
@@ -300,6 +453,23 @@ INSTANTIATE_TEST_SUITE_P(
                       {"--set", "defaultPolicy.measurementTTL=1day"},
                       "- defaultPolicy.measurementTTL: Does not match pattern "
                       "'^(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|ms|s|m|h))+$'"},
+        BadValuesCase{"operator_without_replicas",
+                      {"--set", "operator.replicas=0"},
+                      "- operator.replicas: Must be greater than or equal to 1"},
+        BadValuesCase{"operator_log_format_unknown",
+                      {"--set", "operator.logFormat=xml"},
+                      "- operator.logFormat: operator.logFormat must be one of the following: "
+                      "\"json\", \"text\""},
+        BadValuesCase{"operator_concurrency_zero",
+                      {"--set", "operator.concurrency=0"},
+                      "- operator.concurrency: Must be greater than or equal to 1"},
+        BadValuesCase{"operator_qps_not_positive",
+                      {"--set", "operator.kubeApiQPS=0"},
+                      "- operator.kubeApiQPS: Must be greater than 0"},
+        BadValuesCase{"operator_leader_election_not_a_boolean",
+                      {"--set-string", "operator.leaderElection.enabled=yes"},
+                      "- operator.leaderElection.enabled: Invalid type. Expected: boolean, "
+                      "given: string"},
         BadValuesCase{"probe_timeout_too_short",
                       {"--set", "probe.timeoutSeconds=1"},
                       "- probe.timeoutSeconds: Must be greater than or equal to 10"}),
@@ -338,7 +508,8 @@ TEST(CommgateChart, every_value_is_documented_and_in_the_schema) {
         ++keys;
         EXPECT_NE(s, nullptr) << m[2] << " (line \"" << line << "\") is not in values.schema.json";
         // A section: an object whose fields follow on the next lines.
-        const bool section = s && s->value("type", "") == "object" && line.back() == ':';
+        const bool section =
+            s && s->contains("type") && (*s)["type"] == "object" && line.back() == ':';
         if (!section) {
           EXPECT_EQ(previous.find_first_not_of(' '), previous.find('#'))
               << m[2] << " (line \"" << line << "\") has no comment above it in values.yaml";
@@ -359,7 +530,10 @@ TEST(CommgateChart, notes_tell_the_admin_what_to_check) {
         "kubectl apply --dry-run=server -f examples/jobs/bert-large-350m.yaml",
         "commgate-webhook.commgate-system.svc:443", "Secret commgate-system/commgate-webhook-tls",
         "failurePolicy is Fail", "kubectl get commpolicies",
-        "The operator (probes, launching admitted jobs) is not part"})
+        "kubectl -n commgate-system rollout status deployment/commgate-operator",
+        "kubectl -n commgate-system get lease commgate-operator",
+        "kubectl -n commgate-system get jobs -l commgate.io/role=probe",
+        "Probes run commgate/commgate-probe:0.1.0"})
     EXPECT_NE(r.notes.find(want), std::string::npos) << want << "\n" << r.notes;
   const auto cm = render_chart({"--set", "certManager.enabled=true"});
   EXPECT_NE(cm.notes.find("kubectl -n commgate-system get certificate commgate-webhook"),

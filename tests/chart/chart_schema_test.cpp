@@ -269,7 +269,9 @@ TEST(ChartRbac, the_webhook_gets_exactly_what_its_code_calls) {
   const auto r = render_chart();
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(grants_of(r.get("ClusterRole", "commgate-webhook")), webhook_calls());
-  EXPECT_TRUE(r.of_kind("Role").empty());
+  for (const char* kind : {"Role", "RoleBinding"})
+    for (const auto& o : r.of_kind(kind))
+      EXPECT_EQ(o["metadata"]["labels"]["app.kubernetes.io/component"], "operator") << id(o);
   // Bound to the webhook's ServiceAccount, which its pods run as.
   const json& binding = r.get("ClusterRoleBinding", "commgate-webhook");
   EXPECT_EQ(binding["roleRef"]["name"], "commgate-webhook");
@@ -280,7 +282,106 @@ TEST(ChartRbac, the_webhook_gets_exactly_what_its_code_calls) {
   EXPECT_EQ(
       r.get("Deployment", "commgate-webhook")["spec"]["template"]["spec"]["serviceAccountName"],
       "commgate-webhook");
-  EXPECT_EQ(r.of_kind("ClusterRoleBinding").size(), 1u);
+  EXPECT_EQ(r.of_kind("ClusterRoleBinding").size(), 2u);  // the webhook's and the operator's
+}
+
+// What the operator's reconcile calls (OPERATOR_CONTRACT, issue 10), one row per grant:
+// a rule more is a privilege nobody asked for, a rule less a 403 at run time.
+const std::set<Grant> kOperatorGrants = {
+    {"commgate.io", "trainingjobs", "get"},
+    {"commgate.io", "trainingjobs", "list"},
+    {"commgate.io", "trainingjobs", "watch"},
+    {"commgate.io", "trainingjobs", "patch"},
+    {"commgate.io", "trainingjobs", "update"},
+    {"commgate.io", "trainingjobs/status", "update"},
+    {"commgate.io", "trainingjobs/status", "patch"},
+    {"commgate.io", "commprofiles", "get"},
+    {"commgate.io", "commprofiles", "list"},
+    {"commgate.io", "commprofiles", "watch"},
+    {"commgate.io", "commprofiles", "create"},
+    {"commgate.io", "commprofiles/status", "update"},
+    {"commgate.io", "commprofiles/status", "patch"},
+    {"commgate.io", "commpolicies", "get"},
+    {"commgate.io", "commpolicies", "list"},
+    {"commgate.io", "commpolicies", "watch"},
+    {"commgate.io", "commpolicies/status", "update"},
+    {"commgate.io", "commpolicies/status", "patch"},
+    {"", "namespaces", "get"},
+    {"", "namespaces", "list"},
+    {"", "namespaces", "watch"},
+    {"batch", "jobs", "create"},
+    {"batch", "jobs", "get"},
+    {"batch", "jobs", "list"},
+    {"batch", "jobs", "watch"},
+    {"batch", "jobs", "delete"},
+    {"", "services", "create"},
+    {"", "services", "get"},
+    {"", "services", "delete"},
+    {"", "pods", "get"},
+    {"", "pods", "list"},
+    {"", "pods", "watch"},
+    {"events.k8s.io", "events", "create"},
+    {"events.k8s.io", "events", "patch"},
+};
+
+TEST(ChartRbac, the_operator_gets_exactly_what_its_reconcile_calls) {
+  const auto r = render_chart();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json& role = r.get("ClusterRole", "commgate-operator");
+  EXPECT_EQ(grants_of(role), kOperatorGrants);
+  for (const auto& rule : role["rules"]) {
+    EXPECT_FALSE(rule.contains("resourceNames")) << rule.dump();
+    EXPECT_FALSE(rule.contains("nonResourceURLs")) << rule.dump();
+  }
+  const json& binding = r.get("ClusterRoleBinding", "commgate-operator");
+  EXPECT_EQ(binding["roleRef"], json::parse(R"({"apiGroup":"rbac.authorization.k8s.io",
+      "kind":"ClusterRole","name":"commgate-operator"})"));
+  EXPECT_EQ(binding["subjects"], json::parse(R"([{"kind":"ServiceAccount",
+      "name":"commgate-operator","namespace":"commgate-system"}])"));
+  EXPECT_EQ(
+      r.get("Deployment", "commgate-operator")["spec"]["template"]["spec"]["serviceAccountName"],
+      "commgate-operator");
+}
+
+TEST(ChartRbac, the_operators_lease_is_granted_by_name_in_the_release_namespace_only) {
+  const auto r = render_chart();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json& role = r.get("Role", "commgate-operator-leader-election");
+  EXPECT_EQ(role["metadata"]["namespace"], "commgate-system");
+  // get and update on the one Lease; create cannot name it (resourceNames never match a
+  // create), so it is a rule of its own.
+  EXPECT_EQ(role["rules"], json::parse(R"([
+      {"apiGroups":["coordination.k8s.io"],"resources":["leases"],
+       "resourceNames":["commgate-operator"],"verbs":["get","update"]},
+      {"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["create"]}])"));
+  const json& binding = r.get("RoleBinding", "commgate-operator-leader-election");
+  EXPECT_EQ(binding["metadata"]["namespace"], "commgate-system");
+  EXPECT_EQ(binding["roleRef"]["kind"], "Role");
+  EXPECT_EQ(binding["roleRef"]["name"], "commgate-operator-leader-election");
+  EXPECT_EQ(binding["subjects"][0]["name"], "commgate-operator");
+  // The lease the operator is told to use is the one it may update.
+  const json args =
+      r.get("Deployment", "commgate-operator")["spec"]["template"]["spec"]["containers"][0]["args"];
+  EXPECT_NE(std::find(args.begin(), args.end(), "--leader-election-lease=commgate-operator"),
+            args.end())
+      << args.dump();
+}
+
+TEST(ChartRbac, no_role_grants_secrets_configmaps_nodes_or_rbac) {
+  for (const auto& args : variations()) {
+    const auto r = render_chart(args);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    for (const char* kind : {"Role", "ClusterRole"})
+      for (const auto& role : r.of_kind(kind))
+        for (const auto& [group, resource, verb] : grants_of(role)) {
+          EXPECT_TRUE(resource != "secrets" && resource != "configmaps" && resource != "nodes")
+              << id(role) << " grants " << verb << " " << resource;
+          EXPECT_NE(group, "rbac.authorization.k8s.io") << id(role);
+          EXPECT_NE(verb, "deletecollection") << id(role);
+          EXPECT_NE(verb, "escalate") << id(role);
+          EXPECT_NE(verb, "impersonate") << id(role);
+        }
+  }
 }
 
 // ---- kinds without an OpenAPI schema here, field by field ----
@@ -301,6 +402,53 @@ TEST(ChartObjects, disruption_budget_and_spread_keep_the_webhook_up) {
   EXPECT_EQ(spread["topologyKey"], "kubernetes.io/hostname");
   EXPECT_EQ(spread["labelSelector"]["matchLabels"], pdb["spec"]["selector"]["matchLabels"]);
   EXPECT_EQ(deploy["spec"]["replicas"], 2);
+}
+
+TEST(ChartObjects, disruption_budget_and_spread_keep_a_standby_operator) {
+  const auto r = render_chart();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json& pdb = r.get("PodDisruptionBudget", "commgate-operator");
+  EXPECT_EQ(pdb["apiVersion"], "policy/v1");
+  EXPECT_EQ(pdb["spec"], json::parse(R"({"minAvailable":1,"selector":{"matchLabels":{
+      "app.kubernetes.io/component":"operator","app.kubernetes.io/instance":"commgate",
+      "app.kubernetes.io/name":"commgate"}}})"));
+  const json& deploy = r.get("Deployment", "commgate-operator");
+  EXPECT_EQ(deploy["spec"]["replicas"], 2);
+  EXPECT_EQ(deploy["spec"]["selector"]["matchLabels"], pdb["spec"]["selector"]["matchLabels"]);
+  EXPECT_EQ(r.get("Service", "commgate-operator-metrics")["spec"]["selector"],
+            pdb["spec"]["selector"]["matchLabels"]);
+  const json& spread = deploy["spec"]["template"]["spec"]["topologySpreadConstraints"][0];
+  EXPECT_EQ(spread["topologyKey"], "kubernetes.io/hostname");
+  EXPECT_EQ(spread["labelSelector"]["matchLabels"], pdb["spec"]["selector"]["matchLabels"]);
+  // The webhook's selector does not catch operator pods (nor the other way round).
+  EXPECT_NE(r.get("PodDisruptionBudget", "commgate-webhook")["spec"]["selector"],
+            pdb["spec"]["selector"]);
+
+  const auto three = render_chart({"--set",
+                                   "operator.replicas=3,operator.podDisruptionBudget."
+                                   "minAvailable=2,operator.topologySpread."
+                                   "whenUnsatisfiable=DoNotSchedule"});
+  ASSERT_EQ(three.exit_code, 0) << three.output;
+  EXPECT_EQ(three.get("Deployment", "commgate-operator")["spec"]["replicas"], 3);
+  EXPECT_EQ(three.get("PodDisruptionBudget", "commgate-operator")["spec"]["minAvailable"], 2);
+  EXPECT_EQ(three.get("Deployment",
+                      "commgate-operator")["spec"]["template"]["spec"]["topologySpreadConstraints"]
+                                          [0]["whenUnsatisfiable"],
+            "DoNotSchedule");
+}
+
+TEST(ChartPodSecurity, the_operator_pod_is_restricted_and_probed_over_https) {
+  const auto r = render_chart();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json& pod = r.get("Deployment", "commgate-operator")["spec"]["template"]["spec"];
+  EXPECT_EQ(restricted_violations(pod), std::vector<std::string>{});
+  const json& c = pod["containers"][0];
+  EXPECT_EQ(c["livenessProbe"]["httpGet"], json::parse(R"({"path":"/healthz","port":"https",
+      "scheme":"HTTPS"})"));
+  EXPECT_EQ(c["readinessProbe"]["httpGet"], json::parse(R"({"path":"/readyz","port":"https",
+      "scheme":"HTTPS"})"));
+  EXPECT_EQ(c["ports"], json::parse(R"([{"name":"https","containerPort":8443,"protocol":"TCP"}])"));
+  EXPECT_EQ(pod["securityContext"]["runAsUser"], 65532);
 }
 
 TEST(ChartObjects, network_policy_admits_only_the_api_server_and_scrapers_to_the_webhook_port) {
@@ -344,6 +492,13 @@ TEST(ChartObjects, monitoring_objects_point_at_the_webhook) {
                                "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule."
                                "enabled=true,monitoring.grafanaDashboard.enabled=true"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json& op = r.get("ServiceMonitor", "commgate-operator");
+  EXPECT_EQ(op["spec"]["selector"]["matchLabels"],
+            r.get("Service", "commgate-operator-metrics")["spec"]["selector"]);
+  EXPECT_EQ(op["spec"]["endpoints"][0]["tlsConfig"]["serverName"],
+            "commgate-operator-metrics.commgate-system.svc");
+  EXPECT_EQ(op["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"]["name"],
+            "commgate-operator-tls");
   const json& sm = r.get("ServiceMonitor", "commgate-webhook");
   EXPECT_EQ(sm["apiVersion"], "monitoring.coreos.com/v1");
   EXPECT_EQ(sm["spec"]["selector"]["matchLabels"],

@@ -49,13 +49,37 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- list $svc (printf "%s.%s" $svc .Release.Namespace) (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.cluster.local" $svc .Release.Namespace) | toJson -}}
 {{- end -}}
 
-{{/* The operator's user name, which the webhook lets through its checks (the operator's own spec patches). */}}
+{{/* The operator's ServiceAccount, Deployment, RBAC and leader-election Lease share this name. */}}
+{{- define "commgate.operator.name" -}}
+{{- printf "%s-operator" (include "commgate.fullname" .) -}}
+{{- end -}}
+
+{{- define "commgate.operator.tlsSecretName" -}}
+{{- .Values.operator.tls.existingSecret | default (printf "%s-operator-tls" (include "commgate.fullname" .)) -}}
+{{- end -}}
+
+{{- define "commgate.operator.metricsName" -}}
+{{- printf "%s-operator-metrics" (include "commgate.fullname" .) -}}
+{{- end -}}
+
+{{/* The names the operator's health/metrics certificate holds (scrapers call its metrics Service). */}}
+{{- define "commgate.operator.dnsNames" -}}
+{{- $svc := include "commgate.operator.metricsName" . -}}
+{{- list $svc (printf "%s.%s" $svc .Release.Namespace) (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.cluster.local" $svc .Release.Namespace) | toJson -}}
+{{- end -}}
+
+{{/* The operator's user name: its ServiceAccount's, which the webhook lets through its checks (the operator's own spec patches). */}}
 {{- define "commgate.operator.username" -}}
-{{- printf "system:serviceaccount:%s:%s-operator" .Release.Namespace (include "commgate.fullname" .) -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "commgate.operator.name" .) -}}
 {{- end -}}
 
 {{- define "commgate.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The probe image the operator runs (--probe-image): probe.image, else image.probeRepository at the chart's tag. A CommPolicy's spec.probe.image still wins per policy. */}}
+{{- define "commgate.probeImage" -}}
+{{- .Values.probe.image | default (printf "%s:%s" .Values.image.probeRepository (default .Chart.AppVersion .Values.image.tag)) -}}
 {{- end -}}
 
 {{/* Pod Security "restricted": the pod's part. */}}
