@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/evaluate_command.h"
+#include "cli/operator_command.h"
 #include "cli/profile_command.h"
 #include "cli/webhook_command.h"
 
@@ -17,6 +18,7 @@ Usage: commgate <command> [options]
 
 Commands:
   evaluate   predict the communication share of a TrainingJob and print the decision
+  operator   run the TrainingJob controller (probe, decide, launch, follow)
   profile    print the CommProfile manifest of a node pool from a commgate-probe result
   webhook    serve the admission webhook over HTTPS
   version    print the version
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   if (command == "evaluate") return commgate::run_evaluate(args, std::cout, std::cerr);
   if (command == "profile") return commgate::run_profile(args, std::cout, std::cerr);
   if (command == "webhook") return commgate::run_webhook(args, std::cout, std::cerr);
+  if (command == "operator") return commgate::run_operator(args, std::cout, std::cerr);
   if (command == "version") {
     std::cout << "commgate " << COMMGATE_VERSION << "\n";
     return 0;

@@ -1,1 +1,379 @@
-// Placeholder until this file's first commit (issue #10).
+#include "operator/operator_process.h"
+
+#include <random>
+#include <stdexcept>
+
+#include "core/prometheus_text.h"
+#include "kube/api_adapters.h"
+#include "kube/api_client.h"
+#include "kube/cached_reader.h"
+#include "kube/client.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
+#include "kube/leader_election.h"
+#include "kube/runner.h"
+#include "kube/snapshot_cache.h"
+#include "kube/work_queue.h"
+#include "operator/probe_job.h"
+
+namespace commgate::op {
+namespace {
+
+using nlohmann::json;
+
+std::string label(const json& object, const char* key) {
+  const json::json_pointer p("/metadata/labels");
+  if (!object.contains(p) || !object.at(p).is_object()) return "";
+  const json& labels = object.at(p);
+  auto it = labels.find(key);
+  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string random_suffix() {
+  std::random_device device;
+  std::uniform_int_distribution<uint32_t> hex(0, 0xffffffff);
+  char out[9];
+  std::snprintf(out, sizeof out, "%08x", hex(device));
+  return out;
+}
+
+}  // namespace
+
+ManagedRef managed_ref_of(const json& object) {
+  ManagedRef ref;
+  const std::string ns = object.value(json::json_pointer("/metadata/namespace"), std::string());
+  if (const std::string tj = label(object, kTrainingJobLabel); !tj.empty() && !ns.empty())
+    ref.trainingjob = ns + "/" + tj;
+  ref.pool = label(object, kPoolLabel);
+  return ref;
+}
+
+std::vector<std::string> suspended_trainingjobs(const kube::Store::Objects& trainingjobs) {
+  std::vector<std::string> keys;
+  static const json::json_pointer kSuspend("/spec/suspend");
+  for (const auto& [key, tj] : trainingjobs)
+    if (tj.contains(kSuspend) && tj.at(kSuspend) == json(true)) keys.push_back(key);
+  return keys;  // the store's map is in key order
+}
+
+std::string leader_identity(const std::string& pod_name, const std::string& suffix) {
+  return (pod_name.empty() ? std::string("commgate-operator") : pod_name) + "_" + suffix;
+}
+
+// Declared in the order they are built; each reference member outlives its users.
+struct OperatorProcess::Parts {
+  explicit Parts(const OperatorOptions& o)
+      : api(o.cluster, api_options(o)),
+        http(api),
+        snapshots(api, snapshot_options(o)),
+        trainingjobs(api, watch_options(o, kTrainingJobsPath, "")),
+        jobs(api, watch_options(o, kJobsPath, kManagedSelector)),
+        pods(api, watch_options(o, kPodsPath, kManagedSelector)),
+        reader(reader_sources(), http),
+        events(std::make_shared<kube::ApiEventSink>(http), recorder_options(o)),
+        reconciler(
+            reader, http, http, [this] { return snapshots.snapshot(); }, events,
+            [] { return std::chrono::system_clock::now(); }, o.reconciler),
+        queue(std::make_shared<kube::WorkQueue>(kube::steady_clock())),
+        runner(queue, kube::steady_clock(),
+               [this](const std::string& key) { return reconciler.reconcile(key); },
+               {o.concurrency, std::string(kMetricsPrefix) + "_controller"}) {}
+
+  static kube::ApiClient::Options api_options(const OperatorOptions& o) {
+    kube::ApiClient::Options a;
+    a.qps = o.kube_api_qps;
+    a.burst = o.kube_api_burst;
+    return a;
+  }
+  static kube::SnapshotCache::Options snapshot_options(const OperatorOptions& o) {
+    kube::SnapshotCache::Options s;
+    s.log = o.log.with({{"component", "policy-watch"}});
+    return s;
+  }
+  static kube::Watcher::Options watch_options(const OperatorOptions& o, const char* path,
+                                              const char* selector) {
+    kube::Watcher::Options w;
+    w.path = path;
+    w.label_selector = selector;
+    w.log = o.log.with({{"component", "watch"}});
+    return w;
+  }
+  static kube::EventRecorderOptions recorder_options(const OperatorOptions& o) {
+    kube::EventRecorderOptions e;
+    e.reporting_controller = kReportingController;
+    e.reporting_instance = o.pod_name;
+    e.log = o.log.with({{"component", "events"}});
+    return e;
+  }
+  std::vector<kube::CachedReader::Source> reader_sources() const {
+    std::vector<kube::CachedReader::Source> out = {{kTrainingJobsPath, &trainingjobs.store()},
+                                                   {kJobsPath, &jobs.store()},
+                                                   {kPodsPath, &pods.store()}};
+    const char* paths[] = {kube::kCommPoliciesPath, kube::kCommProfilesPath, kube::kNamespacesPath};
+    const auto informers = snapshots.informers();
+    for (size_t i = 0; i < informers.size(); ++i) out.push_back({paths[i], &informers[i]->store()});
+    return out;
+  }
+  std::vector<const kube::Informer*> informers() const {
+    std::vector<const kube::Informer*> out = {&trainingjobs, &jobs, &pods};
+    for (const auto* i : snapshots.informers()) out.push_back(i);
+    return out;
+  }
+  bool synced() const {
+    return snapshots.has_synced() && trainingjobs.has_synced() && jobs.has_synced() &&
+           pods.has_synced();
+  }
+
+  kube::ApiClient api;
+  kube::HttpClient http;
+  kube::SnapshotCache snapshots;
+  kube::Informer trainingjobs, jobs, pods;
+  kube::CachedReader reader;
+  kube::EventRecorder events;
+  TrainingJobReconciler reconciler;
+  std::shared_ptr<kube::WorkQueue> queue;
+  kube::Runner runner;
+  std::unique_ptr<kube::LeaderElector> elector;  // with leader election only
+  std::unique_ptr<server::Server> server;
+};
+
+OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(options)) {
+  if (options_.identity.empty())
+    options_.identity = leader_identity(options_.pod_name, random_suffix());
+  parts_ = std::make_unique<Parts>(options_);
+  wire_handlers();
+  if (options_.leader_elect) {
+    kube::LeaderElectionOptions le;
+    le.lease_namespace = options_.ns;
+    le.lease_name = options_.lease_name;
+    le.identity = options_.identity;
+    le.lease_duration = options_.lease_duration;
+    le.renew_deadline = options_.renew_deadline;
+    le.retry_period = options_.retry_period;
+    le.on_started_leading = [this] { start_leading(); };
+    le.on_stopped_leading = [this] { stop_leading(); };
+    le.on_new_leader = [this](const std::string& holder) {
+      options_.log.info("the Lease is held by " + (holder.empty() ? "nobody" : holder),
+                        {{"lease", options_.lease_name}, {"holder", holder}});
+    };
+    le.log = options_.log.with({{"component", "leader-election"}});
+    kube::validate(le);
+    parts_->elector = std::make_unique<kube::LeaderElector>(
+        std::make_shared<kube::ApiLeaseClient>(parts_->http, parts_->http), std::move(le));
+  }
+
+  server::Router router;
+  router.get("/healthz",
+             [](const server::Request&) { return server::Response::text(200, "ok\n"); });
+  router.get("/readyz", [this](const server::Request&) {
+    return ready() ? server::Response::text(200, "ok\n")
+                   : server::Response::text(503, "caches not yet listed\n");
+  });
+  router.get("/metrics", [this](const server::Request&) {
+    server::Response m = server::Response::text(200, metrics_text());
+    m.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return m;
+  });
+  options_.server.log = options_.log.with({{"component", "server"}});
+  parts_->server = std::make_unique<server::Server>(options_.server, std::move(router));
+}
+
+OperatorProcess::~OperatorProcess() {
+  shutdown();
+}
+
+void OperatorProcess::wire_handlers() {
+  auto& queue = *parts_->queue;
+  parts_->trainingjobs.on_change([&queue](const std::vector<kube::StoreChange>& changes) {
+    for (const auto& c : changes) queue.add(c.key);
+  });
+  parts_->jobs.on_change([this](const std::vector<kube::StoreChange>& changes) {
+    on_managed_change(parts_->jobs.store(), jobs_index_, jobs_index_mu_, changes);
+  });
+  parts_->pods.on_change([this](const std::vector<kube::StoreChange>& changes) {
+    on_managed_change(parts_->pods.store(), pods_index_, pods_index_mu_, changes);
+  });
+  parts_->snapshots.on_rebuild([this] { enqueue_suspended(); });
+}
+
+// A deleted object is gone from the store: its labels come from the index of what was
+// seen, so a deleted workload Job still wakes its TrainingJob.
+void OperatorProcess::on_managed_change(const kube::Store& store,
+                                        std::map<std::string, ManagedRef>& index,
+                                        std::mutex& index_mu,
+                                        const std::vector<kube::StoreChange>& changes) {
+  std::set<std::string> keys, pools;
+  {
+    std::lock_guard lock(index_mu);
+    for (const auto& c : changes) {
+      ManagedRef ref;
+      const auto object = c.type == kube::StoreChange::Type::kDeleted ? nullptr : store.get(c.key);
+      if (object) {
+        ref = managed_ref_of(*object);
+        index[c.key] = ref;
+      } else if (auto it = index.find(c.key); it != index.end()) {
+        ref = it->second;
+        index.erase(it);
+      }
+      if (!ref.trainingjob.empty()) keys.insert(ref.trainingjob);
+      if (!ref.pool.empty()) pools.insert(ref.pool);
+    }
+  }
+  if (!pools.empty()) {
+    const auto all = parts_->trainingjobs.store().snapshot();
+    std::vector<json> trainingjobs;
+    trainingjobs.reserve(all->size());
+    for (const auto& [key, tj] : *all) trainingjobs.push_back(tj);
+    for (const std::string& pool : pools)
+      for (std::string& key : trainingjobs_waiting_on_pool(trainingjobs, pool))
+        keys.insert(std::move(key));
+  }
+  for (const std::string& key : keys) parts_->queue->add(key);
+}
+
+void OperatorProcess::enqueue_suspended() {
+  for (const std::string& key : suspended_trainingjobs(*parts_->trainingjobs.store().snapshot()))
+    parts_->queue->add(key);
+}
+
+void OperatorProcess::start() {
+  {
+    std::lock_guard lock(mu_);
+    if (started_) throw std::logic_error("OperatorProcess::start called twice");
+    started_ = true;
+  }
+  parts_->server->start();
+  options_.log.info("serving /healthz /readyz /metrics on " + options_.server.address + ":" +
+                        std::to_string(parts_->server->port()) + " (https)",
+                    {{"address", options_.server.address}, {"port", parts_->server->port()}});
+  options_.log.info(
+      "watching through " + parts_->api.config().server + " (" + parts_->api.config().source + ")",
+      {{"server", parts_->api.config().server}});
+  parts_->snapshots.start();
+  parts_->trainingjobs.start();
+  parts_->jobs.start();
+  parts_->pods.start();
+  control_ = std::thread([this] { control_loop(); });
+}
+
+bool OperatorProcess::wait_synced() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    if (parts_->synced()) return true;
+    cv_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+void OperatorProcess::control_loop() {
+  if (!wait_synced()) return;
+  options_.log.info("caches synced");
+  if (!parts_->elector) {
+    start_leading();
+    return;
+  }
+  options_.log.info("waiting to lead: Lease " + options_.ns + "/" + options_.lease_name + " as " +
+                        options_.identity,
+                    {{"lease", options_.lease_name}, {"identity", options_.identity}});
+  parts_->elector->run();
+}
+
+void OperatorProcess::start_leading() {
+  std::lock_guard lock(mu_);
+  if (stopping_ || lost_ || runner_started_) return;
+  parts_->runner.start();
+  runner_started_ = true;
+  leading_ = true;
+  options_.log.info("started reconciling (" + std::to_string(options_.concurrency) + " workers)",
+                    {{"identity", options_.identity}, {"concurrency", options_.concurrency}});
+}
+
+void OperatorProcess::stop_leading() {
+  bool stopping;
+  {
+    std::lock_guard lock(mu_);
+    stopping = stopping_;
+  }
+  leading_ = false;
+  parts_->runner.stop();  // no new key; the reconciles in flight finish
+  if (stopping) return;
+  options_.log.error(
+      "leader election lost: stopped reconciling; exiting so that Kubernetes restarts this "
+      "replica as a candidate",
+      {{"lease", options_.lease_name}, {"identity", options_.identity}});
+  lost_ = true;
+  cv_.notify_all();
+}
+
+bool OperatorProcess::wait_lost(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, timeout, [this] { return lost_.load() || stopping_; });
+  return lost_;
+}
+
+void OperatorProcess::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (shut_down_ || !parts_) return;
+    shut_down_ = true;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  // A leader stops its runner (in-flight reconciles finish) and releases the Lease.
+  if (parts_->elector) parts_->elector->stop();
+  if (control_.joinable()) control_.join();
+  parts_->runner.stop();
+  leading_ = false;
+  parts_->pods.stop();
+  parts_->jobs.stop();
+  parts_->trainingjobs.stop();
+  parts_->snapshots.stop();
+  parts_->server->stop();
+}
+
+uint16_t OperatorProcess::port() const {
+  return parts_->server->port();
+}
+
+bool OperatorProcess::ready() const {
+  return parts_->synced();
+}
+
+bool OperatorProcess::leading() const {
+  return leading_.load();
+}
+
+std::string OperatorProcess::metrics_text() const {
+  const std::string p = kMetricsPrefix;
+  std::string out;
+  out += "# HELP " + p + "_build_info The commgate version running.\n";
+  out += "# TYPE " + p + "_build_info gauge\n";
+  out += p + "_build_info{version=\"" + prometheus_escape_label(options_.version) + "\"} 1\n";
+  append_prometheus_sample(out, p + "_leader", "gauge",
+                           "1 while this replica reconciles (holds the Lease, or runs without "
+                           "leader election), else 0.",
+                           leading() ? 1 : 0);
+  append_prometheus_sample(out, p + "_caches_synced", "gauge",
+                           "1 once every watched collection has completed its first list.",
+                           ready() ? 1 : 0);
+  out += parts_->runner.metrics_text();
+  out += parts_->reconciler.metrics_text();
+  out += kube::informer_metrics_text(parts_->informers(), p);
+  append_prometheus_sample(out, p + "_rejected_objects", "gauge",
+                           "CommPolicies and CommProfiles left out of the snapshot because they "
+                           "do not parse.",
+                           static_cast<double>(parts_->snapshots.rejected_objects()));
+  const auto reads = parts_->reader.counters();
+  out += "# HELP " + p +
+         "_cache_reads_total Reads of the reconciler: from the watch caches, or "
+         "from the API server (not cached).\n";
+  out += "# TYPE " + p + "_cache_reads_total counter\n";
+  out += p + "_cache_reads_total{source=\"cache\"} " +
+         prometheus_number(static_cast<double>(reads.cache_reads)) + "\n";
+  out += p + "_cache_reads_total{source=\"api\"} " +
+         prometheus_number(static_cast<double>(reads.fallback_reads)) + "\n";
+  out += server::server_stats_prometheus(parts_->server->stats(), p + "_http");
+  return out;
+}
+
+}  // namespace commgate::op

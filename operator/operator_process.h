@@ -1,0 +1,146 @@
+// The operator process around the TrainingJob reconciler (issue #10; docs/operator.md):
+// the wiring controller-runtime's manager does, in one object that `commgate operator`
+// starts and stops.
+//
+//   informers   trainingjobs (all namespaces); CommPolicies, CommProfiles, Namespaces
+//               (kube/snapshot_cache.h: the decision's Snapshot); Jobs and Pods with
+//               app.kubernetes.io/managed-by=commgate (all namespaces)
+//   reader      a CachedReader over those stores; everything else goes to the API server
+//   handlers    a TrainingJob change        -> its key
+//               a workload Job/Pod change   -> its TrainingJob (label commgate.io/trainingjob)
+//               a probe Job/Pod change      -> the suspended TrainingJobs of its pool
+//                                              (label commgate.io/pool)
+//               a new Snapshot (a CommPolicy, CommProfile or Namespace changed)
+//                                           -> every suspended TrainingJob
+//   queue       a WorkQueue and a Runner (`concurrency` workers) calling reconcile(key)
+//   election    only the leader runs the Runner; a leader that loses the Lease stops
+//               reconciling at once and the process exits (lost() turns true), as
+//               client-go's leader election does: Kubernetes restarts the pod as a
+//               candidate
+//   server      HTTPS: /healthz (alive), /readyz (every cache listed; leader and standby
+//               alike), /metrics
+//
+// Lifecycle: start() once; then shutdown() (SIGTERM): no new key is handed out, the
+// reconciles in flight finish, a leader releases the Lease, the watches and the server
+// stop. The reconciler runs only after every cache has completed its first list.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/log.h"
+#include "kube/cluster_config.h"
+#include "kube/store.h"
+#include "operator/trainingjob_reconciler.h"
+#include "server/server.h"
+
+namespace commgate::op {
+
+// The collections the operator watches.
+inline constexpr const char* kTrainingJobsPath = "/apis/commgate.io/v1alpha1/trainingjobs";
+inline constexpr const char* kJobsPath = "/apis/batch/v1/jobs";
+inline constexpr const char* kPodsPath = "/api/v1/pods";
+// The label selector of the Jobs and Pods watched: what the operator created.
+inline constexpr const char* kManagedSelector = "app.kubernetes.io/managed-by=commgate";
+// The workload's label naming its TrainingJob (operator/workload_job.h's objects).
+inline constexpr const char* kTrainingJobLabel = "commgate.io/trainingjob";
+// Events' reporting controller and the metric prefix.
+inline constexpr const char* kReportingController = "commgate.io/operator";
+inline constexpr const char* kMetricsPrefix = "commgate_operator";
+
+struct OperatorOptions {
+  kube::ClusterConfig cluster;  // where the API server is (kube/cluster_config.h)
+  double kube_api_qps = 20;     // client-side rate limit (docs/kube-client.md, "Rate limit")
+  int kube_api_burst = 30;
+  int concurrency = 4;  // reconciles at once
+  // The operator's namespace: the Lease, and the probes (reconciler.probe.ns).
+  std::string ns = "commgate-system";
+  bool leader_elect = true;  // false: one replica, reconciles at once
+  std::string lease_name = "commgate-operator";
+  std::chrono::seconds lease_duration{15};
+  std::chrono::seconds renew_deadline{10};
+  std::chrono::seconds retry_period{2};
+  std::string pod_name;          // Events' reportingInstance, the Lease identity's base
+  std::string identity;          // the Lease holder; "" -> pod_name + "_" + a random suffix
+  server::ServerOptions server;  // /healthz /readyz /metrics (TLS files required)
+  ReconcilerSettings reconciler;
+  std::string version;  // commgate_operator_build_info{version}
+  Logger log;
+};
+
+// Which TrainingJobs an operator-created Job or Pod concerns, from its labels.
+struct ManagedRef {
+  std::string trainingjob;  // "ns/name" of a workload's TrainingJob ("" for a probe)
+  std::string pool;         // a probe's pool ("" for a workload)
+  bool operator==(const ManagedRef&) const = default;
+};
+ManagedRef managed_ref_of(const nlohmann::json& object);
+
+// Keys ("ns/name", sorted) of the suspended TrainingJobs (spec.suspend true: gated,
+// probing, or waiting for a probe retry): what a new Snapshot may decide.
+std::vector<std::string> suspended_trainingjobs(const kube::Store::Objects& trainingjobs);
+
+// The Lease holder identity: `pod_name` (or "commgate-operator" when empty) + "_" +
+// `suffix`, as client-go's examples use hostname + "_" + a UUID.
+std::string leader_identity(const std::string& pod_name, const std::string& suffix);
+
+class OperatorProcess {
+ public:
+  // Throws std::runtime_error when the API client or the server cannot be configured,
+  // std::invalid_argument for inconsistent leader election timings.
+  explicit OperatorProcess(OperatorOptions options);
+  ~OperatorProcess();  // shutdown()
+  OperatorProcess(const OperatorProcess&) = delete;
+  OperatorProcess& operator=(const OperatorProcess&) = delete;
+
+  // Starts the server (throws when it cannot listen), the watches and the control thread.
+  void start();
+  // Stops taking work, lets in-flight reconciles finish, releases the Lease, stops the
+  // watches and the server. Idempotent.
+  void shutdown();
+  // True once the Lease was lost (the process should exit, non-zero).
+  bool lost() const { return lost_.load(); }
+  // Waits until lost() or `timeout`; returns lost().
+  bool wait_lost(std::chrono::milliseconds timeout);
+
+  uint16_t port() const;
+  bool ready() const;    // every cache listed
+  bool leading() const;  // the Runner is running
+  const std::string& identity() const { return options_.identity; }
+  std::string metrics_text() const;
+
+ private:
+  struct Parts;
+  void wire_handlers();
+  void on_managed_change(const kube::Store& store, std::map<std::string, ManagedRef>& index,
+                         std::mutex& index_mu, const std::vector<kube::StoreChange>& changes);
+  void enqueue_suspended();
+  void control_loop();
+  void start_leading();
+  void stop_leading();
+  bool wait_synced();
+
+  OperatorOptions options_;
+  std::unique_ptr<Parts> parts_;
+
+  std::mutex jobs_index_mu_, pods_index_mu_;
+  std::map<std::string, ManagedRef> jobs_index_, pods_index_;  // store key -> labels seen
+
+  mutable std::mutex mu_;  // guards the flags below and the runner's start/stop
+  std::condition_variable cv_;
+  bool started_ = false, stopping_ = false, shut_down_ = false, runner_started_ = false;
+  std::atomic<bool> leading_{false};
+  std::atomic<bool> lost_{false};
+  std::thread control_;
+};
+
+}  // namespace commgate::op

@@ -1,0 +1,78 @@
+// The operator process's pure parts: which TrainingJobs an operator-created Job or Pod
+// wakes (from its labels), which TrainingJobs a new Snapshot may decide (the suspended
+// ones), and the Lease identity. The process itself runs against the sim in
+// operator_cli_e2e_test.cpp.
+#include "operator/operator_process.h"
+
+#include <gtest/gtest.h>
+
+namespace commgate::op {
+namespace {
+
+using nlohmann::json;
+
+json with_labels(const std::string& ns, json labels) {
+  json metadata = {{"name", "x"}, {"labels", labels}};
+  if (!ns.empty()) metadata["namespace"] = ns;
+  return {{"metadata", metadata}};
+}
+
+struct RefCase {
+  std::string name;
+  json object;
+  ManagedRef want;
+};
+
+TEST(ManagedRefOf, ReadsTheWorkloadsTrainingJobAndTheProbesPool) {
+  const std::vector<RefCase> cases = {
+      {"workload_job_names_its_trainingjob",
+       with_labels("research",
+                   {{"commgate.io/role", "workload"}, {"commgate.io/trainingjob", "bert"}}),
+       {"research/bert", ""}},
+      {"probe_pod_names_its_pool",
+       with_labels("commgate-system",
+                   {{"commgate.io/role", "probe"}, {"commgate.io/pool", "pool-1a2b"}}),
+       {"", "pool-1a2b"}},
+      {"no_commgate_labels", with_labels("a", {{"app", "x"}}), {"", ""}},
+      {"no_labels_at_all", {{"metadata", {{"name", "x"}, {"namespace", "a"}}}}, {"", ""}},
+      {"trainingjob_label_without_namespace_is_ignored",
+       with_labels("", {{"commgate.io/trainingjob", "bert"}}),
+       {"", ""}},
+      {"non_string_label_values_are_ignored",
+       with_labels("a", {{"commgate.io/trainingjob", 3}, {"commgate.io/pool", true}}),
+       {"", ""}},
+  };
+  for (const RefCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const ManagedRef got = managed_ref_of(c.object);
+    EXPECT_EQ(got.trainingjob, c.want.trainingjob);
+    EXPECT_EQ(got.pool, c.want.pool);
+  }
+}
+
+json trainingjob(json suspend) {
+  json spec = json::object();
+  if (!suspend.is_null()) spec["suspend"] = suspend;
+  return {{"spec", spec}};
+}
+
+TEST(SuspendedTrainingJobs, AreTheOnesWithSpecSuspendTrue) {
+  const kube::Store::Objects objects = {
+      {"a/gated", trainingjob(true)},
+      {"a/running", trainingjob(false)},
+      {"b/gated", trainingjob(true)},
+      {"b/no-suspend-field", trainingjob(nullptr)},
+      {"b/suspend-as-string", trainingjob("true")},
+  };
+  EXPECT_EQ(suspended_trainingjobs(objects), (std::vector<std::string>{"a/gated", "b/gated"}));
+  EXPECT_TRUE(suspended_trainingjobs({}).empty());
+}
+
+TEST(LeaderIdentity, IsThePodNameAndASuffix) {
+  EXPECT_EQ(leader_identity("commgate-operator-7f9c-x", "0a1b2c3d"),
+            "commgate-operator-7f9c-x_0a1b2c3d");
+  EXPECT_EQ(leader_identity("", "0a1b2c3d"), "commgate-operator_0a1b2c3d");
+}
+
+}  // namespace
+}  // namespace commgate::op
