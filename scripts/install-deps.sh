@@ -15,6 +15,9 @@ PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread
   # the second real client that proves the simulated cluster (tests/sim/python_client_check.py)
   python3-kubernetes
+  # the real DDP training that the operator's workload runs under torchrun on the simulated
+  # cluster (tests/operator/workload_torchrun_e2e_test.cpp, examples/training/ddp_tiny.py)
+  python3-torch
   # the Helm chart's tests: chart-render (tests/chart/render) in Go with sprig, Helm's
   # YAML and values-schema libraries (GOPATH mode, no downloads)
   golang-1.19 golang-github-masterminds-sprig-dev golang-github-masterminds-semver-dev
