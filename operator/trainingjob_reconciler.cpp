@@ -538,8 +538,9 @@ ReconcileResult TrainingJobReconciler::probe_or_collect(Context& ctx, const JobD
     case ProbeState::kRunning:
       ctx.set_phase(phase::kProbing);
       ctx.condition(condition::kProbed, kFalse, kReasonProbeRunning,
-                    outcome.message.empty() ? "probe " + ns + "/" + name + " measures pool " + pool
-                                            : outcome.message);
+                    "probe " + ns + "/" + name + " measures pool " + pool + " on " +
+                        annotation_of(*probe, kProbeNodesAnnotation) + " node(s)" +
+                        (outcome.message.empty() ? "" : ": " + outcome.message));
       sync_status(ctx);
       return Action::requeue_after(settings_.probe_poll);
     case ProbeState::kSucceeded:
@@ -720,6 +721,7 @@ void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
                        {{"resourceVersion", meta_string(ctx.object, "resourceVersion")},
                         {"annotations", annotations}}},
                       {"spec", spec}};
+  const int64_t before = generation_of(ctx.object);
   try {
     ctx.object = writer_.patch(ctx.path, kube::PatchType::kMerge, patch);
   } catch (const ApiError& e) {
@@ -727,6 +729,15 @@ void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
     throw;
   }
   ctx.job = parse_training_job(ctx.object);
+  // Conditions computed for the spec before this patch hold for the patched one: the
+  // patch is this decision's own.
+  const int64_t after = generation_of(ctx.object);
+  if (ctx.status.contains("conditions") && ctx.status["conditions"].is_array()) {
+    for (json& c : ctx.status["conditions"]) {
+      if (c.is_object() && c.value("observedGeneration", json()) == json(before))
+        c["observedGeneration"] = after;
+    }
+  }
   std::lock_guard lock(metrics_mu_);
   ++metrics_.decisions[commgate::to_string(jd.decision.action)];
 }

@@ -1,0 +1,879 @@
+// The TrainingJob reconcile, step by step, against the in-memory API server
+// (kube/testing/fake_client.h): every phase transition, exactly-once probe creation,
+// invalid probe results, bounded retries, 409s and 404s mid-reconcile, and the decision
+// record /validate holds the patched object to.
+#include "operator/trainingjob_reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+
+#include "core/annotations.h"
+#include "core/decision_record.h"
+#include "core/field_errors.h"
+#include "core/profile_recording.h"
+#include "kube/api_error.h"
+#include "kube/testing/fake_client.h"
+#include "operator/conditions.h"
+#include "tests/support/builders.h"
+
+namespace commgate::op {
+namespace {
+
+using commgate::testing::a_training_job;
+using commgate::testing::test_now;
+using kube::testing::FakeClient;
+using kube::testing::Method;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kJobs = "/apis/commgate.io/v1alpha1/namespaces/ml/trainingjobs";
+const std::string kPolicies = "/apis/commgate.io/v1alpha1/commpolicies";
+const std::string kProfiles = "/apis/commgate.io/v1alpha1/commprofiles";
+const std::string kProbeJobs = "/apis/batch/v1/namespaces/commgate-system/jobs";
+const std::string kProbeServices = "/api/v1/namespaces/commgate-system/services";
+const std::string kProbePods = "/api/v1/namespaces/commgate-system/pods";
+const std::string kWorkloadJobs = "/apis/batch/v1/namespaces/ml/jobs";
+const std::string kWorkloadServices = "/api/v1/namespaces/ml/services";
+
+// Keeps every Event the recorder writes.
+class RecordingSink : public kube::EventSink {
+ public:
+  bool create(const json& event) override {
+    std::lock_guard lock(mu_);
+    events_.push_back(event);
+    return true;
+  }
+  bool patch(const std::string&, const std::string&, const json&) override { return true; }
+  std::vector<json> events() const {
+    std::lock_guard lock(mu_);
+    return events_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<json> events_;
+};
+
+// A Reader that answers 404 for one path a number of times, as an informer's cache that
+// has not seen an object yet.
+class LaggingReader : public kube::Reader {
+ public:
+  explicit LaggingReader(const kube::Reader& inner) : inner_(inner) {}
+  json get(const std::string& path) const override {
+    if (path == hidden_ && misses_ > 0) {
+      --misses_;
+      throw kube::ApiError(404, "NotFound", "not in the cache yet", "GET " + path);
+    }
+    return inner_.get(path);
+  }
+  kube::ListPage list(const std::string& collection,
+                      const kube::ListOptions& options = {}) const override {
+    return inner_.list(collection, options);
+  }
+  void hide(const std::string& path, int times) {
+    hidden_ = path;
+    misses_ = times;
+  }
+
+ private:
+  const kube::Reader& inner_;
+  std::string hidden_;
+  mutable int misses_ = 0;
+};
+
+// A probe result as commgate-probe writes it: `busbw_gbps` over 4 nodes (the probe of a
+// 4-node job under the default probe.maxNodes), and a 300 ms compute step of the test
+// jobs' model (25M fp32 parameters, batch 32, adamw).
+ProbeResult a_probe_result(double busbw_gbps, TimePoint at, int nodes = 4) {
+  ProbeResult r;
+  r.start_time = at;
+  r.duration_seconds = 20;
+  r.nodes = nodes;
+  r.backend = "gloo";
+  r.transport = "socket";
+  r.interface_name = "eth0";
+  r.device = "cpu";
+  for (int i = 0; i < nodes; ++i) r.hostnames.push_back("node-" + std::to_string(i));
+  r.warmup_iterations = 5;
+  r.iterations = 20;
+  r.allreduce = {{8192, 300, 0.027, 0.027, true},
+                 {100e6, 1e6 * 100e6 / (busbw_gbps * 1e9), 0, 0, true}};
+  r.fit.ranks = nodes;
+  r.fit.latency_s = 200e-6;
+  r.fit.busbw_bytes_per_s = busbw_gbps * 1e9;
+  ComputeResult c;
+  c.parameters = 25e6;
+  c.gradient_dtype = "fp32";
+  c.model = "synthetic-mlp";
+  c.precision = "fp32";
+  c.batch_size = 32;
+  c.optimizer = "adamw";
+  c.iterations = 10;
+  c.step_time_ms = 300;
+  c.forward_ms = 90;
+  c.backward_ms = 180;
+  c.optimizer_ms = 30;
+  c.p10_ms = 290;
+  c.p90_ms = 310;
+  r.compute = c;
+  return r;
+}
+
+// The test jobs: 25M fp32 parameters (100 MB of gradients), batch 32, in namespace ml.
+commgate::testing::TrainingJobBuilder a_job(const std::string& name, int nodes = 4) {
+  return a_training_job(name)
+      .namespace_("ml")
+      .nodes(nodes)
+      .params(25e6)
+      .set("/spec/model/batchSize", 32)
+      .set("/spec/nodeSelector", {{"pool", "gpu-1g"}})
+      .policy_ref("team");
+}
+
+json a_policy(EnforcementAction action = EnforcementAction::kDownsize, int retries = 2) {
+  return {{"apiVersion", "commgate.io/v1alpha1"},
+          {"kind", "CommPolicy"},
+          {"metadata", {{"name", "team"}}},
+          {"spec",
+           {{"maxCommShare", 0.30},
+            {"enforcementAction", to_string(action)},
+            {"retryStrategy",
+             {{"backoffLimitCount", retries},
+              {"backoffBaseSeconds", 30},
+              {"backoffMaxSeconds", 600}}}}}};
+}
+
+struct World {
+  FakeClient api;
+  LaggingReader reader{api};
+  std::shared_ptr<RecordingSink> sink = std::make_shared<RecordingSink>();
+  kube::EventRecorder recorder{sink, kube::EventRecorderOptions{}};
+  TimePoint now = test_now();
+  bool cache_lags = false;  // the snapshot misses every CommProfile (an informer behind)
+  ReconcilerSettings settings = [] {
+    ReconcilerSettings s;
+    s.probe_poll = 2s;
+    return s;
+  }();
+  TrainingJobReconciler reconciler{
+      reader, api, api, [this] { return snapshot(); }, recorder, [this] { return now; }, settings};
+
+  explicit World(EnforcementAction action = EnforcementAction::kDownsize, int retries = 2) {
+    api.seed(kPolicies, a_policy(action, retries));
+  }
+
+  // What the informers would hold: every policy and profile as stored.
+  std::shared_ptr<const Snapshot> snapshot() const {
+    auto s = std::make_shared<Snapshot>();
+    for (const json& p : api.list(kPolicies).items) s->policies.push_back(parse_comm_policy(p));
+    if (!cache_lags) {
+      for (const json& p : api.list(kProfiles).items) {
+        try {
+          CommProfile profile = parse_comm_profile(p, now);
+          s->profiles[profile.metadata.name] = profile;
+        } catch (const ValidationError&) {
+        }
+      }
+    }
+    s->loaded_at = now;
+    return s;
+  }
+
+  // Stores a job as the webhook's /mutate would have left it: decided with what the
+  // cluster holds now (suspended with a Gate record when the pool is not measured).
+  json submit(const commgate::testing::TrainingJobBuilder& builder) {
+    json doc = builder.json();
+    doc["metadata"]["generation"] = 1;
+    TrainingJob job = parse_training_job(doc);
+    const JobDecision jd = decide_for_job(job, *snapshot(), Requester{"alice", {}}, now);
+    switch (jd.decision.action) {
+      case commgate::Action::kGate:
+        doc["spec"]["suspend"] = true;
+        break;
+      case commgate::Action::kDownsize:
+        doc["spec"]["numNodes"] = jd.decision.admitted_nodes;
+        break;
+      default:
+        break;
+    }
+    for (const auto& [k, v] : decision_annotations(record_of(jd, job, now)))
+      doc["metadata"]["annotations"][k] = v;
+    return api.seed(kJobs, doc);
+  }
+  // Stores a job that no webhook saw.
+  json submit_raw(json doc) {
+    doc["metadata"]["generation"] = 1;
+    return api.seed(kJobs, doc);
+  }
+
+  kube::ReconcileResult reconcile(const std::string& name) {
+    return reconciler.reconcile("ml/" + name);
+  }
+  json job(const std::string& name) const { return *api.peek(kJobs + "/" + name); }
+  json status(const std::string& name) const { return job(name).value("status", json::object()); }
+  std::string pool() const { return pool_name({{"pool", "gpu-1g"}}); }
+  std::string probe() const { return probe_job_name(pool()); }
+  std::optional<json> probe_job() const { return api.peek(kProbeJobs + "/" + probe()); }
+  int creates_of(const std::string& path) const {
+    int n = 0;
+    for (const std::string& a : api.actions()) n += a == "create " + path;
+    return n;
+  }
+
+  // The probe's pods as the Job controller and kubelet leave them.
+  void probe_pods(const std::vector<json>& container_states, const json& pod_conditions = nullptr) {
+    for (size_t i = 0; i < container_states.size(); ++i) {
+      json pod = {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"metadata",
+                   {{"name", probe() + "-" + std::to_string(i) + "-x"},
+                    {"labels",
+                     {{kJobNameLabel, probe()},
+                      {kCompletionIndexKey, std::to_string(i)},
+                      {kPoolLabel, pool()}}}}},
+                  {"status", {{"phase", "Running"}}}};
+      if (!container_states[i].is_null())
+        pod["status"]["containerStatuses"] = {{{"name", "probe"}, {"state", container_states[i]}}};
+      if (!pod_conditions.is_null()) pod["status"]["conditions"] = pod_conditions;
+      api.seed(kProbePods, pod);
+    }
+  }
+  void probe_job_status(const json& status) {
+    json j = *probe_job();
+    j["status"] = status;
+    api.update_status(kProbeJobs + "/" + probe(), j);
+  }
+  int probe_nodes() const { return (*probe_job())["spec"].value("completions", 2); }
+  // Rank 0 ends with `message` as its termination message, the Job completes.
+  void finish_probe(const std::string& message) {
+    std::vector<json> states(probe_nodes(),
+                             {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}}}});
+    states[0]["terminated"]["message"] = message;
+    probe_pods(states);
+    probe_job_status({{"succeeded", probe_nodes()},
+                      {"conditions", {{{"type", "Complete"}, {"status", "True"}}}}});
+  }
+  void finish_probe(const ProbeResult& result) { finish_probe(compact_probe_result(result)); }
+  void fail_probe() {
+    std::vector<json> states(probe_nodes(),
+                             {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}});
+    states[0]["terminated"]["message"] =
+        R"({"error":{"stage":"rendezvous","message":"timed out"}})";
+    probe_pods(states);
+    probe_job_status({{"failed", probe_nodes()},
+                      {"conditions",
+                       {{{"type", "Failed"},
+                         {"status", "True"},
+                         {"reason", "BackoffLimitExceeded"},
+                         {"message", "Job has reached the specified backoff limit"}}}}});
+  }
+  void remove_probe_pods() {
+    for (const json& p : api.list(kProbePods).items)
+      api.remove(kProbePods + "/" + p["metadata"]["name"].get<std::string>());
+  }
+
+  std::vector<std::string> event_reasons() const {
+    std::vector<std::string> out;
+    for (const json& e : sink->events()) out.push_back(e.value("reason", ""));
+    return out;
+  }
+  std::optional<json> event(const std::string& reason) const {
+    for (const json& e : sink->events())
+      if (e.value("reason", "") == reason) return e;
+    return std::nullopt;
+  }
+};
+
+std::string condition_reason(const json& status, const std::string& type) {
+  const json conditions = status.value("conditions", json::array());
+  const json* c = find_condition(conditions, type);
+  return c ? c->value("reason", "") : "";
+}
+std::string condition_status(const json& status, const std::string& type) {
+  const json conditions = status.value("conditions", json::array());
+  const json* c = find_condition(conditions, type);
+  return c ? c->value("status", "") : "";
+}
+
+std::optional<std::chrono::seconds> requeue_of(const kube::ReconcileResult& r) {
+  if (!r.ok() || !r.action().requeue_delay()) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::seconds>(*r.action().requeue_delay());
+}
+
+// Reconciles a freshly gated job until its probe runs.
+void reconcile_to_probing(World& w, const std::string& name) {
+  const auto r = w.reconcile(name);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(w.status(name).value("phase", ""), phase::kProbing) << w.status(name).dump(2);
+  ASSERT_TRUE(w.probe_job());
+}
+
+// ---------------------------------------------------------------------------------------
+// Gated -> Probing
+
+TEST(Reconcile, gated_job_gets_the_pools_profile_and_one_probe) {
+  World w;
+  w.submit(a_job("bert"));
+  ASSERT_EQ(w.job("bert")["metadata"]["annotations"][annotation::kDecision], "Gate");
+
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(requeue_of(r), 2s);
+
+  const auto profile = w.api.peek(kProfiles + "/" + w.pool());
+  ASSERT_TRUE(profile) << "the CommProfile of the pool is created";
+  EXPECT_EQ((*profile)["spec"]["nodeSelector"], json({{"pool", "gpu-1g"}}));
+  const auto probe = w.probe_job();
+  ASSERT_TRUE(probe);
+  EXPECT_EQ((*probe)["metadata"]["annotations"][kProbeForAnnotation], "ml/bert");
+  EXPECT_TRUE(w.api.peek(kProbeServices + "/" + w.probe()));
+
+  const json status = w.status("bert");
+  EXPECT_EQ(status["phase"], phase::kProbing);
+  EXPECT_EQ(condition_status(status, condition::kProbed), kFalse);
+  EXPECT_EQ(condition_reason(status, condition::kProbed), kReasonProbeRunning);
+  EXPECT_EQ(condition_reason(status, condition::kAdmitted), reason::kNoMeasurement);
+  EXPECT_EQ(status["observedGeneration"], 1);
+  EXPECT_EQ(status["decision"]["action"], "Gate");
+  EXPECT_FALSE(status.contains("admittedNodes"));
+  EXPECT_EQ(w.event_reasons(), std::vector<std::string>{"ProbeCreated"});
+  EXPECT_EQ(w.job("bert")["spec"]["suspend"], true);
+}
+
+TEST(Reconcile, a_suspended_job_no_webhook_saw_is_gated_by_the_operator) {
+  World w;
+  w.submit_raw(a_job("bert").set("/spec/suspend", true).json());
+  reconcile_to_probing(w, "bert");
+  const json job = w.job("bert");
+  EXPECT_EQ(job["metadata"]["annotations"][annotation::kDecision], "Gate");
+  const auto record = decision_record_of(parse_training_job(job));
+  ASSERT_TRUE(record);
+  EXPECT_EQ(check_against_record(*record, parse_training_job(job).spec), RecordVerdict::kHolds);
+}
+
+TEST(Reconcile, probe_is_created_exactly_once_over_many_reconciles) {
+  World w;
+  w.submit(a_job("bert"));
+  for (int i = 0; i < 3; ++i) {
+    const auto r = w.reconcile("bert");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
+  EXPECT_EQ(w.creates_of(kProbeServices + "/" + w.probe()), 1);
+  // Written when the probe was created and when its pods' state first showed; after
+  // that nothing changed, so nothing is written.
+  int status_writes = 0;
+  for (const std::string& a : w.api.actions())
+    status_writes += a == "update_status " + kJobs + "/bert";
+  EXPECT_EQ(status_writes, 2);
+}
+
+TEST(Reconcile, probe_already_created_by_a_restarted_operator_is_409_and_shared) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  // A restarted operator whose cache has not seen the probe yet: its create meets 409
+  // AlreadyExists, which means the probe exists.
+  w.reader.hide(kProbeJobs + "/" + w.probe(), 1);
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
+  EXPECT_EQ(w.api.calls(Method::kCreate), 5)
+      << "profile, service, job, then the service and the job refused with 409";
+  EXPECT_EQ(w.status("bert")["phase"], phase::kProbing);
+}
+
+TEST(Reconcile, two_jobs_on_one_pool_share_one_probe) {
+  World w;
+  w.submit(a_job("bert"));
+  w.submit(a_job("gpt", 3));
+  reconcile_to_probing(w, "bert");
+  reconcile_to_probing(w, "gpt");
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
+
+  w.finish_probe(a_probe_result(5.0, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  ASSERT_TRUE(w.reconcile("gpt").ok());
+  EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted);
+  EXPECT_EQ(w.status("gpt")["phase"], phase::kAdmitted);
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1) << "gpt was decided from bert's probe";
+}
+
+TEST(Reconcile, a_job_of_another_model_waits_for_the_pools_probe) {
+  World w;
+  w.submit(a_job("bert"));
+  w.submit(a_job("vit").params(80e6));
+  reconcile_to_probing(w, "bert");
+  const auto r = w.reconcile("vit");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(requeue_of(r), 2s);
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
+  EXPECT_EQ(condition_reason(w.status("vit"), condition::kProbed), op_reason::kWaitingForPoolProbe);
+  EXPECT_EQ(w.status("vit")["phase"], phase::kGated);
+}
+
+TEST(Reconcile, a_running_probe_requeues_after_the_poll) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.probe_pods({{{"running", json::object()}}, {{"running", json::object()}}});
+  w.probe_job_status({{"active", 2}});
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(requeue_of(r), 2s);
+  EXPECT_EQ(w.status("bert")["phase"], phase::kProbing);
+}
+
+// ---------------------------------------------------------------------------------------
+// measured -> decided: the table of decisions
+
+struct DecisionCase {
+  std::string name;
+  EnforcementAction enforcement;
+  double busbw_gbps;
+  std::string want_action;
+  std::string want_phase;
+  int want_nodes;     // spec.numNodes after the patch
+  bool want_suspend;  // spec.suspend after the patch
+  std::string want_event;
+  std::string want_counter;  // CommPolicy status.decisionCounts
+};
+
+void PrintTo(const DecisionCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class DecideAfterProbe : public ::testing::TestWithParam<DecisionCase> {};
+
+TEST_P(DecideAfterProbe, patches_spec_and_annotations_once_and_records_it) {
+  const DecisionCase& c = GetParam();
+  World w(c.enforcement);
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(c.busbw_gbps, w.now - 1min));
+
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const json job = w.job("bert");
+  const json status = job["status"];
+  EXPECT_EQ(status["decision"]["action"], c.want_action) << status.dump(2);
+  EXPECT_EQ(status["phase"], c.want_phase);
+  EXPECT_EQ(job["spec"]["numNodes"], c.want_nodes);
+  EXPECT_EQ(job["spec"]["suspend"], c.want_suspend);
+  EXPECT_EQ(status["observedGeneration"], job["metadata"]["generation"]);
+  for (const json& cond : status["conditions"])
+    EXPECT_EQ(cond["observedGeneration"], job["metadata"]["generation"]) << cond.dump();
+  EXPECT_EQ(condition_status(status, condition::kProbed), kTrue);
+  EXPECT_EQ(status["measurement"]["nodesProbed"], 4);
+  EXPECT_NEAR(status["measurement"]["busbwGBps"].get<double>(), c.busbw_gbps, 1e-9);
+
+  // What /validate does with the operator's update: hold the object to its record.
+  const TrainingJob patched = parse_training_job(job);
+  const auto record = decision_record_of(patched);
+  ASSERT_TRUE(record);
+  const RecordVerdict want_verdict =
+      c.want_action == "Deny" ? RecordVerdict::kDenied : RecordVerdict::kHolds;
+  EXPECT_EQ(check_against_record(*record, patched.spec), want_verdict);
+  const auto& a = patched.metadata.annotations;
+  EXPECT_EQ(a.at(annotation::kDecision), c.want_action);
+  EXPECT_EQ(a.at(annotation::kRequestedNodes), "4");
+  EXPECT_EQ(a.at(annotation::kReason), record->reason);
+
+  // One patch of the TrainingJob for the gate? no: the webhook gated it; one for the decision.
+  int patches = 0;
+  for (const std::string& action : w.api.actions()) patches += action == "patch " + kJobs + "/bert";
+  EXPECT_EQ(patches, 1);
+  EXPECT_FALSE(w.probe_job()) << "the probe Job is deleted once its result is recorded";
+  EXPECT_FALSE(w.api.peek(kProbeServices + "/" + w.probe()));
+  const json profile = *w.api.peek(kProfiles + "/" + w.pool());
+  EXPECT_NEAR(profile["status"]["link"]["busbwGBps"].get<double>(), c.busbw_gbps, 1e-9);
+  ASSERT_TRUE(w.event(c.want_event)) << ::testing::PrintToString(w.event_reasons());
+  const json policy = *w.api.peek(kPolicies + "/team");
+  EXPECT_EQ(policy["status"]["decisionCounts"][c.want_counter], 1) << policy.dump(2);
+  EXPECT_EQ(policy["status"]["decisionCounts"]["gated"], 1);
+  EXPECT_NE(w.reconciler.metrics_text().find("commgate_operator_decisions_total{action=\"" +
+                                             c.want_action + "\"} 1"),
+            std::string::npos);
+
+  // The next reconcile follows the record: nothing is decided or counted again.
+  const auto again = w.reconcile("bert");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(w.job("bert")["metadata"]["annotations"], job["metadata"]["annotations"]);
+  EXPECT_EQ((*w.api.peek(kPolicies + "/team"))["status"]["decisionCounts"][c.want_counter], 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Reconcile, DecideAfterProbe,
+    ::testing::Values(
+        DecisionCase{"fast_link_admits_as_requested", EnforcementAction::kDownsize, 50.0, "Admit",
+                     phase::kAdmitted, 4, false, "Admitted", "admitted"},
+        DecisionCase{"slow_link_downsizes", EnforcementAction::kDownsize, 0.4, "Downsize",
+                     phase::kDownsized, 2, false, "Downsized", "downsized"},
+        DecisionCase{"slow_link_under_deny_rejects", EnforcementAction::kDeny, 0.4, "Deny",
+                     phase::kRejected, 4, true, "Denied", "denied"},
+        DecisionCase{"slow_link_under_warn_admits_with_a_warning", EnforcementAction::kWarn, 0.4,
+                     "Warn", phase::kAdmitted, 4, false, "AdmittedOverPolicy", "warned"}),
+    [](const ::testing::TestParamInfo<DecisionCase>& param_info) { return param_info.param.name; });
+
+TEST(Reconcile, downsize_event_and_rejection_carry_the_numbers) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(0.4, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  const auto e = w.event("Downsized");
+  ASSERT_TRUE(e);
+  const std::string note = (*e)["note"];
+  EXPECT_EQ(note.rfind("downsized from 4 to 2 nodes: predicted communication share ", 0), 0u)
+      << note;
+  EXPECT_NE(note.find("> 0.30 at 4 nodes"), std::string::npos) << note;
+  EXPECT_NE(note.find("CommPolicy team"), std::string::npos) << note;
+
+  World d(EnforcementAction::kDeny);
+  d.submit(a_job("bert"));
+  reconcile_to_probing(d, "bert");
+  d.finish_probe(a_probe_result(0.4, d.now - 1min));
+  ASSERT_TRUE(d.reconcile("bert").ok());
+  const json status = d.status("bert");
+  EXPECT_EQ(status["admittedNodes"], 0);
+  EXPECT_EQ(condition_status(status, condition::kAdmitted), kFalse);
+  const std::string message = status["decision"]["message"];
+  EXPECT_NE(message.find("%"), std::string::npos) << "the researcher sees the numbers: " << message;
+  EXPECT_FALSE(d.api.peek(kWorkloadJobs + "/bert")) << "nothing runs";
+}
+
+// ---------------------------------------------------------------------------------------
+// Admitted -> Running -> Succeeded | Failed
+
+TEST(Reconcile, admitted_job_runs_its_workload_and_follows_it_to_the_end) {
+  struct Case {
+    std::string name;
+    json job_status;
+    std::string want_phase;
+    std::string want_condition;  // True at the end
+  };
+  const std::vector<Case> cases = {
+      {"succeeds",
+       {{"succeeded", 2}, {"conditions", {{{"type", "Complete"}, {"status", "True"}}}}},
+       phase::kSucceeded,
+       condition::kComplete},
+      {"fails",
+       {{"failed", 3},
+        {"conditions",
+         {{{"type", "Failed"},
+           {"status", "True"},
+           {"reason", "BackoffLimitExceeded"},
+           {"message", "Job has reached the specified backoff limit"}}}}},
+       phase::kFailed,
+       condition::kFailed},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    World w;
+    w.submit(a_job("bert"));
+    reconcile_to_probing(w, "bert");
+    w.finish_probe(a_probe_result(0.4, w.now - 1min));
+    ASSERT_TRUE(w.reconcile("bert").ok());
+    const auto workload = w.api.peek(kWorkloadJobs + "/bert");
+    ASSERT_TRUE(workload) << "the training Job is created with the decision";
+    EXPECT_TRUE(w.api.peek(kWorkloadServices + "/bert"));
+    EXPECT_EQ((*workload)["spec"]["completions"], 2) << "downsized to 2 nodes";
+    EXPECT_EQ(w.status("bert")["phase"], phase::kDownsized);
+    EXPECT_EQ(w.status("bert")["admittedNodes"], 2);
+
+    json running = *workload;
+    running["status"] = {{"active", 2}};
+    w.api.update_status(kWorkloadJobs + "/bert", running);
+    ASSERT_TRUE(w.reconcile("bert").ok());
+    EXPECT_EQ(w.status("bert")["phase"], phase::kRunning);
+    EXPECT_EQ(condition_status(w.status("bert"), condition::kRunning), kTrue);
+
+    json done = *w.api.peek(kWorkloadJobs + "/bert");
+    done["status"] = c.job_status;
+    w.api.update_status(kWorkloadJobs + "/bert", done);
+    ASSERT_TRUE(w.reconcile("bert").ok());
+    EXPECT_EQ(w.status("bert")["phase"], c.want_phase);
+    EXPECT_EQ(condition_status(w.status("bert"), c.want_condition), kTrue);
+    EXPECT_EQ(condition_status(w.status("bert"), condition::kRunning), kFalse);
+    EXPECT_EQ(w.creates_of(kWorkloadJobs + "/bert"), 1);
+  }
+}
+
+TEST(Reconcile, resubmission_to_a_freshly_measured_pool_is_decided_without_a_probe) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  const int probes = w.creates_of(kProbeJobs + "/" + w.probe());
+
+  // The webhook admits the resubmission from the fresh CommProfile: a record that holds.
+  w.now += 10min;
+  w.submit(a_job("bert-2"));
+  ASSERT_EQ(w.job("bert-2")["metadata"]["annotations"][annotation::kDecision], "Admit");
+  const auto r = w.reconcile("bert-2");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), probes) << "no new probe";
+  EXPECT_TRUE(w.api.peek(kWorkloadJobs + "/bert-2"));
+  const json status = w.status("bert-2");
+  EXPECT_EQ(status["phase"], phase::kAdmitted);
+  EXPECT_EQ(status["decision"]["action"], "Admit");
+  EXPECT_FALSE(status["decision"]["predictions"].empty()) << "the webhook's decision, shown";
+  EXPECT_EQ((*w.api.peek(kPolicies + "/team"))["status"]["decisionCounts"]["admitted"], 2);
+}
+
+TEST(Reconcile, measurement_is_used_even_when_the_cache_has_not_seen_it) {
+  World w;
+  w.cache_lags = true;  // the snapshot never shows the CommProfile's new status
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted);
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Probe failures, retries, the final state
+
+struct BadResultCase {
+  std::string name;
+  std::function<std::string(const ProbeResult&)> message;
+};
+
+class InvalidProbeResult : public ::testing::TestWithParam<BadResultCase> {};
+
+TEST_P(InvalidProbeResult, is_a_condition_and_a_retry_after_backoff) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(GetParam().message(a_probe_result(5.0, w.now - 1min)));
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(requeue_of(r), 30s) << "backoffBaseSeconds";
+  const json status = w.status("bert");
+  EXPECT_EQ(condition_reason(status, condition::kProbed), kReasonProbeResultInvalid)
+      << status.dump(2);
+  EXPECT_EQ(status["phase"], phase::kGated);
+  EXPECT_EQ(status["probeAttempts"], 1);
+  EXPECT_EQ(status["nextProbeTime"], "2026-11-30T12:00:30Z");
+  EXPECT_FALSE(w.probe_job()) << "the failed probe is deleted, so a retry can run";
+  const auto e = w.event(kReasonProbeResultInvalid);
+  ASSERT_TRUE(e);
+  EXPECT_EQ((*e)["type"], "Warning");
+  EXPECT_EQ(w.job("bert")["spec"]["suspend"], true);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Reconcile, InvalidProbeResult,
+    ::testing::Values(BadResultCase{"garbage",
+                                    [](const ProbeResult&) { return std::string("not json {"); }},
+                      BadResultCase{"truncated",
+                                    [](const ProbeResult& r) {
+                                      const std::string m = compact_probe_result(r);
+                                      return m.substr(0, m.size() / 2);
+                                    }},
+                      BadResultCase{"another_schema_version",
+                                    [](const ProbeResult& r) {
+                                      json j = json::parse(compact_probe_result(r));
+                                      j["apiVersion"] = "commgate.io/v2";
+                                      return j.dump();
+                                    }},
+                      BadResultCase{"out_of_range_bandwidth",
+                                    [](const ProbeResult& r) {
+                                      json j = json::parse(compact_probe_result(r));
+                                      j["allReduce"]["fit"]["busbwGBps"] = -1;
+                                      return j.dump();
+                                    }}),
+    [](const ::testing::TestParamInfo<BadResultCase>& param_info) {
+      return param_info.param.name;
+    });
+
+TEST(Reconcile, retry_waits_for_its_backoff_then_probes_again) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.fail_probe();
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  w.remove_probe_pods();
+  EXPECT_EQ(w.status("bert")["probeAttempts"], 1);
+  EXPECT_EQ(condition_reason(w.status("bert"), condition::kProbed), kReasonProbeFailed);
+
+  w.now += 10s;
+  const auto early = w.reconcile("bert");
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(requeue_of(early), 20s);
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1) << "not before nextProbeTime";
+
+  w.now += 21s;
+  reconcile_to_probing(w, "bert");
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 2);
+  EXPECT_FALSE(w.status("bert").contains("nextProbeTime"));
+}
+
+TEST(Reconcile, retries_exhausted_fail_the_job_for_good) {
+  World w(EnforcementAction::kDownsize, /*retries=*/1);
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.fail_probe();
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  w.remove_probe_pods();
+  w.now += 31s;
+  reconcile_to_probing(w, "bert");
+  // The second attempt: the scheduler cannot place the pods.
+  w.probe_pods({nullptr, nullptr},
+               {{{"type", "PodScheduled"},
+                 {"status", "False"},
+                 {"reason", "Unschedulable"},
+                 {"message", "0/3 nodes are available: 3 node(s) didn't match node selector."}}});
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.action(), kube::Action::await_change());
+  const json status = w.status("bert");
+  EXPECT_EQ(status["phase"], phase::kFailed) << status.dump(2);
+  EXPECT_EQ(condition_status(status, condition::kFailed), kTrue);
+  EXPECT_EQ(condition_reason(status, condition::kFailed), op_reason::kProbeFailed);
+  EXPECT_EQ(condition_reason(status, condition::kProbed), kReasonProbeUnschedulable);
+  const std::string message =
+      find_condition(status["conditions"], condition::kFailed)->value("message", "");
+  EXPECT_NE(message.find("didn't match node selector"), std::string::npos) << message;
+  EXPECT_TRUE(w.event(op_reason::kProbeFailed));
+
+  // Never stuck, never looping: later reconciles create nothing.
+  w.remove_probe_pods();
+  w.now += 1h;
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 2);
+  EXPECT_EQ(w.status("bert")["phase"], phase::kFailed);
+}
+
+TEST(Reconcile, retry_delays_double_up_to_the_maximum) {
+  const RetryStrategy s{5, 30, 100};
+  EXPECT_EQ(probe_retry_delay(s, 1), 30s);
+  EXPECT_EQ(probe_retry_delay(s, 2), 60s);
+  EXPECT_EQ(probe_retry_delay(s, 3), 100s);
+  EXPECT_EQ(probe_retry_delay(s, 60), 100s);
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors mid-reconcile
+
+TEST(Reconcile, status_write_conflict_is_retryable_and_the_next_reconcile_recovers) {
+  World w;
+  w.submit(a_job("bert"));
+  w.api.fail_next(Method::kUpdateStatus, FakeClient::conflict("trainingjobs", "bert"));
+  const auto r = w.reconcile("bert");
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error().is_terminal);
+  EXPECT_NE(r.error().message.find("status"), std::string::npos) << r.error().message;
+  EXPECT_NE(w.reconciler.metrics_text().find(
+                "commgate_operator_reconcile_errors_total{step=\"status\"} 1"),
+            std::string::npos);
+  reconcile_to_probing(w, "bert");
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
+}
+
+TEST(Reconcile, decision_patch_conflict_is_retryable_and_decides_once) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(0.4, w.now - 1min));
+  // The user edits a label between our read and our patch: the patch's resourceVersion
+  // precondition makes it a 409.
+  w.api.before_next(Method::kPatch, [&] {
+    json edited = w.job("bert");
+    edited["metadata"]["labels"]["team"] = "nlp";
+    w.api.update(kJobs + "/bert", edited);
+  });
+  const auto r = w.reconcile("bert");
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error().is_terminal);
+  const auto again = w.reconcile("bert");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(w.status("bert")["phase"], phase::kDownsized);
+  EXPECT_EQ(w.job("bert")["metadata"]["labels"]["team"], "nlp");
+}
+
+TEST(Reconcile, job_deleted_mid_reconcile_is_done) {
+  World w;
+  w.submit(a_job("bert"));
+  w.api.before_next(Method::kUpdateStatus, [&] { w.api.remove(kJobs + "/bert"); });
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.action(), kube::Action::await_change());
+  const auto gone = w.reconcile("bert");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone.action(), kube::Action::await_change());
+}
+
+TEST(Reconcile, transient_api_errors_are_retryable_with_the_step) {
+  World w;
+  w.submit(a_job("bert"));
+  w.api.fail_next(Method::kCreate, kube::ApiError(500, "InternalError", "etcd timeout", "POST"));
+  const auto r = w.reconcile("bert");
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error().is_terminal);
+  EXPECT_EQ(r.error().message.rfind("profile: ", 0), 0u) << r.error().message;
+}
+
+TEST(Reconcile, invalid_spec_is_a_condition_and_a_terminal_error) {
+  World w;
+  w.submit_raw(a_job("bert").set("/spec/numNodes", "many").json());
+  const auto r = w.reconcile("bert");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error().is_terminal);
+  EXPECT_NE(r.error().message.find("spec.numNodes"), std::string::npos) << r.error().message;
+  EXPECT_EQ(condition_reason(w.status("bert"), condition::kSpecValid), op_reason::kInvalidSpec);
+  EXPECT_FALSE(w.probe_job());
+}
+
+TEST(Reconcile, a_bad_key_is_terminal) {
+  World w;
+  for (const std::string key : {"", "no-namespace", "/x", "x/", "a/b/c"}) {
+    const auto r = w.reconciler.reconcile(key);
+    ASSERT_FALSE(r.ok()) << key;
+    EXPECT_TRUE(r.error().is_terminal) << key;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// What the process uses
+
+TEST(Reconcile, metrics_name_every_step) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  const std::string text = w.reconciler.metrics_text();
+  for (const char* want :
+       {"commgate_operator_reconciles_total{step=\"read\"} 1",
+        "commgate_operator_reconciles_total{step=\"profile\"} 1",
+        "commgate_operator_reconciles_total{step=\"probe\"} 1",
+        "commgate_operator_probes_created_total 1", "commgate_operator_status_writes_total 1",
+        "# TYPE commgate_operator_probe_duration_seconds summary"}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+  }
+}
+
+TEST(Reconcile, jobs_waiting_on_a_pool) {
+  auto tj = [](const std::string& ns, const std::string& name, json selector, bool suspend) {
+    return json{{"metadata", {{"namespace", ns}, {"name", name}}},
+                {"spec", {{"nodeSelector", selector}, {"suspend", suspend}}}};
+  };
+  const std::string pool = pool_name({{"pool", "a"}});
+  const std::vector<json> jobs = {
+      tj("ml", "waits", {{"pool", "a"}}, true),
+      tj("cv", "waits-too", {{"pool", "a"}}, true),
+      tj("ml", "runs", {{"pool", "a"}}, false),
+      tj("ml", "other-pool", {{"pool", "b"}}, true),
+      json("garbage"),
+  };
+  EXPECT_EQ(trainingjobs_waiting_on_pool(jobs, pool),
+            (std::vector<std::string>{"cv/waits-too", "ml/waits"}));
+  EXPECT_EQ(trainingjobs_waiting_on_pool(jobs, pool_name({})), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace commgate::op
