@@ -28,6 +28,7 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }  // e.g. to kill(pid(), SIGKILL) in a failover test
   bool running();
   // The exit status (128 + signal when killed by one), or -1 when it has not exited within
   // `timeout` (it is then killed).

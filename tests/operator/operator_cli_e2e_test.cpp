@@ -1,0 +1,204 @@
+// The real `commgate operator` against an in-process simulated API server with the
+// project's CRDs: /readyz turns 200 once every watch has listed, /metrics shows the
+// leader gauge and the watches, the Lease names this replica; SIGTERM ends it with 0 in
+// a few seconds and releases the Lease. Two replicas: the second stays standby, and
+// takes over within the lease duration once the first is killed with SIGKILL.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "core/yaml_json.h"
+#include "sim/api_server.h"
+#include "tests/server/test_client.h"
+#include "tests/server/test_pki.h"
+#include "tests/support/child_process.h"
+#include "tests/support/wait.h"
+
+namespace commgate::op {
+namespace {
+
+namespace fs = std::filesystem;
+using commgate::testing::ChildProcess;
+using commgate::testing::wait_until;
+using nlohmann::json;
+using std::chrono::seconds;
+
+constexpr const char* kNamespace = "commgate-system";
+
+class OperatorCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_.start();
+    pki_.issue_server_cert(1);
+    dir_ = fs::path(pki_.ca_file()).parent_path();
+    std::ofstream(dir_ / "kubeconfig") << api_.kubeconfig();
+    const auto crds =
+        *api_.store().find_resource("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+    for (const char* file : {"commpolicies.commgate.io.yaml", "commprofiles.commgate.io.yaml",
+                             "trainingjobs.commgate.io.yaml"}) {
+      std::ifstream in(std::string(COMMGATE_SOURCE_DIR) + "/crds/" + file);
+      std::stringstream text;
+      text << in.rdbuf();
+      for (const auto& doc : yaml_documents_to_json(text.str())) api_.store().create(crds, "", doc);
+    }
+    const auto namespaces = *api_.store().find_resource("", "v1", "namespaces");
+    api_.store().create(namespaces, "", {{"metadata", {{"name", kNamespace}}}});
+  }
+
+  // `commgate operator` with leader election on, its output in NAME.log.
+  ChildProcess start_operator(const std::string& name, std::vector<std::string> extra = {}) {
+    setenv("POD_NAME", name.c_str(), 1);
+    std::vector<std::string> args = {COMMGATE_BINARY,
+                                     "operator",
+                                     "--port",
+                                     "0",
+                                     "--address",
+                                     "127.0.0.1",
+                                     "--tls-cert-file",
+                                     pki_.cert_file(),
+                                     "--tls-private-key-file",
+                                     pki_.key_file(),
+                                     "--kubeconfig",
+                                     (dir_ / "kubeconfig").string(),
+                                     "--namespace",
+                                     kNamespace,
+                                     "--leader-elect=true"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return ChildProcess(args, dir_ / (name + ".log"));
+  }
+
+  static uint16_t port_of(ChildProcess& p) {
+    return p.wait_for_port(std::regex("serving /healthz /readyz /metrics on [^ ]*:([0-9]+)"));
+  }
+  // The Lease holder identity the process logged ("running as NAME_SUFFIX").
+  static std::string identity_of(ChildProcess& p) {
+    std::smatch m;
+    std::string out;
+    wait_until([&] {
+      out = p.output();
+      return std::regex_search(out, m, std::regex("running as ([^ ]+)"));
+    });
+    return m.size() > 1 ? m[1].str() : "";
+  }
+
+  server::testing::Reply get(uint16_t port, const std::string& path) {
+    server::testing::Client c(port, pki_.ca_file());
+    if (!c.connect().empty()) return {};
+    try {
+      return c.request("GET", path);
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+  bool metrics_show(uint16_t port, const std::string& line) {
+    return get(port, "/metrics").body.find(line) != std::string::npos;
+  }
+
+  json lease() {
+    const auto leases = *api_.store().find_resource("coordination.k8s.io", "v1", "leases");
+    try {
+      return api_.store().get(leases, kNamespace, "commgate-operator");
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  }
+  std::string holder() {
+    const json l = lease();
+    return l.is_object() ? l.value("/spec/holderIdentity"_json_pointer, std::string()) : "";
+  }
+
+  sim::ApiServer api_;
+  server::testing::TestPki pki_;
+  fs::path dir_;
+};
+
+TEST_F(OperatorCli, LeadsServesHealthAndMetricsAndReleasesTheLeaseOnSigterm) {
+  ChildProcess p = start_operator("operator-a");
+  const uint16_t port = port_of(p);
+  ASSERT_NE(port, 0) << p.output();
+  EXPECT_EQ(get(port, "/healthz").status, 200);
+  ASSERT_TRUE(wait_until([&] { return get(port, "/readyz").status == 200; }, seconds(20)))
+      << p.output();
+  ASSERT_TRUE(
+      wait_until([&] { return metrics_show(port, "\ncommgate_operator_leader 1\n"); }, seconds(10)))
+      << p.output();
+
+  const std::string metrics = get(port, "/metrics").body;
+  for (const std::string want :
+       {"commgate_operator_caches_synced 1\n", "commgate_operator_build_info{version=\"",
+        "commgate_operator_watch_state{collection=\"/apis/commgate.io/v1alpha1/trainingjobs\","
+        "state=\"watching\"} 1\n",
+        "commgate_operator_watch_lists_total{collection=\"/apis/batch/v1/jobs\"} 1\n",
+        "commgate_operator_watch_lists_total{collection=\"/api/v1/pods\"} 1\n",
+        "commgate_operator_watch_state{collection=\"/apis/commgate.io/v1alpha1/commprofiles\","
+        "state=\"watching\"} 1\n",
+        "commgate_operator_controller_work_queue_depth ",
+        "commgate_operator_http_responses_total"}) {
+    EXPECT_NE(metrics.find(want), std::string::npos) << want << "\n" << metrics;
+  }
+  // Each metric family is declared once: Prometheus rejects a page with a repeated TYPE.
+  std::map<std::string, int> types;
+  std::istringstream lines(metrics);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) ++types[line.substr(7, line.find(' ', 7) - 7)];
+  }
+  for (const auto& [family, count] : types) EXPECT_EQ(count, 1) << family;
+  EXPECT_GT(types.size(), 30u) << metrics;
+
+  const std::string identity = identity_of(p);
+  ASSERT_EQ(identity.rfind("operator-a_", 0), 0u) << p.output();
+  EXPECT_EQ(holder(), identity);
+
+  const auto stop_started = std::chrono::steady_clock::now();
+  EXPECT_EQ(p.terminate(seconds(10)), 0) << p.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_started, seconds(5)) << p.output();
+  EXPECT_EQ(holder(), "") << lease().dump();
+  EXPECT_NE(p.output().find("received SIGTERM"), std::string::npos) << p.output();
+}
+
+TEST_F(OperatorCli, AStandbyTakesOverWithinTheLeaseOnceTheLeaderIsKilled) {
+  const std::vector<std::string> fast = {"--leader-elect-lease-duration=4s",
+                                         "--leader-elect-renew-deadline=3s",
+                                         "--leader-elect-retry-period=1s"};
+  ChildProcess a = start_operator("operator-a", fast);
+  const uint16_t port_a = port_of(a);
+  ASSERT_NE(port_a, 0) << a.output();
+  ASSERT_TRUE(wait_until([&] { return metrics_show(port_a, "\ncommgate_operator_leader 1\n"); },
+                         seconds(20)))
+      << a.output();
+  const std::string identity_a = identity_of(a);
+
+  ChildProcess b = start_operator("operator-b", fast);
+  const uint16_t port_b = port_of(b);
+  ASSERT_NE(port_b, 0) << b.output();
+  // Ready while standby, and it has seen the Lease held by the other.
+  ASSERT_TRUE(wait_until([&] { return get(port_b, "/readyz").status == 200; }, seconds(20)))
+      << b.output();
+  ASSERT_TRUE(wait_until([&] {
+    return b.output().find("the Lease is held by " + identity_a) != std::string::npos;
+  })) << b.output();
+  EXPECT_TRUE(metrics_show(port_b, "\ncommgate_operator_leader 0\n")) << b.output();
+  EXPECT_EQ(holder(), identity_a);
+
+  ASSERT_EQ(kill(a.pid(), SIGKILL), 0);
+  EXPECT_EQ(a.wait_exit(seconds(5)), 128 + SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_until([&] { return metrics_show(port_b, "\ncommgate_operator_leader 1\n"); },
+                         seconds(12)))
+      << b.output();
+  // The standby waits for the lease to run out by its own clock, then at most one retry.
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, seconds(4 + 1 + 2)) << b.output();
+  EXPECT_EQ(holder(), identity_of(b));
+  EXPECT_EQ(b.terminate(seconds(10)), 0) << b.output();
+  EXPECT_EQ(holder(), "");
+}
+
+}  // namespace
+}  // namespace commgate::op
