@@ -1,0 +1,216 @@
+// The chart's RBAC, proven with the sim's RBAC authorizer (sim/rbac_authorizer.h) rather
+// than read: every request the operator and the webhook make, as their ServiceAccounts'
+// users, against the rendered Roles, ClusterRoles and bindings. Each request the code makes
+// is allowed, each it must not make is denied, and every grant of the operator's
+// ClusterRole and Role is used by some request (no unused rule).
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <set>
+#include <tuple>
+
+#include "sim/rbac_authorizer.h"
+#include "tests/chart/chart_render.h"
+
+namespace commgate::testing {
+namespace {
+
+using nlohmann::json;
+using sim::RequestAttributes;
+
+struct Request {
+  std::string name;
+  std::string verb, group, resource, subresource, ns, object;
+  bool want_allowed;
+};
+
+void PrintTo(const Request& r, std::ostream* os) {
+  *os << r.name;
+}
+
+RequestAttributes attributes(const Request& r) {
+  RequestAttributes a;
+  a.verb = r.verb;
+  a.api_group = r.group;
+  a.api_version = "v1";
+  a.resource = r.resource;
+  a.subresource = r.subresource;
+  a.ns = r.ns;
+  a.name = r.object;
+  return a;
+}
+
+const sim::RbacObjects& chart_rbac() {
+  static const sim::RbacObjects rbac = [] {
+    const auto r = render_chart();
+    if (r.exit_code != 0) throw std::runtime_error(r.output);
+    return sim::RbacObjects::from(r.objects);
+  }();
+  return rbac;
+}
+
+const sim::UserInfo kOperator = sim::service_account_user("commgate-system", "commgate-operator");
+const sim::UserInfo kWebhook = sim::service_account_user("commgate-system", "commgate-webhook");
+
+// What the operator does (OPERATOR_CONTRACT: informers, the reconcile's steps, Events,
+// leader election) and what it must not be able to do.
+const std::vector<Request> kOperatorRequests = {
+    // informers: every TrainingJob, CommPolicy, CommProfile, Namespace; commgate's Jobs and
+    // Pods in all namespaces (label-selected)
+    {"lists_trainingjobs", "list", "commgate.io", "trainingjobs", "", "", "", true},
+    {"watches_trainingjobs", "watch", "commgate.io", "trainingjobs", "", "", "", true},
+    {"lists_commpolicies", "list", "commgate.io", "commpolicies", "", "", "", true},
+    {"watches_commpolicies", "watch", "commgate.io", "commpolicies", "", "", "", true},
+    {"lists_commprofiles", "list", "commgate.io", "commprofiles", "", "", "", true},
+    {"watches_commprofiles", "watch", "commgate.io", "commprofiles", "", "", "", true},
+    {"lists_namespaces", "list", "", "namespaces", "", "", "", true},
+    {"watches_namespaces", "watch", "", "namespaces", "", "", "", true},
+    {"lists_jobs_everywhere", "list", "batch", "jobs", "", "", "", true},
+    {"watches_jobs_everywhere", "watch", "batch", "jobs", "", "", "", true},
+    {"lists_pods_everywhere", "list", "", "pods", "", "", "", true},
+    {"watches_pods_everywhere", "watch", "", "pods", "", "", "", true},
+    // reads past the cache
+    {"gets_a_trainingjob", "get", "commgate.io", "trainingjobs", "", "nlp", "bert", true},
+    {"gets_a_commprofile", "get", "commgate.io", "commprofiles", "", "", "pool-1a2b", true},
+    {"gets_a_commpolicy", "get", "commgate.io", "commpolicies", "", "", "default", true},
+    {"gets_a_namespace", "get", "", "namespaces", "", "nlp", "nlp", true},
+    {"gets_a_probe_job", "get", "batch", "jobs", "", "commgate-system", "commgate-probe-pool-1",
+     true},
+    {"gets_a_probe_pod", "get", "", "pods", "", "commgate-system", "commgate-probe-pool-1-0-x",
+     true},
+    {"gets_a_workload_service", "get", "", "services", "", "nlp", "bert", true},
+    // the reconcile's writes
+    {"creates_a_commprofile", "create", "commgate.io", "commprofiles", "", "", "", true},
+    {"writes_a_commprofiles_status", "update", "commgate.io", "commprofiles", "status", "",
+     "pool-1a2b", true},
+    {"patches_a_commprofiles_status", "patch", "commgate.io", "commprofiles", "status", "",
+     "pool-1a2b", true},
+    {"creates_the_probe_job", "create", "batch", "jobs", "", "commgate-system", "", true},
+    {"creates_the_probe_service", "create", "", "services", "", "commgate-system", "", true},
+    {"deletes_a_finished_probe", "delete", "batch", "jobs", "", "commgate-system",
+     "commgate-probe-pool-1", true},
+    {"deletes_a_probe_service", "delete", "", "services", "", "commgate-system",
+     "commgate-probe-pool-1", true},
+    {"patches_an_admitted_jobs_spec", "patch", "commgate.io", "trainingjobs", "", "nlp", "bert",
+     true},
+    {"updates_a_jobs_spec", "update", "commgate.io", "trainingjobs", "", "nlp", "bert", true},
+    {"writes_a_jobs_status", "update", "commgate.io", "trainingjobs", "status", "nlp", "bert",
+     true},
+    {"patches_a_jobs_status", "patch", "commgate.io", "trainingjobs", "status", "nlp", "bert",
+     true},
+    {"creates_the_workload_job", "create", "batch", "jobs", "", "nlp", "", true},
+    {"creates_the_workload_service", "create", "", "services", "", "nlp", "", true},
+    {"deletes_a_workload_job", "delete", "batch", "jobs", "", "nlp", "bert", true},
+    {"writes_a_policys_counters", "update", "commgate.io", "commpolicies", "status", "", "default",
+     true},
+    {"patches_a_policys_counters", "patch", "commgate.io", "commpolicies", "status", "", "default",
+     true},
+    {"records_an_event", "create", "events.k8s.io", "events", "", "nlp", "", true},
+    {"adds_to_an_events_series", "patch", "events.k8s.io", "events", "", "nlp", "bert.17a", true},
+    // leader election, in the release namespace, on its own Lease
+    {"creates_the_lease", "create", "coordination.k8s.io", "leases", "", "commgate-system", "",
+     true},
+    {"reads_its_lease", "get", "coordination.k8s.io", "leases", "", "commgate-system",
+     "commgate-operator", true},
+    {"renews_its_lease", "update", "coordination.k8s.io", "leases", "", "commgate-system",
+     "commgate-operator", true},
+
+    // never
+    {"reads_no_secret", "get", "", "secrets", "", "commgate-system", "commgate-webhook-tls", false},
+    {"lists_no_secrets", "list", "", "secrets", "", "", "", false},
+    {"reads_no_configmap", "get", "", "configmaps", "", "nlp", "settings", false},
+    {"reads_no_node", "get", "", "nodes", "", "", "gpu-1", false},
+    {"creates_no_pod_itself", "create", "", "pods", "", "nlp", "", false},
+    {"deletes_no_pod", "delete", "", "pods", "", "nlp", "bert-0", false},
+    {"changes_no_job_once_created", "patch", "batch", "jobs", "", "nlp", "bert", false},
+    {"deletes_no_collection_of_jobs", "deletecollection", "batch", "jobs", "", "nlp", "", false},
+    {"lists_no_services", "list", "", "services", "", "", "", false},
+    {"creates_no_trainingjob", "create", "commgate.io", "trainingjobs", "", "nlp", "", false},
+    {"deletes_no_trainingjob", "delete", "commgate.io", "trainingjobs", "", "nlp", "bert", false},
+    {"scales_no_trainingjob", "update", "commgate.io", "trainingjobs", "scale", "nlp", "bert",
+     false},
+    {"deletes_no_commprofile", "delete", "commgate.io", "commprofiles", "", "", "pool-1a2b", false},
+    {"changes_no_commprofile_spec", "update", "commgate.io", "commprofiles", "", "", "pool-1a2b",
+     false},
+    {"changes_no_policy", "patch", "commgate.io", "commpolicies", "", "", "default", false},
+    {"writes_no_core_events", "create", "", "events", "", "nlp", "", false},
+    {"takes_no_other_lease", "update", "coordination.k8s.io", "leases", "", "commgate-system",
+     "kube-scheduler", false},
+    {"takes_no_lease_elsewhere", "update", "coordination.k8s.io", "leases", "", "kube-system",
+     "commgate-operator", false},
+    {"creates_no_lease_elsewhere", "create", "coordination.k8s.io", "leases", "", "kube-system", "",
+     false},
+    {"deletes_no_lease", "delete", "coordination.k8s.io", "leases", "", "commgate-system",
+     "commgate-operator", false},
+    {"binds_no_roles", "create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", "",
+     false},
+    {"changes_no_webhook_configuration", "update", "admissionregistration.k8s.io",
+     "validatingwebhookconfigurations", "", "", "commgate", false},
+};
+
+class OperatorRbac : public ::testing::TestWithParam<Request> {};
+
+TEST_P(OperatorRbac, the_chart_allows_exactly_what_the_operator_does) {
+  const auto got = sim::authorize(kOperator, attributes(GetParam()), chart_rbac());
+  EXPECT_EQ(got.allowed, GetParam().want_allowed) << got.reason;
+  const std::string subject = R"(to ServiceAccount "commgate-operator/commgate-system")";
+  if (GetParam().want_allowed) {
+    EXPECT_TRUE(got.reason.size() > subject.size() &&
+                got.reason.compare(got.reason.size() - subject.size(), subject.size(), subject) ==
+                    0)
+        << got.reason;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Requests, OperatorRbac, ::testing::ValuesIn(kOperatorRequests),
+                         [](const auto& test) { return test.param.name; });
+
+// Every grant is used: a rule no request needs is a privilege nobody asked for.
+TEST(OperatorRbac, every_grant_is_used_by_a_request_the_operator_makes) {
+  const auto r = render_chart();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::set<std::tuple<std::string, std::string, std::string>> used;
+  for (const auto& q : kOperatorRequests)
+    if (q.want_allowed)
+      used.insert(
+          {q.group, q.subresource.empty() ? q.resource : q.resource + "/" + q.subresource, q.verb});
+  for (const auto& [kind, name] : std::vector<std::pair<std::string, std::string>>{
+           {"ClusterRole", "commgate-operator"}, {"Role", "commgate-operator-leader-election"}})
+    for (const auto& rule : r.get(kind, name)["rules"])
+      for (const auto& g : rule["apiGroups"])
+        for (const auto& res : rule["resources"])
+          for (const auto& v : rule["verbs"])
+            EXPECT_TRUE(used.count({g, res, v}))
+                << kind << " " << name << " grants " << v << " on " << res << " in \""
+                << g.get<std::string>() << "\" that no operator request uses";
+}
+
+TEST(WebhookRbac, the_chart_allows_the_webhook_its_watches_and_nothing_more) {
+  const std::vector<Request> requests = {
+      {"", "list", "commgate.io", "commpolicies", "", "", "", true},
+      {"", "watch", "commgate.io", "commpolicies", "", "", "", true},
+      {"", "list", "commgate.io", "commprofiles", "", "", "", true},
+      {"", "watch", "commgate.io", "commprofiles", "", "", "", true},
+      {"", "list", "", "namespaces", "", "", "", true},
+      {"", "watch", "", "namespaces", "", "", "", true},
+      {"", "get", "commgate.io", "trainingjobs", "", "nlp", "bert", false},
+      {"", "create", "commgate.io", "commprofiles", "", "", "", false},
+      {"", "update", "coordination.k8s.io", "leases", "", "commgate-system", "commgate-operator",
+       false},
+      {"", "get", "", "secrets", "", "commgate-system", "commgate-webhook-tls", false},
+  };
+  for (const auto& q : requests) {
+    const auto got = sim::authorize(kWebhook, attributes(q), chart_rbac());
+    EXPECT_EQ(got.allowed, q.want_allowed)
+        << q.verb << " " << q.resource << " " << q.ns << "/" << q.object << ": " << got.reason;
+  }
+}
+
+TEST(OperatorRbac, another_service_account_in_the_release_namespace_gets_nothing) {
+  const auto other = sim::service_account_user("commgate-system", "default");
+  for (const auto& q : kOperatorRequests)
+    EXPECT_FALSE(sim::authorize(other, attributes(q), chart_rbac()).allowed) << q.name;
+}
+
+}  // namespace
+}  // namespace commgate::testing
