@@ -16,7 +16,9 @@
 # runs with different prefixes never collide. `up` records its owner (NETSIM_OWNER_PID,
 # default the calling process); any later `up` or `reap` removes the namespaces of owners
 # that died without calling `down` (a crashed or killed test). Needs root (CAP_NET_ADMIN);
-# exits 77 (the ctest skip code) with a message otherwise.
+# exits 77 (the ctest skip code) with a message otherwise. Inside node i, this machine's
+# hostname resolves to the node's address (/etc/netns/<ns>/hosts), as a pod's own
+# hostname does in a cluster.
 set -euo pipefail
 
 PREFIX="${NETSIM_PREFIX:-cgsim}"
@@ -72,7 +74,21 @@ down_prefix() {
     done
     ip netns delete "$ns" 2>/dev/null || true
   done
+  for ns in /etc/netns/"${p}"-n*; do
+    [[ "$ns" =~ /${p}-n[0-9]+$ ]] && rm -rf "$ns"
+  done
   rm -f "$STATE_DIR/$p.owner"
+}
+
+# /etc/netns/NS/hosts, which `ip netns exec` mounts over /etc/hosts: this machine's
+# hostname resolves to the node's address inside the node, as a pod's hostname resolves
+# to its IP in a cluster. Gloo (torch.distributed) picks its interface from the hostname;
+# the host's address is not inside the namespace, so it would fall back to loopback.
+write_hosts() {
+  local ns="$1" addr="$2"
+  mkdir -p "/etc/netns/$ns"
+  printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n' \
+    "$addr" "$(hostname)" >"/etc/netns/$ns/hosts"
 }
 
 reap() {
@@ -114,6 +130,7 @@ up() {
     ip -n "$br" link set "p$i" master br0
     ip -n "$br" link set "p$i" up
     ip -n "$nsname" addr add "$(node_addr "$i")/24" dev eth0
+    write_hosts "$nsname" "$(node_addr "$i")"
     ip -n "$nsname" link set eth0 up
     shape "$nsname" eth0 "$rate" "$delay"
     shape "$br" "p$i" "$rate"

@@ -9,14 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "sim/authentication.h"
 #include "sim/resource.h"
 
 namespace commgate::sim {
-
-struct UserInfo {
-  std::string username;
-  std::vector<std::string> groups;
-};
 
 // What admission knows about one write (admission.Attributes).
 struct AdmissionAttributes {

@@ -7,6 +7,7 @@
 #include "sim/api_status.h"
 #include "sim/crd_schema.h"
 #include "sim/discovery.h"
+#include "sim/event_views.h"
 #include "sim/query_options.h"
 #include "sim/table.h"
 #include "sim/wire_times.h"
@@ -263,13 +264,13 @@ ApiHandlers::ApiHandlers(ObjectStore& store, ApiHandlerOptions options)
 
 Response ApiHandlers::handle(const Request& request) {
   Write w;
-  // The one identity the bearer token stands for: kubeadm's admin user, as webhooks see
-  // it in userInfo (docs/testing.md).
-  w.user = {"kubernetes-admin", {"system:masters", "system:authenticated"}};
+  // Who asks: the user the bearer token stands for (the admin token: kubeadm's
+  // kubernetes-admin), as webhooks see it in userInfo (docs/testing.md).
+  auto user = options_.authentication.authenticate(request.header("Authorization"));
+  if (!user) return status_response(failure_status(401, "Unauthorized", "Unauthorized"));
+  w.user = std::move(*user);
   Response response;
   try {
-    if (!options_.token.empty() && request.header("Authorization") != "Bearer " + options_.token)
-      return status_response(failure_status(401, "Unauthorized", "Unauthorized"));
     response = dispatch(request, w);
   } catch (const ApiError& e) {
     response = status_response(e.status());
@@ -360,7 +361,15 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
       if (query.send_initial_events)
         throw list_options_invalid(
             "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list");
-      const ListResult result = store_.list(r, ns, list_options(request, query));
+      const ListOptions options = list_options(request, query);
+      ListResult result = store_.list(r, ns, options);
+      if (r.group.empty() && r.plural == "events" && result.continue_token.empty()) {
+        // One Event storage, two versions upstream: the events.k8s.io/v1 Events too, on
+        // the last page (event_views.h), so kubectl describe shows what controllers record.
+        if (auto v1 = store_.find_resource("events.k8s.io", "v1", "events"))
+          result.items = core_events_view(std::move(result.items), store_.list(*v1, ns, {}).items,
+                                          options.labels, options.fields);
+      }
       if (wants_table(request)) {
         json table = to_table(r, result.items, std::to_string(result.resource_version),
                               request.query_param("includeObject"), now);

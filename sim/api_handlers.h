@@ -15,6 +15,7 @@
 
 #include "server/http.h"
 #include "sim/admission.h"
+#include "sim/authentication.h"
 #include "sim/object_store.h"
 #include "sim/query_options.h"
 #include "sim/service_directory.h"
@@ -22,7 +23,8 @@
 namespace commgate::sim {
 
 struct ApiHandlerOptions {
-  std::string token;  // required "Authorization: Bearer <token>"; "" disables auth
+  // Who each bearer token is (authentication.h); a request no token names is a 401.
+  TokenAuthenticator authentication;
   std::chrono::seconds default_watch_timeout{1800};
 };
 
@@ -50,8 +52,9 @@ class ApiHandlers {
     bool bookmarks = false;
   };
 
-  // One write's context: who asks, whether it is a dry run, the warnings admission
-  // returned (sent as Warning headers on the response, success or not).
+  // One request's context: who asks (set by authentication before anything else, for
+  // admission's userInfo and an authorizer), whether a write is a dry run, the warnings
+  // admission returned (sent as Warning headers on the response, success or not).
   struct Write {
     UserInfo user;
     bool dry_run = false;

@@ -41,7 +41,8 @@ ApiServer::ApiServer(ApiServerOptions options)
       token_(options.token.empty() ? random_token() : options.token),
       pki_(make_serving_pki()),
       store_(store_options(options)),
-      handlers_(store_, ApiHandlerOptions{token_, std::chrono::seconds(1800)}) {
+      handlers_(store_, ApiHandlerOptions{TokenAuthenticator(token_, options.users),
+                                          std::chrono::seconds(1800)}) {
   std::string templ = (std::filesystem::temp_directory_path() / "commgate-sim-XXXXXX").string();
   if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = templ;
@@ -71,6 +72,8 @@ void ApiServer::start_serving(uint16_t port) {
   so.idle_timeout = std::chrono::milliseconds(300'000);
   server::Router router;
   router.post("/sim/faults", [this](const server::Request& r) { return handle_fault_request(r); });
+  router.post("/sim/services",
+              [this](const server::Request& r) { return handle_service_request(r); });
   router.add("*", "/*", [this](const server::Request& r) {
     if (auto failure = faults_.intercept(r)) return std::move(*failure);
     const auto delay = faults_.response_delay();
@@ -185,6 +188,35 @@ server::Response ApiServer::handle_fault_request(const server::Request& request)
   return status_reply(200, "ok");
 }
 
+// POST /sim/services, authenticated like /sim/faults (the admin's token), with
+//   {"name": "commgate-webhook", "namespace": "commgate-system", "address": "127.0.0.1:8443"}
+// registers where a service listens while the sim runs (register_service), for a webhook
+// started after the sim because it reads the sim's kubeconfig.
+server::Response ApiServer::handle_service_request(const server::Request& request) {
+  const auto reply = [](int code, const std::string& message) {
+    const nlohmann::json body = {{"kind", "Status"},
+                                 {"apiVersion", "v1"},
+                                 {"message", message},
+                                 {"status", code < 300 ? "Success" : "Failure"},
+                                 {"code", code}};
+    return server::Response::json(code, body.dump());
+  };
+  if (request.header("Authorization") != "Bearer " + token_) return reply(401, "Unauthorized");
+  try {
+    const nlohmann::json spec = nlohmann::json::parse(request.body);
+    if (!spec.is_object()) return reply(400, "body: must be a JSON object");
+    for (const char* key : {"name", "namespace", "address"})
+      if (!spec.contains(key) || !spec[key].is_string() || spec[key].get<std::string>().empty())
+        return reply(400, std::string("body.") + key + ": a non-empty string is required");
+    register_service(spec["name"], spec["namespace"], spec["address"]);
+  } catch (const std::invalid_argument& e) {
+    return reply(400, std::string("body.address: ") + e.what());
+  } catch (const std::exception& e) {
+    return reply(400, std::string("body: ") + e.what());
+  }
+  return reply(200, "ok");
+}
+
 void ApiServer::ticker() {
   auto next_bookmark = std::chrono::steady_clock::now() + options_.bookmark_interval;
   std::unique_lock<std::mutex> lock(tick_mu_);
@@ -208,6 +240,14 @@ std::string ApiServer::url() const {
 
 std::string ApiServer::kubeconfig() const {
   return kubeconfig_yaml(url(), pki_.ca_pem, token_);
+}
+
+std::string ApiServer::kubeconfig_for(const std::string& username) const {
+  if (username == kAdminUsername) return kubeconfig();
+  for (const auto& u : options_.users)
+    if (u.user.username == username)
+      return kubeconfig_yaml(url(), pki_.ca_pem, u.token, username, default_namespace_of(username));
+  throw std::invalid_argument("the sim knows no user \"" + username + "\" (add it with --user)");
 }
 
 }  // namespace commgate::sim

@@ -11,8 +11,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sim/api_handlers.h"
+#include "sim/authentication.h"
 #include "sim/faults.h"
 #include "sim/object_store.h"
 #include "sim/pki.h"
@@ -25,7 +27,11 @@ namespace commgate::sim {
 
 struct ApiServerOptions {
   uint16_t port = 0;  // 0: any free port
-  std::string token;  // "": a random one
+  std::string token;  // the admin's (kubernetes-admin, system:masters); "": a random one
+  // More identities by token (authentication.h): e.g. the operator's service account,
+  // whose name webhooks then see in userInfo. Tokens must differ from each other and
+  // from the admin's.
+  std::vector<TokenUser> users;
   std::size_t history_limit = 10'000;
   std::chrono::milliseconds bookmark_interval{60'000};  // kube-apiserver: about a minute
   std::chrono::milliseconds tick_interval{100};         // watch timeouts are this precise
@@ -46,14 +52,19 @@ class ApiServer {
   std::string url() const;  // https://127.0.0.1:PORT
   const std::string& token() const { return token_; }
   const std::string& ca_pem() const { return pki_.ca_pem; }
-  std::string kubeconfig() const;
+  std::string kubeconfig() const;  // the admin's
+  // A kubeconfig that authenticates as `username` (one of options.users, or the admin),
+  // its context's namespace the service account's own. Throws std::invalid_argument for
+  // a user the server does not know.
+  std::string kubeconfig_for(const std::string& username) const;
   // The directory holding ca.crt (and the serving pair the server reads).
   const std::string& pki_dir() const { return dir_; }
   ObjectStore& store() { return store_; }
   // Says where the service `<name>.<namespace>.svc` that webhook configurations name
   // listens ("127.0.0.1:PORT"): the sim has no cluster DNS. Admission connects there and
   // still verifies the certificate against the caBundle for the service's DNS name.
-  // Throws std::invalid_argument when host_port is not HOST:PORT.
+  // Throws std::invalid_argument when host_port is not HOST:PORT. The binary offers the
+  // same while it runs through `POST /sim/services` (handle_service_request).
   void register_service(const std::string& name, const std::string& ns,
                         const std::string& host_port) {
     handlers_.services().add(name, ns, host_port);
@@ -84,6 +95,7 @@ class ApiServer {
   void ticker();
   void start_serving(uint16_t port);
   server::Response handle_fault_request(const server::Request& request);
+  server::Response handle_service_request(const server::Request& request);
 
   ApiServerOptions options_;
   std::string token_;

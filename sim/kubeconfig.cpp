@@ -1,11 +1,17 @@
 #include "sim/kubeconfig.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/base64.h"
 
 namespace commgate::sim {
 
 std::string kubeconfig_yaml(const std::string& server_url, const std::string& ca_pem,
-                            const std::string& token) {
+                            const std::string& token, const std::string& user,
+                            const std::string& ns) {
+  // A JSON string is a YAML double-quoted scalar: names with ':' (service accounts) stay
+  // one value.
+  const std::string user_name = nlohmann::json(user).dump();
   return "apiVersion: v1\n"
          "kind: Config\n"
          "clusters:\n"
@@ -18,18 +24,33 @@ std::string kubeconfig_yaml(const std::string& server_url, const std::string& ca
          base64_encode(ca_pem) +
          "\n"
          "users:\n"
-         "- name: commgate-sim-admin\n"
+         "- name: " +
+         user_name +
+         "\n"
          "  user:\n"
          "    token: " +
-         token +
+         nlohmann::json(token).dump() +
          "\n"
          "contexts:\n"
          "- name: commgate-sim\n"
          "  context:\n"
          "    cluster: commgate-sim\n"
-         "    user: commgate-sim-admin\n"
-         "    namespace: default\n"
+         "    user: " +
+         user_name +
+         "\n"
+         "    namespace: " +
+         ns +
+         "\n"
          "current-context: commgate-sim\n";
+}
+
+std::string default_namespace_of(const std::string& username) {
+  const std::string prefix = "system:serviceaccount:";
+  if (username.rfind(prefix, 0) != 0) return "default";
+  const std::string rest = username.substr(prefix.size());
+  const auto colon = rest.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) return "default";
+  return rest.substr(0, colon);
 }
 
 }  // namespace commgate::sim

@@ -353,19 +353,24 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
     return false;
   };
   auto resolve = [&](const PodDnsName& d) -> std::optional<std::string> {
+    // A live pod of that name first: when a Job replaced a failed pod 0 on another node,
+    // the name is the replacement's. A finished pod still resolves when no live one is
+    // bound (its IP cannot go to anyone else here): a waiting container must not hang
+    // because the name's owner was quicker than it.
+    std::optional<std::string> finished;
     for (const auto& p : pods) {
-      // A finished pod still resolves (its IP cannot go to anyone else here): a waiting
-      // container must not hang because the name's owner was quicker than it.
       if (str(p["metadata"]["namespace"]) != d.ns || is_deleting(p)) continue;
       if (str(at(p["spec"], "hostname")) != d.hostname ||
           str(at(p["spec"], "subdomain")) != d.subdomain)
         continue;
       const std::string bound_to = str(at(p["spec"], "nodeName"));
-      for (const auto& n : nodes)
-        if (!bound_to.empty() && str(n["metadata"]["name"]) == bound_to)
-          return node_addresses(n).first;
+      for (const auto& n : nodes) {
+        if (bound_to.empty() || str(n["metadata"]["name"]) != bound_to) continue;
+        if (!is_terminal(p)) return node_addresses(n).first;
+        if (!finished) finished = node_addresses(n).first;
+      }
     }
-    return std::nullopt;
+    return finished;
   };
 
   const json& containers = at(pod.spec, "containers");

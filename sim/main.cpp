@@ -9,35 +9,60 @@
 #include <vector>
 
 #include "sim/api_server.h"
+#include "sim/authentication.h"
 #include "sim/cluster.h"
+#include "sim/node_groups.h"
 
 namespace {
 
 void usage() {
   std::cerr << "usage: commgate-sim [--port N] [--kubeconfig-out FILE] [--token T]\n"
+               "                    [--user TOKEN=USERNAME[,GROUP...]]...\n"
+               "                    [--kubeconfig-out-user USERNAME=FILE]...\n"
                "                    [--history N] [--bookmark-interval-ms N]\n"
                "                    [--service NAME.NAMESPACE=HOST:PORT]...\n"
                "                    [--nodes N] [--gpus-per-node G] [--node-netns PREFIX]\n"
+               "                    [--node-labels K=V[,K=V...]]\n"
+               "                    [--node-group N[,gpus=G][,netns=PREFIX][,label=K=V]...]...\n"
                "                    [--pod-dir DIR]\n"
-               "  --nodes: N nodes sim-node-0.. whose pods run as local processes, with the\n"
-               "    scheduler and Job controller (none of them without --nodes)\n"
+               "  --token: the admin's bearer token (kubernetes-admin, system:masters)\n"
+               "  --user: one more identity; a service account's name\n"
+               "    (system:serviceaccount:NS:NAME) gets its groups, everyone\n"
+               "    system:authenticated; repeatable\n"
+               "  --kubeconfig-out-user: a kubeconfig authenticating as that --user; repeatable\n"
+               "  --nodes: N nodes whose pods run as local processes, with the scheduler and\n"
+               "    Job controller (none of them without nodes); --gpus-per-node,\n"
+               "    --node-netns and --node-labels apply to them\n"
                "  --node-netns: node i runs its pods in netns PREFIX-n<i> with pod IP\n"
                "    198.18.0.<i+1> (as `NETSIM_PREFIX=PREFIX scripts/netsim.sh up N`; root)\n"
+               "  --node-group: N more nodes with their own GPUs, netns prefix and labels\n"
+               "    (e.g. a pool on another link); names continue sim-node-<k>; repeatable\n"
                "  --service: where a service that webhook configurations name listens\n"
                "             (the sim has no cluster DNS); repeatable\n";
+}
+
+// Writes `content` to `path` ("" writes nothing); throws when it cannot.
+void write_file(const std::string& path, const std::string& content) {
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::trunc);
+  out << content;
+  if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  commgate::sim::ApiServerOptions options;
+  using namespace commgate::sim;
+  ApiServerOptions options;
   std::string kubeconfig_out;
   struct Service {
     std::string name, ns, host_port;
   };
   std::vector<Service> services;
-  int nodes = 0, gpus_per_node = 0;
-  std::string node_netns, pod_dir;
+  NodeGroup first;  // --nodes, --gpus-per-node, --node-netns, --node-labels
+  std::vector<NodeGroup> more_groups;
+  std::vector<std::pair<std::string, std::string>> user_kubeconfigs;  // (username, file)
+  std::string pod_dir;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -54,6 +79,17 @@ int main(int argc, char** argv) {
         kubeconfig_out = value();
       } else if (arg == "--token") {
         options.token = value();
+      } else if (arg == "--user") {
+        options.users.push_back(parse_user_flag(value()));
+      } else if (arg == "--kubeconfig-out-user") {
+        const std::string v = value();
+        const auto eq = v.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+          std::cerr << "commgate-sim: --kubeconfig-out-user wants USERNAME=FILE, got \"" << v
+                    << "\"\n";
+          return 2;
+        }
+        user_kubeconfigs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
       } else if (arg == "--history") {
         options.history_limit = std::stoul(value());
       } else if (arg == "--bookmark-interval-ms") {
@@ -70,11 +106,15 @@ int main(int argc, char** argv) {
         }
         services.push_back({v.substr(0, dot), v.substr(dot + 1, eq - dot - 1), v.substr(eq + 1)});
       } else if (arg == "--nodes") {
-        nodes = std::stoi(value());
+        first.count = std::stoi(value());
       } else if (arg == "--gpus-per-node") {
-        gpus_per_node = std::stoi(value());
+        first.gpus = std::stoi(value());
       } else if (arg == "--node-netns") {
-        node_netns = value();
+        first.netns_prefix = value();
+      } else if (arg == "--node-labels") {
+        first.labels = parse_node_labels(value());
+      } else if (arg == "--node-group") {
+        more_groups.push_back(parse_node_group(value()));
       } else if (arg == "--pod-dir") {
         pod_dir = value();
       } else if (arg == "-h" || arg == "--help") {
@@ -85,6 +125,12 @@ int main(int argc, char** argv) {
         usage();
         return 2;
       }
+    } catch (const std::invalid_argument& e) {
+      // The parsers' messages name what is wrong; std::stoi's do not.
+      const std::string what = e.what();
+      std::cerr << "commgate-sim: " << (what.rfind("sto", 0) == 0 ? "bad value for " + arg : what)
+                << "\n";
+      return 2;
     } catch (const std::exception&) {
       std::cerr << "commgate-sim: bad value for " << arg << "\n";
       return 2;
@@ -99,27 +145,20 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   try {
-    commgate::sim::ApiServer server(options);
+    ApiServer server(options);
     for (const auto& s : services) server.register_service(s.name, s.ns, s.host_port);
     server.start();
-    commgate::sim::SimCluster cluster(server.store(), {.work_dir = pod_dir});
-    // No --nodes: no controllers either, so the API alone serves (and benchmarks) as
+    std::vector<NodeGroup> groups;
+    if (first.count > 0) groups.push_back(first);
+    groups.insert(groups.end(), more_groups.begin(), more_groups.end());
+    const auto nodes = node_specs(groups);
+    SimCluster cluster(server.store(), {.work_dir = pod_dir});
+    // No nodes: no controllers either, so the API alone serves (and benchmarks) as
     // before; pods and Jobs then stay as created.
-    if (nodes > 0) cluster.start();
-    for (int n = 0; n < nodes; ++n) {
-      commgate::sim::NodeSpec node =
-          commgate::sim::node_spec("sim-node-" + std::to_string(n), gpus_per_node);
-      if (!node_netns.empty()) {
-        node.netns = node_netns + "-n" + std::to_string(n);
-        node.address = "198.18.0." + std::to_string(n + 1);
-      }
-      cluster.add_node(node);
-    }
-    if (!kubeconfig_out.empty()) {
-      std::ofstream out(kubeconfig_out, std::ios::trunc);
-      out << server.kubeconfig();
-      if (!out) throw std::runtime_error("cannot write " + kubeconfig_out);
-    }
+    if (!nodes.empty()) cluster.start();
+    for (const auto& node : nodes) cluster.add_node(node);
+    write_file(kubeconfig_out, server.kubeconfig());
+    for (const auto& [user, file] : user_kubeconfigs) write_file(file, server.kubeconfig_for(user));
     // The CA as a file too, for clients that take a path (curl --cacert, benchmarks).
     std::cout << "commgate-sim CA certificate " << server.pki_dir() << "/ca.crt" << std::endl;
     std::cout << "commgate-sim listening on " << server.url() << " port " << server.port()

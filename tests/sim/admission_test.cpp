@@ -30,6 +30,7 @@ using server::testing::Client;
 using server::testing::Reply;
 
 constexpr const char* kTj = "/apis/commgate.io/v1alpha1/namespaces/nlp/trainingjobs";
+constexpr const char* kOperator = "system:serviceaccount:commgate-system:commgate-operator";
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -124,7 +125,8 @@ class AdmissionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     api_.start();
-    api_.register_service("hooks", "testing", "127.0.0.1:" + std::to_string(hooks_.port()));
+    if (register_hooks_)
+      api_.register_service("hooks", "testing", "127.0.0.1:" + std::to_string(hooks_.port()));
     client_ = std::make_unique<Client>(api_.port(), api_.pki_dir() + "/ca.crt");
     ASSERT_EQ(client_->connect(), "");
     const auto crd = yaml_documents_to_json(
@@ -195,9 +197,17 @@ class AdmissionTest : public ::testing::Test {
     return out;
   }
 
+  // The operator's service account as a second identity (commgate-sim --user).
+  static ApiServerOptions options_with_operator() {
+    ApiServerOptions o;
+    o.users.push_back(parse_user_flag(std::string("operator-token=") + kOperator));
+    return o;
+  }
+
+  bool register_hooks_ = true;  // where hooks.testing.svc listens, before each test
   server::CertificateAuthority ca_{"commgate admission test CA", 1, std::chrono::hours(24)};
   TestWebhook hooks_{ca_};
-  ApiServer api_;
+  ApiServer api_{options_with_operator()};
   std::unique_ptr<Client> client_;
 };
 
@@ -242,6 +252,73 @@ TEST_F(AdmissionTest, mutating_patches_apply_in_order_and_warnings_become_header
   EXPECT_NE(patched[0]["request"]["uid"], warned[0]["request"]["uid"]);
   // ?timeout= carries the webhook's timeout (default 10 s).
   EXPECT_EQ(hooks_.received()[0].first, "/patch?timeout=10s");
+}
+
+TEST_F(AdmissionTest, user_info_is_the_user_the_bearer_token_stands_for) {
+  configure("Mutating", "a-allow",
+            {hook("allow.commgate.io", "/allow", tj_rule({"CREATE", "UPDATE"}))});
+  // The operator's token, read from the kubeconfig the sim writes for it.
+  const auto kubeconfig = yaml_documents_to_json(api_.kubeconfig_for(kOperator)).at(0);
+  const std::string token = kubeconfig["users"][0]["user"]["token"];
+  EXPECT_EQ(kubeconfig["contexts"][0]["context"]["namespace"], "commgate-system");
+  const auto as = [&](const std::string& bearer, const std::string& method,
+                      const std::string& target, const std::string& body) {
+    return client_->request(
+        method, target, body,
+        {{"Authorization", "Bearer " + bearer},
+         {"Content-Type", method == "PATCH" ? "application/merge-patch+json" : "application/json"},
+         {"Accept", "application/json"}},
+        10s);
+  };
+  ASSERT_EQ(as(token, "POST", kTj, job("bert")).status, 201);
+  ASSERT_EQ(call("POST", kTj, job("gpt")).status, 201);  // the admin
+  ASSERT_EQ(as(token, "PATCH", std::string(kTj) + "/bert", R"({"spec":{"numNodes":2}})").status,
+            200);
+  // An unknown token is a 401 and reaches no webhook.
+  const Reply stranger = as("not-a-token", "POST", kTj, job("llm"));
+  EXPECT_EQ(stranger.status, 401);
+  EXPECT_EQ(json::parse(stranger.body)["reason"], "Unauthorized");
+
+  const auto reviews = hooks_.received_at("/allow");
+  ASSERT_EQ(reviews.size(), 3u);
+  const json operator_groups = {"system:serviceaccounts", "system:serviceaccounts:commgate-system",
+                                "system:authenticated"};
+  const json admin_groups = {"system:masters", "system:authenticated"};
+  EXPECT_EQ(reviews[0]["request"]["userInfo"],
+            json({{"username", kOperator}, {"groups", operator_groups}}));
+  EXPECT_EQ(reviews[1]["request"]["userInfo"],
+            json({{"username", "kubernetes-admin"}, {"groups", admin_groups}}));
+  EXPECT_EQ(reviews[2]["request"]["operation"], "UPDATE");
+  EXPECT_EQ(reviews[2]["request"]["userInfo"]["username"], kOperator);
+  EXPECT_THROW(api_.kubeconfig_for("mallory"), std::invalid_argument);
+}
+
+// A webhook that reads the sim's kubeconfig starts after the sim: the binary learns where
+// its service listens through POST /sim/services.
+class AdmissionLateServiceTest : public AdmissionTest {
+ protected:
+  AdmissionLateServiceTest() { register_hooks_ = false; }
+};
+
+TEST_F(AdmissionLateServiceTest, a_service_registered_over_the_admin_endpoint_is_called) {
+  configure("Mutating", "a-allow", {hook("allow.commgate.io", "/allow", tj_rule({"CREATE"}))});
+  const Reply before = call("POST", kTj, job("bert"));
+  EXPECT_EQ(before.status, 500) << before.body;  // nowhere to call: failurePolicy Fail
+  const std::string address = "127.0.0.1:" + std::to_string(hooks_.port());
+  EXPECT_EQ(client_->request("POST", "/sim/services", "{}", {}).status, 401);
+  const Reply missing = call("POST", "/sim/services", R"({"name":"hooks","namespace":"testing"})");
+  EXPECT_EQ(missing.status, 400);
+  EXPECT_NE(missing.body.find("body.address"), std::string::npos) << missing.body;
+  const Reply bad = call("POST", "/sim/services",
+                         R"({"name":"hooks","namespace":"testing","address":"no-port"})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("HOST:PORT"), std::string::npos) << bad.body;
+  ASSERT_EQ(call("POST", "/sim/services",
+                 json({{"name", "hooks"}, {"namespace", "testing"}, {"address", address}}).dump())
+                .status,
+            200);
+  EXPECT_EQ(call("POST", kTj, job("bert")).status, 201);
+  EXPECT_EQ(hooks_.received_at("/allow").size(), 1u);
 }
 
 TEST_F(AdmissionTest, a_refusal_is_the_status_kube_apiserver_returns_and_nothing_is_stored) {

@@ -304,6 +304,33 @@ TEST(ApiServerHistory, watch_from_a_compacted_version_gets_a_410_error_event) {
   EXPECT_NE(raw.find(R"("reason":"Expired")"), std::string::npos) << raw;
 }
 
+// kubectl describe lists core/v1 Events by involvedObject; a controller records through
+// events.k8s.io/v1 (one storage upstream, so both show).
+TEST_F(ApiServerTest, events_k8s_io_events_show_in_core_event_lists) {
+  const json event = {{"apiVersion", "events.k8s.io/v1"},
+                      {"kind", "Event"},
+                      {"metadata", {{"name", "bert.1"}}},
+                      {"eventTime", "2026-12-02T01:00:00.000000Z"},
+                      {"reportingController", "commgate.io/operator"},
+                      {"reportingInstance", "op-0"},
+                      {"action", "Decide"},
+                      {"reason", "Downsized"},
+                      {"type", "Normal"},
+                      {"note", "4 -> 2 nodes"},
+                      {"regarding", {{"kind", "TrainingJob"}, {"name", "bert"}}}};
+  call_json("POST", "/apis/events.k8s.io/v1/namespaces/default/events", event, 201);
+  const json list =
+      call_json("GET",
+                "/api/v1/namespaces/default/events?fieldSelector=involvedObject.kind%3DTrainingJob,"
+                "involvedObject.name%3Dbert");
+  EXPECT_EQ(list["kind"], "EventList");
+  ASSERT_EQ(list["items"].size(), 1u) << list.dump(2);
+  EXPECT_EQ(list["items"][0]["message"], "4 -> 2 nodes");
+  EXPECT_EQ(list["items"][0]["reportingComponent"], "commgate.io/operator");
+  EXPECT_EQ(call_json("GET", "/api/v1/events?fieldSelector=involvedObject.name%3Dgpt")["items"],
+            json::array());
+}
+
 TEST_F(ApiServerTest, protobuf_bodies_are_refused_with_415) {
   Reply r = call("POST", kCms, std::string("k8s\0", 4), "application/vnd.kubernetes.protobuf");
   EXPECT_EQ(r.status, 415);

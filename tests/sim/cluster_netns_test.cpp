@@ -100,5 +100,53 @@ TEST(ClusterNetns, pods_on_different_nodes_talk_over_the_emulated_links) {
   cluster.stop();
 }
 
+// A Job replaces a failed pod 0 on another node: the name is the live replacement's, not
+// the finished pod's that holds it too.
+TEST(ClusterNetns, a_pod_dns_name_resolves_to_the_live_pod_over_a_finished_one) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  Netns netns;
+  ASSERT_TRUE(netns.ok()) << "netsim.sh up failed";
+  ObjectStore store;
+  SimCluster cluster(store);
+  cluster.start();
+  for (int i = 0; i < 2; ++i) {
+    NodeSpec node = node_spec("n" + std::to_string(i));
+    node.netns = netns.node_ns(i);
+    node.address = "198.18.0." + std::to_string(i + 1);
+    cluster.add_node(node);
+  }
+  const auto services = *store.find_resource("", "v1", "services");
+  const auto pods = *store.find_resource("", "v1", "pods");
+  store.create(services, "default",
+               {{"metadata", {{"name", "ranks"}}}, {"spec", {{"clusterIP", "None"}}}});
+  auto pod = [](const std::string& name, const std::string& node, const std::string& script,
+                json env = json::array()) {
+    return json{
+        {"metadata", {{"name", name}}},
+        {"spec",
+         {{"restartPolicy", "Never"},
+          {"hostname", name == "client" ? "client" : "z-0"},
+          {"subdomain", "ranks"},
+          {"nodeName", node},
+          {"containers", {{{"name", "c"}, {"command", {"sh", "-c", script}}, {"env", env}}}}}}};
+  };
+  auto phase = [&](const std::string& name) {
+    return store.get(pods, "default", name).value("status", json::object()).value("phase", "");
+  };
+  // "a-failed" sorts first: the store lists it before its replacement.
+  store.create(pods, "default", pod("a-failed", "n0", "exit 1"));
+  ASSERT_TRUE(eventually([&] { return phase("a-failed") == "Failed"; }));
+  store.create(pods, "default", pod("b-replacement", "n1", "sleep 30"));
+  ASSERT_TRUE(eventually([&] { return phase("b-replacement") == "Running"; }));
+  store.create(pods, "default",
+               pod("client", "n0", "echo $MASTER_ADDR > /dev/termination-log",
+                   {{{"name", "MASTER_ADDR"}, {"value", "z-0.ranks"}}}));
+  ASSERT_TRUE(eventually([&] { return phase("client") == "Succeeded"; }));
+  EXPECT_EQ(store.get(pods, "default",
+                      "client")["status"]["containerStatuses"][0]["state"]["terminated"]["message"],
+            "198.18.0.2\n");
+  cluster.stop();
+}
+
 }  // namespace
 }  // namespace commgate::sim

@@ -300,6 +300,52 @@ TEST_F(ClusterTest, pod_dns_names_in_env_resolve_to_the_pod_ip) {
     EXPECT_EQ(p["status"]["containerStatuses"][0]["state"]["terminated"]["message"], "127.0.0.1\n");
 }
 
+// The operator's probe and workload pods read MASTER_ADDR=<job>-0.<service>; pod 0 may be
+// placed after the others (its node full, its image slow): they wait for it, then start
+// with its address.
+TEST_F(ClusterTest, a_pod_naming_pod_zero_waits_until_pod_zero_is_placed) {
+  cluster->add_node(node_spec("n1"));
+  store.create(services, "default",
+               {{"metadata", {{"name", "ranks"}}}, {"spec", {{"clusterIP", "None"}}}});
+  const json rank1 = {
+      {"metadata", {{"name", "rank-1"}, {"labels", {{"app", "late"}}}}},
+      {"spec",
+       {{"restartPolicy", "Never"},
+        {"containers",
+         {sh_container("echo $MASTER_ADDR > /dev/termination-log",
+                       {{"env", {{{"name", "MASTER_ADDR"}, {"value", "w-0.ranks"}}}}})}}}}};
+  json rank0 = {{"metadata", {{"name", "rank-0"}, {"labels", {{"app", "late"}}}}},
+                {"spec",
+                 {{"restartPolicy", "Never"},
+                  {"hostname", "w-0"},
+                  {"subdomain", "ranks"},
+                  {"nodeSelector", {{"pool", "late"}}},  // no such node yet
+                  {"containers", {sh_container("true")}}}}};
+  store.create(pods, "default", rank1);
+  store.create(pods, "default", rank0);
+  auto unschedulable = [&] {
+    const json st = status_of(store.get(pods, "default", "rank-0"));
+    return st.contains("conditions") && st["conditions"][0].value("reason", "") == "Unschedulable";
+  };
+  ASSERT_TRUE(eventually([&] {
+    return unschedulable() &&
+           store.get(pods, "default", "rank-1")["spec"].value("nodeName", "") == "n1";
+  }));
+  // Bound, but its container waits for rank 0's address.
+  EXPECT_FALSE(status_of(store.get(pods, "default", "rank-1")).contains("containerStatuses"));
+
+  NodeSpec late = node_spec("n2");
+  late.labels = {{"pool", "late"}};
+  cluster->add_node(late);
+  ASSERT_TRUE(eventually([&] {
+    return status_of(store.get(pods, "default", "rank-1")).value("phase", "") == "Succeeded";
+  })) << store.get(pods, "default", "rank-1").dump(2);
+  EXPECT_EQ(store.get(pods, "default", "rank-0")["spec"]["nodeName"], "n2");
+  EXPECT_EQ(store.get(pods, "default",
+                      "rank-1")["status"]["containerStatuses"][0]["state"]["terminated"]["message"],
+            "127.0.0.1\n");
+}
+
 TEST_F(ClusterTest, a_stopped_node_fails_its_pods_and_the_replacement_cannot_go_there) {
   // One GPU per node and per pod: the two pods land on different nodes.
   cluster->add_node(node_spec("n1", 1));
