@@ -8,6 +8,7 @@
 
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,10 @@ struct EnvCase {
   std::string var;
   std::string want_value;  // "<fieldRef>": the completion index
 };
+
+void PrintTo(const EnvCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class TorchrunEnv : public ::testing::TestWithParam<EnvCase> {};
 
@@ -169,6 +174,10 @@ struct GpuCase {
   // Per container: the nvidia.com/gpu limit as built ("" = none).
   std::vector<std::string> want_limits;
 };
+
+void PrintTo(const GpuCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class WorkloadGpus : public ::testing::TestWithParam<GpuCase> {};
 
@@ -402,6 +411,10 @@ struct NcclCase {
   std::string backend, transport, interface_name;
   std::map<std::string, std::string> want;
 };
+
+void PrintTo(const NcclCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class NcclEnv : public ::testing::TestWithParam<NcclCase> {};
 

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -234,6 +235,10 @@ struct WrongEnv {
   Evidence evidence;
   std::string log_line;
 };
+
+void PrintTo(const WrongEnv& c, std::ostream* os) {
+  *os << c.name;
+}
 
 bool accepts_connections(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
