@@ -97,6 +97,12 @@ class OperatorCli : public ::testing::Test {
       return {};
     }
   }
+  // The value of an unlabelled (or exactly labelled) sample, -1 when absent.
+  double sample(uint16_t port, const std::string& series) {
+    const std::string body = get(port, "/metrics").body;
+    const auto at = body.find("\n" + series + " ");
+    return at == std::string::npos ? -1 : std::stod(body.substr(at + series.size() + 2));
+  }
   bool metrics_show(uint16_t port, const std::string& line) {
     return get(port, "/metrics").body.find(line) != std::string::npos;
   }
@@ -155,6 +161,24 @@ TEST_F(OperatorCli, LeadsServesHealthAndMetricsAndReleasesTheLeaseOnSigterm) {
   const std::string identity = identity_of(p);
   ASSERT_EQ(identity.rfind("operator-a_", 0), 0u) << p.output();
   EXPECT_EQ(holder(), identity);
+
+  // A TrainingJob applied now reaches the reconciler (watch -> queue -> runner), which
+  // reads it from the cache.
+  const auto namespaces = *api_.store().find_resource("", "v1", "namespaces");
+  api_.store().create(namespaces, "", {{"metadata", {{"name", "nlp"}}}});
+  std::ifstream in(std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/bert-large-350m.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  json job = yaml_documents_to_json(text.str()).at(0);
+  job["spec"]["suspend"] = true;
+  api_.store().create(*api_.store().find_resource("commgate.io", "v1alpha1", "trainingjobs"), "nlp",
+                      job);
+  EXPECT_TRUE(
+      wait_until([&] { return sample(port, "commgate_operator_controller_reconciles_total") >= 1; },
+                 seconds(10)))
+      << p.output();
+  EXPECT_GE(sample(port, "commgate_operator_cache_reads_total{source=\"cache\"}"), 1)
+      << get(port, "/metrics").body;
 
   const auto stop_started = std::chrono::steady_clock::now();
   EXPECT_EQ(p.terminate(seconds(10)), 0) << p.output();
