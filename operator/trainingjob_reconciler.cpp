@@ -27,6 +27,8 @@ namespace {
 
 inline constexpr const char* kTrainingJobs = "/apis/commgate.io/v1alpha1/namespaces/";
 inline constexpr const char* kProfiles = "/apis/commgate.io/v1alpha1/commprofiles";
+// Set by the Job controller on a Job's pods: the Job's metadata.uid.
+inline constexpr const char* kControllerUidLabel = "batch.kubernetes.io/controller-uid";
 
 // The TrainingJob was deleted while it was being reconciled (a write answered 404).
 struct JobGone {};
@@ -87,6 +89,20 @@ std::string meta_string(const json& object, const std::string& key) {
   const json meta = object.value("metadata", json::object());
   const json& v = meta.value(key, json());
   return v.is_string() ? v.get<std::string>() : "";
+}
+
+// The uid of an object's controller (ownerReferences[] with controller: true), or "".
+std::string controller_uid_of(const json& object) {
+  const json meta = object.value("metadata", json::object());
+  const json refs = meta.is_object() ? meta.value("ownerReferences", json::array()) : json();
+  if (!refs.is_array()) return "";
+  for (const json& r : refs) {
+    if (r.is_object() && r.value("controller", json(false)) == json(true)) {
+      const json& uid = r.value("uid", json());
+      return uid.is_string() ? uid.get<std::string>() : "";
+    }
+  }
+  return "";
 }
 
 std::string annotation_of(const json& object, const std::string& key) {
@@ -464,7 +480,11 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
   if (!jd.policy) return ReconcileError::retryable(jd.policy_error);
   if (jd.decision.action != commgate::Action::kGate) return apply_decision(ctx, jd);
 
-  if (!gate_recorded) patch_decision(ctx, jd, record_of(jd, ctx.job, ctx.now));
+  if (!gate_recorded) {
+    // No webhook gated it (or the spec changed without one): the operator does.
+    patch_decision(ctx, jd, record_of(jd, ctx.job, ctx.now));
+    event(ctx, "Normal", "Gated", "Decide", decision_event_note(jd.decision, *jd.policy, nullptr));
+  }
   put_decision(ctx.status, jd.decision, jd.measurement ? &*jd.measurement : nullptr, ctx.to_count);
   ctx.status.erase("admittedNodes");
   ctx.condition(condition::kAdmitted, kFalse, jd.decision.reason, jd.decision.message);
@@ -518,8 +538,23 @@ ReconcileResult TrainingJobReconciler::probe_or_collect(Context& ctx, const JobD
   const std::optional<json> probe = get_or_null(reader_, jobs_collection(ns) + "/" + name);
   if (!probe) return start_probe(ctx, jd, profile);
 
+  enter(ctx, Step::kCollect);
+  const ProbeOutcome outcome = outcome_of(*probe);
   if (annotation_of(*probe, kProbeModelAnnotation) != probe_model_annotation(ctx.job.spec.model)) {
-    // One probe per pool: another model's probe runs; this job's model is probed next.
+    if (outcome.state == ProbeState::kSucceeded && outcome.result) {
+      // Another model's probe finished: its result goes into the profile (where the job
+      // that asked for it finds it), and the pool is free for this job's probe.
+      record_in_profile(ctx, pool, *outcome.result);
+      delete_probe(ctx, name);
+      enter(ctx, Step::kDecide);
+      const JobDecision now_measured = decide_now(ctx);
+      if (now_measured.policy && now_measured.decision.action != commgate::Action::kGate)
+        return apply_decision(ctx, now_measured);
+      enter(ctx, Step::kProbe);
+      return start_probe(ctx, jd, profile);
+    }
+    // One probe per pool: another model's probe runs (or failed, and the job that asked
+    // for it counts that); this job's model is probed next.
     ctx.set_phase(phase::kGated);
     ctx.condition(condition::kProbed, kFalse, op_reason::kWaitingForPoolProbe,
                   "waiting for probe " + ns + "/" + name + " of pool " + pool + " (for " +
@@ -529,11 +564,6 @@ ReconcileResult TrainingJobReconciler::probe_or_collect(Context& ctx, const JobD
     return Action::requeue_after(settings_.probe_poll);
   }
 
-  enter(ctx, Step::kCollect);
-  kube::ListOptions selected;
-  selected.label_selector = std::string(kJobNameLabel) + "=" + name;
-  const std::vector<json> pods = reader_.list(pods_collection(ns), selected).items;
-  const ProbeOutcome outcome = read_probe_outcome(*probe, pods);
   switch (outcome.state) {
     case ProbeState::kRunning:
       ctx.set_phase(phase::kProbing);
@@ -554,6 +584,23 @@ ReconcileResult TrainingJobReconciler::probe_or_collect(Context& ctx, const JobD
   delete_probe(ctx, name);
   return probe_failed(ctx, jd, outcome.reason.empty() ? kReasonProbeFailed : outcome.reason,
                       outcome.message);
+}
+
+ProbeOutcome TrainingJobReconciler::outcome_of(const json& probe) const {
+  const std::string name = meta_string(probe, "name");
+  const std::string uid = meta_string(probe, "uid");
+  kube::ListOptions selected;
+  selected.label_selector = std::string(kJobNameLabel) + "=" + name;
+  std::vector<json> pods = reader_.list(pods_collection(settings_.probe.ns), selected).items;
+  // Pods of an earlier probe Job of the same name (deleted, its pods not yet collected)
+  // carry another controller-uid: their results are not this probe's.
+  std::erase_if(pods, [&](const json& pod) {
+    const json meta = pod.value("metadata", json::object());
+    const json labels = meta.is_object() ? meta.value("labels", json::object()) : json();
+    const json& owner = labels.is_object() ? labels.value(kControllerUidLabel, json()) : json();
+    return !uid.empty() && owner.is_string() && owner.get<std::string>() != uid;
+  });
+  return read_probe_outcome(probe, pods);
 }
 
 ReconcileResult TrainingJobReconciler::start_probe(Context& ctx, const JobDecision& jd,
@@ -791,12 +838,13 @@ ReconcileResult TrainingJobReconciler::launch_and_sync(Context& ctx, const Decis
     sync_status(ctx);
     return Action::await_change();
   }
-  ensure_workload(ctx, record);
+  const bool ours = ensure_workload(ctx, record);
   sync_status(ctx);
+  if (!ours) return Action::requeue_after(settings_.probe_poll);
   return Action::await_change();
 }
 
-void TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& record) {
+bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& record) {
   enter(ctx, Step::kWorkload);
   const std::string path = jobs_collection(ctx.ns) + "/" + ctx.name;
   std::optional<json> workload = get_or_null(reader_, path);
@@ -827,6 +875,16 @@ void TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
     }
     workload = objects.job;  // as created; its status arrives with the next change
   }
+  if (const std::string owner = controller_uid_of(*workload);
+      !owner.empty() && owner != meta_string(ctx.object, "uid")) {
+    // The Job of an earlier TrainingJob of the same name, not yet garbage-collected.
+    ctx.set_phase(decision_phase(record.action));
+    ctx.condition(condition::kRunning, kFalse, op_reason::kPreviousWorkloadExists,
+                  "Job " + ctx.ns + "/" + ctx.name +
+                      " belongs to an earlier TrainingJob of this name; waiting for it to be "
+                      "deleted");
+    return false;
+  }
   const WorkloadState state = workload_state(*workload);
   const std::string detail =
       "Job " + ctx.ns + "/" + ctx.name + ": " + std::to_string(state.active) + " active, " +
@@ -855,6 +913,7 @@ void TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
       ctx.condition(condition::kFailed, kTrue, reason_or("Failed"), detail);
       break;
   }
+  return true;
 }
 
 void TrainingJobReconciler::sync_status(Context& ctx) {

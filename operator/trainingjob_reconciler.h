@@ -82,6 +82,9 @@ inline constexpr const char* kMeasurementInsufficient = "MeasurementInsufficient
 // The probe failed past the policy's retryStrategy.backoffLimitCount: phase Failed.
 inline constexpr const char* kProbeFailed = "ProbeFailed";
 inline constexpr const char* kWorkloadCreated = "WorkloadCreated";
+// The workload's name is taken by the Job of an earlier TrainingJob of the same name that
+// the garbage collector has not deleted yet.
+inline constexpr const char* kPreviousWorkloadExists = "PreviousWorkloadExists";
 }  // namespace op_reason
 
 // The delay before probe retry `retry` (1 for the first retry): backoffBaseSeconds doubled
@@ -159,10 +162,12 @@ class TrainingJobReconciler {
   kube::ReconcileResult apply_decision(Context& ctx, const JobDecision& jd);
   kube::ReconcileResult launch_and_sync(Context& ctx, const DecisionRecord& record);
 
+  ProbeOutcome outcome_of(const nlohmann::json& probe) const;
   nlohmann::json ensure_profile(Context& ctx, const std::string& pool);
   void record_in_profile(Context& ctx, const std::string& pool, const ProbeResult& result);
   void delete_probe(Context& ctx, const std::string& name);
-  void ensure_workload(Context& ctx, const DecisionRecord& record);
+  // False when the Job of that name belongs to an earlier TrainingJob of the same name.
+  bool ensure_workload(Context& ctx, const DecisionRecord& record);
   void patch_decision(Context& ctx, const JobDecision& jd, const DecisionRecord& record);
   void sync_status(Context& ctx);
 

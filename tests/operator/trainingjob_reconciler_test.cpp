@@ -231,6 +231,7 @@ struct World {
                    {{"name", probe() + "-" + std::to_string(i) + "-x"},
                     {"labels",
                      {{kJobNameLabel, probe()},
+                      {"batch.kubernetes.io/controller-uid", (*probe_job())["metadata"]["uid"]},
                       {kCompletionIndexKey, std::to_string(i)},
                       {kPoolLabel, pool()}}}}},
                   {"status", {{"phase", "Running"}}}};
@@ -351,6 +352,7 @@ TEST(Reconcile, a_suspended_job_no_webhook_saw_is_gated_by_the_operator) {
   const auto record = decision_record_of(parse_training_job(job));
   ASSERT_TRUE(record);
   EXPECT_EQ(check_against_record(*record, parse_training_job(job).spec), RecordVerdict::kHolds);
+  EXPECT_TRUE(w.event("Gated"));
 }
 
 TEST(Reconcile, probe_is_created_exactly_once_over_many_reconciles) {
@@ -698,6 +700,7 @@ TEST(Reconcile, retry_waits_for_its_backoff_then_probes_again) {
   reconcile_to_probing(w, "bert");
   w.fail_probe();
   ASSERT_TRUE(w.reconcile("bert").ok());
+  const json leftover = *w.api.peek(kProbePods + "/" + w.probe() + "-0-x");
   w.remove_probe_pods();
   EXPECT_EQ(w.status("bert")["probeAttempts"], 1);
   EXPECT_EQ(condition_reason(w.status("bert"), condition::kProbed), kReasonProbeFailed);
@@ -712,6 +715,24 @@ TEST(Reconcile, retry_waits_for_its_backoff_then_probes_again) {
   reconcile_to_probing(w, "bert");
   EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 2);
   EXPECT_FALSE(w.status("bert").contains("nextProbeTime"));
+
+  // The first attempt's failed pods are still there (the garbage collector is slow): they
+  // carry the deleted Job's controller-uid, so they are not this attempt's.
+  w.api.seed(kProbePods, leftover);
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.status("bert")["phase"], phase::kProbing) << w.status("bert").dump(2);
+  EXPECT_EQ(w.status("bert")["probeAttempts"], 1);
+  // ... nor is a rank 0 of the first attempt that wrote something else.
+  json old_rank0 = leftover;
+  old_rank0["metadata"]["name"] = w.probe() + "-0-a";
+  old_rank0["status"]["containerStatuses"][0]["state"] = {
+      {"terminated", {{"exitCode", 0}, {"message", "not this attempt's result"}}}};
+  w.api.seed(kProbePods, old_rank0);
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  const auto measured = w.reconcile("bert");
+  ASSERT_TRUE(measured.ok()) << measured.error().message;
+  EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
 }
 
 TEST(Reconcile, retries_exhausted_fail_the_job_for_good) {
@@ -756,6 +777,59 @@ TEST(Reconcile, retry_delays_double_up_to_the_maximum) {
   EXPECT_EQ(probe_retry_delay(s, 2), 60s);
   EXPECT_EQ(probe_retry_delay(s, 3), 100s);
   EXPECT_EQ(probe_retry_delay(s, 60), 100s);
+}
+
+TEST(Reconcile, another_models_finished_probe_is_recorded_and_frees_the_pool) {
+  World w;
+  w.submit(a_job("bert"));
+  w.submit(a_job("vit").params(80e6));
+  reconcile_to_probing(w, "bert");
+  ASSERT_TRUE(w.reconcile("vit").ok());
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+
+  // vit sees bert's probe finished first: it records bert's result and starts its own.
+  const auto r = w.reconcile("vit");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.status("vit")["phase"], phase::kProbing);
+  ASSERT_TRUE(w.probe_job());
+  EXPECT_EQ((*w.probe_job())["metadata"]["annotations"][kProbeForAnnotation], "ml/vit");
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 2);
+
+  // bert finds its model measured in the profile: decided without probing again.
+  const auto b = w.reconcile("bert");
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 2);
+}
+
+TEST(Reconcile, the_job_of_an_earlier_trainingjob_of_the_same_name_is_waited_for) {
+  World w;
+  json old_workload = {{"apiVersion", "batch/v1"},
+                       {"kind", "Job"},
+                       {"metadata",
+                        {{"name", "bert"},
+                         {"ownerReferences",
+                          {{{"apiVersion", "commgate.io/v1alpha1"},
+                            {"kind", "TrainingJob"},
+                            {"name", "bert"},
+                            {"uid", "uid-of-the-deleted-one"},
+                            {"controller", true}}}}}},
+                       {"spec", json::object()},
+                       {"status", {{"succeeded", 4}}}};
+  w.api.seed(kWorkloadJobs, old_workload);
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(requeue_of(r), 2s);
+  EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << "not the old Job's Succeeded";
+  EXPECT_EQ(condition_reason(w.status("bert"), condition::kRunning),
+            op_reason::kPreviousWorkloadExists);
+
+  w.api.remove(kWorkloadJobs + "/bert");  // the garbage collector catches up
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  EXPECT_EQ(w.creates_of(kWorkloadJobs + "/bert"), 1);
 }
 
 // ---------------------------------------------------------------------------------------
