@@ -36,6 +36,12 @@
 #include "tests/support/wait.h"
 
 namespace commgate::op {
+
+// gtest prints the phase by name (found by ADL in the enum's namespace).
+void PrintTo(WorkloadPhase phase, std::ostream* os) {
+  *os << to_string(phase);
+}
+
 namespace {
 
 using nlohmann::json;
