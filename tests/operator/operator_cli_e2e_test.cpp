@@ -199,7 +199,9 @@ TEST_F(OperatorCli, AStandbyTakesOverWithinTheLeaseOnceTheLeaderIsKilled) {
       << a.output();
   const std::string identity_a = identity_of(a);
 
-  ChildProcess b = start_operator("operator-b", fast);
+  auto json_logs = fast;
+  json_logs.push_back("--log-format=json");
+  ChildProcess b = start_operator("operator-b", json_logs);
   const uint16_t port_b = port_of(b);
   ASSERT_NE(port_b, 0) << b.output();
   // Ready while standby, and it has seen the Lease held by the other.
@@ -209,6 +211,7 @@ TEST_F(OperatorCli, AStandbyTakesOverWithinTheLeaseOnceTheLeaderIsKilled) {
     return b.output().find("the Lease is held by " + identity_a) != std::string::npos;
   })) << b.output();
   EXPECT_TRUE(metrics_show(port_b, "\ncommgate_operator_leader 0\n")) << b.output();
+  EXPECT_NE(b.output().find("\"msg\":\"caches synced\""), std::string::npos) << b.output();
   EXPECT_EQ(holder(), identity_a);
 
   ASSERT_EQ(kill(a.pid(), SIGKILL), 0);
@@ -222,6 +225,27 @@ TEST_F(OperatorCli, AStandbyTakesOverWithinTheLeaseOnceTheLeaderIsKilled) {
   EXPECT_EQ(holder(), identity_of(b));
   EXPECT_EQ(b.terminate(seconds(10)), 0) << b.output();
   EXPECT_EQ(holder(), "");
+}
+
+TEST_F(OperatorCli, ALeaderThatSeesAnotherHolderStopsAndExitsWith1) {
+  ChildProcess a = start_operator(
+      "operator-a", {"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
+                     "--leader-elect-retry-period=1s"});
+  const uint16_t port = port_of(a);
+  ASSERT_NE(port, 0) << a.output();
+  ASSERT_TRUE(
+      wait_until([&] { return metrics_show(port, "\ncommgate_operator_leader 1\n"); }, seconds(20)))
+      << a.output();
+  // Another replica took the Lease (as after a partition longer than the lease).
+  const auto leases = *api_.store().find_resource("coordination.k8s.io", "v1", "leases");
+  json stolen = lease();
+  stolen["spec"]["holderIdentity"] = "operator-z_00000000";
+  api_.store().update(leases, kNamespace, "commgate-operator", stolen, sim::WritePart::kMain);
+  EXPECT_EQ(a.wait_exit(seconds(10)), 1) << a.output();
+  EXPECT_NE(a.output().find("leader election lost: stopped reconciling"), std::string::npos)
+      << a.output();
+  // It did not write the Lease back on its way out.
+  EXPECT_EQ(holder(), "operator-z_00000000");
 }
 
 }  // namespace
