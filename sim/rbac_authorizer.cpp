@@ -73,13 +73,13 @@ std::string meta(const json& object, const char* field) {
 bool applies_to(const json& subject, const UserInfo& user, const std::string& binding_ns) {
   const std::string kind = str(subject, "kind");
   const std::string name = str(subject, "name");
-  if (kind == "User") return user.name == name;
+  if (kind == "User") return user.username == name;
   if (kind == "Group") return has(user.groups, name);
   if (kind == "ServiceAccount") {
     std::string ns = str(subject, "namespace");
     if (ns.empty()) ns = binding_ns;
     if (ns.empty()) return false;
-    return user.name == kServiceAccountPrefix + ns + ":" + name;
+    return user.username == kServiceAccountPrefix + ns + ":" + name;
   }
   return false;
 }
@@ -206,8 +206,7 @@ std::string exact_name(std::string_view selector) {
 }  // namespace
 
 UserInfo service_account_user(const std::string& ns, const std::string& name) {
-  return {kServiceAccountPrefix + ns + ":" + name,
-          {"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}};
+  return with_implied_groups({kServiceAccountPrefix + ns + ":" + name, {}});
 }
 
 RbacObjects RbacObjects::from(const std::vector<json>& objects) {
@@ -295,7 +294,7 @@ RequestAttributes request_attributes(std::string_view method, std::string_view p
 
 json forbidden_status(const UserInfo& user, const RequestAttributes& request,
                       const std::string& reason) {
-  std::string message = "User \"" + user.name + "\" cannot " + request.verb;
+  std::string message = "User \"" + user.username + "\" cannot " + request.verb;
   if (!request.resource_request) {
     message += " path \"" + request.path + "\"";
   } else {

@@ -35,15 +35,13 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/authentication.h"  // UserInfo: who asks (username, groups)
+
 namespace commgate::sim {
 
-struct UserInfo {
-  std::string name;  // "alice", "system:serviceaccount:ns:name"
-  std::vector<std::string> groups;
-};
-
-// The user a service-account token authenticates as, with the groups kube-apiserver adds:
-// system:serviceaccounts, system:serviceaccounts:<namespace>, system:authenticated.
+// The user a service-account token authenticates as, with the groups kube-apiserver adds
+// (with_implied_groups): system:serviceaccounts, system:serviceaccounts:<namespace>,
+// system:authenticated.
 UserInfo service_account_user(const std::string& ns, const std::string& name);
 
 struct RequestAttributes {

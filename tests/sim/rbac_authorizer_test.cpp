@@ -239,7 +239,7 @@ TEST(Authorize, objects_are_picked_by_kind_from_any_list) {
 
 TEST(Authorize, a_service_accounts_user_carries_the_groups_the_api_server_adds) {
   const auto u = service_account_user("ml", "robot");
-  EXPECT_EQ(u.name, "system:serviceaccount:ml:robot");
+  EXPECT_EQ(u.username, "system:serviceaccount:ml:robot");
   EXPECT_EQ(u.groups,
             (std::vector<std::string>{"system:serviceaccounts", "system:serviceaccounts:ml",
                                       "system:authenticated"}));
