@@ -20,6 +20,7 @@
 
 #include "core/base64.h"
 #include "sim/api_server.h"
+#include "sim/rbac_authorizer.h"
 #include "tests/chart/chart_render.h"
 #include "tests/support/child_process.h"
 #include "tests/support/wait.h"
@@ -139,13 +140,18 @@ class ChartOnSim : public ::testing::Test {
 
 TEST_F(ChartOnSim, kubectl_applies_every_rendered_object) {
   ASSERT_NO_FATAL_FAILURE(install());
-  const auto get = kubectl({"get", "deployment,service,serviceaccount,poddisruptionbudget,secret",
-                            "-n", "commgate-system", "-o", "name"});
+  const auto get = kubectl(
+      {"get", "deployment,service,serviceaccount,poddisruptionbudget,secret,role,rolebinding", "-n",
+       "commgate-system", "-o", "name"});
   ASSERT_EQ(get.code, 0) << get.output;
   for (const char* want :
        {"deployment.apps/commgate-webhook", "service/commgate-webhook",
         "serviceaccount/commgate-webhook", "poddisruptionbudget.policy/commgate-webhook",
-        "secret/commgate-webhook-tls"})
+        "secret/commgate-webhook-tls", "deployment.apps/commgate-operator",
+        "service/commgate-operator-metrics", "serviceaccount/commgate-operator",
+        "poddisruptionbudget.policy/commgate-operator", "secret/commgate-operator-tls",
+        "role.rbac.authorization.k8s.io/commgate-operator-leader-election",
+        "rolebinding.rbac.authorization.k8s.io/commgate-operator-leader-election"})
     EXPECT_NE(get.output.find(want), std::string::npos) << want << "\n" << get.output;
   // A second apply of the same objects changes nothing, as `helm upgrade` with the same
   // values would not (the certificate aside, which lookup keeps on a real upgrade).
@@ -157,6 +163,44 @@ TEST_F(ChartOnSim, kubectl_applies_every_rendered_object) {
   EXPECT_NE(again.output.find("clusterrole.rbac.authorization.k8s.io/commgate-webhook unchanged"),
             std::string::npos)
       << again.output;
+}
+
+// The RBAC objects as the sim stored them (read back with kubectl, as an authorizer's
+// informer would) grant the operator's ServiceAccount its requests and nothing more.
+TEST_F(ChartOnSim, the_stored_rbac_authorizes_the_operator_as_rendered) {
+  ASSERT_NO_FATAL_FAILURE(install());
+  const auto got = kubectl({"get", "clusterroles,clusterrolebindings,roles,rolebindings", "-A",
+                            "-l", "app.kubernetes.io/instance=commgate", "-o", "json"});
+  ASSERT_EQ(got.code, 0) << got.output;
+  const auto rbac =
+      sim::RbacObjects::from(json::parse(got.output)["items"].get<std::vector<json>>());
+  EXPECT_EQ(rbac.cluster_roles.size(), 2u);
+  EXPECT_EQ(rbac.roles.size(), 1u);
+  const auto op = sim::service_account_user("commgate-system", "commgate-operator");
+  const auto request = [](std::string verb, std::string group, std::string resource, std::string ns,
+                          std::string name, std::string sub = "") {
+    sim::RequestAttributes r;
+    r.verb = std::move(verb);
+    r.api_group = std::move(group);
+    r.resource = std::move(resource);
+    r.ns = std::move(ns);
+    r.name = std::move(name);
+    r.subresource = std::move(sub);
+    return r;
+  };
+  EXPECT_TRUE(sim::authorize(op, request("create", "batch", "jobs", "nlp", ""), rbac).allowed);
+  EXPECT_TRUE(sim::authorize(
+                  op, request("patch", "commgate.io", "trainingjobs", "nlp", "b", "status"), rbac)
+                  .allowed);
+  EXPECT_TRUE(sim::authorize(op,
+                             request("update", "coordination.k8s.io", "leases", "commgate-system",
+                                     "commgate-operator"),
+                             rbac)
+                  .allowed);
+  EXPECT_FALSE(
+      sim::authorize(op, request("get", "", "secrets", "commgate-system", "commgate-operator-tls"),
+                     rbac)
+          .allowed);
 }
 
 TEST_F(ChartOnSim, the_sim_calls_the_webhook_through_the_charts_service_and_ca) {

@@ -54,6 +54,13 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- printf "%s-operator" (include "commgate.fullname" .) -}}
 {{- end -}}
 
+{{/* The operator's leader-election Lease, in the release namespace. The name is the
+operator's own (operator/operator_process.h, OperatorOptions::lease_name; it has no flag),
+so it does not follow the release name; tests/chart checks the two agree. */}}
+{{- define "commgate.operator.leaseName" -}}
+commgate-operator
+{{- end -}}
+
 {{- define "commgate.operator.tlsSecretName" -}}
 {{- .Values.operator.tls.existingSecret | default (printf "%s-operator-tls" (include "commgate.fullname" .)) -}}
 {{- end -}}
