@@ -122,6 +122,7 @@ Kind training_job_kind() {
     },
     "status": {
       "phase": "Downsized", "observedGeneration": 2, "admittedNodes": 2,
+      "probeAttempts": 1, "nextProbeTime": "2026-11-30T11:05:00Z",
       "measurement": {"source": "CommProfile pool-all", "probeTime": "2026-11-30T11:00:00Z",
         "nodesProbed": 2, "procsPerNode": 1, "backend": "gloo", "transport": "socket",
         "interface": "eth0", "device": "cpu", "gpuProduct": "", "busbwGBps": 0.118,
