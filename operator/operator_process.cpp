@@ -220,10 +220,11 @@ void OperatorProcess::on_managed_change(const kube::Store& store,
     }
   }
   if (!pools.empty()) {
+    // Only suspended jobs can wait on a pool: copy those, not the whole cache.
     const auto all = parts_->trainingjobs.store().snapshot();
     std::vector<json> trainingjobs;
-    trainingjobs.reserve(all->size());
-    for (const auto& [key, tj] : *all) trainingjobs.push_back(tj);
+    for (const std::string& key : suspended_trainingjobs(*all))
+      trainingjobs.push_back(all->at(key));
     for (const std::string& pool : pools)
       for (std::string& key : trainingjobs_waiting_on_pool(trainingjobs, pool))
         keys.insert(std::move(key));
