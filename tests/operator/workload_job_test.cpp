@@ -404,6 +404,33 @@ TEST(WorkloadJob, is_deterministic) {
   EXPECT_EQ(a.service.dump(), b.service.dump());
 }
 
+// --- Names the workload can take ---
+
+TEST(WorkloadJob, name_problem_table) {
+  struct Case {
+    std::string name;
+    int nodes;
+    std::string want;  // a substring of the problem; "" = none
+  } const cases[] = {
+      {"bert", 4, ""},
+      {"bert-large-2", 100, ""},
+      {std::string(61, 'a'), 10, ""},  // aaa...-9: 63 characters
+      {std::string(61, 'a'), 11, "use a name of at most 60 characters"},
+      {std::string(62, 'a'), 1, "use a name of at most 61 characters"},
+      {"1bert", 2, "DNS-1035 label"},  // a Service name starts with a letter
+      {"bert.large", 2, "DNS-1035 label"},
+      {"llm.v2-7b", 2, "DNS-1035 label"},  // a valid TrainingJob name (RFC 1123 subdomain)
+  };
+  for (const auto& c : cases) {
+    const std::string got = workload_name_problem(a_training_job(c.name).nodes(c.nodes).build());
+    if (c.want.empty()) {
+      EXPECT_EQ(got, "") << c.name;
+    } else {
+      EXPECT_NE(got.find(c.want), std::string::npos) << c.name << ": " << got;
+    }
+  }
+}
+
 // --- NCCL settings from the pool's profile ---
 
 struct NcclCase {
