@@ -164,11 +164,15 @@ class WorkloadTorchrun : public ::testing::Test {
   }
 
   // Waits for the Job to finish (Complete or Failed); its state as workload_state reads it.
-  WorkloadState wait_finished(const std::string& name, std::chrono::seconds limit) {
+  // `phases`: each phase read, once per change, in order.
+  WorkloadState wait_finished(const std::string& name, std::chrono::seconds limit,
+                              std::vector<std::string>* phases = nullptr) {
     WorkloadState state;
     commgate::testing::wait_until(
         [&] {
           state = workload_state(job(name));
+          if (phases && (phases->empty() || phases->back() != to_string(state.phase)))
+            phases->push_back(to_string(state.phase));
           return state.phase == WorkloadPhase::kSucceeded || state.phase == WorkloadPhase::kFailed;
         },
         limit);
@@ -194,12 +198,19 @@ class WorkloadTorchrun : public ::testing::Test {
 TEST_F(WorkloadTorchrun, injected_environment_runs_a_real_ddp_training_to_completion) {
   const auto started = std::chrono::steady_clock::now();
   launch(ddp_job("ddp", 300));
-  const WorkloadState state = wait_finished("ddp", 240s);
+  std::vector<std::string> phases;
+  const WorkloadState state = wait_finished("ddp", 240s, &phases);
   ASSERT_EQ(state.phase, WorkloadPhase::kSucceeded) << state.reason << ": " << state.message << "\n"
                                                     << job("ddp").dump(2) << "\n"
                                                     << logs_of("ddp");
   EXPECT_EQ(state.reason, "CompletionsReached");
   EXPECT_EQ(state.succeeded, 2);
+  // What the TrainingJob's status mirrors, read from the sim's real Job statuses: Pending
+  // while the pods start (the sim's Job controller may already count them Ready when first
+  // read), Running through the training, then Succeeded; never Failed.
+  ASSERT_GE(phases.size(), 2u);
+  if (phases.front() == "Pending") phases.erase(phases.begin());
+  EXPECT_EQ(phases, (std::vector<std::string>{"Running", "Succeeded"}));
 
   // Each pod ran as the rank of its completion index, on its own node.
   std::set<std::string> nodes;
