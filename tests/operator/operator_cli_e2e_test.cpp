@@ -13,6 +13,7 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "core/yaml_json.h"
 #include "sim/api_server.h"
@@ -225,6 +226,62 @@ TEST_F(OperatorCli, AStandbyTakesOverWithinTheLeaseOnceTheLeaderIsKilled) {
   EXPECT_EQ(holder(), identity_of(b));
   EXPECT_EQ(b.terminate(seconds(10)), 0) << b.output();
   EXPECT_EQ(holder(), "");
+}
+
+// A workload Job (label commgate.io/trainingjob) wakes its TrainingJob when it is created,
+// changed and deleted (the deleted one through the labels last seen). The TrainingJob's
+// spec does not parse, so its reconcile ends with a terminal error and nothing else
+// requeues it: every reconcile counted after it settles is the Job's doing.
+TEST_F(OperatorCli, AWorkloadJobWakesItsTrainingJobAlsoWhenDeleted) {
+  ChildProcess p = start_operator("operator-a", {"--leader-elect=false"});
+  const uint16_t port = port_of(p);
+  ASSERT_NE(port, 0) << p.output();
+  ASSERT_TRUE(
+      wait_until([&] { return metrics_show(port, "\ncommgate_operator_leader 1\n"); }, seconds(20)))
+      << p.output();
+  const auto namespaces = *api_.store().find_resource("", "v1", "namespaces");
+  api_.store().create(namespaces, "", {{"metadata", {{"name", "nlp"}}}});
+  std::ifstream in(std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/bert-large-350m.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  json tj = yaml_documents_to_json(text.str()).at(0);
+  tj["spec"]["minNodes"] = 8;  // > numNodes: the reconciler's parser refuses it
+  api_.store().create(*api_.store().find_resource("commgate.io", "v1alpha1", "trainingjobs"), "nlp",
+                      tj);
+  const std::string reconciles = "commgate_operator_controller_reconciles_total";
+  // Settled: the same count for a second after at least one reconcile.
+  auto settled = [&] {
+    double last = -1;
+    const auto deadline = std::chrono::steady_clock::now() + seconds(15);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const double now = sample(port, reconciles);
+      if (now >= 1 && now == last) return now;
+      last = now;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    return -1.0;
+  };
+  const double before = settled();
+  ASSERT_GE(before, 1) << p.output();
+
+  const auto jobs = *api_.store().find_resource("batch", "v1", "jobs");
+  const json container = {{"name", "trainer"}, {"image", "x"}, {"command", {"true"}}};
+  const json pod_spec = {{"restartPolicy", "Never"}, {"containers", json::array({container})}};
+  const json labels = {{"app.kubernetes.io/managed-by", "commgate"},
+                       {"commgate.io/role", "workload"},
+                       {"commgate.io/trainingjob", "bert-large"}};
+  const json workload = {{"apiVersion", "batch/v1"},
+                         {"kind", "Job"},
+                         {"metadata", {{"name", "bert-large"}, {"labels", labels}}},
+                         {"spec", {{"suspend", true}, {"template", {{"spec", pod_spec}}}}}};
+  api_.store().create(jobs, "nlp", workload);
+  EXPECT_TRUE(wait_until([&] { return sample(port, reconciles) > before; }, seconds(10)))
+      << p.output();
+  const double after_create = settled();
+  api_.store().remove(jobs, "nlp", "bert-large");
+  EXPECT_TRUE(wait_until([&] { return sample(port, reconciles) > after_create; }, seconds(10)))
+      << p.output();
+  EXPECT_EQ(p.terminate(seconds(10)), 0) << p.output();
 }
 
 TEST_F(OperatorCli, ALeaderThatSeesAnotherHolderStopsAndExitsWith1) {
