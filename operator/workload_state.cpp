@@ -33,11 +33,6 @@ WorkloadState terminal(WorkloadPhase phase, const json& condition, const char* d
   return state;
 }
 
-std::string counts_message(const WorkloadState& s) {
-  return std::to_string(s.active) + " active, " + std::to_string(s.succeeded) + " succeeded, " +
-         std::to_string(s.failed) + " failed";
-}
-
 }  // namespace
 
 WorkloadState workload_state(const nlohmann::json& job) {
@@ -93,7 +88,10 @@ WorkloadState workload_state(const nlohmann::json& job) {
   }
   if (state.reason.empty()) {
     state.reason = "WorkloadRunning";
-    state.message = "pods: " + counts_message(state);
+    // The counts are in the state's fields; the message adds what they do not say.
+    state.message = has_ready ? std::to_string(ready) + " of " + std::to_string(state.active) +
+                                    " active pod(s) ready"
+                              : std::to_string(state.active) + " pod(s) active";
   }
   return state;
 }
