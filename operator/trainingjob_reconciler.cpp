@@ -378,6 +378,8 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
   auto object = get_or_null(reader_, ctx.path);
   if (!object) return Action::await_change();
   ctx.object = std::move(*object);
+  // Being deleted: the garbage collector removes what it owns; nothing to start now.
+  if (!meta_string(ctx.object, "deletionTimestamp").empty()) return Action::await_change();
   const json& status = ctx.object.value("status", json::object());
   ctx.status = status.is_object() ? status : json::object();
   try {
@@ -848,6 +850,12 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
   enter(ctx, Step::kWorkload);
   const std::string path = jobs_collection(ctx.ns) + "/" + ctx.name;
   std::optional<json> workload = get_or_null(reader_, path);
+  const std::string phase_now = ctx.status.value("phase", "");
+  if (!workload && (phase_now == phase::kSucceeded || phase_now == phase::kFailed)) {
+    // The training ran to its end and its Job is gone (ttlSecondsAfterFinished, or deleted
+    // by hand): the job is over, it is not started again.
+    return true;
+  }
   if (!workload) {
     std::map<std::string, std::string> nccl;
     PoolDevice device = PoolDevice::kUnknown;

@@ -600,7 +600,40 @@ TEST(Reconcile, admitted_job_runs_its_workload_and_follows_it_to_the_end) {
     EXPECT_EQ(condition_status(w.status("bert"), c.want_condition), kTrue);
     EXPECT_EQ(condition_status(w.status("bert"), condition::kRunning), kFalse);
     EXPECT_EQ(w.creates_of(kWorkloadJobs + "/bert"), 1);
+
+    // The finished Job goes (ttlSecondsAfterFinished): the training is not run again.
+    w.api.remove(kWorkloadJobs + "/bert");
+    ASSERT_TRUE(w.reconcile("bert").ok());
+    EXPECT_EQ(w.creates_of(kWorkloadJobs + "/bert"), 1);
+    EXPECT_EQ(w.status("bert")["phase"], c.want_phase);
   }
+}
+
+TEST(Reconcile, a_job_being_deleted_is_left_to_the_garbage_collector) {
+  World w;
+  json doc = a_job("bert").json();
+  doc["metadata"]["deletionTimestamp"] = "2026-11-30T11:59:00Z";
+  doc["metadata"]["finalizers"] = {"example.com/keep"};
+  w.submit_raw(doc);
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.action(), kube::Action::await_change());
+  EXPECT_TRUE(w.api.actions().empty()) << ::testing::PrintToString(w.api.actions());
+}
+
+TEST(Reconcile, probe_duration_is_measured_from_the_probe_jobs_creation) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  json created = *w.probe_job();  // the API server sets creationTimestamp; the fake does not
+  created["metadata"]["creationTimestamp"] = "2026-11-30T11:59:00Z";
+  w.api.seed(kProbeJobs, created);
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  const std::string text = w.reconciler.metrics_text();
+  EXPECT_NE(text.find("commgate_operator_probe_duration_seconds_sum 60\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("commgate_operator_probe_duration_seconds_count 1\n"), std::string::npos);
 }
 
 TEST(Reconcile, resubmission_to_a_freshly_measured_pool_is_decided_without_a_probe) {
