@@ -189,8 +189,8 @@ TEST_F(OperatorCli, LeadsServesHealthAndMetricsAndReleasesTheLeaseOnSigterm) {
 }
 
 TEST_F(OperatorCli, AStandbyTakesOverWithinTheLeaseOnceTheLeaderIsKilled) {
-  const std::vector<std::string> fast = {"--leader-elect-lease-duration=4s",
-                                         "--leader-elect-renew-deadline=3s",
+  const std::vector<std::string> fast = {"--leader-elect-lease-duration=6s",
+                                         "--leader-elect-renew-deadline=4s",
                                          "--leader-elect-retry-period=1s"};
   ChildProcess a = start_operator("operator-a", fast);
   const uint16_t port_a = port_of(a);
@@ -219,10 +219,10 @@ TEST_F(OperatorCli, AStandbyTakesOverWithinTheLeaseOnceTheLeaderIsKilled) {
   EXPECT_EQ(a.wait_exit(seconds(5)), 128 + SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
   ASSERT_TRUE(wait_until([&] { return metrics_show(port_b, "\ncommgate_operator_leader 1\n"); },
-                         seconds(12)))
+                         seconds(15)))
       << b.output();
   // The standby waits for the lease to run out by its own clock, then at most one retry.
-  EXPECT_LT(std::chrono::steady_clock::now() - killed, seconds(4 + 1 + 2)) << b.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, seconds(6 + 1 + 3)) << b.output();
   EXPECT_EQ(holder(), identity_of(b));
   EXPECT_EQ(b.terminate(seconds(10)), 0) << b.output();
   EXPECT_EQ(holder(), "");
