@@ -495,13 +495,13 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
     sync_status(ctx);
     return Action::await_change();
   }
-  const int failed = int_field(ctx.status, "probeAttempts");
-  if (failed > jd.policy->spec.retry_strategy.backoff_limit_count) {
-    // Failed for good (probe_failed wrote why): until the spec changes.
+  if (condition_is(ctx.status.value("conditions", json::array()), condition::kFailed, kTrue)) {
+    // Failed for good (fail_for_good wrote why): until the spec changes.
     ctx.set_phase(phase::kFailed);
     sync_status(ctx);
     return Action::await_change();
   }
+  if (auto why = beyond_probe_reach(ctx, jd)) return fail_for_good(ctx, jd.decision.reason, *why);
   return probe_or_collect(ctx, jd, profile);
 }
 
@@ -708,10 +708,13 @@ ReconcileResult TrainingJobReconciler::collect(Context& ctx, const JobDecision& 
   enter(ctx, Step::kDecide);
   const JobDecision measured = decide_now(ctx);
   if (!measured.policy) return ReconcileError::retryable(measured.policy_error);
-  if (measured.decision.action == commgate::Action::kGate)
+  if (measured.decision.action == commgate::Action::kGate) {
+    if (auto why = beyond_probe_reach(ctx, measured))
+      return fail_for_good(ctx, measured.decision.reason, *why);
     return probe_failed(
         ctx, measured, op_reason::kMeasurementInsufficient,
         "the probe succeeded but the job still cannot be decided: " + measured.decision.message);
+  }
   return apply_decision(ctx, measured);
 }
 
@@ -732,22 +735,16 @@ ReconcileResult TrainingJobReconciler::probe_failed(Context& ctx, const JobDecis
                            "): " + (message.empty() ? why : message);
   ctx.condition(condition::kProbed, kFalse, why, what);
   if (failed >= attempts) {
-    const std::string final_message =
-        what +
-        "; commgate cannot decide this job without a measurement of its pool, so "
-        "it does not run. Check that " +
-        format_nodes(probe_node_count(ctx.job.spec.num_nodes, jd.policy->spec.probe)) +
-        " of nodeSelector " + format_node_selector(ctx.job.spec.node_selector) +
-        " are schedulable, then change the spec (or delete and resubmit the job) to probe "
-        "again";
     ctx.status.erase("nextProbeTime");
-    ctx.status["probeAttempts"] = failed;
-    ctx.set_phase(phase::kFailed);
-    ctx.condition(condition::kFailed, kTrue, op_reason::kProbeFailed, final_message);
-    ctx.condition(condition::kAdmitted, kFalse, op_reason::kProbeFailed, final_message);
-    event(ctx, "Warning", op_reason::kProbeFailed, "Probe", final_message);
-    sync_status(ctx);
-    return Action::await_change();
+    return fail_for_good(
+        ctx, op_reason::kProbeFailed,
+        what +
+            "; commgate cannot decide this job without a measurement of its pool, so it does "
+            "not run. Check that " +
+            format_nodes(probe_node_count(ctx.job.spec.num_nodes, jd.policy->spec.probe)) +
+            " of nodeSelector " + format_node_selector(ctx.job.spec.node_selector) +
+            " are schedulable, then change the spec (or delete and resubmit the job) to probe "
+            "again");
   }
   const auto delay = probe_retry_delay(retry, failed);
   ctx.status["nextProbeTime"] = format_rfc3339(ctx.now + delay);
@@ -756,6 +753,32 @@ ReconcileResult TrainingJobReconciler::probe_failed(Context& ctx, const JobDecis
         what + "; retrying in " + std::to_string(delay.count()) + " s");
   sync_status(ctx);
   return Action::requeue_after(delay);
+}
+
+std::optional<std::string> TrainingJobReconciler::beyond_probe_reach(const Context& ctx,
+                                                                     const JobDecision& jd) const {
+  if (jd.decision.reason != reason::kExtrapolationTooFar || !jd.measurement) return std::nullopt;
+  const ProbeSettings& probe = jd.policy->spec.probe;
+  const int reach = probe_node_count(ctx.job.spec.num_nodes, probe);
+  if (jd.measurement->nodes_probed < reach) return std::nullopt;  // a larger probe helps
+  const int k = std::max(1, jd.policy->spec.max_extrapolation);
+  return jd.decision.message + " The pool was probed on " +
+         format_nodes(jd.measurement->nodes_probed) + ", as many as CommPolicy " +
+         jd.policy->metadata.name + " lets a probe take (probe.maxNodes " +
+         std::to_string(probe.max_nodes) + "), so no probe can decide " +
+         format_nodes(ctx.job.spec.num_nodes) + ": ask for at most " +
+         std::to_string(static_cast<int64_t>(k) * jd.measurement->nodes_probed) +
+         " nodes, or have an admin raise probe.maxNodes or maxExtrapolation";
+}
+
+ReconcileResult TrainingJobReconciler::fail_for_good(Context& ctx, const std::string& why,
+                                                     const std::string& message) {
+  ctx.set_phase(phase::kFailed);
+  ctx.condition(condition::kFailed, kTrue, why, message);
+  ctx.condition(condition::kAdmitted, kFalse, why, message);
+  event(ctx, "Warning", why, "Probe", message);
+  sync_status(ctx);
+  return Action::await_change();
 }
 
 // ----- decide ---------------------------------------------------------------------------

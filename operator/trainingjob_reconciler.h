@@ -160,6 +160,12 @@ class TrainingJobReconciler {
   kube::ReconcileResult probe_failed(Context& ctx, const JobDecision& jd, const std::string& reason,
                                      const std::string& message);
   kube::ReconcileResult apply_decision(Context& ctx, const JobDecision& jd);
+  // Phase Failed with condition Failed=True (reason `why`) until the spec changes.
+  kube::ReconcileResult fail_for_good(Context& ctx, const std::string& why,
+                                      const std::string& message);
+  // Why no probe the policy allows can decide the job (ExtrapolationTooFar after a probe
+  // as large as probe.maxNodes lets it be), or nullopt.
+  std::optional<std::string> beyond_probe_reach(const Context& ctx, const JobDecision& jd) const;
   kube::ReconcileResult launch_and_sync(Context& ctx, const DecisionRecord& record);
 
   ProbeOutcome outcome_of(const nlohmann::json& probe) const;

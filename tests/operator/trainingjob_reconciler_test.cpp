@@ -163,6 +163,7 @@ struct World {
   explicit World(EnforcementAction action = EnforcementAction::kDownsize, int retries = 2) {
     api.seed(kPolicies, a_policy(action, retries));
   }
+  explicit World(const json& policy) { api.seed(kPolicies, policy); }
 
   // What the informers would hold: every policy and profile as stored.
   std::shared_ptr<const Snapshot> snapshot() const {
@@ -802,6 +803,33 @@ TEST(Reconcile, retries_exhausted_fail_the_job_for_good) {
   ASSERT_TRUE(w.reconcile("bert").ok());
   EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 2);
   EXPECT_EQ(w.status("bert")["phase"], phase::kFailed);
+}
+
+TEST(Reconcile, a_request_no_allowed_probe_can_decide_fails_at_once_with_what_to_change) {
+  // probe.maxNodes 2 and maxExtrapolation 1: a 4-node request can never be decided.
+  json policy = a_policy();
+  policy["spec"]["probe"] = {{"maxNodes", 2}};
+  policy["spec"]["maxExtrapolation"] = 1;
+  World w(policy);
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  EXPECT_EQ(w.probe_nodes(), 2);
+  w.finish_probe(a_probe_result(50.0, w.now - 1min, 2));
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.action(), kube::Action::await_change()) << "no retry: a new probe cannot help";
+  json status = w.status("bert");
+  EXPECT_EQ(status["phase"], phase::kFailed) << status.dump(2);
+  EXPECT_EQ(condition_reason(status, condition::kFailed), reason::kExtrapolationTooFar);
+  const std::string message =
+      find_condition(status["conditions"], condition::kFailed)->value("message", "");
+  EXPECT_NE(message.find("ask for at most 2 nodes"), std::string::npos) << message;
+
+  // The same pool, measured and fresh: the next such job fails without a probe.
+  w.submit(a_job("bert-2"));
+  ASSERT_TRUE(w.reconcile("bert-2").ok());
+  EXPECT_EQ(w.status("bert-2")["phase"], phase::kFailed);
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
 }
 
 TEST(Reconcile, retry_delays_double_up_to_the_maximum) {
