@@ -341,7 +341,9 @@ bool OperatorProcess::ready() const {
 }
 
 bool OperatorProcess::leading() const {
-  return leading_.load();
+  // The elector says "not leader" from the instant its renew deadline passes, a moment
+  // before its callback stops the runner.
+  return leading_.load() && (!parts_->elector || parts_->elector->is_leader());
 }
 
 std::string OperatorProcess::metrics_text() const {
