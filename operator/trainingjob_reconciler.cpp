@@ -171,6 +171,16 @@ Decision decision_of_record(const DecisionRecord& r) {
   return d;
 }
 
+// A decision put in status.decision (and the measurement it used); counted on its policy
+// when it is new.
+void put_decision(json& status, const Decision& d, const Measurement* m,
+                  std::optional<Decision>& to_count) {
+  json dj = decision_to_json(d);
+  if (!same_decision(status.value("decision", json()), dj)) to_count = d;
+  status["decision"] = std::move(dj);
+  if (m) status["measurement"] = measurement_to_status(*m);
+}
+
 }  // namespace
 
 struct TrainingJobReconciler::Context {
@@ -412,16 +422,6 @@ JobDecision TrainingJobReconciler::decide_now(const Context& ctx) const {
   Snapshot with_profile = *ctx.snapshot;
   with_profile.profiles[ctx.overlay->metadata.name] = *ctx.overlay;
   return decide_for_job(ctx.job, with_profile, Requester{}, ctx.now);
-}
-
-// A decision put in status.decision (and the measurement it used); counted on its policy
-// when it is new.
-static void put_decision(json& status, const Decision& d, const Measurement* m,
-                         std::optional<Decision>& to_count) {
-  json dj = decision_to_json(d);
-  if (!same_decision(status.value("decision", json()), dj)) to_count = d;
-  status["decision"] = std::move(dj);
-  if (m) status["measurement"] = measurement_to_status(*m);
 }
 
 // ----- follow a decision that holds ------------------------------------------------------
