@@ -3,8 +3,12 @@
 // value. The process itself runs in tests/operator/operator_cli_e2e_test.cpp.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -188,6 +192,34 @@ TEST(OperatorFlags, ErrorsNameTheFlagAndTheValue) {
       EXPECT_NE(std::string(e.what()).find(c.want_message), std::string::npos) << e.what();
     }
   }
+}
+
+// A contract between two sources of truth: every flag the chart's operator Deployment
+// passes is one `commgate operator` knows (a renamed flag would crash-loop the pod).
+TEST(OperatorFlags, EveryFlagTheChartPassesIsKnown) {
+  const std::string path =
+      std::string(COMMGATE_SOURCE_DIR) + "/charts/commgate/templates/operator-deployment.yaml";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string yaml = text.str();
+  ASSERT_NE(yaml.find("- operator\n"), std::string::npos) << path;
+  const std::regex flag(R"(\n\s*- (--[a-z0-9-]+)(=|\n))");
+  int seen = 0;
+  for (auto it = std::sregex_iterator(yaml.begin(), yaml.end(), flag); it != std::sregex_iterator();
+       ++it) {
+    const std::string name = (*it)[1];
+    ++seen;
+    SCOPED_TRACE(name);
+    try {
+      parse({name + "=1"});
+    } catch (const UsageError& e) {
+      // A value of the wrong kind is fine here; an unknown flag is not.
+      EXPECT_EQ(std::string(e.what()).find("unknown argument"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GE(seen, 8) << "the chart's operator args were not found in " << path;
 }
 
 }  // namespace
