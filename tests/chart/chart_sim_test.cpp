@@ -3,7 +3,8 @@
 // container's arguments, the chart's TLS Secret as its certificate files, the sim's
 // kubeconfig instead of the in-cluster service account). The sim calls it through the
 // chart's webhook configurations: the Service they name and the caBundle the chart
-// generated, verified as kube-apiserver does.
+// generated, verified as kube-apiserver does. The real `commgate operator` runs the same
+// way with its container's arguments and takes the Lease the chart's Role names.
 //
 // Shortcuts (the sim has no Deployment controller, RBAC authorizer or cluster DNS yet):
 // the test starts the webhook itself, registers where the chart's Service listens, and
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -45,9 +47,10 @@ json labelled_namespace(const std::string& name) {
           {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/metadata.name", name}}}}}};
 }
 
-// The webhook container's arguments with the pod's paths mapped to this machine.
-std::vector<std::string> local_webhook_argv(const json& container, const fs::path& tls_dir,
-                                            const std::string& kubeconfig) {
+// A commgate container's arguments (the webhook's or the operator's) with the pod's paths
+// mapped to this machine.
+std::vector<std::string> local_argv(const json& container, const fs::path& tls_dir,
+                                    const std::string& kubeconfig) {
   std::vector<std::string> argv = {COMMGATE_BINARY};
   for (const auto& a : container["args"]) {
     std::string arg = a;
@@ -111,7 +114,7 @@ class ChartOnSim : public ::testing::Test {
       std::ofstream(tls / key) << base64_decode(secret["data"][key].get<std::string>());
     const json& container =
         chart_.get("Deployment", "commgate-webhook")["spec"]["template"]["spec"]["containers"][0];
-    webhook_ = std::make_unique<ChildProcess>(local_webhook_argv(container, tls, kubeconfig_),
+    webhook_ = std::make_unique<ChildProcess>(local_argv(container, tls, kubeconfig_),
                                               dir_ + "/webhook.log");
     const uint16_t port =
         webhook_->wait_for_port(std::regex("listening on 127\\.0\\.0\\.1:([0-9]+)"));
@@ -129,6 +132,16 @@ class ChartOnSim : public ::testing::Test {
           << o["kind"] << " " << o["metadata"]["name"] << "\n"
           << r.output;
     }
+  }
+
+  // A Secret's tls.crt, tls.key and ca.crt as the files its volume would hold.
+  fs::path mount_secret(const std::string& name) {
+    const json& secret = chart_.get("Secret", name);
+    const fs::path dir = fs::path(dir_) / name;
+    fs::create_directories(dir);
+    for (const char* key : {"tls.crt", "tls.key", "ca.crt"})
+      std::ofstream(dir / key) << base64_decode(secret["data"][key].get<std::string>());
+    return dir;
   }
 
   sim::ApiServer api_;
@@ -201,6 +214,41 @@ TEST_F(ChartOnSim, the_stored_rbac_authorizes_the_operator_as_rendered) {
       sim::authorize(op, request("get", "", "secrets", "commgate-system", "commgate-operator-tls"),
                      rbac)
           .allowed);
+}
+
+// The real `commgate operator` with the chart's container arguments, its Secret's
+// certificate and the downward-API environment of its pod: it starts, serves, and leads on
+// the Lease the chart's Role grants it, in the release namespace.
+TEST_F(ChartOnSim, the_charts_operator_starts_and_takes_the_lease_its_role_names) {
+  ASSERT_NO_FATAL_FAILURE(install());
+  const json& pod = chart_.get("Deployment", "commgate-operator")["spec"]["template"]["spec"];
+  const json& container = pod["containers"][0];
+  ASSERT_EQ(container["env"][0]["name"], "POD_NAME");
+  ASSERT_EQ(container["env"][1]["name"], "POD_NAMESPACE");
+  setenv("POD_NAME", "commgate-operator-5c7d9-x2kq4", 1);
+  setenv("POD_NAMESPACE", "commgate-system", 1);
+  const auto tls = mount_secret(pod["volumes"][0]["secret"]["secretName"]);
+  ChildProcess op(local_argv(container, tls, kubeconfig_), dir_ + "/operator.log");
+  unsetenv("POD_NAME");
+  unsetenv("POD_NAMESPACE");
+  ASSERT_NE(op.wait_for_port(std::regex("serving /healthz /readyz /metrics on [^ ]*:([0-9]+)")), 0)
+      << op.output();
+
+  const json& role = chart_.get("Role", "commgate-operator-leader-election");
+  const std::string lease_name = role["rules"][0]["resourceNames"][0];
+  json lease;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto got = kubectl(
+            {"get", "lease", "-n", role["metadata"]["namespace"], lease_name, "-o", "json"});
+        if (got.code != 0) return false;
+        lease = json::parse(got.output);
+        return lease["spec"]
+                   .value("holderIdentity", "")
+                   .rfind("commgate-operator-5c7d9-x2kq4_", 0) == 0;
+      },
+      30s))
+      << lease.dump(2) << op.output();
 }
 
 TEST_F(ChartOnSim, the_sim_calls_the_webhook_through_the_charts_service_and_ca) {
