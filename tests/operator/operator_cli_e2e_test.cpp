@@ -180,6 +180,15 @@ TEST_F(OperatorCli, LeadsServesHealthAndMetricsAndReleasesTheLeaseOnSigterm) {
       << p.output();
   EXPECT_GE(sample(port, "commgate_operator_cache_reads_total{source=\"cache\"}"), 1)
       << get(port, "/metrics").body;
+  // Its Events name this controller and this replica (POD_NAME).
+  const auto events = *api_.store().find_resource("events.k8s.io", "v1", "events");
+  EXPECT_TRUE(wait_until([&] {
+    for (const json& e : api_.store().list(events, "nlp", sim::ListOptions{}).items)
+      if (e.value("reportingController", "") == "commgate.io/operator" &&
+          e.value("reportingInstance", "") == "operator-a")
+        return true;
+    return false;
+  })) << p.output();
 
   const auto stop_started = std::chrono::steady_clock::now();
   EXPECT_EQ(p.terminate(seconds(10)), 0) << p.output();
