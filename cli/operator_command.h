@@ -19,9 +19,10 @@ struct OperatorFlags {
   op::OperatorOptions options;  // every field but cluster, log and version
 };
 
-// Parses `commgate operator`'s flags. `env` reads the environment (POD_NAMESPACE,
-// POD_NAME, HOSTNAME's stand-in is the caller's). Throws UsageError (cli/command_input.h)
-// naming the flag.
+// Parses `commgate operator`'s flags. `env` reads an environment variable ("" when
+// unset): POD_NAMESPACE (the default of --namespace) and POD_NAME; the caller falls back
+// to the host name for an empty pod_name. Throws UsageError (cli/command_input.h) naming
+// the flag.
 OperatorFlags parse_operator_flags(const std::vector<std::string>& args,
                                    const std::function<std::string(const char*)>& env);
 
