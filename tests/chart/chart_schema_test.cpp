@@ -513,6 +513,24 @@ TEST(ChartObjects, monitoring_objects_point_at_the_webhook) {
   EXPECT_EQ(alerts, (std::set<std::string>{"CommgateWebhookDown", "CommgateWebhookErrors",
                                            "CommgateWebhookSlow", "CommgateManyDenials",
                                            "CommgateWatchUnhealthy", "CommgateRejectedObjects"}));
+  // The operator's, on its metrics Service's job and metric families its /metrics has
+  // (docs/operator.md).
+  ASSERT_EQ(rule["spec"]["groups"].size(), 2u);
+  EXPECT_EQ(rule["spec"]["groups"][1]["name"], "commgate-operator");
+  std::set<std::string> operator_alerts;
+  for (const auto& a : rule["spec"]["groups"][1]["rules"]) {
+    operator_alerts.insert(a["alert"].get<std::string>());
+    const std::string expr = a["expr"];
+    EXPECT_NE(expr.find(R"(job="commgate-operator-metrics",namespace="commgate-system")"),
+              std::string::npos)
+        << expr;
+    EXPECT_NE(expr.find("commgate_operator_"), std::string::npos) << expr;
+  }
+  EXPECT_EQ(operator_alerts,
+            (std::set<std::string>{"CommgateOperatorNoLeader", "CommgateOperatorReconcileErrors",
+                                   "CommgateProbeFailures", "CommgateOperatorWatchUnhealthy"}));
+  // Prometheus's own template braces survive Helm's.
+  EXPECT_NE(rule.dump().find("{{ $labels.reason }}"), std::string::npos);
   const json& cm = r.get("ConfigMap", "commgate-dashboard");
   EXPECT_EQ(cm["metadata"]["labels"]["grafana_dashboard"], "1");
   const json dashboard = json::parse(cm["data"]["commgate.json"].get<std::string>());
