@@ -49,6 +49,18 @@ TEST(DecisionRecord, IsCompactJson) {
       << text;
 }
 
+TEST(DecisionRecord, AnnotationsAreWhatEveryDeciderWrites) {
+  // /mutate and the operator both write these; /validate checks the first three agree
+  // with the record in the fourth.
+  const DecisionRecord r = a_record();
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {annotation::kDecision, "Downsize"},
+      {annotation::kReason, reason::kDownsized},
+      {annotation::kRequestedNodes, "8"},
+      {annotation::kDecisionRecord, to_annotation(r)}};
+  EXPECT_EQ(decision_annotations(r), want);
+}
+
 TEST(DecisionRecord, AMalformedRecordCountsAsNone) {
   for (
       const std::string bad :
