@@ -16,6 +16,7 @@
 #include "kube/api_error.h"
 #include "kube/testing/fake_client.h"
 #include "operator/conditions.h"
+#include "tests/crds/schema_check.h"
 #include "tests/support/builders.h"
 
 namespace commgate::op {
@@ -209,8 +210,21 @@ struct World {
     return api.seed(kJobs, doc);
   }
 
+  // Reconciles, and checks that the status written fits the CRD: a field the schema does
+  // not name would be pruned by the API server without a word (a lost probeAttempts would
+  // retry a failing probe for ever).
   kube::ReconcileResult reconcile(const std::string& name) {
-    return reconciler.reconcile("ml/" + name);
+    kube::ReconcileResult r = reconciler.reconcile("ml/" + name);
+    if (const auto stored = api.peek(kJobs + "/" + name); stored && stored->contains("status")) {
+      const auto issues =
+          commgate::testing::validate(status_schema(), (*stored)["status"], "status");
+      EXPECT_TRUE(issues.empty()) << commgate::testing::to_string(issues);
+    }
+    return r;
+  }
+  static const json& status_schema() {
+    static const json crd = commgate::testing::load_crd("trainingjobs.commgate.io.yaml");
+    return *commgate::testing::schema_at(commgate::testing::crd_schema(crd), "status");
   }
   json job(const std::string& name) const { return *api.peek(kJobs + "/" + name); }
   json status(const std::string& name) const { return job(name).value("status", json::object()); }
@@ -310,6 +324,13 @@ void reconcile_to_probing(World& w, const std::string& name) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(w.status(name).value("phase", ""), phase::kProbing) << w.status(name).dump(2);
   ASSERT_TRUE(w.probe_job());
+}
+
+TEST(Reconcile, the_crd_check_catches_a_status_field_the_schema_does_not_name) {
+  EXPECT_FALSE(
+      commgate::testing::validate(World::status_schema(), {{"probeAttemps", 1}}, "status").empty());
+  EXPECT_TRUE(commgate::testing::validate(World::status_schema(), {{"probeAttempts", 1}}, "status")
+                  .empty());
 }
 
 // ---------------------------------------------------------------------------------------
