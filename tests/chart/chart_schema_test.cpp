@@ -535,7 +535,16 @@ TEST(ChartObjects, monitoring_objects_point_at_the_webhook) {
   EXPECT_EQ(cm["metadata"]["labels"]["grafana_dashboard"], "1");
   const json dashboard = json::parse(cm["data"]["commgate.json"].get<std::string>());
   EXPECT_EQ(dashboard["uid"], "commgate-overview");
-  EXPECT_GE(dashboard["panels"].size(), 6u);
+  EXPECT_GE(dashboard["panels"].size(), 10u);
+  // The operator's panels read the families its /metrics declares (docs/operator.md).
+  std::string exprs;
+  for (const auto& panel : dashboard["panels"])
+    for (const auto& t : panel["targets"]) exprs += t["expr"].get<std::string>() + "\n";
+  for (const char* family :
+       {"commgate_operator_decisions_total", "commgate_operator_probe_duration_seconds_sum",
+        "commgate_operator_probe_failures_total", "commgate_operator_leader",
+        "commgate_operator_reconcile_errors_total", "commgate_operator_watch_errors_total"})
+    EXPECT_NE(exprs.find(family), std::string::npos) << family;
 }
 
 }  // namespace

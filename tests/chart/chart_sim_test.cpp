@@ -17,6 +17,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -231,8 +232,9 @@ TEST_F(ChartOnSim, the_charts_operator_starts_and_takes_the_lease_its_role_names
   ChildProcess op(local_argv(container, tls, kubeconfig_), dir_ + "/operator.log");
   unsetenv("POD_NAME");
   unsetenv("POD_NAMESPACE");
-  ASSERT_NE(op.wait_for_port(std::regex("serving /healthz /readyz /metrics on [^ ]*:([0-9]+)")), 0)
-      << op.output();
+  const uint16_t port =
+      op.wait_for_port(std::regex("serving /healthz /readyz /metrics on [^ ]*:([0-9]+)"));
+  ASSERT_NE(port, 0) << op.output();
 
   const json& role = chart_.get("Role", "commgate-operator-leader-election");
   const std::string lease_name = role["rules"][0]["resourceNames"][0];
@@ -249,6 +251,41 @@ TEST_F(ChartOnSim, the_charts_operator_starts_and_takes_the_lease_its_role_names
       },
       30s))
       << lease.dump(2) << op.output();
+
+  // Scraped as the chart's ServiceMonitor has Prometheus do it: HTTPS to the metrics
+  // Service's name, verified with the Secret's ca.crt. Every operator metric family the
+  // chart's alerts and dashboard use is on /metrics.
+  if (!fs::exists("/usr/bin/curl")) GTEST_SKIP() << "no /usr/bin/curl to scrape with";
+  const json& service = chart_.get("Service", "commgate-operator-metrics");
+  const std::string host = service["metadata"]["name"].get<std::string>() + "." +
+                           service["metadata"]["namespace"].get<std::string>() + ".svc";
+  const std::string url = "https://" + host + ":" + std::to_string(port) + "/metrics";
+  std::string metrics;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        ChildProcess curl({"/usr/bin/curl", "-sS", "--fail", "--max-time", "5", "--cacert",
+                           (tls / "ca.crt").string(), "--resolve",
+                           host + ":" + std::to_string(port) + ":127.0.0.1", url},
+                          dir_ + "/curl.out");
+        const int code = curl.wait_exit(10s);
+        metrics = curl.output();
+        return code == 0;
+      },
+      20s))
+      << metrics;
+  const auto monitored = render_chart({"--set",
+                                       "monitoring.prometheusRule.enabled=true,monitoring."
+                                       "grafanaDashboard.enabled=true"});
+  ASSERT_EQ(monitored.exit_code, 0) << monitored.output;
+  const std::string used = monitored.get("PrometheusRule", "commgate").dump() +
+                           monitored.get("ConfigMap", "commgate-dashboard").dump();
+  std::set<std::string> families;
+  const std::regex family("commgate_operator_[a-z_]+");
+  for (std::sregex_iterator m(used.begin(), used.end(), family), end; m != end; ++m)
+    families.insert(m->str());
+  EXPECT_GE(families.size(), 8u);
+  for (const auto& f : families)
+    EXPECT_NE(metrics.find(f), std::string::npos) << f << " is not on the operator's /metrics";
 }
 
 TEST_F(ChartOnSim, the_sim_calls_the_webhook_through_the_charts_service_and_ca) {
