@@ -6,6 +6,7 @@
 
 #include "kube/api_error.h"
 #include "kube/testing/fake_client.h"
+#include "tests/crds/schema_check.h"
 #include "tests/support/builders.h"
 
 namespace commgate::op {
@@ -89,7 +90,13 @@ TEST(PolicyCounters, counts_on_the_policys_status) {
             PolicyCounters::Outcome::kCounted);
   EXPECT_EQ(counters.count("team", decision(commgate::Action::kDeny, reason::kDenied), test_now()),
             PolicyCounters::Outcome::kCounted);
-  EXPECT_EQ((*api.peek(kPolicies + "/team"))["status"]["decisionCounts"]["denied"], 2);
+  const json status = (*api.peek(kPolicies + "/team"))["status"];
+  EXPECT_EQ(status["decisionCounts"]["denied"], 2);
+  const json crd = commgate::testing::load_crd("commpolicies.commgate.io.yaml");
+  const auto issues = commgate::testing::validate(
+      *commgate::testing::schema_at(commgate::testing::crd_schema(crd), "status"), status,
+      "status");
+  EXPECT_TRUE(issues.empty()) << commgate::testing::to_string(issues);
 }
 
 TEST(PolicyCounters, the_built_in_default_has_no_object_to_count_on) {
