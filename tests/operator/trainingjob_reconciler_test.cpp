@@ -537,6 +537,9 @@ INSTANTIATE_TEST_SUITE_P(
                      phase::kDownsized, 2, false, "Downsized", "downsized"},
         DecisionCase{"slow_link_under_deny_rejects", EnforcementAction::kDeny, 0.4, "Deny",
                      phase::kRejected, 4, true, "Denied", "denied"},
+        DecisionCase{"slow_link_under_dryrun_admits_and_counts_the_would_be_downsize",
+                     EnforcementAction::kDryRun, 0.4, "Admit", phase::kAdmitted, 4, false,
+                     "Admitted", "dryRunWouldDownsize"},
         DecisionCase{"slow_link_under_warn_admits_with_a_warning", EnforcementAction::kWarn, 0.4,
                      "Warn", phase::kAdmitted, 4, false, "AdmittedOverPolicy", "warned"}),
     [](const ::testing::TestParamInfo<DecisionCase>& param_info) { return param_info.param.name; });
@@ -963,6 +966,59 @@ TEST(Reconcile, job_deleted_mid_reconcile_is_done) {
   const auto gone = w.reconcile("bert");
   ASSERT_TRUE(gone.ok());
   EXPECT_EQ(gone.action(), kube::Action::await_change());
+}
+
+TEST(Reconcile, job_deleted_before_the_decision_patch_is_done) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(0.4, w.now - 1min));
+  w.api.before_next(Method::kPatch, [&] { w.api.remove(kJobs + "/bert"); });
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.action(), kube::Action::await_change());
+  EXPECT_FALSE(w.api.peek(kWorkloadJobs + "/bert")) << "nothing is launched for a deleted job";
+}
+
+TEST(Reconcile, profile_status_conflict_is_retried_keeping_the_other_writers_change) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  // Another writer updates the CommProfile between our read and our status write.
+  const std::string profile = kProfiles + "/" + w.pool();
+  w.api.before_next(Method::kUpdateStatus, [&] {
+    json p = *w.api.peek(profile);
+    p["metadata"]["labels"]["touched"] = "yes";
+    w.api.update(profile, p);
+  });
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const json stored = *w.api.peek(profile);
+  EXPECT_EQ(stored["metadata"]["labels"]["touched"], "yes");
+  EXPECT_NEAR(stored["status"]["link"]["busbwGBps"].get<double>(), 50.0, 1e-9);
+  EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted);
+}
+
+TEST(Reconcile, a_gate_the_webhook_wrote_past_its_deadline_is_decided_by_the_operator) {
+  World w;
+  json doc = a_job("bert").json();
+  doc["spec"]["suspend"] = true;
+  const TrainingJob job = parse_training_job(doc);
+  DecisionRecord timeout;  // as webhook/mutate.cpp gate_past_deadline writes it
+  timeout.action = commgate::Action::kGate;
+  timeout.reason = reason::kDecisionTimeout;
+  timeout.requested_nodes = timeout.admitted_nodes = 4;
+  timeout.decided_at = w.now;
+  timeout.spec_hash = decision_spec_hash(job.spec);
+  timeout.message = "commgate could not decide within its 2000 ms deadline";
+  for (const auto& [k, v] : decision_annotations(timeout)) doc["metadata"]["annotations"][k] = v;
+  w.submit_raw(doc);
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(0.4, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  EXPECT_EQ(w.status("bert")["phase"], phase::kDownsized);
+  EXPECT_EQ(w.job("bert")["spec"]["numNodes"], 2);
 }
 
 TEST(Reconcile, transient_api_errors_are_retryable_with_the_step) {
