@@ -133,9 +133,9 @@ void PrintTo(const Case& c, std::ostream* os) {
   *os << c.name;
 }
 
-class Authorize : public ::testing::TestWithParam<Case> {};
+class RbacAuthorize : public ::testing::TestWithParam<Case> {};
 
-TEST_P(Authorize, decides_as_kube_apiserver_does) {
+TEST_P(RbacAuthorize, decides_as_kube_apiserver_does) {
   const auto got = authorize(GetParam().user, GetParam().request, objects());
   EXPECT_EQ(got.allowed, GetParam().want_allowed);
   EXPECT_EQ(got.reason, GetParam().want_reason);
@@ -145,7 +145,7 @@ const std::string kRobotJobs =
     R"(RBAC: allowed by ClusterRoleBinding "robot-jobs" of ClusterRole "job-reader" to ServiceAccount "robot/ml")";
 
 INSTANTIATE_TEST_SUITE_P(
-    Cases, Authorize,
+    Cases, RbacAuthorize,
     ::testing::Values(
         Case{"cluster_role_binding_grants_in_every_namespace", kRobot,
              resource("list", "batch", "jobs", "vision"), true, kRobotJobs},
@@ -214,7 +214,7 @@ INSTANTIATE_TEST_SUITE_P(
              resource("get", "", "pods", "ml", "p"), false, ""}),
     [](const auto& test) { return test.param.name; });
 
-TEST(Authorize, several_errors_are_listed_as_kubernetes_aggregates_them) {
+TEST(RbacAuthorize, several_errors_are_listed_as_kubernetes_aggregates_them) {
   RbacObjects o;
   o.cluster_role_bindings = {cluster_binding("a", "gone-a", {user("u")}),
                              cluster_binding("b", "gone-b", {user("u")})};
@@ -225,7 +225,7 @@ TEST(Authorize, several_errors_are_listed_as_kubernetes_aggregates_them) {
       R"(RBAC: [clusterrole.rbac.authorization.k8s.io "gone-a" not found, clusterrole.rbac.authorization.k8s.io "gone-b" not found])");
 }
 
-TEST(Authorize, objects_are_picked_by_kind_from_any_list) {
+TEST(RbacAuthorize, objects_are_picked_by_kind_from_any_list) {
   const auto o = RbacObjects::from({cluster_role("r", json::array()),
                                     role("ns", "r", json::array()),
                                     binding("ns", "b", "Role", "r", json::array()),
@@ -237,7 +237,7 @@ TEST(Authorize, objects_are_picked_by_kind_from_any_list) {
   EXPECT_EQ(o.cluster_role_bindings.size(), 1u);
 }
 
-TEST(Authorize, a_service_accounts_user_carries_the_groups_the_api_server_adds) {
+TEST(RbacAuthorize, a_service_accounts_user_carries_the_groups_the_api_server_adds) {
   const auto u = service_account_user("ml", "robot");
   EXPECT_EQ(u.username, "system:serviceaccount:ml:robot");
   EXPECT_EQ(u.groups,
@@ -267,15 +267,15 @@ std::string summary(const RequestAttributes& r) {
          f(r.ns) + " " + f(r.name);
 }
 
-class Attributes : public ::testing::TestWithParam<AttributesCase> {};
+class RbacAttributes : public ::testing::TestWithParam<AttributesCase> {};
 
-TEST_P(Attributes, read_as_request_info_does) {
+TEST_P(RbacAttributes, read_as_request_info_does) {
   const auto& c = GetParam();
   EXPECT_EQ(summary(request_attributes(c.method, c.path, c.watch, c.field_selector)), c.want);
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Cases, Attributes,
+    Cases, RbacAttributes,
     ::testing::Values(
         AttributesCase{"get_of_a_namespaced_object", "GET", "/apis/batch/v1/namespaces/ml/jobs/j",
                        false, "", "get batch jobs - ml j"},
@@ -315,7 +315,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- the 403 ----
 
-TEST(Forbidden, names_the_user_verb_resource_and_namespace_as_kube_apiserver_does) {
+TEST(RbacForbidden, names_the_user_verb_resource_and_namespace_as_kube_apiserver_does) {
   const json s = forbidden_status(kRobot, resource("delete", "batch", "jobs", "ml", "train"), "");
   EXPECT_EQ(s, json::parse(R"({"kind":"Status","apiVersion":"v1","metadata":{},
       "status":"Failure","reason":"Forbidden","code":403,
@@ -323,7 +323,7 @@ TEST(Forbidden, names_the_user_verb_resource_and_namespace_as_kube_apiserver_doe
       "message":"jobs.batch \"train\" is forbidden: User \"system:serviceaccount:ml:robot\" cannot delete resource \"jobs\" in API group \"batch\" in the namespace \"ml\""})"));
 }
 
-TEST(Forbidden, a_core_list_at_the_cluster_scope_with_a_reason) {
+TEST(RbacForbidden, a_core_list_at_the_cluster_scope_with_a_reason) {
   const json s = forbidden_status(kAlice, resource("list", "", "secrets"),
                                   "RBAC: clusterrole.rbac.authorization.k8s.io \"x\" not found");
   EXPECT_EQ(s["message"],
@@ -333,7 +333,7 @@ TEST(Forbidden, a_core_list_at_the_cluster_scope_with_a_reason) {
   EXPECT_EQ(s["details"], json::parse(R"({"kind":"secrets"})"));
 }
 
-TEST(Forbidden, a_subresource_and_a_non_resource_path) {
+TEST(RbacForbidden, a_subresource_and_a_non_resource_path) {
   EXPECT_EQ(forbidden_status(kRobot,
                              resource("patch", "commgate.io", "trainingjobs", "ml", "t", "status"),
                              "")["message"],
