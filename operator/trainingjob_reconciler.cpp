@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "core/comm_profile.h"
@@ -77,6 +78,14 @@ void remove_if_present(kube::Writer& writer, const std::string& path,
   } catch (const ApiError& e) {
     if (!e.not_found()) throw;
   }
+}
+
+// resourceVersions are opaque to clients, but the API servers commgate runs against
+// (etcd's revisions, the sim's counter) give integers; anything else reads as -1.
+long long version_number(const std::string& rv) {
+  char* end = nullptr;
+  const long long n = std::strtoll(rv.c_str(), &end, 10);
+  return rv.empty() || *end != '\0' ? -1 : n;
 }
 
 int64_t generation_of(const json& object) {
@@ -528,6 +537,17 @@ json TrainingJobReconciler::ensure_profile(Context& ctx, const std::string& pool
   } catch (const ValidationError&) {
     ctx.overlay.reset();  // unusable as it is: decided as having no measurement
   }
+  // A measurement this process recorded that the cache has not caught up with yet (the
+  // reconcile that wrote it failed later, and the retry came before the watch event):
+  // use it rather than probing the pool again.
+  std::lock_guard lock(recorded_mu_);
+  if (auto it = recorded_.find(pool); it != recorded_.end()) {
+    if (version_number(it->second.metadata.resource_version) >
+        version_number(meta_string(*profile, "resourceVersion")))
+      ctx.overlay = it->second;
+    else
+      recorded_.erase(it);  // the cache has it
+  }
   return *profile;
 }
 
@@ -671,6 +691,10 @@ void TrainingJobReconciler::record_in_profile(Context& ctx, const std::string& p
     try {
       const json written = status_writer_.update_status(path, object);
       profile.metadata.resource_version = meta_string(written, "resourceVersion");
+      {
+        std::lock_guard lock(recorded_mu_);
+        recorded_[pool] = profile;
+      }
       ctx.overlay = std::move(profile);
       return;
     } catch (const ApiError& e) {

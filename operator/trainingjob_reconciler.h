@@ -192,6 +192,11 @@ class TrainingJobReconciler {
   ReconcilerSettings settings_;
   PolicyCounters counters_;
 
+  // The CommProfiles this process wrote a probe result into, by pool, until the reader
+  // shows that version or a newer one.
+  std::mutex recorded_mu_;
+  std::map<std::string, CommProfile> recorded_;
+
   mutable std::mutex metrics_mu_;
   Metrics metrics_;
 };

@@ -67,6 +67,7 @@ class LaggingReader : public kube::Reader {
       --misses_;
       throw kube::ApiError(404, "NotFound", "not in the cache yet", "GET " + path);
     }
+    if (auto it = frozen_.find(path); it != frozen_.end()) return it->second;
     return inner_.get(path);
   }
   kube::ListPage list(const std::string& collection,
@@ -77,11 +78,15 @@ class LaggingReader : public kube::Reader {
     hidden_ = path;
     misses_ = times;
   }
+  // Answers `path` with the object as it is now until thaw().
+  void freeze(const std::string& path) { frozen_[path] = inner_.get(path); }
+  void thaw() { frozen_.clear(); }
 
  private:
   const kube::Reader& inner_;
   std::string hidden_;
   mutable int misses_ = 0;
+  std::map<std::string, json> frozen_;
 };
 
 // A probe result as commgate-probe writes it: `busbw_gbps` over 4 nodes (the probe of a
@@ -998,6 +1003,27 @@ TEST(Reconcile, profile_status_conflict_is_retried_keeping_the_other_writers_cha
   EXPECT_EQ(stored["metadata"]["labels"]["touched"], "yes");
   EXPECT_NEAR(stored["status"]["link"]["busbwGBps"].get<double>(), 50.0, 1e-9);
   EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted);
+}
+
+TEST(Reconcile, a_measurement_recorded_before_a_failed_decision_is_not_probed_again) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  // The cache is behind: it shows the profile without the measurement about to be written.
+  w.reader.freeze(kProfiles + "/" + w.pool());
+  w.cache_lags = true;
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  // The profile's status write succeeds; the decision's patch of the TrainingJob after it
+  // is a 409 (a user edited the job meanwhile).
+  w.api.fail_next(Method::kPatch, FakeClient::conflict("trainingjobs", "bert"));
+  const auto failed = w.reconcile("bert");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_FALSE(w.probe_job()) << "the probe was collected and deleted";
+
+  const auto r = w.reconcile("bert");  // the retry, before the cache caught up
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1) << "no second probe";
+  EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
 }
 
 TEST(Reconcile, a_gate_the_webhook_wrote_past_its_deadline_is_decided_by_the_operator) {
