@@ -677,6 +677,18 @@ void TrainingJobReconciler::record_in_profile(Context& ctx, const std::string& p
   const std::string path = profile_path(pool);
   for (int attempt = 1;; ++attempt) {
     json object = reader_.get(path);
+    {
+      // Our own last write, when the cache has not shown it yet: start from it, or the
+      // write would conflict (or, without a resourceVersion, drop it).
+      std::lock_guard lock(recorded_mu_);
+      if (auto it = recorded_.find(pool);
+          it != recorded_.end() && version_number(it->second.metadata.resource_version) >
+                                       version_number(meta_string(object, "resourceVersion"))) {
+        json mine = to_json(it->second);
+        object["metadata"]["resourceVersion"] = it->second.metadata.resource_version;
+        object["status"] = mine.value("status", json::object());
+      }
+    }
     CommProfile profile;
     try {
       profile = parse_comm_profile(object, ctx.now);

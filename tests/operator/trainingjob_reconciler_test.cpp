@@ -1026,6 +1026,28 @@ TEST(Reconcile, a_measurement_recorded_before_a_failed_decision_is_not_probed_ag
   EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
 }
 
+TEST(Reconcile, two_results_recorded_before_the_cache_shows_the_first_are_both_kept) {
+  World w;
+  w.submit(a_job("bert"));
+  w.submit(a_job("vit").params(80e6));
+  reconcile_to_probing(w, "bert");
+  w.reader.freeze(kProfiles + "/" + w.pool());  // the cache stops here
+  w.cache_lags = true;
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  w.remove_probe_pods();
+
+  reconcile_to_probing(w, "vit");
+  ProbeResult vit = a_probe_result(50.0, w.now - 1min);
+  vit.compute->parameters = 80e6;
+  w.finish_probe(vit);
+  const auto r = w.reconcile("vit");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.status("vit")["phase"], phase::kAdmitted) << w.status("vit").dump(2);
+  const json profile = *w.api.peek(kProfiles + "/" + w.pool());
+  EXPECT_EQ(profile["status"]["computeSteps"].size(), 2u) << profile["status"].dump(2);
+}
+
 TEST(Reconcile, a_gate_the_webhook_wrote_past_its_deadline_is_decided_by_the_operator) {
   World w;
   json doc = a_job("bert").json();
