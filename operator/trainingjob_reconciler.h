@@ -126,7 +126,9 @@ class TrainingJobReconciler {
   // The reconciler's metrics in the Prometheus text format:
   //   commgate_operator_reconciles_total{step}        steps run (read, profile, probe,
   //                                                   collect, decide, workload, status)
-  //   commgate_operator_reconcile_errors_total{step}  steps that ended in an error
+  //   commgate_operator_reconcile_errors_total{step}  steps that ended in an error (and
+  //                                                   step="count": a CommPolicy counter
+  //                                                   write that failed, not retried)
   //   commgate_operator_decisions_total{action}       decisions written (Admit, Downsize,
   //                                                   Deny, Warn, Gate)
   //   commgate_operator_probes_created_total          probe Jobs created
