@@ -408,6 +408,10 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
   }
   remove_condition(ctx.status["conditions"], condition::kSpecValid);
   if (ctx.status["conditions"].empty()) ctx.status.erase("conditions");
+  // A name the workload cannot take would be refused (422) whatever is decided: say so
+  // before anything is probed, and stop.
+  if (const std::string problem = workload_name_problem(ctx.job); !problem.empty())
+    return fail_for_good(ctx, op_reason::kInvalidWorkloadName, problem, "Validate");
 
   const std::optional<DecisionRecord> record = decision_record_of(ctx.job);
   const auto verdict =
@@ -808,11 +812,12 @@ std::optional<std::string> TrainingJobReconciler::beyond_probe_reach(const Conte
 }
 
 ReconcileResult TrainingJobReconciler::fail_for_good(Context& ctx, const std::string& why,
-                                                     const std::string& message) {
+                                                     const std::string& message,
+                                                     const std::string& action) {
   ctx.set_phase(phase::kFailed);
   ctx.condition(condition::kFailed, kTrue, why, message);
   ctx.condition(condition::kAdmitted, kFalse, why, message);
-  event(ctx, "Warning", why, "Probe", message);
+  event(ctx, "Warning", why, action, message);
   sync_status(ctx);
   return Action::await_change();
 }

@@ -82,6 +82,9 @@ inline constexpr const char* kMeasurementInsufficient = "MeasurementInsufficient
 // The probe failed past the policy's retryStrategy.backoffLimitCount: phase Failed.
 inline constexpr const char* kProbeFailed = "ProbeFailed";
 inline constexpr const char* kWorkloadCreated = "WorkloadCreated";
+// The TrainingJob's name cannot name its workload (operator/workload_job.h
+// workload_name_problem): phase Failed, nothing is probed or created.
+inline constexpr const char* kInvalidWorkloadName = "InvalidWorkloadName";
 // The workload's name is taken by the Job of an earlier TrainingJob of the same name that
 // the garbage collector has not deleted yet.
 inline constexpr const char* kPreviousWorkloadExists = "PreviousWorkloadExists";
@@ -164,7 +167,8 @@ class TrainingJobReconciler {
   kube::ReconcileResult apply_decision(Context& ctx, const JobDecision& jd);
   // Phase Failed with condition Failed=True (reason `why`) until the spec changes.
   kube::ReconcileResult fail_for_good(Context& ctx, const std::string& why,
-                                      const std::string& message);
+                                      const std::string& message,
+                                      const std::string& action = "Probe");
   // Why no probe the policy allows can decide the job (ExtrapolationTooFar after a probe
   // as large as probe.maxNodes lets it be), or nullopt.
   std::optional<std::string> beyond_probe_reach(const Context& ctx, const JobDecision& jd) const;

@@ -1090,6 +1090,19 @@ TEST(Reconcile, invalid_spec_is_a_condition_and_a_terminal_error) {
   EXPECT_FALSE(w.probe_job());
 }
 
+TEST(Reconcile, a_name_the_workload_cannot_take_fails_before_anything_is_probed) {
+  World w;
+  const std::string name(62, 'b');  // pod hostnames <name>-<index> would pass 63 characters
+  w.submit(a_job(name));
+  const auto r = w.reconcile(name);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.action(), kube::Action::await_change());
+  EXPECT_EQ(w.status(name)["phase"], phase::kFailed);
+  EXPECT_EQ(condition_reason(w.status(name), condition::kFailed), op_reason::kInvalidWorkloadName);
+  EXPECT_FALSE(w.probe_job());
+  EXPECT_TRUE(w.event(op_reason::kInvalidWorkloadName));
+}
+
 TEST(Reconcile, a_bad_key_is_terminal) {
   World w;
   for (const std::string key : {"", "no-namespace", "/x", "x/", "a/b/c"}) {
