@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# make demo: commgate's decision on the example jobs, no cluster needed.
+# make demo: commgate's decision on the example jobs, then the whole flow on a simulated
+# cluster.
 #  1. decisions from probe results recorded on emulated nodes joined by 1 GbE
 #     (examples/measurements/: real runs of commgate-probe, provenance in each file);
 #  2. a live probe: two emulated nodes (network namespaces, link shaped to 1gbit with tc)
-#     when run as root, else the local loopback probe; then the decision from it.
+#     when run as root, else the local loopback probe; then the decision from it;
+#  3. as root: kubectl apply of TrainingJobs on commgate-sim with the real webhook and
+#     operator -> probes -> decisions -> training Jobs (scripts/demo-cluster.sh); without
+#     root it says why it is skipped. Parts 1 and 2 need no cluster and no root.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${1:-build}"
@@ -73,3 +77,13 @@ banner "Verdicts seen:$seen"
 for v in Admit Downsize Deny; do
   case "$seen" in *"$v"*) ;; *) echo "demo: expected a $v among the examples" >&2; exit 1 ;; esac
 done
+
+banner "7. The whole flow on a simulated cluster: kubectl apply -> probes -> decisions -> training"
+scripts/demo-cluster.sh "$BUILD"
+rc=$?
+if [ $rc -eq 77 ]; then
+  echo "(skipped: see the reason above; parts 1-6 need no cluster)"
+elif [ $rc -ne 0 ]; then
+  echo "demo: the cluster flow failed (exit $rc)" >&2
+  exit 1
+fi

@@ -257,6 +257,13 @@ void set_path(json& obj, const std::string& path, const json& value) {
   if (!parts.empty()) (*cur)[parts.back()] = value;
 }
 
+json self_subject_review(const UserInfo& user, TimePoint now) {
+  return {{"kind", "SelfSubjectReview"},
+          {"apiVersion", "authentication.k8s.io/v1"},
+          {"metadata", {{"creationTimestamp", format_rfc3339(now)}}},
+          {"status", {{"userInfo", {{"username", user.username}, {"groups", user.groups}}}}}};
+}
+
 }  // namespace
 
 ApiHandlers::ApiHandlers(ObjectStore& store, ApiHandlerOptions options)
@@ -289,6 +296,11 @@ Response ApiHandlers::handle(const Request& request) {
 Response ApiHandlers::dispatch(const Request& request, Write& w) {
   const auto parts = split_path(request.path);
   const bool get = request.method == "GET" || request.method == "HEAD";
+  // `kubectl auth whoami`: who the request is, as kube-apiserver's SelfSubjectReview
+  // (authentication.k8s.io/v1, create only) answers it.
+  if (request.method == "POST" && parts.size() == 4 && parts[0] == "apis" &&
+      parts[1] == "authentication.k8s.io" && parts[2] == "v1" && parts[3] == "selfsubjectreviews")
+    return object_response(201, self_subject_review(w.user, Clock::now()));
   // "/version/" too: the Python client's VersionApi asks for it; go-restful serves both.
   if (get && parts.size() == 1 && parts[0] == "version")
     return object_response(200, version_document());

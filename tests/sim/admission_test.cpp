@@ -291,6 +291,14 @@ TEST_F(AdmissionTest, user_info_is_the_user_the_bearer_token_stands_for) {
   EXPECT_EQ(reviews[2]["request"]["operation"], "UPDATE");
   EXPECT_EQ(reviews[2]["request"]["userInfo"]["username"], kOperator);
   EXPECT_THROW(api_.kubeconfig_for("mallory"), std::invalid_argument);
+
+  // `kubectl auth whoami` asks the same question.
+  const Reply whoami =
+      as(token, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+         R"({"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"})");
+  ASSERT_EQ(whoami.status, 201) << whoami.body;
+  EXPECT_EQ(json::parse(whoami.body)["status"]["userInfo"],
+            json({{"username", kOperator}, {"groups", operator_groups}}));
 }
 
 // A webhook that reads the sim's kubeconfig starts after the sim: the binary learns where
