@@ -267,8 +267,11 @@ TEST(ProbeJob, torchrun_environment_one_rank_per_node_rank_from_the_completion_i
             "metadata.annotations['batch.kubernetes.io/job-completion-index']");
   EXPECT_FALSE(env_named(o, "RANK").contains("value"));
   // Every env value is a string (the API server rejects numbers).
-  for (const auto& e : container_of(o)["env"])
-    if (e.contains("value")) EXPECT_TRUE(e["value"].is_string()) << e.dump();
+  for (const auto& e : container_of(o)["env"]) {
+    if (e.contains("value")) {
+      EXPECT_TRUE(e["value"].is_string()) << e.dump();
+    }
+  }
 }
 
 TEST(ProbeJob, args_carry_the_jobs_model_and_the_policys_sweep) {
