@@ -151,7 +151,13 @@ spec:
     warmupIterations: 1
     maxNodes: 3
 EOF
-admin apply -f "$WORK/policy.yaml" || fail "CommPolicy"
+# The webhook refuses (503) until its caches have listed the CRDs applied just now.
+for _ in $(seq 60); do
+  out=$(admin apply -f "$WORK/policy.yaml" 2>&1) && break
+  case "$out" in *"has not loaded"*) sleep 1 ;; *) break ;; esac
+done
+echo "$out"
+admin get commpolicy demo >/dev/null 2>&1 || fail "CommPolicy"
 
 # One compute thread per probe: the emulated nodes share this machine's cores.
 step "commgate operator, as $OPERATOR_USER, probes with $PROBE --threads 1"

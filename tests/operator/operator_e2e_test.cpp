@@ -230,8 +230,15 @@ spec:
     warmupIterations: 1
     maxNodes: 3
 )";
-    const Result policy = admin({"apply", "-f", (dir_ / "policy.yaml").string()});
-    ASSERT_EQ(policy.code, 0) << policy.output;
+    // The webhook refuses (503) until its caches have listed the CRDs applied just now.
+    Result policy{-1, ""};
+    poll_until(
+        [&] {
+          policy = admin({"apply", "-f", (dir_ / "policy.yaml").string()});
+          return policy.code == 0 || policy.output.find("has not loaded") == std::string::npos;
+        },
+        60s);
+    ASSERT_EQ(policy.code, 0) << policy.output << webhook_->output();
   }
 
   // The probe with one compute thread: the emulated nodes share this machine's cores, so
