@@ -278,6 +278,7 @@ Response ApiHandlers::handle(const Request& request) {
   w.user = std::move(*user);
   Response response;
   try {
+    authorize_request(request, w.user);
     response = dispatch(request, w);
   } catch (const ApiError& e) {
     response = status_response(e.status());
@@ -291,6 +292,35 @@ Response ApiHandlers::handle(const Request& request) {
   }
   for (const auto& text : w.warnings) response.with_header("Warning", warning_header_value(text));
   return response;
+}
+
+void ApiHandlers::authorize_request(const Request& request, const UserInfo& user) {
+  if (options_.authorization != AuthorizationMode::kRbac) return;
+  const auto watch_param = request.find_query_param("watch");
+  const bool watch = watch_param && (*watch_param == "true" || *watch_param == "1");
+  const RequestAttributes attributes =
+      request_attributes(request.method, request.path, watch, request.query_param("fieldSelector"));
+  const Authorization decision = authorize(user, attributes, *rbac_objects());
+  if (!decision.allowed) throw ApiError(forbidden_status(user, attributes, decision.reason));
+}
+
+std::shared_ptr<const RbacObjects> ApiHandlers::rbac_objects() {
+  std::lock_guard lock(rbac_mu_);
+  const uint64_t version = store_.resource_version();
+  if (rbac_ && rbac_version_ == version) return rbac_;
+  RbacObjects rbac = bootstrap_rbac();
+  auto add = [&](const char* plural, std::vector<json>& into) {
+    const auto r = store_.find_resource("rbac.authorization.k8s.io", "v1", plural);
+    if (!r) return;
+    for (auto& item : store_.list(*r, "", ListOptions{}).items) into.push_back(std::move(item));
+  };
+  add("roles", rbac.roles);
+  add("clusterroles", rbac.cluster_roles);
+  add("rolebindings", rbac.role_bindings);
+  add("clusterrolebindings", rbac.cluster_role_bindings);
+  rbac_ = std::make_shared<const RbacObjects>(std::move(rbac));
+  rbac_version_ = version;
+  return rbac_;
 }
 
 Response ApiHandlers::dispatch(const Request& request, Write& w) {

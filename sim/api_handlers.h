@@ -18,13 +18,20 @@
 #include "sim/authentication.h"
 #include "sim/object_store.h"
 #include "sim/query_options.h"
+#include "sim/rbac_authorizer.h"
 #include "sim/service_directory.h"
 
 namespace commgate::sim {
 
+// What a request that authenticated may do: everything (AlwaysAllow, the default), or what
+// the Roles, ClusterRoles, RoleBindings and ClusterRoleBindings in the store grant
+// (rbac_authorizer.h; kube-apiserver's --authorization-mode=RBAC).
+enum class AuthorizationMode { kAlwaysAllow, kRbac };
+
 struct ApiHandlerOptions {
   // Who each bearer token is (authentication.h); a request no token names is a 401.
   TokenAuthenticator authentication;
+  AuthorizationMode authorization = AuthorizationMode::kAlwaysAllow;
   std::chrono::seconds default_watch_timeout{1800};
 };
 
@@ -86,6 +93,12 @@ class ApiHandlers {
                     const std::string& name, const nlohmann::json& current, Write& w);
   server::Response watch(const server::Request& request, const ResourceInfo& r,
                          const std::string& ns, const ListQuery& query);
+  // Under kRbac: throws ApiError 403 (forbidden_status) when the user may not make the
+  // request; system:masters always may.
+  void authorize_request(const server::Request& request, const UserInfo& user);
+  // The RBAC objects as stored now plus bootstrap_rbac(); read again only when the store
+  // has changed since the last read (its resourceVersion moved).
+  std::shared_ptr<const RbacObjects> rbac_objects();
 
   ObjectStore& store_;
   ApiHandlerOptions options_;
@@ -93,6 +106,9 @@ class ApiHandlers {
   Admission admission_;
   mutable std::mutex watches_mu_;
   std::map<uint64_t, ActiveWatch> watches_;
+  std::mutex rbac_mu_;
+  uint64_t rbac_version_ = 0;
+  std::shared_ptr<const RbacObjects> rbac_;
 };
 
 }  // namespace commgate::sim

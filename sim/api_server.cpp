@@ -42,7 +42,7 @@ ApiServer::ApiServer(ApiServerOptions options)
       pki_(make_serving_pki()),
       store_(store_options(options)),
       handlers_(store_, ApiHandlerOptions{TokenAuthenticator(token_, options.users),
-                                          std::chrono::seconds(1800)}) {
+                                          options.authorization, std::chrono::seconds(1800)}) {
   std::string templ = (std::filesystem::temp_directory_path() / "commgate-sim-XXXXXX").string();
   if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = templ;

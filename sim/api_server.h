@@ -32,6 +32,8 @@ struct ApiServerOptions {
   // whose name webhooks then see in userInfo. Tokens must differ from each other and
   // from the admin's.
   std::vector<TokenUser> users;
+  // --authorization: AlwaysAllow (the default) or RBAC from the stored roles and bindings.
+  AuthorizationMode authorization = AuthorizationMode::kAlwaysAllow;
   std::size_t history_limit = 10'000;
   std::chrono::milliseconds bookmark_interval{60'000};  // kube-apiserver: about a minute
   std::chrono::milliseconds tick_interval{100};         // watch timeouts are this precise

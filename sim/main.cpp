@@ -24,7 +24,7 @@ void usage() {
                "                    [--nodes N] [--gpus-per-node G] [--node-netns PREFIX]\n"
                "                    [--node-labels K=V[,K=V...]]\n"
                "                    [--node-group N[,gpus=G][,netns=PREFIX][,label=K=V]...]...\n"
-               "                    [--pod-dir DIR]\n"
+               "                    [--pod-dir DIR] [--authorization rbac|always-allow]\n"
                "  --token: the admin's bearer token (kubernetes-admin, system:masters)\n"
                "  --user: one more identity; a service account's name\n"
                "    (system:serviceaccount:NS:NAME) gets its groups, everyone\n"
@@ -37,6 +37,9 @@ void usage() {
                "    198.18.0.<i+1> (as `NETSIM_PREFIX=PREFIX scripts/netsim.sh up N`; root)\n"
                "  --node-group: N more nodes with their own GPUs, netns prefix and labels\n"
                "    (e.g. a pool on another link); names continue sim-node-<k>; repeatable\n"
+               "  --authorization: always-allow (the default) or rbac: the stored Roles,\n"
+               "    ClusterRoles and bindings decide (403 as kube-apiserver words it);\n"
+               "    the admin (system:masters) is always allowed\n"
                "  --service: where a service that webhook configurations name listens\n"
                "             (the sim has no cluster DNS); repeatable\n";
 }
@@ -117,6 +120,17 @@ int main(int argc, char** argv) {
         more_groups.push_back(parse_node_group(value()));
       } else if (arg == "--pod-dir") {
         pod_dir = value();
+      } else if (arg == "--authorization") {
+        const std::string v = value();
+        if (v == "rbac" || v == "RBAC") {
+          options.authorization = AuthorizationMode::kRbac;
+        } else if (v == "always-allow" || v == "AlwaysAllow") {
+          options.authorization = AuthorizationMode::kAlwaysAllow;
+        } else {
+          std::cerr << "commgate-sim: --authorization wants rbac or always-allow, got \"" << v
+                    << "\"\n";
+          return 2;
+        }
       } else if (arg == "-h" || arg == "--help") {
         usage();
         return 0;

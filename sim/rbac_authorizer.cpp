@@ -323,4 +323,48 @@ json forbidden_status(const UserInfo& user, const RequestAttributes& request,
           {"details", details},  {"code", 403}};
 }
 
+RbacObjects bootstrap_rbac() {
+  using nlohmann::json;
+  auto role = [](const std::string& name, json rules) {
+    return json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                {"kind", "ClusterRole"},
+                {"metadata", {{"name", name}}},
+                {"rules", std::move(rules)}};
+  };
+  auto binding = [](const std::string& name) {
+    return json{
+        {"apiVersion", "rbac.authorization.k8s.io/v1"},
+        {"kind", "ClusterRoleBinding"},
+        {"metadata", {{"name", name}}},
+        {"roleRef",
+         {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", name}}},
+        {"subjects", json::array({{{"apiGroup", "rbac.authorization.k8s.io"},
+                                   {"kind", "Group"},
+                                   {"name", "system:authenticated"}}})}};
+  };
+  RbacObjects rbac;
+  rbac.cluster_roles.push_back(
+      role("system:discovery",
+           json::array({{{"verbs", {"get"}},
+                         {"nonResourceURLs",
+                          {"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
+                           "/openapi/*", "/readyz", "/version", "/version/"}}}})));
+  rbac.cluster_roles.push_back(role(
+      "system:public-info-viewer",
+      json::array(
+          {{{"verbs", {"get"}},
+            {"nonResourceURLs", {"/healthz", "/livez", "/readyz", "/version", "/version/"}}}})));
+  rbac.cluster_roles.push_back(
+      role("system:basic-user",
+           json::array({{{"verbs", {"create"}},
+                         {"apiGroups", {"authorization.k8s.io"}},
+                         {"resources", {"selfsubjectaccessreviews", "selfsubjectrulesreviews"}}},
+                        {{"verbs", {"create"}},
+                         {"apiGroups", {"authentication.k8s.io"}},
+                         {"resources", {"selfsubjectreviews"}}}})));
+  for (const char* name : {"system:discovery", "system:public-info-viewer", "system:basic-user"})
+    rbac.cluster_role_bindings.push_back(binding(name));
+  return rbac;
+}
+
 }  // namespace commgate::sim

@@ -88,4 +88,12 @@ RequestAttributes request_attributes(std::string_view method, std::string_view p
 nlohmann::json forbidden_status(const UserInfo& user, const RequestAttributes& request,
                                 const std::string& reason);
 
+// The part of kube-apiserver's bootstrap policy (plugin/pkg/auth/authorizer/rbac/
+// bootstrappolicy) that every authenticated user relies on and that the sim's store does
+// not hold: ClusterRoles system:discovery and system:public-info-viewer (the discovery,
+// OpenAPI, version and health URLs) and system:basic-user (create selfsubjectreviews,
+// selfsubjectaccessreviews, selfsubjectrulesreviews), each bound to system:authenticated
+// by a ClusterRoleBinding of the same name.
+RbacObjects bootstrap_rbac();
+
 }  // namespace commgate::sim
