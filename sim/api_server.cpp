@@ -74,7 +74,15 @@ void ApiServer::start_serving(uint16_t port) {
   router.post("/sim/faults", [this](const server::Request& r) { return handle_fault_request(r); });
   router.post("/sim/services",
               [this](const server::Request& r) { return handle_service_request(r); });
+  router.get("/sim/requests", [this](const server::Request& r) {
+    if (r.header("Authorization") != "Bearer " + token_)
+      return server::Response::json(
+          401,
+          R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","code":401})");
+    return server::Response::json(200, nlohmann::json{{"apiRequests", api_requests()}}.dump());
+  });
   router.add("*", "/*", [this](const server::Request& r) {
+    api_requests_.fetch_add(1, std::memory_order_relaxed);
     if (auto failure = faults_.intercept(r)) return std::move(*failure);
     const auto delay = faults_.response_delay();
     if (delay.count() > 0) std::this_thread::sleep_for(delay);

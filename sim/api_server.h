@@ -92,6 +92,10 @@ class ApiServer {
   // an etcd compaction during the outage, so clients must relist.
   void restart(bool keep_history);
   uint64_t injected_failures() const { return faults_.failed_requests(); }
+  // API requests served since start (every request to the Kubernetes API, watches included;
+  // not /sim/...): what a benchmark divides by the work done. The binary offers it as
+  // `GET /sim/requests` (admin token) → {"apiRequests": N}.
+  uint64_t api_requests() const { return api_requests_.load(); }
 
  private:
   void ticker();
@@ -106,6 +110,7 @@ class ApiServer {
   ObjectStore store_;
   ApiHandlers handlers_;
   FaultInjector faults_;
+  std::atomic<uint64_t> api_requests_{0};
   std::mutex restart_mu_;  // one restart at a time; guards server_ replacement
   std::atomic<uint16_t> port_{0};
   std::atomic<bool> restarting_{false};

@@ -387,5 +387,23 @@ TEST(ApiServerBookmarks, watches_that_allow_bookmarks_get_them) {
   EXPECT_EQ(api.open_watches(), 0u);  // ended by timeoutSeconds
 }
 
+// GET /sim/requests: the API requests served so far (a benchmark's requests per job), not
+// counting /sim/ requests; the admin's token only.
+TEST_F(ApiServerTest, sim_requests_counts_the_api_requests_served) {
+  auto served = [&] {
+    const Reply r = call("GET", "/sim/requests");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body)["apiRequests"].get<uint64_t>();
+  };
+  const uint64_t before = served();
+  call("GET", "/api/v1/namespaces");
+  call("GET", "/api/v1/namespaces/default/configmaps/missing");
+  EXPECT_EQ(served(), before + 2);
+  EXPECT_EQ(api_.api_requests(), before + 2);
+  EXPECT_EQ(
+      client_->request("GET", "/sim/requests", "", {{"Authorization", "Bearer wrong"}}).status,
+      401);
+}
+
 }  // namespace
 }  // namespace commgate::sim
