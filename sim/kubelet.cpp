@@ -460,6 +460,10 @@ bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
     posix_spawn_file_actions_addopen(&fa, 1, c.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                      0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    // Nothing else of this process: its sockets (the API server's listener, clients'
+    // connections) are not CLOEXEC, and a pod holding the listener keeps the port bound
+    // after ApiServer::restart closed it, so the server cannot listen there again.
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     posix_spawn_file_actions_addchdir_np(&fa, workdir.c_str());
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);

@@ -29,6 +29,10 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, std::filesystem
   posix_spawn_file_actions_addopen(&actions, 1, output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                    0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  // None of the test's other descriptors: a child holding an in-process server's listening
+  // socket (not CLOEXEC) keeps its port bound after the server stops, so a server restarted
+  // on the same port (sim::ApiServer::restart) cannot listen again.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
