@@ -395,6 +395,14 @@ spec:
     return path;
   }
 
+  // What a failed wait needs to be understood: the Jobs and Pods with their states, and
+  // the probe pods' descriptions (termination messages, the scheduler's reasons).
+  std::string cluster_dump() {
+    std::string out = admin({"get", "jobs,pods", "-A", "-o", "wide"}).output;
+    out += admin({"describe", "pods", "-n", "commgate-system"}).output;
+    return out;
+  }
+
   // Waits for the TrainingJob's decision; prints how long it took.
   json wait_for_decision(const std::string& name, std::chrono::seconds limit) {
     const auto start = Clock::now();
@@ -411,7 +419,8 @@ spec:
               << phase_of(tj) << std::endl;
     EXPECT_TRUE(decided) << name << " has no decision after " << limit.count() << " s:\n"
                          << tj.dump(2) << "\n--- operator:\n"
-                         << operator_->output();
+                         << operator_->output() << "\n--- the cluster's Jobs and Pods:\n"
+                         << (decided ? "" : cluster_dump());
     return tj;
   }
 
