@@ -56,6 +56,20 @@ std::vector<std::string> suspended_trainingjobs(const kube::Store::Objects& trai
   return keys;  // the store's map is in key order
 }
 
+std::string decision_inputs_of(const Snapshot& snapshot) {
+  std::string out;
+  for (const auto& p : snapshot.policies)
+    out += "policy " + p.metadata.name + " " + std::to_string(p.metadata.generation) + "\n";
+  for (const auto& [name, profile] : snapshot.profiles)
+    out += "profile " + name + " " + profile.metadata.resource_version + "\n";
+  for (const auto& [ns, labels] : snapshot.namespace_labels) {
+    out += "namespace " + ns;
+    for (const auto& [k, v] : labels) out += " " + k + "=" + v;
+    out += "\n";
+  }
+  return out;
+}
+
 std::string leader_identity(const std::string& pod_name, const std::string& suffix) {
   return (pod_name.empty() ? std::string("commgate-operator") : pod_name) + "_" + suffix;
 }
@@ -193,7 +207,7 @@ void OperatorProcess::wire_handlers() {
   parts_->pods.on_change([this](const std::vector<kube::StoreChange>& changes) {
     on_managed_change(parts_->pods.store(), pods_index_, pods_index_mu_, changes);
   });
-  parts_->snapshots.on_rebuild([this] { enqueue_suspended(); });
+  parts_->snapshots.on_rebuild([this] { on_snapshot(); });
 }
 
 // A deleted object is gone from the store: its labels come from the index of what was
@@ -230,6 +244,18 @@ void OperatorProcess::on_managed_change(const kube::Store& store,
         keys.insert(std::move(key));
   }
   for (const std::string& key : keys) parts_->queue->add(key);
+}
+
+void OperatorProcess::on_snapshot() {
+  const auto snapshot = parts_->snapshots.snapshot();
+  if (!snapshot) return;
+  std::string inputs = decision_inputs_of(*snapshot);
+  {
+    std::lock_guard lock(inputs_mu_);
+    if (inputs == decision_inputs_) return;
+    decision_inputs_ = std::move(inputs);
+  }
+  enqueue_suspended();
 }
 
 void OperatorProcess::enqueue_suspended() {

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "core/snapshot.h"
 #include "kube/cluster_config.h"
 #include "kube/store.h"
 #include "operator/trainingjob_reconciler.h"
@@ -85,6 +86,13 @@ struct ManagedRef {
 };
 ManagedRef managed_ref_of(const nlohmann::json& object);
 
+// What a suspended job's decision reads from a snapshot: each CommPolicy's spec (by its
+// generation), each CommProfile (its status is the measurement: by resourceVersion) and
+// the namespaces' labels. A CommPolicy's status (its decision counters, written once per
+// decision) is not in it: waking every suspended job on each counter write made n
+// decisions cost n^2 reconciles (bench/operator, docs/benchmarks.md).
+std::string decision_inputs_of(const Snapshot& snapshot);
+
 // Keys ("ns/name", sorted) of the suspended TrainingJobs (spec.suspend true: gated,
 // probing, or waiting for a probe retry): what a new Snapshot may decide.
 std::vector<std::string> suspended_trainingjobs(const kube::Store::Objects& trainingjobs);
@@ -123,6 +131,8 @@ class OperatorProcess {
   void wire_handlers();
   void on_managed_change(const kube::Store& store, std::map<std::string, ManagedRef>& index,
                          std::mutex& index_mu, const std::vector<kube::StoreChange>& changes);
+  // On a new snapshot: wakes the suspended jobs when decision_inputs_of changed.
+  void on_snapshot();
   void enqueue_suspended();
   void control_loop();
   void start_leading();
@@ -133,6 +143,8 @@ class OperatorProcess {
   std::unique_ptr<Parts> parts_;
 
   std::mutex jobs_index_mu_, pods_index_mu_;
+  std::mutex inputs_mu_;
+  std::string decision_inputs_;  // of the last snapshot that woke the suspended jobs
   std::map<std::string, ManagedRef> jobs_index_, pods_index_;  // store key -> labels seen
 
   mutable std::mutex mu_;  // guards the flags below and the runner's start/stop

@@ -75,4 +75,40 @@ TEST(LeaderIdentity, IsThePodNameAndASuffix) {
 }
 
 }  // namespace
+// A snapshot wakes the suspended jobs only when what their decision reads changed.
+TEST(DecisionInputsOf, ChangeWithPolicySpecsProfilesAndNamespaceLabelsButNotPolicyStatus) {
+  Snapshot base;
+  CommPolicy policy;
+  policy.metadata.name = "team";
+  policy.metadata.generation = 3;
+  policy.metadata.resource_version = "100";
+  base.policies.push_back(policy);
+  CommProfile profile;
+  profile.metadata.name = "pool-1a2b";
+  profile.metadata.resource_version = "200";
+  base.profiles["pool-1a2b"] = profile;
+  base.namespace_labels["research"] = {{"team", "vision"}};
+  const std::string before = decision_inputs_of(base);
+
+  Snapshot counters_written = base;  // a status write: new resourceVersion, same generation
+  counters_written.policies[0].metadata.resource_version = "101";
+  EXPECT_EQ(decision_inputs_of(counters_written), before);
+
+  Snapshot spec_changed = base;
+  spec_changed.policies[0].metadata.generation = 4;
+  EXPECT_NE(decision_inputs_of(spec_changed), before);
+
+  Snapshot measured = base;  // a probe result recorded in the profile's status
+  measured.profiles["pool-1a2b"].metadata.resource_version = "201";
+  EXPECT_NE(decision_inputs_of(measured), before);
+
+  Snapshot relabelled = base;
+  relabelled.namespace_labels["research"]["team"] = "nlp";
+  EXPECT_NE(decision_inputs_of(relabelled), before);
+
+  Snapshot policy_deleted = base;
+  policy_deleted.policies.clear();
+  EXPECT_NE(decision_inputs_of(policy_deleted), before);
+}
+
 }  // namespace commgate::op
