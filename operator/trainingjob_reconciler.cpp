@@ -555,6 +555,27 @@ json TrainingJobReconciler::ensure_profile(Context& ctx, const std::string& pool
   return *profile;
 }
 
+std::optional<CommProfile> TrainingJobReconciler::profile_newer_than(Context& ctx,
+                                                                     const std::string& pool,
+                                                                     const json& seen) {
+  const long long seen_version = version_number(meta_string(seen, "resourceVersion"));
+  {
+    std::lock_guard lock(recorded_mu_);
+    if (auto it = recorded_.find(pool);
+        it != recorded_.end() &&
+        version_number(it->second.metadata.resource_version) > seen_version)
+      return it->second;
+  }
+  const std::optional<json> now = get_or_null(reader_, profile_path(pool));
+  if (!now || version_number(meta_string(*now, "resourceVersion")) <= seen_version)
+    return std::nullopt;
+  try {
+    return parse_comm_profile(*now, ctx.now);
+  } catch (const ValidationError&) {
+    return std::nullopt;
+  }
+}
+
 ReconcileResult TrainingJobReconciler::probe_or_collect(Context& ctx, const JobDecision& jd,
                                                         const json& profile) {
   enter(ctx, Step::kProbe);
@@ -562,7 +583,20 @@ ReconcileResult TrainingJobReconciler::probe_or_collect(Context& ctx, const JobD
   const std::string name = probe_job_name(pool);
   const std::string& ns = settings_.probe.ns;
   const std::optional<json> probe = get_or_null(reader_, jobs_collection(ns) + "/" + name);
-  if (!probe) return start_probe(ctx, jd, profile);
+  if (!probe) {
+    // Another worker may have collected the pool's probe between this reconcile's read of
+    // the profile and its read of the probe Job (recorded, then deleted): decide from that
+    // measurement instead of probing the pool again.
+    if (std::optional<CommProfile> newer = profile_newer_than(ctx, pool, profile)) {
+      ctx.overlay = std::move(newer);
+      enter(ctx, Step::kDecide);
+      const JobDecision now_measured = decide_now(ctx);
+      if (now_measured.policy && now_measured.decision.action != commgate::Action::kGate)
+        return apply_decision(ctx, now_measured);
+      enter(ctx, Step::kProbe);
+    }
+    return start_probe(ctx, jd, profile);
+  }
 
   enter(ctx, Step::kCollect);
   const ProbeOutcome outcome = outcome_of(*probe);

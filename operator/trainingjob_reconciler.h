@@ -176,6 +176,10 @@ class TrainingJobReconciler {
 
   ProbeOutcome outcome_of(const nlohmann::json& probe) const;
   nlohmann::json ensure_profile(Context& ctx, const std::string& pool);
+  // The pool's profile when it changed after `seen` was read: this process's last record of
+  // it (recorded_), else the cache's; nullopt when neither is newer.
+  std::optional<CommProfile> profile_newer_than(Context& ctx, const std::string& pool,
+                                                const nlohmann::json& seen);
   void record_in_profile(Context& ctx, const std::string& pool, const ProbeResult& result);
   void delete_probe(Context& ctx, const std::string& name);
   // False when the Job of that name belongs to an earlier TrainingJob of the same name.

@@ -68,7 +68,17 @@ class LaggingReader : public kube::Reader {
       throw kube::ApiError(404, "NotFound", "not in the cache yet", "GET " + path);
     }
     if (auto it = frozen_.find(path); it != frozen_.end()) return it->second;
+    if (path == hooked_ && hook_) {
+      const auto hook = std::exchange(hook_, nullptr);
+      hook();  // once, before answering
+    }
     return inner_.get(path);
+  }
+  // Runs `hook` once, just before the first get of `path` is answered: another reconcile
+  // interleaved between two reads of this one, as a concurrent worker can.
+  void before_get(const std::string& path, std::function<void()> hook) {
+    hooked_ = path;
+    hook_ = std::move(hook);
   }
   kube::ListPage list(const std::string& collection,
                       const kube::ListOptions& options = {}) const override {
@@ -87,6 +97,8 @@ class LaggingReader : public kube::Reader {
   std::string hidden_;
   mutable int misses_ = 0;
   std::map<std::string, json> frozen_;
+  std::string hooked_;
+  mutable std::function<void()> hook_;
 };
 
 // A probe result as commgate-probe writes it: `busbw_gbps` over 4 nodes (the probe of a
@@ -1024,6 +1036,28 @@ TEST(Reconcile, a_measurement_recorded_before_a_failed_decision_is_not_probed_ag
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1) << "no second probe";
   EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
+}
+
+// Two workers: gpt read the profile (no measurement yet), then bert's reconcile collected
+// the shared probe, recorded its result and deleted the probe Job, then gpt read the probe
+// Job: gone. gpt must decide from bert's measurement, not start a second probe (seen with
+// operator_faults_test's dropped watches).
+TEST(Reconcile, a_probe_collected_by_another_worker_between_two_reads_is_not_started_again) {
+  World w;
+  w.submit(a_job("bert"));
+  w.submit(a_job("gpt"));
+  reconcile_to_probing(w, "bert");
+  reconcile_to_probing(w, "gpt");
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  w.reader.before_get(kProbeJobs + "/" + w.probe(), [&] {
+    const auto collected = w.reconcile("bert");
+    ASSERT_TRUE(collected.ok()) << collected.error().message;
+  });
+  const auto r = w.reconcile("gpt");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1) << "no second probe";
+  EXPECT_EQ(w.status("gpt")["phase"], phase::kAdmitted) << w.status("gpt").dump(2);
 }
 
 TEST(Reconcile, two_results_recorded_before_the_cache_shows_the_first_are_both_kept) {
