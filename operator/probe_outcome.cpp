@@ -253,6 +253,14 @@ ProbeOutcome succeeded(const json& job, const std::vector<json>& pods) {
   const json* pod = rank0_pod(pods);
   if (pod == nullptr)
     return invalid("the probe Job completed but rank 0's pod is gone: no result to read");
+  const std::string pod_phase = str(field(field(*pod, "status"), "phase"));
+  if (!terminated_state(*pod).is_object() && (pod_phase == "Running" || pod_phase == "Pending")) {
+    // The Job's Complete came through its watch before the pod's end through the pods':
+    // the result is not readable yet, not invalid.
+    return outcome(
+        ProbeState::kRunning, kReasonProbeRunning,
+        "the probe Job completed; waiting to see rank 0's pod (" + pod_name(*pod) + ") terminated");
+  }
   const std::string where = "rank 0's termination message (pod " + pod_name(*pod) + ")";
   const std::string message = str(field(terminated_state(*pod), "message"));
   if (message.empty())

@@ -378,6 +378,16 @@ TEST(ProbeOutcome, a_succeeded_outcome_carries_rank_0s_result) {
   EXPECT_DOUBLE_EQ(o.result->ddp_step->comm_share, 0.6598);
 }
 
+// The Job's Complete and the pods' terminated states come through two watches: the
+// operator's pod cache can still show rank 0 running when the Job has completed (seen in
+// operator_faults_test). That is a result not read yet, not an invalid one.
+TEST(ProbeOutcome, a_completed_job_whose_rank_0_pod_has_not_shown_its_end_is_still_running) {
+  const ProbeOutcome o = read_probe_outcome(complete(), {a_pod(0), terminated(1, 0, "")});
+  EXPECT_EQ(o.state, ProbeState::kRunning) << o.message;
+  EXPECT_EQ(o.reason, kReasonProbeRunning);
+  EXPECT_FALSE(o.result);
+}
+
 TEST(ProbeOutcome, what_the_probe_writes_today_is_what_the_operator_reads) {
   // core's compact form (the probe's termination message) round-trips through the reader.
   ProbeResult r = parse_probe_result(json::parse(kRealResult));
