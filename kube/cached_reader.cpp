@@ -205,7 +205,8 @@ ListPage CachedReader::list(const std::string& collection, const ListOptions& op
   ++cache_reads_;
   const LabelSelector selector = parse_label_selector_query(options.label_selector);
   ListPage page;
-  for (const auto& [key, object] : *store->snapshot()) {
+  for (const auto& [key, stored] : *store->snapshot()) {
+    const nlohmann::json& object = *stored;
     if (!parsed->ns.empty() && namespace_of(object) != parsed->ns) continue;
     if (!selector.empty() && !selector.matches(labels_of(object))) continue;
     page.items.push_back(object);

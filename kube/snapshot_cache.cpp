@@ -16,14 +16,16 @@ SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Object
                     const std::string& why) {
     out.rejected.push_back({kind, key, resource_version_of(object), why});
   };
-  for (const auto& [key, object] : policies) {
+  for (const auto& [key, stored] : policies) {
+    const json& object = *stored;
     try {
       snap.policies.push_back(parse_comm_policy(object));
     } catch (const std::exception& e) {
       reject("CommPolicy", key, object, e.what());
     }
   }
-  for (const auto& [key, object] : profiles) {
+  for (const auto& [key, stored] : profiles) {
+    const json& object = *stored;
     try {
       CommProfile p = parse_comm_profile(object, now);
       const std::string name = p.metadata.name;
@@ -33,7 +35,8 @@ SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Object
     }
   }
   static const json::json_pointer kLabels("/metadata/labels");
-  for (const auto& [key, object] : namespaces) {
+  for (const auto& [key, stored] : namespaces) {
+    const json& object = *stored;
     auto& labels = snap.namespace_labels[key];
     if (!object.contains(kLabels) || !object.at(kLabels).is_object()) continue;
     for (const auto& [k, v] : object.at(kLabels).items())

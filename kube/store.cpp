@@ -16,7 +16,8 @@ std::vector<StoreChange> difference(const Store::Objects& before, const Store::O
       out.push_back({StoreChange::Type::kAdded, a->first});
       ++a;
     } else {
-      if (a->second != b->second) out.push_back({StoreChange::Type::kModified, a->first});
+      if (a->second != b->second && *a->second != *b->second)
+        out.push_back({StoreChange::Type::kModified, a->first});
       ++a;
       ++b;
     }
@@ -49,7 +50,8 @@ void Store::apply(const WatcherEvent& event) {
     switch (event.type) {
       case WatcherEvent::Type::kRestarted: {
         auto fresh = std::make_shared<Objects>();
-        for (const auto& o : event.objects) (*fresh)[object_key(o)] = o;
+        for (const auto& o : event.objects)
+          (*fresh)[object_key(o)] = std::make_shared<const nlohmann::json>(o);
         changes = difference(*objects_, *fresh);
         // A relist that found exactly what was known is not a change.
         if (synced_ && changes.empty()) return;
@@ -61,13 +63,13 @@ void Store::apply(const WatcherEvent& event) {
         const std::string key = object_key(event.object);
         auto it = objects_->find(key);
         if (it != objects_->end() && !resource_version_of(event.object).empty() &&
-            resource_version_of(it->second) == resource_version_of(event.object))
+            resource_version_of(*it->second) == resource_version_of(event.object))
           return;
         changes.push_back(
             {it == objects_->end() ? StoreChange::Type::kAdded : StoreChange::Type::kModified,
              key});
         next = std::make_shared<Objects>(*objects_);
-        (*next)[key] = event.object;
+        (*next)[key] = std::make_shared<const nlohmann::json>(event.object);
         break;
       }
       case WatcherEvent::Type::kDeleted: {
@@ -105,13 +107,19 @@ std::shared_ptr<const nlohmann::json> Store::get(const std::string& key) const {
   auto objects = snapshot();
   auto it = objects->find(key);
   if (it == objects->end()) return nullptr;
-  // Shares ownership of the snapshot, so the object lives as long as the caller holds it.
-  return std::shared_ptr<const nlohmann::json>(objects, &it->second);
+  return it->second;  // the object alone, not the whole snapshot, lives as long as it is held
 }
 
 void Store::subscribe(Handler handler) {
   std::lock_guard lock(mu_);
   handlers_.push_back(std::move(handler));
+}
+
+Store::Objects stored_objects(const std::map<std::string, nlohmann::json>& objects) {
+  Store::Objects out;
+  for (const auto& [key, object] : objects)
+    out[key] = std::make_shared<const nlohmann::json>(object);
+  return out;
 }
 
 }  // namespace commgate::kube

@@ -52,7 +52,7 @@ std::vector<std::string> suspended_trainingjobs(const kube::Store::Objects& trai
   std::vector<std::string> keys;
   static const json::json_pointer kSuspend("/spec/suspend");
   for (const auto& [key, tj] : trainingjobs)
-    if (tj.contains(kSuspend) && tj.at(kSuspend) == json(true)) keys.push_back(key);
+    if (tj->contains(kSuspend) && tj->at(kSuspend) == json(true)) keys.push_back(key);
   return keys;  // the store's map is in key order
 }
 
@@ -238,7 +238,7 @@ void OperatorProcess::on_managed_change(const kube::Store& store,
     const auto all = parts_->trainingjobs.store().snapshot();
     std::vector<json> trainingjobs;
     for (const std::string& key : suspended_trainingjobs(*all))
-      trainingjobs.push_back(all->at(key));
+      trainingjobs.push_back(*all->at(key));
     for (const std::string& pool : pools)
       for (std::string& key : trainingjobs_waiting_on_pool(trainingjobs, pool))
         keys.insert(std::move(key));

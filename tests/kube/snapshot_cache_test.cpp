@@ -30,7 +30,7 @@ json a_namespace(const std::string& name, json labels) {
 
 struct BuildCase {
   std::string name;
-  Store::Objects policies, profiles, namespaces;
+  std::map<std::string, json> policies, profiles, namespaces;
   std::vector<std::string> want_policies;
   std::vector<std::string> want_profiles;
   std::map<std::string, std::map<std::string, std::string>> want_labels;
@@ -85,7 +85,8 @@ TEST(BuildSnapshot, ParsesEachCollectionAndLeavesOutWhatDoesNotParse) {
   };
   for (const BuildCase& c : cases) {
     SCOPED_TRACE(c.name);
-    const SnapshotBuild got = build_snapshot(c.policies, c.profiles, c.namespaces, now);
+    const SnapshotBuild got = build_snapshot(stored_objects(c.policies), stored_objects(c.profiles),
+                                             stored_objects(c.namespaces), now);
     ASSERT_NE(got.snapshot, nullptr);
     std::vector<std::string> policies, profiles, rejected;
     for (const auto& p : got.snapshot->policies) policies.push_back(p.metadata.name);

@@ -36,7 +36,7 @@ TEST(Store, SnapshotsStayAsTheyWereWhenTheStoreMovesOn) {
   const auto a = store.get("a");
   store.apply(WatcherEvent::applied(obj("a", "2")));
   store.apply(WatcherEvent::deleted(obj("a", "3")));
-  EXPECT_EQ(before->at("a")["metadata"]["resourceVersion"], "1");
+  EXPECT_EQ((*before->at("a"))["metadata"]["resourceVersion"], "1");
   EXPECT_EQ((*a)["metadata"]["resourceVersion"], "1") << "held object outlives the change";
   EXPECT_TRUE(store.snapshot()->empty());
 }

@@ -24,7 +24,7 @@ using testing::wait_until;
 // name -> data.k, of every configmap in `objects`.
 std::map<std::string, std::string> contents(const Store::Objects& objects) {
   std::map<std::string, std::string> out;
-  for (const auto& [key, o] : objects) out[o["metadata"]["name"]] = o["data"]["k"];
+  for (const auto& [key, o] : objects) out[(*o)["metadata"]["name"]] = (*o)["data"]["k"];
   return out;
 }
 

@@ -57,13 +57,13 @@ json trainingjob(json suspend) {
 }
 
 TEST(SuspendedTrainingJobs, AreTheOnesWithSpecSuspendTrue) {
-  const kube::Store::Objects objects = {
+  const kube::Store::Objects objects = kube::stored_objects({
       {"a/gated", trainingjob(true)},
       {"a/running", trainingjob(false)},
       {"b/gated", trainingjob(true)},
       {"b/no-suspend-field", trainingjob(nullptr)},
       {"b/suspend-as-string", trainingjob("true")},
-  };
+  });
   EXPECT_EQ(suspended_trainingjobs(objects), (std::vector<std::string>{"a/gated", "b/gated"}));
   EXPECT_TRUE(suspended_trainingjobs({}).empty());
 }
