@@ -334,10 +334,11 @@ const char* TrainingJobReconciler::to_string(Step step) {
 // The reconciler
 
 TrainingJobReconciler::TrainingJobReconciler(
-    const kube::Reader& reader, kube::Writer& writer, kube::StatusWriter& status_writer,
-    std::function<std::shared_ptr<const Snapshot>()> snapshot, kube::EventRecorder& events,
-    std::function<TimePoint()> now, ReconcilerSettings settings)
+    const kube::Reader& reader, const kube::Reader& live_reader, kube::Writer& writer,
+    kube::StatusWriter& status_writer, std::function<std::shared_ptr<const Snapshot>()> snapshot,
+    kube::EventRecorder& events, std::function<TimePoint()> now, ReconcilerSettings settings)
     : reader_(reader),
+      live_reader_(live_reader),
       writer_(writer),
       status_writer_(status_writer),
       snapshot_(std::move(snapshot)),
@@ -395,7 +396,13 @@ ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
 ReconcileResult TrainingJobReconciler::run(Context& ctx) {
   enter(ctx, Step::kRead);
   auto object = get_or_null(reader_, ctx.path);
-  if (!object) return Action::await_change();
+  if (!object) {
+    std::lock_guard lock(written_mu_);
+    written_.erase(ctx.key);
+    return Action::await_change();
+  }
+  if (cache_is_behind(ctx.key, *object))
+    return Action::requeue_after(std::chrono::milliseconds(100));  // its watch event is near
   ctx.object = std::move(*object);
   // Being deleted: the garbage collector removes what it owns; nothing to start now.
   if (!meta_string(ctx.object, "deletionTimestamp").empty()) return Action::await_change();
@@ -421,6 +428,21 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
     return follow_record(ctx, *record);
   return decide_gated(
       ctx, record && record->action == commgate::Action::kGate && verdict == RecordVerdict::kHolds);
+}
+
+void TrainingJobReconciler::remember_write(const Context& ctx) {
+  const long long written = version_number(meta_string(ctx.object, "resourceVersion"));
+  std::lock_guard lock(written_mu_);
+  written_[ctx.key] = written;
+}
+
+bool TrainingJobReconciler::cache_is_behind(const std::string& key, const json& cached) {
+  std::lock_guard lock(written_mu_);
+  const auto it = written_.find(key);
+  if (it == written_.end()) return false;
+  if (version_number(meta_string(cached, "resourceVersion")) < it->second) return true;
+  written_.erase(it);  // the cache has caught up
+  return false;
 }
 
 ReconcileResult TrainingJobReconciler::invalid_spec(Context& ctx, const std::string& message) {
@@ -566,7 +588,10 @@ std::optional<CommProfile> TrainingJobReconciler::profile_newer_than(Context& ct
         version_number(it->second.metadata.resource_version) > seen_version)
       return it->second;
   }
-  const std::optional<json> now = get_or_null(reader_, profile_path(pool));
+  // From the API server, not the cache: the cache of CommProfiles may lag behind the one
+  // of Jobs (a watch dropped and not yet relisted), showing the probe gone but not the
+  // measurement it left; one GET per probe about to be created closes that window.
+  const std::optional<json> now = get_or_null(live_reader_, profile_path(pool));
   if (!now || version_number(meta_string(*now, "resourceVersion")) <= seen_version)
     return std::nullopt;
   try {
@@ -875,6 +900,7 @@ void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
     if (e.not_found()) throw JobGone{};
     throw;
   }
+  remember_write(ctx);
   ctx.job = parse_training_job(ctx.object);
   // Conditions computed for the spec before this patch hold for the patched one: the
   // patch is this decision's own.
@@ -1037,6 +1063,7 @@ void TrainingJobReconciler::sync_status(Context& ctx) {
     if (e.not_found()) throw JobGone{};
     throw;  // 409: the runner retries, and the next reconcile reads the job again
   }
+  remember_write(ctx);
   {
     std::lock_guard lock(metrics_mu_);
     ++metrics_.status_writes;

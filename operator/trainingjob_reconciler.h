@@ -114,11 +114,13 @@ std::vector<std::string> trainingjobs_waiting_on_pool(
 class TrainingJobReconciler {
  public:
   // reader: in the operator a cache-backed Reader (informers), in tests the FakeClient.
+  // live_reader: the API server itself, for the one read that must not lag: the pool's
+  // CommProfile just before a probe is created (exactly one probe per pool).
   // snapshot: the current policies, profiles and namespace labels (core/snapshot.h).
   // events: Events on the TrainingJob (aggregated by the recorder).
   // All references must outlive the reconciler.
-  TrainingJobReconciler(const kube::Reader& reader, kube::Writer& writer,
-                        kube::StatusWriter& status_writer,
+  TrainingJobReconciler(const kube::Reader& reader, const kube::Reader& live_reader,
+                        kube::Writer& writer, kube::StatusWriter& status_writer,
                         std::function<std::shared_ptr<const Snapshot>()> snapshot,
                         kube::EventRecorder& events, std::function<TimePoint()> now,
                         ReconcilerSettings settings);
@@ -194,6 +196,7 @@ class TrainingJobReconciler {
   void count_decision(Context& ctx, const Decision& d, const std::string& policy);
 
   const kube::Reader& reader_;
+  const kube::Reader& live_reader_;
   kube::Writer& writer_;
   kube::StatusWriter& status_writer_;
   std::function<std::shared_ptr<const Snapshot>()> snapshot_;
@@ -206,6 +209,14 @@ class TrainingJobReconciler {
   // shows that version or a newer one.
   std::mutex recorded_mu_;
   std::map<std::string, CommProfile> recorded_;
+  // The resourceVersion of this process's last write of each TrainingJob, until the cache
+  // shows it: a reconcile that reads an older copy waits for the cache instead of acting
+  // on it (it would start again a probe that the write just scheduled for later, and
+  // count one failure twice).
+  std::mutex written_mu_;
+  std::map<std::string, long long> written_;
+  void remember_write(const Context& ctx);
+  bool cache_is_behind(const std::string& key, const nlohmann::json& cached);
 
   mutable std::mutex metrics_mu_;
   Metrics metrics_;

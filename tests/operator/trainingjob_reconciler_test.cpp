@@ -176,7 +176,8 @@ struct World {
     return s;
   }();
   TrainingJobReconciler reconciler{
-      reader, api, api, [this] { return snapshot(); }, recorder, [this] { return now; }, settings};
+      reader,  api, api, api, [this] { return snapshot(); }, recorder, [this] { return now; },
+      settings};
 
   explicit World(EnforcementAction action = EnforcementAction::kDownsize, int retries = 2) {
     api.seed(kPolicies, a_policy(action, retries));
@@ -769,6 +770,33 @@ INSTANTIATE_TEST_SUITE_P(
       return param_info.param.name;
     });
 
+// The probe failed; the reconcile recorded attempt 1 and its nextProbeTime in the status and
+// deleted the probe Job. The deletion wakes the job again before the cache shows that
+// status write: the older copy has no nextProbeTime and must not start a second probe at
+// once, nor count the failure twice (seen trying it on the sim: "attempt 1 of 4", then
+// "attempt 2 of 4" 0.04 s later).
+TEST(Reconcile, a_cached_copy_older_than_this_processs_own_write_waits_for_the_cache) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.reader.freeze(kJobs + "/bert");  // the cache stops before the next status write
+  w.fail_probe();
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  w.remove_probe_pods();
+  ASSERT_EQ(w.status("bert")["probeAttempts"], 1);
+
+  const auto stale = w.reconcile("bert");
+  ASSERT_TRUE(stale.ok()) << stale.error().message;
+  EXPECT_EQ(stale.action().requeue_delay(), std::optional<kube::Clock::duration>(100ms));
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1) << "no probe from the stale copy";
+
+  w.reader.thaw();  // the cache catches up: the backoff holds
+  const auto caught_up = w.reconcile("bert");
+  ASSERT_TRUE(caught_up.ok()) << caught_up.error().message;
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1) << "not before nextProbeTime";
+  EXPECT_EQ(w.status("bert")["probeAttempts"], 1) << "one failure, counted once";
+}
+
 TEST(Reconcile, retry_waits_for_its_backoff_then_probes_again) {
   World w;
   w.submit(a_job("bert"));
@@ -1058,6 +1086,30 @@ TEST(Reconcile, a_probe_collected_by_another_worker_between_two_reads_is_not_sta
   EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
   EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1) << "no second probe";
   EXPECT_EQ(w.status("gpt")["phase"], phase::kAdmitted) << w.status("gpt").dump(2);
+}
+
+// A failover: the replica that led before recorded the probe's result in the profile and
+// deleted the probe Job; this replica's cache shows the Job gone but not yet the profile's
+// new status (its CommProfile watch lags). It must read the profile from the API server
+// before probing the pool again (seen with operator_faults_test's dropped watches).
+TEST(Reconcile, a_probe_another_replica_collected_while_this_cache_lags_is_not_started_again) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  const std::string profile = kProfiles + "/" + w.pool();
+  w.reader.freeze(profile);
+  w.cache_lags = true;
+  CommProfile recorded = parse_comm_profile(*w.api.peek(profile), w.now);
+  record_probe_result(recorded, a_probe_result(50.0, w.now - 1min));
+  json stored = *w.api.peek(profile);
+  stored["status"] = to_json(recorded)["status"];
+  w.api.update_status(profile, stored);
+  w.api.remove(kProbeJobs + "/" + w.probe());
+
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1) << "no second probe";
+  EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
 }
 
 TEST(Reconcile, two_results_recorded_before_the_cache_shows_the_first_are_both_kept) {
