@@ -205,7 +205,10 @@ ListPage CachedReader::list(const std::string& collection, const ListOptions& op
   ++cache_reads_;
   const LabelSelector selector = parse_label_selector_query(options.label_selector);
   ListPage page;
-  for (const auto& [key, stored] : *store->snapshot()) {
+  // Held in a local: `for (... : *store->snapshot())` would drop the temporary shared_ptr
+  // before the loop runs, and a watch event replacing the map then frees what it reads.
+  const auto objects = store->snapshot();
+  for (const auto& [key, stored] : *objects) {
     const nlohmann::json& object = *stored;
     if (!parsed->ns.empty() && namespace_of(object) != parsed->ns) continue;
     if (!selector.empty() && !selector.matches(labels_of(object))) continue;

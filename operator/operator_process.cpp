@@ -90,7 +90,18 @@ struct OperatorProcess::Parts {
             [] { return std::chrono::system_clock::now(); }, o.reconciler),
         queue(std::make_shared<kube::WorkQueue>(kube::steady_clock())),
         runner(queue, kube::steady_clock(),
-               [this](const std::string& key) { return reconciler.reconcile(key); },
+               // Every failed reconcile is logged (controller-runtime's "Reconciler
+               // error"): the metric counts them, the log says which job and why.
+               [this, log = o.log.with({{"component", "reconcile"}})](const std::string& key) {
+                 kube::ReconcileResult result = reconciler.reconcile(key);
+                 if (!result.ok())
+                   log.warning(
+                       "reconcile of " + key + " failed" +
+                           (result.error().is_terminal ? " (not retried)" : ", will retry") + ": " +
+                           result.error().message,
+                       {{"trainingjob", key}});
+                 return result;
+               },
                {o.concurrency, std::string(kMetricsPrefix) + "_controller"}) {}
 
   static kube::ApiClient::Options api_options(const OperatorOptions& o) {

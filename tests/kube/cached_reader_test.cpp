@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kube/api_error.h"
@@ -345,6 +347,31 @@ TEST(ParseLabelSelectorQuery, MatchesAsTheApiServerDoes) {
     SCOPED_TRACE(c.name);
     EXPECT_EQ(parse_label_selector_query(c.selector).matches(c.labels), c.want_match);
   }
+}
+
+// A list reads the store's snapshot while the watch replaces it: every object it copies
+// must stay alive until copied. (It once iterated `*store->snapshot()`, whose temporary
+// shared_ptr died before the loop: the operator read freed objects under load, found by
+// AddressSanitizer in operator_faults_test; under `make test-sanitize` this test shows it
+// in one run.)
+TEST_F(CachedReaderTest, ListsStayWholeWhileTheWatchReplacesObjects) {
+  const CachedReader cached = reader();
+  std::atomic<bool> stop{false};
+  std::thread watch([&] {
+    for (int i = 0; !stop; ++i) {
+      json changed = object("Job", "a", "train", {{"commgate.io/role", "workload"}});
+      changed["metadata"]["resourceVersion"] = std::to_string(i + 2);
+      changed["spec"] = {{"note", std::string(64, 'x') + std::to_string(i)}};
+      jobs_.apply(WatcherEvent::applied(changed));
+    }
+  });
+  for (int i = 0; i < 2000; ++i) {
+    const ListPage page = cached.list("/apis/batch/v1/namespaces/a/jobs", {});
+    ASSERT_EQ(page.items.size(), 2u);
+    for (const json& item : page.items) ASSERT_EQ(item["metadata"]["namespace"], "a");
+  }
+  stop = true;
+  watch.join();
 }
 
 TEST(ParseLabelSelectorQuery, RefusesMalformedSelectorsNamingTheTerm) {
