@@ -17,7 +17,7 @@
 #include "tests/support/child_process.h"
 
 namespace commgate::testing {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 namespace fs = std::filesystem;

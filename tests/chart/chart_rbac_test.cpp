@@ -13,7 +13,7 @@
 #include "tests/chart/chart_render.h"
 
 namespace commgate::testing {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using sim::RequestAttributes;

@@ -14,7 +14,7 @@
 #include "webhook/kube_policy_source.h"
 
 namespace commgate::testing {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

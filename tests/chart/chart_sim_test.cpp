@@ -34,7 +34,7 @@
 #include "tests/support/wait.h"
 
 namespace commgate::testing {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -17,7 +17,7 @@
 #include "tests/support/builders.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 

@@ -7,7 +7,7 @@
 #include "core/yaml_json.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

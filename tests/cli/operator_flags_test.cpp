@@ -16,7 +16,7 @@
 #include "cli/operator_command.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 const std::vector<std::string> kTls = {"--tls-cert-file", "c.pem", "--tls-private-key-file",
                                        "k.pem"};

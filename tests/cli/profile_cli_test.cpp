@@ -21,7 +21,7 @@
 #include "tests/webhook/webhook_test_support.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -6,7 +6,7 @@
 #include <string>
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 TEST(Base64, DecodesStrictly) {
   EXPECT_EQ(base64_decode("aGVsbG8="), "hello");

@@ -6,7 +6,7 @@
 #include <string>
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 constexpr double MiB = 1048576.0;
 

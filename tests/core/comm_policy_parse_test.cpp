@@ -4,7 +4,7 @@
 #include "core/yaml_json.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using Json = nlohmann::json;
 

@@ -12,7 +12,7 @@
 #include "tests/support/builders.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using namespace std::chrono_literals;
 using testing::a_measurement;

@@ -9,7 +9,7 @@
 #include <sstream>
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

@@ -5,7 +5,7 @@
 #include <random>
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 TEST(BusFactor, matches_nccl_tests) {
   EXPECT_DOUBLE_EQ(allreduce_bus_factor(1), 0.0);

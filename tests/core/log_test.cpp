@@ -8,7 +8,7 @@
 #include <sstream>
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 TimePoint at_ms(int64_t ms) {
   return TimePoint(std::chrono::milliseconds(ms));

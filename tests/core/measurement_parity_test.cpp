@@ -20,7 +20,7 @@
 #include "core/yaml_json.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 const fs::path kExamples = fs::path(COMMGATE_SOURCE_DIR) / "examples";

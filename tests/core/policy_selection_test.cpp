@@ -8,7 +8,7 @@
 #include "tests/support/builders.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using testing::a_policy;
 using testing::a_training_job;

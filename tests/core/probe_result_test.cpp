@@ -9,7 +9,7 @@
 #include "tests/support/builders.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 ProbeResult full_result(size_t sizes) {
   ProbeResult r;

@@ -5,7 +5,7 @@
 #include "core/time_format.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 struct QuantityCase {
   std::string text;

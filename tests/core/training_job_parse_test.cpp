@@ -7,7 +7,7 @@
 #include "tests/support/builders.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using testing::a_training_job;
 using Json = nlohmann::json;

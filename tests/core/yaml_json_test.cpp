@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 TEST(YamlJson, resolves_plain_scalars_like_kubernetes) {
   auto docs = parse_manifests(R"(

@@ -27,7 +27,7 @@
 #include "tests/support/builders.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using testing::a_measurement;
 using testing::a_policy;

@@ -16,7 +16,7 @@
 #include "core/yaml_json.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 

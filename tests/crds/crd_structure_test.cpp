@@ -10,7 +10,7 @@
 #include "tests/crds/schema_check.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using testing::crd_schema;
 using testing::for_each_property;

@@ -9,7 +9,7 @@
 #include "kube/testing/fake_client.h"
 
 namespace commgate::kube {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using testing::FakeClient;

@@ -15,7 +15,7 @@
 #include "kube/api_error.h"
 
 namespace commgate::kube {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

@@ -12,7 +12,7 @@
 #include "core/field_errors.h"
 
 namespace commgate::kube {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 

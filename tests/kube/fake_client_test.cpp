@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace commgate::kube::testing {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

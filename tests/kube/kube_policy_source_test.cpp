@@ -16,7 +16,7 @@
 #include "tests/webhook/webhook_test_support.h"
 
 namespace commgate::webhook {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using kube::testing::client_for;
 using kube::testing::wait_until;

@@ -12,7 +12,7 @@
 #include "tests/support/wait.h"
 
 namespace commgate::kube {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using std::chrono::milliseconds;

@@ -11,7 +11,7 @@
 #include "tests/webhook/webhook_test_support.h"
 
 namespace commgate::kube {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

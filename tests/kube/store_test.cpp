@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace commgate::kube {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

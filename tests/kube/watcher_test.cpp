@@ -12,7 +12,7 @@
 #include "tests/kube/kube_test_support.h"
 
 namespace commgate::kube {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using testing::client_for;

@@ -16,7 +16,7 @@
 #include "tests/support/child_process.h"
 
 namespace commgate::kube {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 using testing::wait_until;

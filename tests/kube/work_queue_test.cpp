@@ -13,7 +13,7 @@
 #include "tests/support/wait.h"
 
 namespace commgate::kube {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using commgate::testing::wait_until;
 using std::chrono::milliseconds;

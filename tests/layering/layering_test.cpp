@@ -15,7 +15,7 @@
 #include <vector>
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 

@@ -40,7 +40,7 @@
 #include "tests/support/child_process.h"
 
 namespace commgate {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -36,7 +36,7 @@
 #include "tests/support/wait.h"
 
 namespace commgate::op {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 using commgate::testing::ChildProcess;

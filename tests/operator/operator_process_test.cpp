@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 namespace commgate::op {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

@@ -10,7 +10,7 @@
 #include "tests/support/builders.h"
 
 namespace commgate::op {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using commgate::testing::test_now;
 using kube::testing::FakeClient;

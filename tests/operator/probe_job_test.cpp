@@ -15,7 +15,7 @@
 #include "core/quantity.h"
 
 namespace commgate::op {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

@@ -12,7 +12,7 @@
 #include "core/probe_result.h"
 
 namespace commgate::op {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

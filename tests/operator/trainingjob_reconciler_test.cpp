@@ -20,7 +20,7 @@
 #include "tests/support/builders.h"
 
 namespace commgate::op {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using commgate::testing::a_training_job;
 using commgate::testing::test_now;

@@ -15,7 +15,7 @@
 #include "tests/support/builders.h"
 
 namespace commgate::op {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using testing::a_training_job;

@@ -10,7 +10,7 @@
 #include <string>
 
 namespace commgate::op {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

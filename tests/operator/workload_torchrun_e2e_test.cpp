@@ -42,7 +42,7 @@ void PrintTo(WorkloadPhase phase, std::ostream* os) {
   *os << to_string(phase);
 }
 
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using namespace std::chrono_literals;

@@ -8,7 +8,7 @@
 #include "probe-job/gloo_communicator.h"
 
 namespace commgate::probe {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 TEST(NoGloo, the_build_says_it_has_no_gloo_and_refuses_clearly) {
   EXPECT_FALSE(gloo_backend_built());

@@ -12,7 +12,7 @@
 #include "tests/probe/subprocess.h"
 
 namespace commgate::probe {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using std::chrono::seconds;
 using testing::Finished;

@@ -31,7 +31,7 @@
 #include "tests/probe/subprocess.h"
 
 namespace commgate::probe {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 EnvLookup env_of(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {

@@ -8,7 +8,7 @@
 #include "server/server.h"
 
 namespace commgate::server {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 TEST(Metrics, renders_counters_gauges_and_labels_in_text_format) {
   Registry reg;

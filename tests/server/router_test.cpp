@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace commgate::server {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 Request req(std::string method, std::string path) {
   Request r;

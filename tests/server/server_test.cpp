@@ -21,7 +21,7 @@
 #include "tests/server/test_pki.h"
 
 namespace commgate::server {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using namespace std::chrono_literals;
 using testing::Client;

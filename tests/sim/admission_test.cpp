@@ -21,7 +21,7 @@
 #include "tests/server/test_client.h"
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 using nlohmann::json;

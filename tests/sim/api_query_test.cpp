@@ -12,7 +12,7 @@
 #include "tests/server/test_client.h"
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using server::testing::Client;

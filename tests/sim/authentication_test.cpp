@@ -8,7 +8,7 @@
 #include "sim/kubeconfig.h"
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using Groups = std::vector<std::string>;
 constexpr const char* kOperator = "system:serviceaccount:commgate-system:commgate-operator";

@@ -13,7 +13,7 @@
 #include "tests/support/child_process.h"
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using namespace std::chrono_literals;

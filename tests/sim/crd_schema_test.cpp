@@ -11,7 +11,7 @@
 #include "core/yaml_json.h"
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

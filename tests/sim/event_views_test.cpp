@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

@@ -8,7 +8,7 @@
 #include "sim/object_store.h"
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

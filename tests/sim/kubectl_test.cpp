@@ -19,7 +19,7 @@
 #include "tests/support/wait.h"
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using namespace std::chrono_literals;

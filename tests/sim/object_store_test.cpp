@@ -10,7 +10,7 @@
 #include "sim/api_status.h"
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

@@ -12,7 +12,7 @@
 #include "tests/support/wait.h"
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using namespace std::chrono_literals;
 using testing::ChildProcess;

@@ -14,7 +14,7 @@
 #include "sim/api_status.h"
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 struct BoolCase {
   std::string name;

@@ -8,7 +8,7 @@
 #include <ostream>
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 

@@ -25,7 +25,7 @@
 #include "tests/support/child_process.h"
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -8,7 +8,7 @@
 #include <string>
 
 namespace commgate::sim {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 struct TimeCase {
   std::string name;

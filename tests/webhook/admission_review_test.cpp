@@ -9,7 +9,7 @@
 #include "tests/webhook/webhook_test_support.h"
 
 namespace commgate::webhook {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using namespace commgate::webhook::testing;

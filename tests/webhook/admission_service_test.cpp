@@ -7,7 +7,7 @@
 #include "webhook/webhook_server.h"
 
 namespace commgate::webhook {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using commgate::testing::a_training_job;
 using commgate::testing::test_now;

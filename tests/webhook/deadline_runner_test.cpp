@@ -11,7 +11,7 @@
 #include "webhook/webhook_server.h"
 
 namespace commgate::webhook {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using namespace std::chrono_literals;
 using commgate::testing::a_training_job;

@@ -10,7 +10,7 @@
 #include "tests/webhook/webhook_test_support.h"
 
 namespace commgate::webhook {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 using commgate::testing::test_now;

@@ -9,7 +9,7 @@
 #include "tests/webhook/webhook_test_support.h"
 
 namespace commgate::webhook {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 using commgate::testing::a_policy;
 using commgate::testing::a_training_job;

@@ -21,7 +21,7 @@
 #include "tests/webhook/webhook_test_support.h"
 
 namespace commgate::webhook {
-namespace {
+namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
