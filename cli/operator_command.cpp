@@ -45,12 +45,12 @@ Options:
   --tls-cert-file FILE            PEM certificate chain (required; reloaded on change)
   --tls-private-key-file FILE     PEM private key (required)
   --probe-image IMAGE             the probe's image (default
-                                  ghcr.io/commgate/commgate-probe:0.1.0; a CommPolicy's
+                                  commgate/commgate-probe:0.1.0; a CommPolicy's
                                   spec.probe.image wins)
   --probe-command CMD[,ARG...]    the probe container's command (default
                                   /usr/local/bin/commgate-probe); comma-separated or
                                   repeated, each occurrence appends
-  --probe-port N                  the probe's rendezvous port (default 29500)
+  --probe-port N                  the probe's rendezvous port (default 29501)
   --probe-ttl-seconds N           seconds a finished probe Job is kept (default 600)
   --workload-port N               the training's MASTER_PORT (default 29500)
   --log-format text|json          log lines on stderr as text (default) or one JSON

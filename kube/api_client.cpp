@@ -190,6 +190,41 @@ ApiClient::~ApiClient() = default;
 
 json ApiClient::call(const std::string& method, const std::string& target, const json* body,
                      const std::string& content_type, const Cancel& cancel) const {
+  for (int retry = 0;; ++retry) {
+    try {
+      return call_once(method, target, body, content_type, cancel);
+    } catch (const ApiError& e) {
+      const bool server_said_wait = e.code() == 429 || e.code() >= 500;
+      if (!server_said_wait || e.retry_after().count() <= 0 || retry >= options_.max_retries) throw;
+      wait_retry_after(e.retry_after(), cancel, method + " " + target);
+    }
+  }
+}
+
+void ApiClient::wait_retry_after(std::chrono::seconds delay, const Cancel& cancel,
+                                 const std::string& what) const {
+  const Clock::time_point due = options_.clock->now() + delay;
+  std::mutex wait_mu;
+  std::condition_variable cv;
+  const pplx::cancellation_token token = cancel.state_->source.get_token();
+  pplx::cancellation_token_registration registration;
+  const bool cancelable = token.is_cancelable();
+  if (cancelable)
+    registration = token.register_callback([&] {
+      std::lock_guard lock(wait_mu);
+      cv.notify_all();
+    });
+  bool cancelled;
+  {
+    std::unique_lock lock(wait_mu);
+    cancelled = options_.clock->wait_until(lock, cv, due, [&] { return token.is_canceled(); });
+  }
+  if (cancelable) token.deregister_callback(registration);
+  if (cancelled) throw std::runtime_error(what + ": cancelled");
+}
+
+json ApiClient::call_once(const std::string& method, const std::string& target, const json* body,
+                          const std::string& content_type, const Cancel& cancel) const {
   const std::string what = method + " " + target;
   wait_for_token(*clients_->limit, cancel.state_->source.get_token(), what);
   http::http_request request{http::method(method)};
@@ -241,8 +276,18 @@ json ApiClient::patch(const std::string& path, PatchType type, const json& patch
 
 json ApiClient::remove(const std::string& path, const DeleteOptions& options,
                        const Cancel& cancel) const {
-  const std::string target = with_query(path, {{"propagationPolicy", options.propagation_policy}});
-  return call("DELETE", target, nullptr, "", cancel);
+  if (options.precondition_uid.empty()) {
+    const std::string target =
+        with_query(path, {{"propagationPolicy", options.propagation_policy}});
+    return call("DELETE", target, nullptr, "", cancel);
+  }
+  // Preconditions go in a DeleteOptions body (as client-go sends them), and with a body the
+  // API server reads the propagation policy from it, not from the query.
+  json body = {{"kind", "DeleteOptions"},
+               {"apiVersion", "v1"},
+               {"preconditions", {{"uid", options.precondition_uid}}}};
+  if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
+  return call("DELETE", path, &body, "application/json", cancel);
 }
 
 ListPage ApiClient::list(const std::string& path, const ListOptions& options,

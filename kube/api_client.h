@@ -80,6 +80,9 @@ struct PatchOptions {
 
 struct DeleteOptions {
   std::string propagation_policy;  // "", "Background", "Foreground" or "Orphan"
+  // preconditions.uid: delete only the object with this UID; another (the name deleted and
+  // created again since it was read) answers 409 Conflict and stays.
+  std::string precondition_uid;
 };
 
 struct WatchEvent {
@@ -122,6 +125,12 @@ class ApiClient {
     double qps = 20;
     int burst = 30;
     std::shared_ptr<Clock> clock = steady_clock();  // what the rate limit waits on
+    // client-go's rest client: an answer of 429 or 5xx carrying a positive Retry-After (API
+    // Priority and Fairness throttling, an apiserver shutting down) is not an error yet:
+    // the same request goes again after that many seconds, up to this many times (10, as
+    // client-go). Watches are not retried here (the Watcher honours Retry-After itself).
+    // Then the last answer is the ApiError, its retry_after set. 0: never again.
+    int max_retries = 10;
   };
 
   // Throws std::runtime_error when the CA or client certificate/key do not load.
@@ -168,10 +177,17 @@ class ApiClient {
 
  private:
   struct Clients;
-  // Sends one request (after a token from the rate limit) and parses the JSON answer.
+  // call_once, again after each Retry-After the server asks for (Options::max_retries).
   nlohmann::json call(const std::string& method, const std::string& target,
                       const nlohmann::json* body, const std::string& content_type,
                       const Cancel& cancel) const;
+  // Sends one request (after a token from the rate limit) and parses the JSON answer.
+  nlohmann::json call_once(const std::string& method, const std::string& target,
+                           const nlohmann::json* body, const std::string& content_type,
+                           const Cancel& cancel) const;
+  // Waits `delay` on the options' clock; throws std::runtime_error when cancelled.
+  void wait_retry_after(std::chrono::seconds delay, const Cancel& cancel,
+                        const std::string& what) const;
   ClusterConfig config_;
   Options options_;
   std::shared_ptr<Clients> clients_;

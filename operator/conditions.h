@@ -55,6 +55,8 @@ bool remove_condition(nlohmann::json& conditions, const std::string& type);
 
 // The entry of `type`, or nullptr.
 const nlohmann::json* find_condition(const nlohmann::json& conditions, const std::string& type);
+// Not on a temporary (`status.value("conditions", ...)` is one): the pointer would dangle.
+const nlohmann::json* find_condition(nlohmann::json&& conditions, const std::string& type) = delete;
 
 // True when an entry of `type` exists with that status.
 bool condition_is(const nlohmann::json& conditions, const std::string& type,

@@ -19,10 +19,14 @@ namespace commgate::op {
 // From the operator's flags.
 struct ProbeLaunchSettings {
   std::string ns = "commgate-system";  // where probes run (the operator's namespace)
-  // The probe image; the policy's spec.probe.image wins when set.
-  std::string image = "ghcr.io/commgate/commgate-probe:0.1.0";
+  // The probe image; the policy's spec.probe.image wins when set. The chart's default
+  // (image.probeRepository at its appVersion) is the same image.
+  std::string image = "commgate/commgate-probe:0.1.0";
   std::vector<std::string> command = {"/usr/local/bin/commgate-probe"};
-  int port = 29500;  // rank 0's rendezvous port (MASTER_PORT) and the Service's port
+  // Rank 0's rendezvous port (MASTER_PORT) and the Service's port: not the training's
+  // 29500, so a probe and a training sharing one address (loopback sim nodes, hostNetwork)
+  // do not collide.
+  int port = 29501;
   int ttl_seconds_after_finished = 600;
 };
 

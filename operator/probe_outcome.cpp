@@ -8,6 +8,7 @@
 
 #include "core/field_errors.h"
 #include "core/quantity.h"
+#include "operator/pod_scheduling.h"
 #include "operator/probe_job.h"
 
 namespace commgate::op {
@@ -89,17 +90,6 @@ const json& container_status(const json& pod) {
 
 const json& terminated_state(const json& pod) {
   return field(field(container_status(pod), "state"), "terminated");
-}
-
-// The scheduler's message when the pod cannot be placed (PodScheduled False, Unschedulable).
-std::optional<std::string> unschedulable_message(const json& pod) {
-  const json& conditions = field(field(pod, "status"), "conditions");
-  if (!conditions.is_array()) return std::nullopt;
-  for (const auto& c : conditions)
-    if (str(field(c, "type")) == "PodScheduled" && str(field(c, "status")) == "False" &&
-        str(field(c, "reason")) == "Unschedulable")
-      return str(field(c, "message"));
-  return std::nullopt;
 }
 
 // What commgate-probe's exit codes mean (docs/probe.md), and the signals' usual codes.
@@ -251,8 +241,12 @@ std::string field_errors_text(const ValidationError& e) {
 
 ProbeOutcome succeeded(const json& job, const std::vector<json>& pods) {
   const json* pod = rank0_pod(pods);
-  if (pod == nullptr)
-    return invalid("the probe Job completed but rank 0's pod is gone: no result to read");
+  if (pod == nullptr) {
+    ProbeOutcome gone =
+        invalid("the probe Job completed but rank 0's pod is gone: no result to read");
+    gone.rank0_pod_missing = true;
+    return gone;
+  }
   const std::string pod_phase = str(field(field(*pod, "status"), "phase"));
   if (!terminated_state(*pod).is_object() && (pod_phase == "Running" || pod_phase == "Pending")) {
     // The Job's Complete came through its watch before the pod's end through the pods':

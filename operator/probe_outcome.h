@@ -27,6 +27,9 @@ struct ProbeOutcome {
   std::optional<ProbeResult> result;  // kSucceeded only: rank 0's termination message, validated
   std::string reason;                 // one of the kReasonProbe* strings
   std::string message;                // what a human needs (scheduler message, exit code...)
+  // The Job completed but no pod of rank 0 was given: gone, or not seen yet by a cache of
+  // pods behind the one of Jobs (the reconciler asks the API server before believing it).
+  bool rank0_pod_missing = false;
 };
 
 const char* to_string(ProbeState state);

@@ -462,9 +462,13 @@ JobDecision TrainingJobReconciler::decide_now(const Context& ctx) const {
 // ----- follow a decision that holds ------------------------------------------------------
 
 ReconcileResult TrainingJobReconciler::follow_record(Context& ctx, const DecisionRecord& record) {
-  if (!ctx.status.value("decision", json()).is_object()) {
-    // Decided before the operator saw the job (by the webhook): show that decision, with
-    // its predictions when deciding the request again agrees with the record.
+  const json& observed = ctx.status.value("observedGeneration", json());
+  const bool status_of_older_spec =
+      !observed.is_number_integer() || observed.get<int64_t>() != generation_of(ctx.object);
+  if (!ctx.status.value("decision", json()).is_object() || status_of_older_spec) {
+    // Decided before the operator saw the job, or this spec (by the webhook, again after
+    // an edit, perhaps to the same action and count): show that decision, with its
+    // predictions when deciding the request again agrees with the record.
     TrainingJob as_requested = ctx.job;
     as_requested.spec.num_nodes = record.requested_nodes;
     std::swap(ctx.job, as_requested);
@@ -524,15 +528,17 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
   }
   put_decision(ctx.status, jd.decision, jd.measurement ? &*jd.measurement : nullptr, ctx.to_count);
   ctx.status.erase("admittedNodes");
-  ctx.condition(condition::kAdmitted, kFalse, jd.decision.reason, jd.decision.message);
-  if (!is_measurement_gate(jd.decision.reason)) {
-    ctx.set_phase(phase::kGated);
+  if (is_measurement_gate(jd.decision.reason) &&
+      condition_is(ctx.status.value("conditions", json::array()), condition::kFailed, kTrue)) {
+    // Failed for good: until the spec changes, with the Admitted condition fail_for_good
+    // wrote (why no probe can measure the pool), not the gate's "no measurement yet".
+    ctx.set_phase(phase::kFailed);
     sync_status(ctx);
     return Action::await_change();
   }
-  if (condition_is(ctx.status.value("conditions", json::array()), condition::kFailed, kTrue)) {
-    // Failed for good (fail_for_good wrote why): until the spec changes.
-    ctx.set_phase(phase::kFailed);
+  ctx.condition(condition::kAdmitted, kFalse, jd.decision.reason, jd.decision.message);
+  if (!is_measurement_gate(jd.decision.reason)) {
+    ctx.set_phase(phase::kGated);
     sync_status(ctx);
     return Action::await_change();
   }
@@ -555,7 +561,9 @@ json TrainingJobReconciler::ensure_profile(Context& ctx, const std::string& pool
       profile = writer_.create(kProfiles, wanted);
     } catch (const ApiError& e) {
       if (!e.already_exists()) throw;
-      profile = reader_.get(profile_path(pool));  // created by another job's reconcile
+      // Created by another reconcile (or by this one's earlier try whose answer was lost):
+      // from the API server, which has it, not from a cache that may not yet.
+      profile = live_reader_.get(profile_path(pool));
     }
   }
   try {
@@ -607,19 +615,23 @@ ReconcileResult TrainingJobReconciler::probe_or_collect(Context& ctx, const JobD
   const std::string& pool = jd.profile_name;
   const std::string name = probe_job_name(pool);
   const std::string& ns = settings_.probe.ns;
+  // Another worker (or replica) may have collected the pool's probe since this
+  // reconcile read the profile: recorded its measurement, then deleted the Job. Decided
+  // from that measurement, when there is one, instead of probing the pool again.
+  auto decided_by_newer_measurement = [&]() -> std::optional<ReconcileResult> {
+    std::optional<CommProfile> newer = profile_newer_than(ctx, pool, profile);
+    if (!newer) return std::nullopt;
+    ctx.overlay = std::move(newer);
+    enter(ctx, Step::kDecide);
+    const JobDecision now_measured = decide_now(ctx);
+    if (now_measured.policy && now_measured.decision.action != commgate::Action::kGate)
+      return apply_decision(ctx, now_measured);
+    enter(ctx, Step::kProbe);
+    return std::nullopt;
+  };
   const std::optional<json> probe = get_or_null(reader_, jobs_collection(ns) + "/" + name);
   if (!probe) {
-    // Another worker may have collected the pool's probe between this reconcile's read of
-    // the profile and its read of the probe Job (recorded, then deleted): decide from that
-    // measurement instead of probing the pool again.
-    if (std::optional<CommProfile> newer = profile_newer_than(ctx, pool, profile)) {
-      ctx.overlay = std::move(newer);
-      enter(ctx, Step::kDecide);
-      const JobDecision now_measured = decide_now(ctx);
-      if (now_measured.policy && now_measured.decision.action != commgate::Action::kGate)
-        return apply_decision(ctx, now_measured);
-      enter(ctx, Step::kProbe);
-    }
+    if (auto decided = decided_by_newer_measurement()) return std::move(*decided);
     return start_probe(ctx, jd, profile);
   }
 
@@ -630,7 +642,7 @@ ReconcileResult TrainingJobReconciler::probe_or_collect(Context& ctx, const JobD
       // Another model's probe finished: its result goes into the profile (where the job
       // that asked for it finds it), and the pool is free for this job's probe.
       record_in_profile(ctx, pool, *outcome.result);
-      delete_probe(ctx, name);
+      delete_probe(*probe);
       enter(ctx, Step::kDecide);
       const JobDecision now_measured = decide_now(ctx);
       if (now_measured.policy && now_measured.decision.action != commgate::Action::kGate)
@@ -666,26 +678,42 @@ ReconcileResult TrainingJobReconciler::probe_or_collect(Context& ctx, const JobD
     case ProbeState::kInvalidResult:
       break;
   }
-  delete_probe(ctx, name);
+  // A cache behind the collection shows the Job ended and its pods gone ("rank 0's pod is
+  // gone"): not a failure when the measurement it left is there (seen with watches
+  // dropping: the failure counted, and the pool probed again).
+  if (auto decided = decided_by_newer_measurement()) return std::move(*decided);
+  delete_probe(*probe);
   return probe_failed(ctx, jd, outcome.reason.empty() ? kReasonProbeFailed : outcome.reason,
                       outcome.message);
 }
 
 ProbeOutcome TrainingJobReconciler::outcome_of(const json& probe) const {
-  const std::string name = meta_string(probe, "name");
-  const std::string uid = meta_string(probe, "uid");
+  const ProbeOutcome cached = read_probe_outcome(probe, pods_of(probe, settings_.probe.ns));
+  if (!cached.rank0_pod_missing) return cached;
+  // The Job's Complete came through its watch before its pods through theirs (a probe of
+  // milliseconds; seen on the sim): the API server has them. One list, only here.
+  return read_probe_outcome(probe, pods_of(probe, settings_.probe.ns, live_reader_));
+}
+
+std::vector<json> TrainingJobReconciler::pods_of(const json& job, const std::string& ns) const {
+  return pods_of(job, ns, reader_);
+}
+
+std::vector<json> TrainingJobReconciler::pods_of(const json& job, const std::string& ns,
+                                                 const kube::Reader& reader) const {
+  const std::string uid = meta_string(job, "uid");
   kube::ListOptions selected;
-  selected.label_selector = std::string(kJobNameLabel) + "=" + name;
-  std::vector<json> pods = reader_.list(pods_collection(settings_.probe.ns), selected).items;
-  // Pods of an earlier probe Job of the same name (deleted, its pods not yet collected)
-  // carry another controller-uid: their results are not this probe's.
+  selected.label_selector = std::string(kJobNameLabel) + "=" + meta_string(job, "name");
+  std::vector<json> pods = reader.list(pods_collection(ns), selected).items;
+  // Pods of an earlier Job of the same name (deleted, its pods not yet collected) carry
+  // another controller-uid: they are not this Job's.
   std::erase_if(pods, [&](const json& pod) {
     const json meta = pod.value("metadata", json::object());
     const json labels = meta.is_object() ? meta.value("labels", json::object()) : json();
     const json& owner = labels.is_object() ? labels.value(kControllerUidLabel, json()) : json();
     return !uid.empty() && owner.is_string() && owner.get<std::string>() != uid;
   });
-  return read_probe_outcome(probe, pods);
+  return pods;
 }
 
 ReconcileResult TrainingJobReconciler::start_probe(Context& ctx, const JobDecision& jd,
@@ -778,19 +806,28 @@ void TrainingJobReconciler::record_in_profile(Context& ctx, const std::string& p
   }
 }
 
-void TrainingJobReconciler::delete_probe(Context& ctx, const std::string& name) {
+void TrainingJobReconciler::delete_probe(const json& probe) {
   const std::string& ns = settings_.probe.ns;
-  (void)ctx;
-  remove_if_present(writer_, jobs_collection(ns) + "/" + name, {"Background"});
+  const std::string name = meta_string(probe, "name");
+  kube::DeleteOptions options;
+  options.propagation_policy = "Background";
+  // This probe, not one created under its name since it was read (a cache behind the
+  // deletion showed the old one, a newer probe of the pool runs now): that one stays.
+  options.precondition_uid = meta_string(probe, "uid");
+  try {
+    remove_if_present(writer_, jobs_collection(ns) + "/" + name, options);
+  } catch (const ApiError& e) {
+    if (e.conflict()) return;  // another probe's, its Service with it
+    throw;
+  }
   remove_if_present(writer_, services_collection(ns) + "/" + name);
 }
 
 ReconcileResult TrainingJobReconciler::collect(Context& ctx, const JobDecision& jd,
                                                const json& probe, const ProbeResult& result) {
   const std::string& pool = jd.profile_name;
-  const std::string name = probe_job_name(pool);
   record_in_profile(ctx, pool, result);
-  delete_probe(ctx, name);
+  delete_probe(probe);
   if (auto created = parse_rfc3339(meta_string(probe, "creationTimestamp"))) {
     std::lock_guard lock(metrics_mu_);
     ++metrics_.probe_durations;
@@ -835,9 +872,11 @@ ReconcileResult TrainingJobReconciler::probe_failed(Context& ctx, const JobDecis
   ctx.condition(condition::kProbed, kFalse, why, what);
   if (failed >= attempts) {
     ctx.status.erase("nextProbeTime");
+    // The scheduler's message ends its sentence ("... node selector."): one stop, not ".;".
+    const std::string clause = what.ends_with('.') ? what.substr(0, what.size() - 1) : what;
     return fail_for_good(
         ctx, op_reason::kProbeFailed,
-        what +
+        clause +
             "; commgate cannot decide this job without a measurement of its pool, so it does "
             "not run. Check that " +
             format_nodes(probe_node_count(ctx.job.spec.num_nodes, jd.policy->spec.probe)) +
@@ -1017,7 +1056,14 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
                       "deleted");
     return false;
   }
-  const WorkloadState state = workload_state(*workload);
+  const WorkloadState state = workload_state(*workload, pods_of(*workload, ctx.ns));
+  if (state.reason == op_reason::kPodsUnschedulable) {
+    // Once per episode: when the Running condition does not say it yet.
+    const json conditions = ctx.status.value("conditions", json::array());
+    const json* running = find_condition(conditions, condition::kRunning);
+    if (!running || running->value("reason", "") != op_reason::kPodsUnschedulable)
+      event(ctx, "Warning", op_reason::kPodsUnschedulable, "Launch", state.message);
+  }
   const std::string detail =
       "Job " + ctx.ns + "/" + ctx.name + ": " + std::to_string(state.active) + " active, " +
       std::to_string(state.succeeded) + " succeeded, " + std::to_string(state.failed) + " failed" +

@@ -88,6 +88,8 @@ inline constexpr const char* kInvalidWorkloadName = "InvalidWorkloadName";
 // The workload's name is taken by the Job of an earlier TrainingJob of the same name that
 // the garbage collector has not deleted yet.
 inline constexpr const char* kPreviousWorkloadExists = "PreviousWorkloadExists";
+// A pod of the workload cannot be scheduled (workload_state.h): Running=False, a Warning.
+inline constexpr const char* kPodsUnschedulable = "PodsUnschedulable";
 }  // namespace op_reason
 
 // The delay before probe retry `retry` (1 for the first retry): backoffBaseSeconds doubled
@@ -177,13 +179,20 @@ class TrainingJobReconciler {
   kube::ReconcileResult launch_and_sync(Context& ctx, const DecisionRecord& record);
 
   ProbeOutcome outcome_of(const nlohmann::json& probe) const;
+  // The pods of batch/v1 Job `job` in `ns` (by job-name label, this Job's controller-uid),
+  // from the cache or from `reader`.
+  std::vector<nlohmann::json> pods_of(const nlohmann::json& job, const std::string& ns) const;
+  std::vector<nlohmann::json> pods_of(const nlohmann::json& job, const std::string& ns,
+                                      const kube::Reader& reader) const;
   nlohmann::json ensure_profile(Context& ctx, const std::string& pool);
   // The pool's profile when it changed after `seen` was read: this process's last record of
   // it (recorded_), else the cache's; nullopt when neither is newer.
   std::optional<CommProfile> profile_newer_than(Context& ctx, const std::string& pool,
                                                 const nlohmann::json& seen);
   void record_in_profile(Context& ctx, const std::string& pool, const ProbeResult& result);
-  void delete_probe(Context& ctx, const std::string& name);
+  // Deletes the probe Job `probe` as read (by its UID: never a newer one of the same
+  // name) and, when it was that one, the probe's Service.
+  void delete_probe(const nlohmann::json& probe);
   // False when the Job of that name belongs to an earlier TrainingJob of the same name.
   bool ensure_workload(Context& ctx, const DecisionRecord& record);
   void patch_decision(Context& ctx, const JobDecision& jd, const DecisionRecord& record);

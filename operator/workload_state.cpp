@@ -1,5 +1,7 @@
 #include "operator/workload_state.h"
 
+#include "operator/pod_scheduling.h"
+
 namespace commgate::op {
 namespace {
 
@@ -35,7 +37,7 @@ WorkloadState terminal(WorkloadPhase phase, const json& condition, const char* d
 
 }  // namespace
 
-WorkloadState workload_state(const nlohmann::json& job) {
+WorkloadState workload_state(const nlohmann::json& job, const std::vector<nlohmann::json>& pods) {
   WorkloadState state;
   const json status = job.is_object() && job.contains("status") && job["status"].is_object()
                           ? job["status"]
@@ -61,6 +63,27 @@ WorkloadState workload_state(const nlohmann::json& job) {
   // still terminating: the phase waits for Failed / Complete, the reason says it now.
   const json* ending = true_condition(status, "FailureTarget");
   if (!ending) ending = true_condition(status, "SuccessCriteriaMet");
+
+  int unschedulable = 0;
+  std::string scheduler_says;
+  for (const json& pod : pods) {
+    if (auto m = unschedulable_message(pod)) {
+      if (unschedulable++ == 0) scheduler_says = *m;
+    }
+  }
+  if (unschedulable > 0) {
+    const json spec = job.is_object() && job.contains("spec") ? job["spec"] : json::object();
+    const int nodes = count_of(spec, "parallelism");
+    state.phase = WorkloadPhase::kPending;
+    state.reason = "PodsUnschedulable";  // op_reason::kPodsUnschedulable
+    state.message = std::to_string(unschedulable) + " of " + std::to_string(pods.size()) +
+                    " pod(s) cannot be scheduled" +
+                    (scheduler_says.empty() ? "" : ": " + scheduler_says) +
+                    "; torchrun waits for all " +
+                    (nodes > 0 ? std::to_string(nodes) + " nodes" : std::string("its nodes")) +
+                    ", so the training has not started";
+    return state;
+  }
 
   // Running once a pod ran: ready (kube 1.24+ counts pods whose Ready condition holds),
   // or finished. Active pods that are not ready are still being scheduled or started (an

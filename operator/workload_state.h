@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace commgate::op {
 
@@ -25,7 +26,12 @@ struct WorkloadState {
 // Running: a pod is ready (status.ready > 0; status.active > 0 where kube has no
 // `ready`) or has finished. Pending otherwise: no pod yet, pods active but none ready
 // (scheduling, image pull, an unschedulable pod), or Suspended.
-WorkloadState workload_state(const nlohmann::json& job);
+// `pods`: the Job's pods (any order; may be empty or stale). One the scheduler cannot
+// place makes an unfinished Job Pending with reason PodsUnschedulable and the scheduler's
+// message, even while other pods run: torchrun's rendezvous waits for every node, so a
+// job with a node missing trains nothing (a 4-node job on a 2-node pool read Running).
+WorkloadState workload_state(const nlohmann::json& job,
+                             const std::vector<nlohmann::json>& pods = {});
 
 // "Pending", "Running", "Succeeded", "Failed".
 const char* to_string(WorkloadPhase phase);

@@ -188,7 +188,16 @@ DeleteOptions delete_options(const Request& request) {
   if (body.is_object() && body.contains("orphanDependents") &&
       body["orphanDependents"].is_boolean())
     orphan = body["orphanDependents"].get<bool>();
-  return parse_delete_options(policy, orphan);
+  DeleteOptions options = parse_delete_options(policy, orphan);
+  const json preconditions =
+      body.is_object() ? body.value("preconditions", json::object()) : json::object();
+  if (preconditions.is_object()) {
+    if (preconditions.contains("uid") && preconditions["uid"].is_string())
+      options.precondition_uid = preconditions["uid"].get<std::string>();
+    if (preconditions.contains("resourceVersion") && preconditions["resourceVersion"].is_string())
+      options.precondition_resource_version = preconditions["resourceVersion"].get<std::string>();
+  }
+  return options;
 }
 
 // ?dryRun=All (or, on DELETE, DeleteOptions.dryRun ["All"] in the body, as client-go
@@ -487,6 +496,7 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
   if (m == "DELETE") {
     const DeleteOptions options = delete_options(request);
     const json current = store_.get(r, ns, name);
+    check_delete_preconditions(r, name, options, current);
     admit_delete(request, r, ns, name, current, w);
     // A dry run deletes and marks nothing; it answers as the delete would.
     if (w.dry_run) return object_response(200, deletion_answer(r, current));

@@ -28,6 +28,13 @@ void write_file(const std::filesystem::path& path, const std::string& content) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+// The answer to a /sim/ request without the admin's token.
+server::Response unauthorized() {
+  return server::Response::json(
+      401,
+      R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","code":401})");
+}
+
 ObjectStore::Options store_options(const ApiServerOptions& o) {
   ObjectStore::Options s;
   s.history_limit = o.history_limit;
@@ -42,7 +49,8 @@ ApiServer::ApiServer(ApiServerOptions options)
       pki_(make_serving_pki()),
       store_(store_options(options)),
       handlers_(store_, ApiHandlerOptions{TokenAuthenticator(token_, options.users),
-                                          options.authorization, std::chrono::seconds(1800)}) {
+                                          options.authorization, std::chrono::seconds(1800)}),
+      audit_identities_(token_, options.users) {
   std::string templ = (std::filesystem::temp_directory_path() / "commgate-sim-XXXXXX").string();
   if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = templ;
@@ -75,22 +83,36 @@ void ApiServer::start_serving(uint16_t port) {
   router.post("/sim/services",
               [this](const server::Request& r) { return handle_service_request(r); });
   router.get("/sim/requests", [this](const server::Request& r) {
-    if (r.header("Authorization") != "Bearer " + token_)
-      return server::Response::json(
-          401,
-          R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","code":401})");
+    if (r.header("Authorization") != "Bearer " + token_) return unauthorized();
     return server::Response::json(200, nlohmann::json{{"apiRequests", api_requests()}}.dump());
+  });
+  router.get("/sim/audit", [this](const server::Request& r) {
+    if (r.header("Authorization") != "Bearer " + token_) return unauthorized();
+    nlohmann::json items = nlohmann::json::array();
+    for (const AuditEvent& e : audit_.events()) items.push_back(to_json(e));
+    return server::Response::json(
+        200,
+        nlohmann::json{{"kind", "EventList"}, {"apiVersion", "audit.k8s.io/v1"}, {"items", items}}
+            .dump());
   });
   router.add("*", "/*", [this](const server::Request& r) {
     api_requests_.fetch_add(1, std::memory_order_relaxed);
-    if (auto failure = faults_.intercept(r)) return std::move(*failure);
-    const auto delay = faults_.response_delay();
-    if (delay.count() > 0) std::this_thread::sleep_for(delay);
-    return handlers_.handle(r);
+    const auto received = std::chrono::system_clock::now();
+    server::Response response = serve_api(r);
+    const auto user = audit_identities_.authenticate(r.header("Authorization"));
+    audit_.add(audit_event(r, response, user ? user->username : "", received));
+    return response;
   });
   server_ = std::make_unique<server::Server>(std::move(so), std::move(router));
   server_->start();
   port_ = server_->port();
+}
+
+server::Response ApiServer::serve_api(const server::Request& request) {
+  if (auto failure = faults_.intercept(request)) return std::move(*failure);
+  const auto delay = faults_.response_delay();
+  if (delay.count() > 0) std::this_thread::sleep_for(delay);
+  return handlers_.handle(request);
 }
 
 void ApiServer::stop() {

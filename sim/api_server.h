@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sim/api_handlers.h"
+#include "sim/audit_log.h"
 #include "sim/authentication.h"
 #include "sim/faults.h"
 #include "sim/object_store.h"
@@ -96,10 +97,15 @@ class ApiServer {
   // not /sim/...): what a benchmark divides by the work done. The binary offers it as
   // `GET /sim/requests` (admin token) → {"apiRequests": N}.
   uint64_t api_requests() const { return api_requests_.load(); }
+  // Every API request as kube-apiserver's audit log has it at level Metadata (audit_log.h),
+  // oldest first; the faults injected included. The binary: `GET /sim/audit` (admin token)
+  // → an audit.k8s.io/v1 EventList.
+  std::vector<AuditEvent> audit_events() const { return audit_.events(); }
 
  private:
   void ticker();
   void start_serving(uint16_t port);
+  server::Response serve_api(const server::Request& request);  // faults, delay, handlers
   server::Response handle_fault_request(const server::Request& request);
   server::Response handle_service_request(const server::Request& request);
 
@@ -111,6 +117,8 @@ class ApiServer {
   ApiHandlers handlers_;
   FaultInjector faults_;
   std::atomic<uint64_t> api_requests_{0};
+  TokenAuthenticator audit_identities_;  // who each request's token names, for the audit log
+  AuditLog audit_;
   std::mutex restart_mu_;  // one restart at a time; guards server_ replacement
   std::atomic<uint16_t> port_{0};
   std::atomic<bool> restarting_{false};

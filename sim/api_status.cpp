@@ -55,6 +55,15 @@ ApiError conflict(const ResourceInfo& r, const std::string& name) {
   return ApiError(s);
 }
 
+ApiError precondition_conflict(const ResourceInfo& r, const std::string& name,
+                               const std::string& why) {
+  auto s = failure_status(
+      409, "Conflict",
+      "Operation cannot be fulfilled on " + r.qualified_kind() + " \"" + name + "\": " + why);
+  s["details"] = details(r, name, r.kind);
+  return ApiError(s);
+}
+
 ApiError invalid(const ResourceInfo& r, const std::string& name, const std::string& field,
                  const std::string& cause_reason, const std::string& message) {
   auto s = failure_status(

@@ -32,6 +32,10 @@ ApiError not_found(const ResourceInfo& r, const std::string& name);
 ApiError already_exists(const ResourceInfo& r, const std::string& name);
 // The optimistic-concurrency 409 (fixtures/k8s/status/status-409-conflict-*.json).
 ApiError conflict(const ResourceInfo& r, const std::string& name);
+// The 409 a delete's failed precondition gets in upstream's rest.BeforeDelete, which names
+// the kind, not the resource: "Operation cannot be fulfilled on Job.batch \"x\": <why>".
+ApiError precondition_conflict(const ResourceInfo& r, const std::string& name,
+                               const std::string& why);
 // One field.Error: its type as a StatusCause reason (FieldValueInvalid, FieldValueRequired,
 // ...), the field path, and the message as upstream's ErrorBody() writes it ("Required
 // value", "Invalid value: 0: ...").

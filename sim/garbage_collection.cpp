@@ -132,4 +132,22 @@ bool is_deleting(const json& object) {
          !object["metadata"]["deletionTimestamp"].is_null();
 }
 
+void check_delete_preconditions(const ResourceInfo& r, const std::string& name,
+                                const DeleteOptions& options, const nlohmann::json& object) {
+  const nlohmann::json meta = object.value("metadata", nlohmann::json::object());
+  const std::string uid = meta.value("uid", "");
+  const std::string rv = meta.value("resourceVersion", "");
+  if (options.precondition_uid && *options.precondition_uid != uid)
+    throw precondition_conflict(r, name,
+                                "the UID in the precondition (" + *options.precondition_uid +
+                                    ") does not match the UID in record (" + uid +
+                                    "). The object might have been deleted and then recreated");
+  if (options.precondition_resource_version && *options.precondition_resource_version != rv)
+    throw precondition_conflict(r, name,
+                                "the ResourceVersion in the precondition (" +
+                                    *options.precondition_resource_version +
+                                    ") does not match the ResourceVersion in record (" + rv +
+                                    "). The object might have been modified");
+}
+
 }  // namespace commgate::sim

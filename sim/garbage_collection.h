@@ -23,7 +23,17 @@ inline constexpr const char* kForegroundFinalizer = "foregroundDeletion";
 // DeleteOptions as the DELETE request gave them (query or body); nullopt: not given.
 struct DeleteOptions {
   std::optional<Propagation> propagation;
+  // DeleteOptions.preconditions (body only): delete only the object with this UID /
+  // resourceVersion, else 409 Conflict (check_delete_preconditions).
+  std::optional<std::string> precondition_uid, precondition_resource_version;
 };
+
+// kube-apiserver's check of a delete's preconditions (rest.BeforeDelete): throws the 409
+// Conflict upstream answers ("Operation cannot be fulfilled on Job.batch \"x\": the UID
+// in the precondition (a) does not match the UID in record (b). The object might have
+// been deleted and then recreated"). The store checks again under its lock.
+void check_delete_preconditions(const ResourceInfo& r, const std::string& name,
+                                const DeleteOptions& options, const nlohmann::json& object);
 
 // Parses DeleteOptions.propagationPolicy ("Orphan", "Background", "Foreground") and the
 // legacy orphanDependents. Throws ApiError 422 as kube-apiserver's ValidateDeleteOptions.

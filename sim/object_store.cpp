@@ -417,6 +417,7 @@ json ObjectStore::remove_locked(const ResourceInfo& r, const std::string& ns,
                                 const std::string& name, const DeleteOptions& options) {
   const json* current = find_locked(r, ns, name);
   if (current == nullptr) throw not_found(r, name);
+  check_delete_preconditions(r, name, options, *current);  // again, atomically with the delete
   // Already deleting: kube-apiserver answers with the object as it is.
   if (is_deleting(*current)) return *current;
   const std::string key = object_key(r.namespaced ? ns : "", name);

@@ -395,6 +395,14 @@ json FakeClient::remove(const std::string& path, const DeleteOptions& options) {
   if (it == objects.end())
     throw status_error(404, "NotFound", ref.plural + " \"" + ref.name + "\" not found", verb);
   json object = it->second;
+  if (!options.precondition_uid.empty() &&
+      options.precondition_uid != object["metadata"].value("uid", ""))
+    throw status_error(409, "Conflict",
+                       "the UID in the precondition (" + options.precondition_uid +
+                           ") does not match the UID in record (" +
+                           object["metadata"].value("uid", "") +
+                           "). The object might have been deleted and then recreated",
+                       verb);
   actions_.push_back("remove " + ref.path());
   const json& finalizers = object["metadata"].value("finalizers", json::array());
   if (!finalizers.empty()) {

@@ -54,9 +54,9 @@ TEST(OperatorFlags, DefaultsAreTheDocumentedOnes) {
   ASSERT_TRUE(o.server.tls.has_value());
   EXPECT_EQ(o.server.tls->cert_file, "c.pem");
   EXPECT_EQ(o.server.tls->key_file, "k.pem");
-  EXPECT_EQ(o.reconciler.probe.image, "ghcr.io/commgate/commgate-probe:0.1.0");
+  EXPECT_EQ(o.reconciler.probe.image, "commgate/commgate-probe:0.1.0");
   EXPECT_EQ(o.reconciler.probe.command, std::vector<std::string>{"/usr/local/bin/commgate-probe"});
-  EXPECT_EQ(o.reconciler.probe.port, 29500);
+  EXPECT_EQ(o.reconciler.probe.port, 29501);
   EXPECT_EQ(o.reconciler.probe.ttl_seconds_after_finished, 600);
   EXPECT_EQ(o.reconciler.workload.master_port, 29500);
   EXPECT_EQ(o.pod_name, "");
@@ -222,5 +222,5 @@ TEST(OperatorFlags, EveryFlagTheChartPassesIsKnown) {
   EXPECT_GE(seen, 8) << "the chart's operator args were not found in " << path;
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

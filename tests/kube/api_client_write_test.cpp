@@ -163,7 +163,7 @@ TEST_F(ApiClientWriteTest, DeleteAnswersAStatusOrTheObjectByResource) {
   for (const Case& c : {Case{kJobs + "/tj", "Foreground", false}, Case{kCm, "Background", false},
                         Case{accounts + "/sa", "", true}}) {
     SCOPED_TRACE(c.path);
-    json answer = writer().remove(c.path, {.propagation_policy = c.policy});
+    json answer = writer().remove(c.path, {.propagation_policy = c.policy, .precondition_uid = ""});
     if (c.answers_object) {
       EXPECT_EQ(answer["metadata"]["name"], "sa");
     } else {
@@ -174,8 +174,37 @@ TEST_F(ApiClientWriteTest, DeleteAnswersAStatusOrTheObjectByResource) {
     EXPECT_TRUE(error_of([&] { writer().remove(c.path); }).not_found());
   }
   writer().create(kConfigMaps, configmap("one", "1"));
-  ApiError bad = error_of([&] { writer().remove(kCm, {.propagation_policy = "Sometimes"}); });
+  ApiError bad = error_of(
+      [&] { writer().remove(kCm, {.propagation_policy = "Sometimes", .precondition_uid = ""}); });
   EXPECT_EQ(bad.code(), 422) << bad.what();
+}
+
+// A delete with preconditions.uid removes only the object it read: the name deleted and
+// created again since is a 409 Conflict in upstream's words, and stays.
+TEST_F(ApiClientWriteTest, DeleteWithAUidPreconditionSparesANewerObjectOfTheName) {
+  const std::string old_uid =
+      writer().create(kConfigMaps, configmap("one", "1"))["metadata"]["uid"];
+  writer().remove(kCm);
+  const std::string new_uid =
+      writer().create(kConfigMaps, configmap("one", "2"))["metadata"]["uid"];
+  ASSERT_NE(old_uid, new_uid);
+
+  const ApiError stale = error_of([&] {
+    writer().remove(kCm, {.propagation_policy = "Background", .precondition_uid = old_uid});
+  });
+  EXPECT_TRUE(stale.conflict()) << stale.what();
+  EXPECT_EQ(stale.reason(), "Conflict");
+  EXPECT_NE(std::string(stale.what())
+                .find("Operation cannot be fulfilled on ConfigMap \"one\": the UID in the "
+                      "precondition (" +
+                      old_uid + ") does not match the UID in record (" + new_uid +
+                      "). The object might have been deleted and then recreated"),
+            std::string::npos)
+      << stale.what();
+  EXPECT_EQ(reader().get(kCm)["data"]["k"], "2") << "the newer one stays";
+
+  writer().remove(kCm, {.propagation_policy = "Background", .precondition_uid = new_uid});
+  EXPECT_TRUE(error_of([&] { reader().get(kCm); }).not_found());
 }
 
 TEST_F(ApiClientWriteTest, TheStatusSubresourceWritesOnlyStatusAndChecksTheVersion) {
@@ -222,12 +251,62 @@ TEST_F(ApiClientWriteTest, TheScaleSubresourceReadsAndWritesNumNodes) {
   EXPECT_EQ(reader().get(tj)["spec"]["numNodes"], 3);
 }
 
-TEST_F(ApiClientWriteTest, A429OnAWriteCarriesRetryAfter) {
+TEST_F(ApiClientWriteTest, A429OnAWriteCarriesRetryAfterWhenNotRetried) {
+  ApiClient::Options no_retries;
+  no_retries.max_retries = 0;
+  ApiClient once(config_for(api_), no_retries);
   api_.fail_next_requests(1, 429, std::chrono::seconds(7), "configmaps");
-  ApiError e = error_of([&] { writer().create(kConfigMaps, configmap("one", "1")); });
+  ApiError e = error_of([&] { once.create(kConfigMaps, configmap("one", "1")); });
   EXPECT_TRUE(e.too_many_requests()) << e.what();
   EXPECT_EQ(e.retry_after(), std::chrono::seconds(7));
-  EXPECT_NO_THROW(writer().create(kConfigMaps, configmap("one", "1")));
+  EXPECT_NO_THROW(once.create(kConfigMaps, configmap("one", "1")));
+}
+
+// As client-go's rest client: a 429 (or 5xx) with Retry-After is sent again after the
+// wait the server asked for, up to max_retries times; a 500 without it is an error at once.
+TEST_F(ApiClientWriteTest, ThrottledRequestsGoAgainAfterRetryAfterUpToMaxRetries) {
+  auto clock = std::make_shared<FakeClock>();
+  ApiClient::Options options;
+  options.qps = 0;  // no client-side limit: the clock's waits are the retries'
+  options.clock = clock;
+  options.max_retries = 2;
+  ApiClient retrying(config_for(api_), options);
+
+  api_.fail_next_requests(2, 429, std::chrono::seconds(3), "configmaps");
+  std::atomic<bool> created{false};
+  std::thread writer_thread([&] {
+    retrying.create(kConfigMaps, configmap("one", "1"));
+    created = true;
+  });
+  for (size_t i = 1; i <= 2; ++i) {
+    ASSERT_TRUE(wait_until([&] { return clock->waits().size() == i && clock->waiting() == 1; }))
+        << "retry " << i;
+    EXPECT_FALSE(created.load());
+    clock->advance(std::chrono::seconds(3));
+  }
+  writer_thread.join();
+  EXPECT_TRUE(created.load());
+  EXPECT_EQ(clock->waits(),
+            (std::vector<Clock::duration>{std::chrono::seconds(3), std::chrono::seconds(3)}));
+  EXPECT_EQ(api_.injected_failures(), 2u);
+
+  // One more 429 than the retries: the last answer is the error.
+  api_.fail_next_requests(3, 503, std::chrono::seconds(1), "configmaps");
+  std::thread gives_up([&] {
+    ApiError e = error_of([&] { retrying.get(kCm); });
+    EXPECT_EQ(e.code(), 503);
+    EXPECT_EQ(e.retry_after(), std::chrono::seconds(1));
+  });
+  for (size_t i = 3; i <= 4; ++i) {
+    ASSERT_TRUE(wait_until([&] { return clock->waits().size() == i && clock->waiting() == 1; }));
+    clock->advance(std::chrono::seconds(1));
+  }
+  gives_up.join();
+
+  // A 500 without Retry-After: not retried.
+  api_.fail_next_requests(1, 500, std::chrono::seconds(0), "configmaps");
+  EXPECT_EQ(error_of([&] { retrying.get(kCm); }).code(), 500);
+  EXPECT_EQ(clock->waits().size(), 4u);
 }
 
 TEST_F(ApiClientWriteTest, RequestsBeyondTheBurstWaitForATokenOnTheClientsClock) {
@@ -318,5 +397,5 @@ TEST_F(ApiClientWriteTest, TheLeaseClientAndEventSinkOverHttpMapTheServersAnswer
   EXPECT_FALSE(events.patch("default", "absent", {{"series", {{"count", 2}}}}));
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::kube

@@ -152,7 +152,7 @@ TEST(FakeClient, JsonPatchAndApply) {
 TEST(FakeClient, RemoveAnswersAStatusOrTheObjectAndFinalizersHoldIt) {
   FakeClient fake;
   fake.create(kJobs, job(4));
-  json status = fake.remove(kJob, {.propagation_policy = "Foreground"});
+  json status = fake.remove(kJob, {.propagation_policy = "Foreground", .precondition_uid = ""});
   EXPECT_EQ(status["kind"], "Status");
   EXPECT_EQ(status["status"], "Success");
   EXPECT_TRUE(error_of([&] { fake.get(kJob); }).not_found());
@@ -170,7 +170,10 @@ TEST(FakeClient, RemoveAnswersAStatusOrTheObjectAndFinalizersHoldIt) {
   EXPECT_TRUE(fake.peek(kJob).has_value()) << "held by its finalizer";
   fake.patch(kJob, PatchType::kMerge, {{"metadata", {{"finalizers", nullptr}}}});
   EXPECT_FALSE(fake.peek(kJob).has_value()) << "gone with its last finalizer";
-  EXPECT_EQ(error_of([&] { fake.remove(kJob, {.propagation_policy = "Sometimes"}); }).code(), 422);
+  EXPECT_EQ(error_of([&] {
+              fake.remove(kJob, {.propagation_policy = "Sometimes", .precondition_uid = ""});
+            }).code(),
+            422);
 }
 
 TEST(FakeClient, InjectedErrorsFailTheNextCallsOfOneMethodOnly) {
@@ -264,5 +267,5 @@ TEST(FakeClient, RefusesPathsItDoesNotModelInsteadOfAnsweringWrongly) {
   }
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::kube::testing

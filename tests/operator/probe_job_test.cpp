@@ -164,8 +164,8 @@ TEST(ProbeJob, service_is_headless_publishes_unready_pods_and_selects_the_probes
   EXPECT_EQ(spec["publishNotReadyAddresses"], true);
   EXPECT_EQ(spec["selector"], o.job["spec"]["template"]["metadata"]["labels"]);
   ASSERT_EQ(spec["ports"].size(), 1u);
-  EXPECT_EQ(spec["ports"][0]["port"], 29500);
-  EXPECT_EQ(spec["ports"][0]["targetPort"], 29500);
+  EXPECT_EQ(spec["ports"][0]["port"], 29501);
+  EXPECT_EQ(spec["ports"][0]["targetPort"], 29501);
 }
 
 TEST(ProbeJob, service_and_rendezvous_use_the_port_from_settings) {
@@ -261,7 +261,7 @@ TEST(ProbeJob, torchrun_environment_one_rank_per_node_rank_from_the_completion_i
   const ProbeObjects o = build_probe(r, {});
   const std::string name = probe_job_name(r.pool);
   EXPECT_EQ(env_named(o, "MASTER_ADDR")["value"], name + "-0." + name);
-  EXPECT_EQ(env_named(o, "MASTER_PORT")["value"], "29500");
+  EXPECT_EQ(env_named(o, "MASTER_PORT")["value"], "29501");
   EXPECT_EQ(env_named(o, "WORLD_SIZE")["value"], "3");  // nodes, not nodes x procs
   EXPECT_EQ(env_named(o, "RANK")["valueFrom"]["fieldRef"]["fieldPath"],
             "metadata.annotations['batch.kubernetes.io/job-completion-index']");
@@ -409,5 +409,5 @@ TEST(ProbeJob, tolerations_that_are_not_a_list_become_none) {
   EXPECT_EQ(o.job["spec"]["template"]["spec"]["tolerations"], json::array());
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

@@ -406,5 +406,16 @@ TEST(ProbeOutcome, the_message_does_not_depend_on_the_pods_order) {
   EXPECT_EQ(read_probe_outcome(job, pods).message, read_probe_outcome(job, reversed).message);
 }
 
-}  // namespace
+// The one invalid outcome worth a second look at the API server: the pods may only be
+// missing from a cache (trainingjob_reconciler's outcome_of lists them again).
+TEST(ProbeOutcomeFlags, a_missing_rank_0_pod_is_flagged_and_nothing_else_is) {
+  EXPECT_TRUE(read_probe_outcome(complete(), {terminated(1, 0, "")}).rank0_pod_missing);
+  EXPECT_TRUE(read_probe_outcome(complete(), {}).rank0_pod_missing);
+  EXPECT_FALSE(read_probe_outcome(complete(), {terminated(0, 0, kRealResult), terminated(1, 0, "")})
+                   .rank0_pod_missing);
+  EXPECT_FALSE(read_probe_outcome(complete(), {terminated(0, 0, "garbage"), terminated(1, 0, "")})
+                   .rank0_pod_missing);
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

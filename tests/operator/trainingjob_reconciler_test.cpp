@@ -82,8 +82,11 @@ class LaggingReader : public kube::Reader {
   }
   kube::ListPage list(const std::string& collection,
                       const kube::ListOptions& options = {}) const override {
+    if (collection == unlisted_) return {};
     return inner_.list(collection, options);
   }
+  // Lists of `collection` come back empty (a watch of it behind the others).
+  void unlist(const std::string& collection) { unlisted_ = collection; }
   void hide(const std::string& path, int times) {
     hidden_ = path;
     misses_ = times;
@@ -99,6 +102,7 @@ class LaggingReader : public kube::Reader {
   std::map<std::string, json> frozen_;
   std::string hooked_;
   mutable std::function<void()> hook_;
+  std::string unlisted_;
 };
 
 // A probe result as commgate-probe writes it: `busbw_gbps` over 4 nodes (the probe of a
@@ -652,6 +656,52 @@ TEST(Reconcile, admitted_job_runs_its_workload_and_follows_it_to_the_end) {
   }
 }
 
+// Admitted at more nodes than the scheduler can place (a 4-node job on a pool where one
+// node is cordoned): the workload Job has pods running and one Pending as Unschedulable.
+// The job is not Running (torchrun waits for every node): Running=False with the
+// scheduler's message, and one Warning however often it is reconciled.
+TEST(Reconcile, a_workload_pod_the_scheduler_cannot_place_is_said_not_running) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(0.4, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  json workload = *w.api.peek(kWorkloadJobs + "/bert");
+  workload["status"] = {{"active", 2}, {"ready", 1}};
+  w.api.update_status(kWorkloadJobs + "/bert", workload);
+  const std::string uid = workload["metadata"]["uid"];
+  for (int i = 0; i < 2; ++i) {
+    json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata",
+         {{"name", "bert-" + std::to_string(i) + "-x"},
+          {"labels", {{kJobNameLabel, "bert"}, {"batch.kubernetes.io/controller-uid", uid}}}}},
+        {"status", {{"phase", i == 0 ? "Running" : "Pending"}}}};
+    if (i == 1)
+      pod["status"]["conditions"] = {
+          {{"type", "PodScheduled"},
+           {"status", "False"},
+           {"reason", "Unschedulable"},
+           {"message", "0/2 nodes are available: 1 node(s) were unschedulable."}}};
+    w.api.seed("/api/v1/namespaces/ml/pods", pod);
+  }
+  for (int i = 0; i < 2; ++i) {
+    const auto r = w.reconcile("bert");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+  const json status = w.status("bert");
+  EXPECT_EQ(status["phase"], phase::kDownsized) << "decided, not running";
+  EXPECT_EQ(condition_status(status, condition::kRunning), kFalse);
+  EXPECT_EQ(condition_reason(status, condition::kRunning), op_reason::kPodsUnschedulable);
+  const std::string message =
+      find_condition(status["conditions"], condition::kRunning)->value("message", "");
+  EXPECT_NE(message.find("1 node(s) were unschedulable"), std::string::npos) << message;
+  int warnings = 0;
+  for (const std::string& r : w.event_reasons()) warnings += r == op_reason::kPodsUnschedulable;
+  EXPECT_EQ(warnings, 1);
+}
+
 TEST(Reconcile, a_job_being_deleted_is_left_to_the_garbage_collector) {
   World w;
   json doc = a_job("bert").json();
@@ -700,6 +750,40 @@ TEST(Reconcile, resubmission_to_a_freshly_measured_pool_is_decided_without_a_pro
   EXPECT_EQ(status["decision"]["action"], "Admit");
   EXPECT_FALSE(status["decision"]["predictions"].empty()) << "the webhook's decision, shown";
   EXPECT_EQ((*w.api.peek(kPolicies + "/team"))["status"]["decisionCounts"]["admitted"], 2);
+}
+
+// A researcher edits an admitted job (3 nodes instead of 4) and the webhook decides the
+// update again: status.decision shows the new decision (requested 3, its predictions),
+// not the one made for the old spec (a user trial saw the old one stay).
+TEST(Reconcile, a_decision_the_webhook_made_again_after_an_edit_replaces_the_shown_one) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  w.submit(a_job("bert-2"));
+  ASSERT_TRUE(w.reconcile("bert-2").ok());
+  const json before = w.status("bert-2")["decision"];
+  ASSERT_EQ(before["action"], "Admit");
+  ASSERT_EQ(before["requestedNodes"], 4);
+
+  json doc = w.job("bert-2");
+  doc["spec"]["numNodes"] = 3;
+  doc["metadata"]["generation"] = 2;
+  const JobDecision jd =
+      decide_for_job(parse_training_job(doc), *w.snapshot(), Requester{"alice", {}}, w.now);
+  ASSERT_EQ(jd.decision.action, commgate::Action::kAdmit) << jd.decision.message;
+  for (const auto& [k, v] : decision_annotations(record_of(jd, parse_training_job(doc), w.now)))
+    doc["metadata"]["annotations"][k] = v;
+  w.api.seed(kJobs, doc);
+
+  const auto r = w.reconcile("bert-2");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const json after = w.status("bert-2")["decision"];
+  EXPECT_EQ(after["requestedNodes"], 3);
+  EXPECT_EQ(after["predictedCommShare"], decision_to_json(jd.decision)["predictedCommShare"]);
+  EXPECT_NE(after["predictedCommShare"], before["predictedCommShare"]);
+  EXPECT_EQ(w.status("bert-2")["observedGeneration"], 2);
 }
 
 TEST(Reconcile, measurement_is_used_even_when_the_cache_has_not_seen_it) {
@@ -863,7 +947,8 @@ TEST(Reconcile, retries_exhausted_fail_the_job_for_good) {
   EXPECT_EQ(condition_reason(status, condition::kProbed), kReasonProbeUnschedulable);
   const std::string message =
       find_condition(status["conditions"], condition::kFailed)->value("message", "");
-  EXPECT_NE(message.find("didn't match node selector"), std::string::npos) << message;
+  EXPECT_NE(message.find("didn't match node selector; commgate cannot decide"), std::string::npos)
+      << message;
   EXPECT_TRUE(w.event(op_reason::kProbeFailed));
 
   // Never stuck, never looping: later reconciles create nothing.
@@ -872,6 +957,11 @@ TEST(Reconcile, retries_exhausted_fail_the_job_for_good) {
   ASSERT_TRUE(w.reconcile("bert").ok());
   EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 2);
   EXPECT_EQ(w.status("bert")["phase"], phase::kFailed);
+  // Admitted still says why (a user trial saw MeasurementMissing come back here).
+  EXPECT_EQ(condition_reason(w.status("bert"), condition::kAdmitted), op_reason::kProbeFailed);
+  EXPECT_EQ(
+      find_condition(w.status("bert")["conditions"], condition::kAdmitted)->value("message", ""),
+      message);
 }
 
 TEST(Reconcile, a_request_no_allowed_probe_can_decide_fails_at_once_with_what_to_change) {
@@ -1112,6 +1202,76 @@ TEST(Reconcile, a_probe_another_replica_collected_while_this_cache_lags_is_not_s
   EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
 }
 
+// The same, but this cache still shows the probe Job, Complete, while its pods are gone
+// from it (deleted with the Job): read alone, "rank 0's pod is gone" is an invalid result.
+// With the measurement recorded in the profile it is a collected probe: decided, no
+// failure counted, no second probe (seen in operator_faults_test with watches dropping).
+TEST(Reconcile, a_collected_probe_a_lagging_cache_still_shows_is_not_a_failure) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  const std::string profile = kProfiles + "/" + w.pool();
+  const std::string probe = kProbeJobs + "/" + w.probe();
+  w.probe_job_status(
+      {{"succeeded", 4}, {"conditions", {{{"type", "Complete"}, {"status", "True"}}}}});
+  w.reader.freeze(profile);
+  w.reader.freeze(probe);
+  w.cache_lags = true;
+  CommProfile recorded = parse_comm_profile(*w.api.peek(profile), w.now);
+  record_probe_result(recorded, a_probe_result(50.0, w.now - 1min));
+  json stored = *w.api.peek(profile);
+  stored["status"] = to_json(recorded)["status"];
+  w.api.update_status(profile, stored);
+  w.api.remove(probe);
+
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
+  EXPECT_FALSE(w.status("bert").contains("probeAttempts")) << "no failure counted";
+  EXPECT_FALSE(w.event(kReasonProbeResultInvalid));
+  w.reader.thaw();
+  EXPECT_EQ(w.creates_of(probe), 1) << "no second probe";
+}
+
+// This cache still shows a failed probe that another replica has already handled: it
+// deleted it and a new probe of the pool, under the same name, runs now. Deleting "the
+// probe" by name would kill the new one; the delete names the UID it read.
+TEST(Reconcile, a_stale_copy_of_a_failed_probe_never_deletes_the_newer_probe_of_its_name) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  const std::string probe = kProbeJobs + "/" + w.probe();
+  w.fail_probe();
+  w.reader.freeze(probe);
+  json newer = *w.api.peek(probe);
+  w.api.remove(probe);
+  newer["metadata"].erase("uid");
+  newer["metadata"].erase("resourceVersion");
+  newer.erase("status");
+  const std::string newer_uid = w.api.create(kProbeJobs, newer)["metadata"]["uid"];
+
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  ASSERT_TRUE(w.probe_job()) << "the running probe stays";
+  EXPECT_EQ((*w.probe_job())["metadata"]["uid"], newer_uid);
+}
+
+// A probe of milliseconds: the Job's Complete reaches this cache before its pods do. The
+// pods are read from the API server before the result counts as missing: collected, not
+// a failure and a second probe (seen in operator_faults_test, 6 probe runs for 4).
+TEST(Reconcile, a_completed_probe_whose_pods_the_cache_has_not_seen_is_read_from_the_server) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  w.reader.unlist(kProbePods);
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(condition_reason(w.status("bert"), condition::kProbed), kReasonProbeSucceeded)
+      << w.status("bert").dump(2);
+  EXPECT_FALSE(w.status("bert").contains("probeAttempts")) << "no failure counted";
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
+}
+
 TEST(Reconcile, two_results_recorded_before_the_cache_shows_the_first_are_both_kept) {
   World w;
   w.submit(a_job("bert"));
@@ -1234,5 +1394,5 @@ TEST(Reconcile, jobs_waiting_on_a_pool) {
   EXPECT_EQ(trainingjobs_waiting_on_pool(jobs, pool_name({})), std::vector<std::string>{});
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

@@ -190,5 +190,47 @@ TEST(WorkloadState, phase_names_are_the_training_jobs) {
   EXPECT_STREQ(to_string(WorkloadPhase::kFailed), "Failed");
 }
 
-}  // namespace
+// The pods as the scheduler leaves them: one placed and ready, one it cannot place.
+json pod(const std::string& name, const json& conditions) {
+  return {{"metadata", {{"name", name}, {"namespace", "research"}}},
+          {"status",
+           {{"phase", conditions.is_null() ? "Running" : "Pending"},
+            {"conditions", conditions.is_null() ? json::array() : conditions}}}};
+}
+const json kUnschedulable = json::array(
+    {{{"type", "PodScheduled"},
+      {"status", "False"},
+      {"reason", "Unschedulable"},
+      {"message",
+       "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules. preemption: "
+       "0/2 nodes are available: 2 No preemption victims found for incoming pod."}}});
+
+TEST(WorkloadStatePods, a_pod_the_scheduler_cannot_place_keeps_the_training_pending) {
+  const json job = job_with(started({{"active", 2}, {"ready", 1}, {"terminating", 0}}));
+  ASSERT_EQ(workload_state(job).phase, WorkloadPhase::kRunning) << "the Job alone reads Running";
+  const WorkloadState s =
+      workload_state(job, {pod("bert-0-x", nullptr), pod("bert-1-y", kUnschedulable)});
+  EXPECT_EQ(s.phase, WorkloadPhase::kPending);
+  EXPECT_EQ(s.reason, "PodsUnschedulable");
+  EXPECT_EQ(s.message,
+            "1 of 2 pod(s) cannot be scheduled: 0/2 nodes are available: 2 node(s) didn't match "
+            "pod anti-affinity rules. preemption: 0/2 nodes are available: 2 No preemption "
+            "victims found for incoming pod.; torchrun waits for all 2 nodes, so the training "
+            "has not started");
+  EXPECT_EQ(s.active, 2);
+}
+
+TEST(WorkloadStatePods, placed_pods_and_a_finished_job_read_as_before) {
+  const json running = job_with(started({{"active", 2}, {"ready", 2}, {"terminating", 0}}));
+  EXPECT_EQ(workload_state(running, {pod("bert-0-x", nullptr), pod("bert-1-y", nullptr)}).phase,
+            WorkloadPhase::kRunning);
+  const json done = job_with(started({{"conditions", {kComplete}}, {"succeeded", 2}}));
+  EXPECT_EQ(workload_state(done, {pod("bert-1-y", kUnschedulable)}).phase,
+            WorkloadPhase::kSucceeded)
+      << "a stale pod does not undo the Job's end";
+  EXPECT_EQ(workload_state(running, {json("garbage"), json::object()}).phase,
+            WorkloadPhase::kRunning);
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

@@ -190,5 +190,49 @@ TEST_F(FaultsTest, the_admin_endpoint_restarts_after_replying) {
   EXPECT_NE(w->read_raw_until_closed(5s).find(R"("code":410)"), std::string::npos);
 }
 
-}  // namespace
+// The audit log: each API request with its verb, user, objectRef and code, injected faults
+// and 401s included, as `GET /sim/audit` serves it (audit.k8s.io/v1 EventList).
+TEST_F(FaultsTest, the_audit_log_records_each_request_with_its_user_and_code) {
+  ASSERT_EQ(call("POST", kCms, configmap("a").dump()).status, 201);
+  json generated = configmap("");
+  generated["metadata"] = {{"generateName", "gen-"}};
+  const Reply created = call("POST", kCms, generated.dump());
+  ASSERT_EQ(created.status, 201);
+  const std::string generated_name = json::parse(created.body)["metadata"]["name"];
+  api_.fail_next_requests(1, 500, 1s, "/configmaps/a");
+  EXPECT_EQ(call("GET", std::string(kCms) + "/a").status, 500);
+  EXPECT_EQ(call("DELETE", std::string(kCms) + "/a").status, 200);
+  EXPECT_EQ(client_->request("GET", kCms, "", {}).status, 401);
+  EXPECT_EQ(call("GET", "/sim/audit?x").status, 200) << "the admin endpoint is not audited";
+  EXPECT_EQ(client_->request("GET", "/sim/audit", "", {}).status, 401);
+
+  const Reply audit = call("GET", "/sim/audit");
+  ASSERT_EQ(audit.status, 200);
+  const json list = json::parse(audit.body);
+  EXPECT_EQ(list["apiVersion"], "audit.k8s.io/v1");
+  EXPECT_EQ(list["kind"], "EventList");
+  std::vector<std::string> lines;
+  for (const json& e : list["items"]) {
+    EXPECT_EQ(e["level"], "Metadata");
+    EXPECT_EQ(e["requestReceivedTimestamp"].get<std::string>().size(), 27u)
+        << "MicroTime: " << e["requestReceivedTimestamp"];
+    lines.push_back(e["verb"].get<std::string>() + " " +
+                    e.value("objectRef", json::object()).value("name", "") + " " +
+                    e["user"].value("username", "") + " " +
+                    std::to_string(e["responseStatus"]["code"].get<int>()));
+  }
+  const std::vector<std::string> want = {
+      "create a kubernetes-admin 201", "create " + generated_name + " kubernetes-admin 201",
+      "get a kubernetes-admin 500", "delete a kubernetes-admin 200", "list   401"};
+  EXPECT_EQ(lines, want);
+  const json& first = list["items"][0];
+  EXPECT_EQ(first["objectRef"], json({{"resource", "configmaps"},
+                                      {"namespace", "default"},
+                                      {"name", "a"},
+                                      {"apiVersion", "v1"}}));
+  EXPECT_EQ(first["requestURI"], kCms);
+  EXPECT_EQ(api_.audit_events().size(), want.size());
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim

@@ -10,6 +10,13 @@
 namespace commgate::sim {
 namespace COMMGATE_TEST_UNIT {
 
+// DeleteOptions with only a propagation policy (the preconditions unset).
+DeleteOptions policy(std::optional<Propagation> propagation) {
+  DeleteOptions o;
+  o.propagation = propagation;
+  return o;
+}
+
 using nlohmann::json;
 
 ResourceInfo resource(const ObjectStore& store, const std::string& group,
@@ -73,7 +80,7 @@ TEST(EffectivePropagation, defaults_per_resource_and_finalizer) {
       {&pods, Propagation::kBackground, foreground, Propagation::kBackground},
   };
   for (const auto& c : cases)
-    EXPECT_EQ(effective_propagation(*c.r, DeleteOptions{c.asked}, c.object), c.want)
+    EXPECT_EQ(effective_propagation(*c.r, policy(c.asked), c.object), c.want)
         << c.r->plural << " " << c.object.dump();
 }
 
@@ -170,13 +177,13 @@ TEST(StoreDeletion, finalizer_keeps_object_with_deletion_timestamp_until_removed
 
 TEST(StoreDeletion, background_deletes_dependents_after_the_owner) {
   Family f(2);
-  f.store.remove(f.cm, "default", "owner", {Propagation::kBackground});
+  f.store.remove(f.cm, "default", "owner", policy(Propagation::kBackground));
   EXPECT_EQ(f.trace(), (std::vector<std::string>{"DELETED owner", "DELETED d0", "DELETED d1"}));
 }
 
 TEST(StoreDeletion, a_dependent_created_after_its_owner_is_gone_is_collected_at_once) {
   Family f(0);
-  f.store.remove(f.cm, "default", "owner", {Propagation::kBackground});
+  f.store.remove(f.cm, "default", "owner", policy(Propagation::kBackground));
   // A controller with a stale cache creates a dependent of the deleted owner: the garbage
   // collector would delete it, so the store does at once (ADDED, then DELETED).
   f.store.create(f.cm, "default",
@@ -208,7 +215,7 @@ TEST(StoreDeletion, dependent_with_another_live_owner_only_loses_the_reference) 
 
 TEST(StoreDeletion, foreground_deletes_dependents_first_then_the_owner) {
   Family f(2);
-  json marked = f.store.remove(f.cm, "default", "owner", {Propagation::kForeground});
+  json marked = f.store.remove(f.cm, "default", "owner", policy(Propagation::kForeground));
   EXPECT_EQ(finalizers_of(marked), (std::vector<std::string>{"foregroundDeletion"}));
   EXPECT_FALSE(f.exists("owner"));
   EXPECT_EQ(f.trace(), (std::vector<std::string>{"MODIFIED owner", "DELETED d0", "DELETED d1",
@@ -223,7 +230,7 @@ TEST(StoreDeletion, foreground_waits_for_a_blocking_dependent_held_by_a_finalize
     return next;
   });
   f.events.clear();
-  f.store.remove(f.cm, "default", "owner", {Propagation::kForeground});
+  f.store.remove(f.cm, "default", "owner", policy(Propagation::kForeground));
   EXPECT_TRUE(f.exists("owner"));
   EXPECT_TRUE(is_deleting(f.store.get(f.cm, "default", "d0")));
   f.store.mutate(f.cm, "default", "d0", WritePart::kMain, [](const json& cur) {
@@ -244,14 +251,14 @@ TEST(StoreDeletion, foreground_does_not_wait_for_non_blocking_dependents) {
     next["metadata"]["finalizers"] = {"example.com/hold"};
     return next;
   });
-  f.store.remove(f.cm, "default", "owner", {Propagation::kForeground});
+  f.store.remove(f.cm, "default", "owner", policy(Propagation::kForeground));
   EXPECT_FALSE(f.exists("owner"));
   EXPECT_TRUE(f.exists("d0"));
 }
 
 TEST(StoreDeletion, orphan_strips_references_and_keeps_dependents) {
   Family f(2);
-  f.store.remove(f.cm, "default", "owner", {Propagation::kOrphan});
+  f.store.remove(f.cm, "default", "owner", policy(Propagation::kOrphan));
   EXPECT_FALSE(f.exists("owner"));
   for (const char* d : {"d0", "d1"}) {
     ASSERT_TRUE(f.exists(d));
@@ -278,7 +285,7 @@ TEST(StoreDeletion, jobs_deleted_without_a_policy_orphan_their_pods) {
       pods, "default",
       {{"metadata",
         {{"name", "q"}, {"ownerReferences", {{{"kind", "Job"}, {"name", "j"}, {"uid", uid2}}}}}}});
-  store.remove(jobs, "default", "j", {Propagation::kBackground});
+  store.remove(jobs, "default", "j", policy(Propagation::kBackground));
   EXPECT_THROW(store.get(pods, "default", "q"), ApiError);
 }
 

@@ -1,0 +1,21 @@
+#include "operator/pod_scheduling.h"
+
+namespace commgate::op {
+
+std::optional<std::string> unschedulable_message(const nlohmann::json& pod) {
+  if (!pod.is_object() || !pod.contains("status") || !pod["status"].is_object())
+    return std::nullopt;
+  const nlohmann::json& status = pod["status"];
+  if (!status.contains("conditions") || !status["conditions"].is_array()) return std::nullopt;
+  auto text = [](const nlohmann::json& c, const char* key) {
+    return c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : std::string();
+  };
+  for (const auto& c : status["conditions"]) {
+    if (c.is_object() && text(c, "type") == "PodScheduled" && text(c, "status") == "False" &&
+        text(c, "reason") == "Unschedulable")
+      return text(c, "message");
+  }
+  return std::nullopt;
+}
+
+}  // namespace commgate::op
