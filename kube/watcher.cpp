@@ -118,7 +118,10 @@ Watcher::Next Watcher::list() {
   try {
     do {
       ListPage page = client_.list(options_.path, page_options, cancel_);
-      for (auto& item : page.items) objects.push_back(std::move(item));
+      for (auto& item : page.items) {
+        if (options_.transform) options_.transform(item);
+        objects.push_back(std::move(item));
+      }
       version = page.resource_version;
       page_options.continue_token = page.continue_token;
     } while (!page_options.continue_token.empty() && !stopping());
@@ -209,6 +212,7 @@ Watcher::Next Watcher::watch() {
         return Next::kList;
       }
       if (event.type == "ADDED" || event.type == "MODIFIED" || event.type == "DELETED") {
+        if (options_.transform) options_.transform(event.object);
         try {
           consumer_(event.type == "DELETED" ? WatcherEvent::deleted(std::move(event.object))
                                             : WatcherEvent::applied(std::move(event.object)));
@@ -253,6 +257,16 @@ Watcher::Next Watcher::watch() {
       return restart();
     }
   }
+}
+
+void strip_unread_metadata(json& object) {
+  if (!object.is_object() || !object.contains("metadata")) return;
+  json& meta = object["metadata"];
+  if (!meta.is_object()) return;
+  meta.erase("managedFields");
+  if (!meta.contains("annotations") || !meta["annotations"].is_object()) return;
+  meta["annotations"].erase("kubectl.kubernetes.io/last-applied-configuration");
+  if (meta["annotations"].empty()) meta.erase("annotations");
 }
 
 }  // namespace commgate::kube

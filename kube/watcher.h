@@ -48,6 +48,11 @@ struct WatcherCounters {
   uint64_t events = 0;    // Applied and Deleted events delivered
 };
 
+// Drops what no commgate cache reader uses and that can be most of an object's size:
+// metadata.managedFields (controller-runtime strips it by default) and kubectl's
+// last-applied-configuration annotation (a second copy of the spec).
+void strip_unread_metadata(nlohmann::json& object);
+
 class Watcher {
  public:
   struct Options {
@@ -59,6 +64,11 @@ class Watcher {
     std::chrono::milliseconds backoff_max{30'000};
     Logger log;  // failed lists and broken watches, with the collection as a field
     std::shared_ptr<Clock> clock;  // the backoff's waits; default: steady_clock()
+    // Applied to every listed and watched object before the consumer sees it
+    // (client-go's SetTransform): a cache keeps only what its readers use. Default:
+    // strip_unread_metadata. Must not throw; must keep metadata.name, namespace and
+    // resourceVersion.
+    std::function<void(nlohmann::json&)> transform = strip_unread_metadata;
   };
 
   // `client` must outlive the watcher.

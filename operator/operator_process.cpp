@@ -70,6 +70,19 @@ std::string decision_inputs_of(const Snapshot& snapshot) {
   return out;
 }
 
+void keep_what_the_reconciler_reads_of_a_job(json& job) {
+  kube::strip_unread_metadata(job);
+  if (job.contains("spec") && job["spec"].is_object()) job["spec"].erase("template");
+}
+
+void keep_what_the_reconciler_reads_of_a_pod(json& pod) {
+  kube::strip_unread_metadata(pod);
+  if (!pod.contains("spec") || !pod["spec"].is_object()) return;
+  json kept = json::object();
+  if (pod["spec"].contains("nodeName")) kept["nodeName"] = pod["spec"]["nodeName"];
+  pod["spec"] = std::move(kept);
+}
+
 std::string leader_identity(const std::string& pod_name, const std::string& suffix) {
   return (pod_name.empty() ? std::string("commgate-operator") : pod_name) + "_" + suffix;
 }
@@ -81,8 +94,10 @@ struct OperatorProcess::Parts {
         http(api),
         snapshots(api, snapshot_options(o)),
         trainingjobs(api, watch_options(o, kTrainingJobsPath, "")),
-        jobs(api, watch_options(o, kJobsPath, kManagedSelector)),
-        pods(api, watch_options(o, kPodsPath, kManagedSelector)),
+        jobs(api, watch_options(o, kJobsPath, kManagedSelector,
+                                keep_what_the_reconciler_reads_of_a_job)),
+        pods(api, watch_options(o, kPodsPath, kManagedSelector,
+                                keep_what_the_reconciler_reads_of_a_pod)),
         reader(reader_sources(), http),
         events(std::make_shared<kube::ApiEventSink>(http), recorder_options(o)),
         reconciler(
@@ -115,11 +130,13 @@ struct OperatorProcess::Parts {
     s.log = o.log.with({{"component", "policy-watch"}});
     return s;
   }
-  static kube::Watcher::Options watch_options(const OperatorOptions& o, const char* path,
-                                              const char* selector) {
+  static kube::Watcher::Options watch_options(
+      const OperatorOptions& o, const char* path, const char* selector,
+      std::function<void(json&)> transform = kube::strip_unread_metadata) {
     kube::Watcher::Options w;
     w.path = path;
     w.label_selector = selector;
+    w.transform = std::move(transform);
     w.log = o.log.with({{"component", "watch"}});
     return w;
   }

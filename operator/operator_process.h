@@ -99,6 +99,13 @@ std::vector<std::string> suspended_trainingjobs(const kube::Store::Objects& trai
 
 // The Lease holder identity: `pod_name` (or "commgate-operator" when empty) + "_" +
 // `suffix`, as client-go's examples use hostname + "_" + a UUID.
+// What the operator's caches keep of a managed Job and Pod (the watches' transforms): the
+// reconciler reads a Job's metadata, status and spec.completions/activeDeadlineSeconds,
+// never its pod template (most of a workload Job's size); of a Pod its metadata, status
+// and spec.nodeName. Measured: docs/benchmarks.md "RSS with 10,000 cached TrainingJobs".
+void keep_what_the_reconciler_reads_of_a_job(nlohmann::json& job);
+void keep_what_the_reconciler_reads_of_a_pod(nlohmann::json& pod);
+
 std::string leader_identity(const std::string& pod_name, const std::string& suffix);
 
 class OperatorProcess {

@@ -203,6 +203,42 @@ TEST_F(WatcherTest, BacksOffOn500sAndRecovers) {
   }
 }
 
+// The default transform: what no cache reader uses and can be most of an object's size
+// (managedFields, kubectl's last-applied copy of the spec) never reaches the store, from
+// the list or from the watch; everything else does.
+TEST_F(WatcherTest, TheStoreKeepsNeitherManagedFieldsNorTheLastAppliedCopy) {
+  auto heavy = [](const std::string& name, const std::string& value) {
+    json cm = configmap(name, value);
+    cm["metadata"]["managedFields"] = json::array({{{"manager", "kubectl"},
+                                                    {"operation", "Apply"},
+                                                    {"fieldsV1", {{"f:data", json::object()}}}}});
+    cm["metadata"]["annotations"] = {
+        {"kubectl.kubernetes.io/last-applied-configuration", cm.dump()}, {"team", "nlp"}};
+    return cm;
+  };
+  const auto cms = configmaps(api_);
+  api_.store().create(cms, "default", heavy("listed", "1"));
+  start_watcher();
+  ASSERT_TRUE(converges());
+  ASSERT_TRUE(wait_until([&] { return watcher_->state() == WatcherState::kWatching; }));
+  api_.store().create(cms, "default", heavy("watched", "2"));
+  ASSERT_TRUE(converges());
+  for (const char* name : {"listed", "watched"}) {
+    SCOPED_TRACE(name);
+    const auto object = store_.get(std::string("default/") + name);
+    ASSERT_TRUE(object);
+    const json& meta = (*object)["metadata"];
+    EXPECT_FALSE(meta.contains("managedFields"));
+    EXPECT_EQ(meta["annotations"], json({{"team", "nlp"}}));
+    EXPECT_FALSE(meta.value("resourceVersion", "").empty());
+  }
+  json bare = {{"metadata",
+                {{"annotations", {{"kubectl.kubernetes.io/last-applied-configuration", "{}"}}}}}};
+  strip_unread_metadata(bare);
+  EXPECT_EQ(bare, json({{"metadata", json::object()}})) << "no empty annotations left";
+  for (json odd : {json(nullptr), json("x"), json({{"metadata", 5}})}) strip_unread_metadata(odd);
+}
+
 TEST_F(WatcherTest, HonoursRetryAfterOn429) {
   auto clock = std::make_shared<FakeClock>();
   start_watcher(300, clock);
@@ -278,5 +314,5 @@ TEST_F(WatcherTest, StopsPromptlyDuringAWatch) {
   EXPECT_TRUE(wait_until([&] { return api_.open_watches() == 0; }));
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::kube

@@ -74,7 +74,34 @@ TEST(LeaderIdentity, IsThePodNameAndASuffix) {
   EXPECT_EQ(leader_identity("", "0a1b2c3d"), "commgate-operator_0a1b2c3d");
 }
 
-}  // namespace
+// What the caches keep of managed Jobs and Pods: what the reconciler reads (metadata,
+// status, spec.completions and activeDeadlineSeconds; a pod's nodeName), not the pod
+// template that is most of a workload Job.
+TEST(CacheTransforms, JobsAndPodsKeepWhatTheReconcilerReads) {
+  json job = {{"metadata", {{"name", "bert"}, {"uid", "u"}, {"managedFields", json::array()}}},
+              {"spec",
+               {{"completions", 2},
+                {"activeDeadlineSeconds", 360},
+                {"template", {{"spec", {{"containers", json::array({{{"name", "t"}}})}}}}}}},
+              {"status", {{"active", 2}}}};
+  keep_what_the_reconciler_reads_of_a_job(job);
+  EXPECT_EQ(job, json({{"metadata", {{"name", "bert"}, {"uid", "u"}}},
+                       {"spec", {{"completions", 2}, {"activeDeadlineSeconds", 360}}},
+                       {"status", {{"active", 2}}}}));
+  json pod = {{"metadata", {{"name", "bert-0"}}},
+              {"spec", {{"nodeName", "n1"}, {"containers", json::array({{{"name", "t"}}})}}},
+              {"status", {{"phase", "Running"}}}};
+  keep_what_the_reconciler_reads_of_a_pod(pod);
+  EXPECT_EQ(pod, json({{"metadata", {{"name", "bert-0"}}},
+                       {"spec", {{"nodeName", "n1"}}},
+                       {"status", {{"phase", "Running"}}}}));
+  json odd = "x";
+  keep_what_the_reconciler_reads_of_a_job(odd);
+  keep_what_the_reconciler_reads_of_a_pod(odd);
+  EXPECT_EQ(odd, "x");
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 // A snapshot wakes the suspended jobs only when what their decision reads changed.
 TEST(DecisionInputsOf, ChangeWithPolicySpecsProfilesAndNamespaceLabelsButNotPolicyStatus) {
   Snapshot base;
