@@ -259,6 +259,19 @@ struct World {
     return n;
   }
 
+  // Another replica records `result` in the pool's profile while this process's caches
+  // lag: the reader keeps the profile as it was, the snapshot misses it.
+  void record_behind_this_cache(const ProbeResult& result) {
+    const std::string profile = kProfiles + "/" + pool();
+    reader.freeze(profile);
+    cache_lags = true;
+    CommProfile recorded = parse_comm_profile(*api.peek(profile), now);
+    record_probe_result(recorded, result);
+    json stored = *api.peek(profile);
+    stored["status"] = to_json(recorded)["status"];
+    api.update_status(profile, stored);
+  }
+
   // The probe's pods as the Job controller and kubelet leave them.
   void probe_pods(const std::vector<json>& container_states, const json& pod_conditions = nullptr) {
     for (size_t i = 0; i < container_states.size(); ++i) {
@@ -1186,14 +1199,7 @@ TEST(Reconcile, a_probe_another_replica_collected_while_this_cache_lags_is_not_s
   World w;
   w.submit(a_job("bert"));
   reconcile_to_probing(w, "bert");
-  const std::string profile = kProfiles + "/" + w.pool();
-  w.reader.freeze(profile);
-  w.cache_lags = true;
-  CommProfile recorded = parse_comm_profile(*w.api.peek(profile), w.now);
-  record_probe_result(recorded, a_probe_result(50.0, w.now - 1min));
-  json stored = *w.api.peek(profile);
-  stored["status"] = to_json(recorded)["status"];
-  w.api.update_status(profile, stored);
+  w.record_behind_this_cache(a_probe_result(50.0, w.now - 1min));
   w.api.remove(kProbeJobs + "/" + w.probe());
 
   const auto r = w.reconcile("bert");
@@ -1210,18 +1216,11 @@ TEST(Reconcile, a_collected_probe_a_lagging_cache_still_shows_is_not_a_failure) 
   World w;
   w.submit(a_job("bert"));
   reconcile_to_probing(w, "bert");
-  const std::string profile = kProfiles + "/" + w.pool();
   const std::string probe = kProbeJobs + "/" + w.probe();
   w.probe_job_status(
       {{"succeeded", 4}, {"conditions", {{{"type", "Complete"}, {"status", "True"}}}}});
-  w.reader.freeze(profile);
   w.reader.freeze(probe);
-  w.cache_lags = true;
-  CommProfile recorded = parse_comm_profile(*w.api.peek(profile), w.now);
-  record_probe_result(recorded, a_probe_result(50.0, w.now - 1min));
-  json stored = *w.api.peek(profile);
-  stored["status"] = to_json(recorded)["status"];
-  w.api.update_status(profile, stored);
+  w.record_behind_this_cache(a_probe_result(50.0, w.now - 1min));
   w.api.remove(probe);
 
   const auto r = w.reconcile("bert");
