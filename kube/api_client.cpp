@@ -66,17 +66,24 @@ const char* patch_content_type(PatchType type) {
   return "application/merge-patch+json";
 }
 
-// Takes a token from the rate limit; a cancel during the wait ends it at once.
-void wait_for_token(TokenBucket& limit, const pplx::cancellation_token& token,
-                    const std::string& what) {
+// Runs `wait` with a std::stop_token that a cancel of `token` (before or during) stops;
+// `wait` returns false when stopped, and then this throws "<what>: cancelled".
+template <typename Wait>
+void wait_cancellably(const pplx::cancellation_token& token, const std::string& what, Wait&& wait) {
   std::stop_source stop;
   pplx::cancellation_token_registration registration;
   const bool cancelable = token.is_cancelable();
   if (cancelable) registration = token.register_callback([&stop] { stop.request_stop(); });
   if (token.is_canceled()) stop.request_stop();
-  const bool taken = limit.take(stop.get_token()).has_value();
+  const bool done = wait(stop.get_token());
   if (cancelable) token.deregister_callback(registration);
-  if (!taken) throw std::runtime_error(what + ": cancelled");
+  if (!done) throw std::runtime_error(what + ": cancelled");
+}
+
+// Takes a token from the rate limit; a cancel during the wait ends it at once.
+void wait_for_token(TokenBucket& limit, const pplx::cancellation_token& token,
+                    const std::string& what) {
+  wait_cancellably(token, what, [&](std::stop_token stop) { return limit.take(stop).has_value(); });
 }
 
 }  // namespace
@@ -204,23 +211,16 @@ json ApiClient::call(const std::string& method, const std::string& target, const
 void ApiClient::wait_retry_after(std::chrono::seconds delay, const Cancel& cancel,
                                  const std::string& what) const {
   const Clock::time_point due = options_.clock->now() + delay;
-  std::mutex wait_mu;
-  std::condition_variable cv;
-  const pplx::cancellation_token token = cancel.state_->source.get_token();
-  pplx::cancellation_token_registration registration;
-  const bool cancelable = token.is_cancelable();
-  if (cancelable)
-    registration = token.register_callback([&] {
+  wait_cancellably(cancel.state_->source.get_token(), what, [&](std::stop_token stop) {
+    std::mutex wait_mu;
+    std::condition_variable cv;
+    std::stop_callback wake(stop, [&] {
       std::lock_guard lock(wait_mu);
       cv.notify_all();
     });
-  bool cancelled;
-  {
     std::unique_lock lock(wait_mu);
-    cancelled = options_.clock->wait_until(lock, cv, due, [&] { return token.is_canceled(); });
-  }
-  if (cancelable) token.deregister_callback(registration);
-  if (cancelled) throw std::runtime_error(what + ": cancelled");
+    return !options_.clock->wait_until(lock, cv, due, [&] { return stop.stop_requested(); });
+  });
 }
 
 json ApiClient::call_once(const std::string& method, const std::string& target, const json* body,
