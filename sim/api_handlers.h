@@ -51,6 +51,8 @@ class ApiHandlers {
   void close_all_watches();
   // Where the services that webhook configurations name listen (service_directory.h).
   ServiceDirectory& services() { return services_; }
+  // Who each bearer token is (the audit log names a request's user with it).
+  const TokenAuthenticator& authentication() const { return options_.authentication; }
 
  private:
   struct ActiveWatch {

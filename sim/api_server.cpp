@@ -49,8 +49,7 @@ ApiServer::ApiServer(ApiServerOptions options)
       pki_(make_serving_pki()),
       store_(store_options(options)),
       handlers_(store_, ApiHandlerOptions{TokenAuthenticator(token_, options.users),
-                                          options.authorization, std::chrono::seconds(1800)}),
-      audit_identities_(token_, options.users) {
+                                          options.authorization, std::chrono::seconds(1800)}) {
   std::string templ = (std::filesystem::temp_directory_path() / "commgate-sim-XXXXXX").string();
   if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = templ;
@@ -99,7 +98,7 @@ void ApiServer::start_serving(uint16_t port) {
     api_requests_.fetch_add(1, std::memory_order_relaxed);
     const auto received = std::chrono::system_clock::now();
     server::Response response = serve_api(r);
-    const auto user = audit_identities_.authenticate(r.header("Authorization"));
+    const auto user = handlers_.authentication().authenticate(r.header("Authorization"));
     audit_.add(audit_event(r, response, user ? user->username : "", received));
     return response;
   });

@@ -117,7 +117,6 @@ class ApiServer {
   ApiHandlers handlers_;
   FaultInjector faults_;
   std::atomic<uint64_t> api_requests_{0};
-  TokenAuthenticator audit_identities_;  // who each request's token names, for the audit log
   AuditLog audit_;
   std::mutex restart_mu_;  // one restart at a time; guards server_ replacement
   std::atomic<uint16_t> port_{0};
