@@ -13,7 +13,7 @@
 namespace commgate {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kProfileUsage =
     R"(Usage: commgate profile --from-probe PROBE.json [--node-selector k=v,...] [-o yaml|json]
 
 Prints the CommProfile manifest commgate's operator would write for a node pool after a
@@ -38,15 +38,15 @@ profile, then its status:
 Exit codes: 0 printed, 2 bad input (the message names the file and the field).
 )";
 
-struct Options {
+struct ProfileOptions {
   std::string probe_file;
   std::map<std::string, std::string> node_selector;
   std::string output = "yaml";
   bool help = false;
 };
 
-Options parse_args(const std::vector<std::string>& args) {
-  Options o;
+ProfileOptions parse_profile_args(const std::vector<std::string>& args) {
+  ProfileOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     const size_t eq =
@@ -202,9 +202,9 @@ CommProfile profile_from_probe(const ProbeResult& probe,
 
 int run_profile(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {
-    const Options opts = parse_args(args);
+    const ProfileOptions opts = parse_profile_args(args);
     if (opts.help) {
-      out << kUsage;
+      out << kProfileUsage;
       return 0;
     }
     const CommProfile profile =
