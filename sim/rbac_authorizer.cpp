@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <set>
 
 namespace commgate::sim {
 
@@ -116,45 +117,88 @@ std::vector<const json*> sorted_bindings(const std::vector<json>& bindings,
 struct Visit {
   std::optional<std::string> allowed_by;
   std::vector<std::string> errors;
+  // The rule that allowed: its role (`ClusterRole "r"`, `Role "ns/r"`) and index.
+  std::string role;
+  std::size_t rule_index = 0;
+  const json* rule = nullptr;
 };
+
+std::string role_name(const std::string& kind, const std::string& name, const std::string& ns) {
+  return kind + " \"" + (kind == "Role" ? ns + "/" + name : name) + "\"";
+}
+
+// The role a binding references, or null (with the error kube-apiserver records).
+const json* role_of(const json& binding, bool cluster_binding, const RbacObjects& rbac,
+                    std::vector<std::string>* errors) {
+  const std::string binding_ns = cluster_binding ? "" : meta(binding, "namespace");
+  const json ref = binding.value("roleRef", json::object());
+  const std::string ref_kind = str(ref, "kind"), ref_name = str(ref, "name");
+  const json* role = nullptr;
+  std::string error;
+  if (ref_kind == "ClusterRole") {
+    role = find_object(rbac.cluster_roles, ref_name, std::nullopt);
+    if (!role) error = "clusterrole.rbac.authorization.k8s.io \"" + ref_name + "\" not found";
+  } else if (ref_kind == "Role" && !cluster_binding) {
+    role = find_object(rbac.roles, ref_name, binding_ns);
+    if (!role) error = "role.rbac.authorization.k8s.io \"" + ref_name + "\" not found";
+  } else {
+    error = "unsupported role reference kind: \"" + ref_kind + "\"";
+  }
+  if (!role && errors) errors->push_back(error);
+  return role;
+}
+
+const json* subject_for(const json& binding, const UserInfo& user, const std::string& binding_ns) {
+  const auto it = binding.find("subjects");
+  if (it == binding.end() || !it->is_array()) return nullptr;
+  for (const auto& s : *it)
+    if (s.is_object() && applies_to(s, user, binding_ns)) return &s;
+  return nullptr;
+}
 
 // One binding: its role's rules against the request, if a subject is the user.
 void visit_binding(const json& binding, bool cluster_binding, const UserInfo& user,
                    const RequestAttributes& request, const RbacObjects& rbac, Visit& visit) {
   const std::string binding_ns = cluster_binding ? "" : meta(binding, "namespace");
-  const json subjects = binding.value("subjects", json::array());
-  const json* subject = nullptr;
-  for (const auto& s : subjects)
-    if (s.is_object() && applies_to(s, user, binding_ns)) {
-      subject = &s;
-      break;
-    }
+  const json* subject = subject_for(binding, user, binding_ns);
   if (!subject) return;
+  const json* role = role_of(binding, cluster_binding, rbac, &visit.errors);
+  if (!role) return;
   const json ref = binding.value("roleRef", json::object());
   const std::string ref_kind = str(ref, "kind"), ref_name = str(ref, "name");
-  const json* role = nullptr;
-  if (ref_kind == "ClusterRole") {
-    role = find_object(rbac.cluster_roles, ref_name, std::nullopt);
-    if (!role)
-      visit.errors.push_back("clusterrole.rbac.authorization.k8s.io \"" + ref_name +
-                             "\" not found");
-  } else if (ref_kind == "Role" && !cluster_binding) {
-    role = find_object(rbac.roles, ref_name, binding_ns);
-    if (!role)
-      visit.errors.push_back("role.rbac.authorization.k8s.io \"" + ref_name + "\" not found");
-  } else {
-    visit.errors.push_back("unsupported role reference kind: \"" + ref_kind + "\"");
-  }
-  if (!role) return;
-  for (const auto& rule : role->value("rules", json::array())) {
+  static const json kNoRules = json::array();
+  const auto found = role->find("rules");
+  const json& stored_rules = found != role->end() && found->is_array() ? *found : kNoRules;
+  for (std::size_t i = 0; i < stored_rules.size(); ++i) {
+    const json& rule = stored_rules[i];
     if (!rule.is_object() || !rule_allows(rule, request)) continue;
     const std::string binding_name =
         cluster_binding ? meta(binding, "name") : meta(binding, "name") + "/" + binding_ns;
     visit.allowed_by = std::string(cluster_binding ? "ClusterRoleBinding" : "RoleBinding") + " \"" +
                        binding_name + "\" of " + ref_kind + " \"" + ref_name + "\" to " +
                        describe(*subject, binding_ns);
+    visit.role = role_name(ref_kind, ref_name, meta(*role, "namespace"));
+    visit.rule_index = i;
+    visit.rule = &rule;
     return;
   }
+}
+
+// The bindings in authorize()'s order until one allows: ClusterRoleBindings, then the
+// request namespace's RoleBindings.
+Visit visit_all(const UserInfo& user, const RequestAttributes& request, const RbacObjects& rbac) {
+  Visit visit;
+  for (const json* b : sorted_bindings(rbac.cluster_role_bindings, std::nullopt)) {
+    visit_binding(*b, true, user, request, rbac, visit);
+    if (visit.allowed_by) return visit;
+  }
+  if (!request.ns.empty()) {
+    for (const json* b : sorted_bindings(rbac.role_bindings, request.ns)) {
+      visit_binding(*b, false, user, request, rbac, visit);
+      if (visit.allowed_by) return visit;
+    }
+  }
+  return visit;
 }
 
 std::string join_errors(const std::vector<std::string>& errors) {
@@ -226,17 +270,8 @@ Authorization authorize(const UserInfo& user, const RequestAttributes& request,
                         const RbacObjects& rbac) {
   if (has(user.groups, "system:masters"))
     return {true, "the group system:masters is always allowed"};
-  Visit visit;
-  for (const json* b : sorted_bindings(rbac.cluster_role_bindings, std::nullopt)) {
-    visit_binding(*b, true, user, request, rbac, visit);
-    if (visit.allowed_by) return {true, "RBAC: allowed by " + *visit.allowed_by};
-  }
-  if (!request.ns.empty()) {
-    for (const json* b : sorted_bindings(rbac.role_bindings, request.ns)) {
-      visit_binding(*b, false, user, request, rbac, visit);
-      if (visit.allowed_by) return {true, "RBAC: allowed by " + *visit.allowed_by};
-    }
-  }
+  const Visit visit = visit_all(user, request, rbac);
+  if (visit.allowed_by) return {true, "RBAC: allowed by " + *visit.allowed_by};
   return {false, visit.errors.empty() ? "" : "RBAC: " + join_errors(visit.errors)};
 }
 
@@ -365,6 +400,136 @@ RbacObjects bootstrap_rbac() {
   for (const char* name : {"system:discovery", "system:public-info-viewer", "system:basic-user"})
     rbac.cluster_role_bindings.push_back(binding(name));
   return rbac;
+}
+
+namespace {
+
+// The (apiGroup, resource, verb) of `rule` that `r` matched: the request's own values
+// where the rule lists them, else the wildcard that matched.
+Grant matched_grant(const std::string& role, std::size_t index, const json& rule,
+                    const RequestAttributes& r) {
+  Grant g{role, index, "", "", "", strings_of(rule, "resourceNames")};
+  g.verb = has(strings_of(rule, "verbs"), r.verb) ? r.verb : "*";
+  if (!r.resource_request) {  // a nonResourceURLs rule: the URL pattern that matched
+    for (const auto& url : strings_of(rule, "nonResourceURLs"))
+      if (non_resource_url_matches({url}, r.path)) {
+        g.resource = url;
+        break;
+      }
+    return g;
+  }
+  const auto groups = strings_of(rule, "apiGroups");
+  g.api_group = has(groups, r.api_group) ? r.api_group : "*";
+  const std::string combined =
+      r.subresource.empty() ? r.resource : r.resource + "/" + r.subresource;
+  const auto resources = strings_of(rule, "resources");
+  g.resource = has(resources, combined) ? combined
+               : !r.subresource.empty() && has(resources, "*/" + r.subresource)
+                   ? "*/" + r.subresource
+                   : "*";
+  return g;
+}
+
+std::string method_of(const std::string& verb) {
+  if (verb == "get" || verb == "list" || verb == "watch") return "GET";
+  if (verb == "create") return "POST";
+  if (verb == "update") return "PUT";
+  if (verb == "patch") return "PATCH";
+  if (verb == "delete" || verb == "deletecollection") return "DELETE";
+  std::string upper = verb;
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return upper;
+}
+
+}  // namespace
+
+std::string to_string(const Grant& g) {
+  std::string out = g.role + " rule " + std::to_string(g.rule) + ": " + g.verb + " \"" +
+                    g.resource + "\" in API group \"" + g.api_group + "\"";
+  if (!g.resource_names.empty()) {
+    out += " named [";
+    for (size_t i = 0; i < g.resource_names.size(); ++i)
+      out += (i ? ", " : "") + g.resource_names[i];
+    out += "]";
+  }
+  return out;
+}
+
+std::optional<Grant> grant_used(const UserInfo& user, const RequestAttributes& request,
+                                const RbacObjects& rbac) {
+  const Visit visit = visit_all(user, request, rbac);
+  if (!visit.allowed_by || !visit.rule) return std::nullopt;
+  return matched_grant(visit.role, visit.rule_index, *visit.rule, request);
+}
+
+std::vector<Grant> grants_of(const UserInfo& user, const RbacObjects& rbac) {
+  std::set<Grant> out;
+  std::set<const json*> seen;
+  auto add_role = [&](const json& binding, bool cluster_binding) {
+    const std::string binding_ns = cluster_binding ? "" : meta(binding, "namespace");
+    if (!subject_for(binding, user, binding_ns)) return;
+    const json* role = role_of(binding, cluster_binding, rbac, nullptr);
+    if (!role || !seen.insert(role).second) return;
+    const std::string name = role_name(str(binding.value("roleRef", json::object()), "kind"),
+                                       meta(*role, "name"), meta(*role, "namespace"));
+    const json rules = role->value("rules", json::array());
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      if (!rules[i].is_object()) continue;
+      for (const auto& url : strings_of(rules[i], "nonResourceURLs"))
+        for (const auto& verb : strings_of(rules[i], "verbs"))
+          out.insert({name, i, "", url, verb, {}});
+      for (const auto& group : strings_of(rules[i], "apiGroups"))
+        for (const auto& resource : strings_of(rules[i], "resources"))
+          for (const auto& verb : strings_of(rules[i], "verbs"))
+            out.insert({name, i, group, resource, verb, strings_of(rules[i], "resourceNames")});
+    }
+  };
+  for (const auto& b : rbac.cluster_role_bindings) add_role(b, true);
+  for (const auto& b : rbac.role_bindings) add_role(b, false);
+  return {out.begin(), out.end()};
+}
+
+RequestAttributes request_attributes(const AuditEvent& event) {
+  server::Request request;
+  request.method = method_of(event.verb);
+  request.target = event.request_uri;
+  const size_t q = request.target.find('?');
+  request.path = request.target.substr(0, q);
+  request.query = q == std::string::npos ? "" : request.target.substr(q + 1);
+  return request_attributes(request.method, request.path, event.verb == "watch",
+                            request.query_param("fieldSelector"));
+}
+
+std::map<std::string, RbacUsage> rbac_usage(const RbacObjects& rbac,
+                                            const std::vector<AuditEvent>& events) {
+  std::map<std::string, UserInfo> accounts;
+  auto add_subjects = [&](const json& binding, const std::string& binding_ns) {
+    for (const auto& s : binding.value("subjects", json::array())) {
+      if (!s.is_object() || str(s, "kind") != "ServiceAccount") continue;
+      const std::string ns = str(s, "namespace").empty() ? binding_ns : str(s, "namespace");
+      if (ns.empty()) continue;
+      const UserInfo user = service_account_user(ns, str(s, "name"));
+      accounts.emplace(user.username, user);
+    }
+  };
+  for (const auto& b : rbac.cluster_role_bindings) add_subjects(b, "");
+  for (const auto& b : rbac.role_bindings) add_subjects(b, meta(b, "namespace"));
+
+  std::map<std::string, RbacUsage> out;
+  for (const auto& [name, user] : accounts) {
+    RbacUsage& usage = out[name];
+    std::set<Grant> used;
+    for (const AuditEvent& e : events) {
+      if (e.username != name) continue;
+      RequestUse use{e, grant_used(user, request_attributes(e), rbac)};
+      if (use.grant) used.insert(*use.grant);
+      usage.requests.push_back(std::move(use));
+    }
+    for (const Grant& g : grants_of(user, rbac))
+      if (!used.count(g)) usage.unused.push_back(g);
+  }
+  return out;
 }
 
 }  // namespace commgate::sim

@@ -30,11 +30,15 @@
 // writes of RBAC objects, no Node or Webhook authorizer.
 #pragma once
 
+#include <cstddef>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sim/audit_log.h"       // AuditEvent: the requests a usage report reads
 #include "sim/authentication.h"  // UserInfo: who asks (username, groups)
 
 namespace commgate::sim {
@@ -95,5 +99,55 @@ nlohmann::json forbidden_status(const UserInfo& user, const RequestAttributes& r
 // selfsubjectaccessreviews, selfsubjectrulesreviews), each bound to system:authenticated
 // by a ClusterRoleBinding of the same name.
 RbacObjects bootstrap_rbac();
+
+// ---- Which rule each request used, and which grants none used (RBAC proven, not assumed) ----
+
+// One (apiGroup, resource, verb) of one rule of one role: the unit in which a grant is used
+// or not. A rule with two resources and three verbs is six grants.
+struct Grant {
+  std::string role;      // `ClusterRole "commgate-operator"`, `Role "ns/leader-election"`
+  std::size_t rule = 0;  // the rule's index in the role's rules
+  std::string api_group;
+  std::string resource;  // as written: "pods", "trainingjobs/status", "*"
+  std::string verb;
+  std::vector<std::string> resource_names;  // the rule's, [] for any name
+  auto operator<=>(const Grant&) const = default;
+};
+// `ClusterRole "x" rule 2: update "trainingjobs/status" in API group "commgate.io"` (and
+// ` named [a, b]` when the rule names objects).
+std::string to_string(const Grant& grant);
+
+// The rule that allows a request, as authorize() visits the bindings (the first that
+// allows), given as the Grant the request used; nullopt when none allows it (denied, or
+// allowed only as system:masters).
+std::optional<Grant> grant_used(const UserInfo& user, const RequestAttributes& request,
+                                const RbacObjects& rbac);
+
+// Every grant the roles bound to `user` give it (bindings that apply to the user: by name,
+// group or service account), each role once.
+std::vector<Grant> grants_of(const UserInfo& user, const RbacObjects& rbac);
+
+// A request of the audit log as the authorizer saw it: the verb, resource, subresource,
+// namespace and name kube-apiserver's RequestInfoFactory reads from the method (from the
+// audit verb) and the request URI (a list's fieldSelector metadata.name=x names x; a
+// namespace's own requests are scoped to it).
+RequestAttributes request_attributes(const AuditEvent& event);
+
+struct RequestUse {
+  AuditEvent event;
+  std::optional<Grant> grant;  // nullopt: no rule of the given objects allowed it
+};
+struct RbacUsage {
+  std::vector<RequestUse> requests;  // the service account's requests, oldest first
+  std::vector<Grant> unused;         // its grants that no request of its used, sorted
+};
+// For each ServiceAccount a binding of `rbac` names (key: its username,
+// system:serviceaccount:<ns>:<name>): which grant each of its requests in `events` used,
+// and which of its grants no request used. Every request counts, whatever its answer (a
+// request the authorizer allowed and a webhook refused still used its grant; a 403 used
+// none). Pass the roles under test without bootstrap_rbac(), so discovery requests show
+// as using no grant rather than as uses of system:discovery.
+std::map<std::string, RbacUsage> rbac_usage(const RbacObjects& rbac,
+                                            const std::vector<AuditEvent>& events);
 
 }  // namespace commgate::sim
