@@ -159,8 +159,14 @@ std::string warning_header_value(const std::string& text) {
   return "299 - \"" + quoted + "\"";
 }
 
-Admission::Admission(const ObjectStore& store, const ServiceDirectory& services)
-    : store_(store), services_(services) {}
+Admission::Admission(const ObjectStore& store, const ServiceDirectory& services,
+                     AdmissionPlugins plugins, Authorizer authorize)
+    : store_(store),
+      services_(services),
+      plugins_(plugins),
+      authorize_(authorize ? std::move(authorize) : [](const UserInfo&, const RequestAttributes&) {
+        return Authorization{true, ""};
+      }) {}
 
 std::vector<json> Admission::webhooks(const std::string& plural) const {
   std::vector<json> out;
@@ -321,6 +327,17 @@ json Admission::mutate(const AdmissionAttributes& in, std::vector<std::string>& 
 }
 
 void Admission::validate(const AdmissionAttributes& a, std::vector<std::string>& warnings) const {
+  if (plugins_.owner_references_permission_enforcement) {
+    const auto resources_of_kind = [this](const std::string& group, const std::string& version,
+                                          const std::string& kind) {
+      std::vector<ResourceInfo> out;
+      for (auto& r : store_.registry().in_group_version(group, version))
+        if (r.kind == kind) out.push_back(std::move(r));
+      return out;
+    };
+    if (auto denied = owner_references_denial(a, authorize_, resources_of_kind))
+      throw ApiError(*denied);
+  }
   if (exempt_from_webhooks(a)) return;
   std::optional<ApiError> first;
   for (const json& hook : webhooks("validatingwebhookconfigurations")) {

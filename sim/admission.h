@@ -3,7 +3,9 @@
 // ValidatingWebhookConfiguration objects in the store, matched by their rules
 // (admission_rules.h), called with an AdmissionReview v1 over HTTPS (webhook_caller.h),
 // their answers checked and turned into patches, warnings, refusals and failures with
-// kube-apiserver's Status bodies and wording. docs/testing.md says what is left out.
+// kube-apiserver's Status bodies and wording; and, when enabled, the built-in validating
+// plugin OwnerReferencesPermissionEnforcement ahead of the validating webhooks, as
+// kube-apiserver orders its chain. docs/testing.md says what is left out.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,7 +20,9 @@ namespace commgate::sim {
 
 class Admission {
  public:
-  Admission(const ObjectStore& store, const ServiceDirectory& services);
+  // `authorize` answers the plugins' own authorization checks (AlwaysAllow when empty).
+  Admission(const ObjectStore& store, const ServiceDirectory& services,
+            AdmissionPlugins plugins = {}, Authorizer authorize = {});
 
   // The mutating webhooks, configurations in name order and each one's webhooks in order,
   // each seeing the object as the ones before it patched it. Returns the object to go on
@@ -27,9 +31,10 @@ class Admission {
   // webhook with side effects would see (400).
   nlohmann::json mutate(const AdmissionAttributes& a, std::vector<std::string>& warnings) const;
 
-  // The validating webhooks. kube-apiserver calls them in parallel and reports the first
-  // error it collects; the sim calls every matching one in name order and throws the
-  // first error, after collecting every warning.
+  // The enabled built-in plugins (OwnerReferencesPermissionEnforcement: its 403 thrown as
+  // ApiError), then the validating webhooks. kube-apiserver calls the webhooks in parallel
+  // and reports the first error it collects; the sim calls every matching one in name
+  // order and throws the first error, after collecting every warning.
   void validate(const AdmissionAttributes& a, std::vector<std::string>& warnings) const;
 
  private:
@@ -43,6 +48,8 @@ class Admission {
 
   const ObjectStore& store_;
   const ServiceDirectory& services_;
+  AdmissionPlugins plugins_;
+  Authorizer authorize_;
 };
 
 // The `Warning` header value for one admission warning: `299 - "<text>"` (RFC 7234 form,

@@ -2,14 +2,19 @@
 // (k8s.io/apiserver pkg/admission/plugin/webhook: rules.Matcher, namespace and object
 // matchers): operations, apiGroups, apiVersions, resources with subresources ("*",
 // "*/*", "pods/status", "trainingjobs/scale"), scope, namespaceSelector, objectSelector.
-// Pure functions over the request's attributes and a webhook's JSON.
+// Pure functions over the request's attributes and a webhook's JSON. Also the one
+// built-in admission plugin the sim runs besides the namespace check:
+// OwnerReferencesPermissionEnforcement.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/authentication.h"
+#include "sim/rbac_authorizer.h"
 #include "sim/resource.h"
 
 namespace commgate::sim {
@@ -46,5 +51,37 @@ bool object_selector_matches(const nlohmann::json& selector, const AdmissionAttr
 // Webhooks never see writes to webhook configurations (so a broken webhook cannot lock
 // itself in), as kube-apiserver excludes them.
 bool exempt_from_webhooks(const AdmissionAttributes& a);
+
+// ---- Built-in admission plugins (kube-apiserver --enable-admission-plugins) ----
+
+// The plugins a sim runs beyond its defaults; each off unless enabled, as upstream.
+struct AdmissionPlugins {
+  // OwnerReferencesPermissionEnforcement (plugin/pkg/admission/gc; on in OpenShift).
+  bool owner_references_permission_enforcement = false;
+};
+// `--enable-admission-plugins` as upstream spells it: a comma-separated list of names.
+// Throws std::invalid_argument naming a plugin the sim does not model.
+AdmissionPlugins parse_admission_plugins(const std::string& list);
+
+// Who may do what (authorize() over the RBAC objects now; always allowed without RBAC).
+using Authorizer = std::function<Authorization(const UserInfo&, const RequestAttributes&)>;
+// The RESTMapper: the resources serving `kind` in group/version (several or none).
+using KindResources = std::function<std::vector<ResourceInfo>(
+    const std::string& group, const std::string& version, const std::string& kind)>;
+
+// OwnerReferencesPermissionEnforcement's Validate, as upstream (gc_admission.go): on CREATE
+// and UPDATE (pods/status exempt) that change metadata.ownerReferences, an UPDATE needs
+// `delete` on the object itself (the request's resource and subresource: "cannot set an
+// ownerRef on a resource you can't delete"); then every ownerReference that newly sets
+// blockOwnerDeletion: true (a new blocking reference, or false/absent before, matched by
+// uid) needs `update` on the owner's `<resource>/finalizers` by name, in the request's
+// namespace when the owner is namespaced ("cannot set blockOwnerDeletion if an
+// ownerReference refers to a resource you can't set finalizers on: <reason>, <nil>"), on
+// every resource its kind maps to. A kind nothing serves is refused too ("cannot find
+// RESTMapping"). nullopt: allowed; else the 403 Forbidden Status (admission.NewForbidden:
+// `jobs.batch "bert" is forbidden: ...`). `a.object` is the object as it would be stored.
+std::optional<nlohmann::json> owner_references_denial(const AdmissionAttributes& a,
+                                                      const Authorizer& authorize,
+                                                      const KindResources& resources_of_kind);
 
 }  // namespace commgate::sim

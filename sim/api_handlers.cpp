@@ -276,7 +276,14 @@ json self_subject_review(const UserInfo& user, TimePoint now) {
 }  // namespace
 
 ApiHandlers::ApiHandlers(ObjectStore& store, ApiHandlerOptions options)
-    : store_(store), options_(std::move(options)), admission_(store_, services_) {}
+    : store_(store),
+      options_(std::move(options)),
+      admission_(store_, services_, options_.admission_plugins,
+                 [this](const UserInfo& user, const RequestAttributes& request) {
+                   if (options_.authorization != AuthorizationMode::kRbac)
+                     return Authorization{true, ""};
+                   return authorize(user, request, *rbac_objects());
+                 }) {}
 
 Response ApiHandlers::handle(const Request& request) {
   Write w;

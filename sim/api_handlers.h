@@ -33,6 +33,8 @@ struct ApiHandlerOptions {
   TokenAuthenticator authentication;
   AuthorizationMode authorization = AuthorizationMode::kAlwaysAllow;
   std::chrono::seconds default_watch_timeout{1800};
+  // Built-in admission plugins (admission_rules.h), authorized as the requests are.
+  AdmissionPlugins admission_plugins = {};
 };
 
 class ApiHandlers {

@@ -48,8 +48,9 @@ ApiServer::ApiServer(ApiServerOptions options)
       token_(options.token.empty() ? random_token() : options.token),
       pki_(make_serving_pki()),
       store_(store_options(options)),
-      handlers_(store_, ApiHandlerOptions{TokenAuthenticator(token_, options.users),
-                                          options.authorization, std::chrono::seconds(1800)}) {
+      handlers_(store_,
+                ApiHandlerOptions{TokenAuthenticator(token_, options.users), options.authorization,
+                                  std::chrono::seconds(1800), options.admission_plugins}) {
   std::string templ = (std::filesystem::temp_directory_path() / "commgate-sim-XXXXXX").string();
   if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = templ;

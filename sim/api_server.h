@@ -35,6 +35,9 @@ struct ApiServerOptions {
   std::vector<TokenUser> users;
   // --authorization: AlwaysAllow (the default) or RBAC from the stored roles and bindings.
   AuthorizationMode authorization = AuthorizationMode::kAlwaysAllow;
+  // --enable-admission-plugins: built-in plugins beyond the defaults (admission_rules.h),
+  // e.g. OwnerReferencesPermissionEnforcement; none by default, as upstream.
+  AdmissionPlugins admission_plugins = {};
   std::size_t history_limit = 10'000;
   std::chrono::milliseconds bookmark_interval{60'000};  // kube-apiserver: about a minute
   std::chrono::milliseconds tick_interval{100};         // watch timeouts are this precise

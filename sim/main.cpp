@@ -25,6 +25,7 @@ void usage() {
                "                    [--node-labels K=V[,K=V...]]\n"
                "                    [--node-group N[,gpus=G][,netns=PREFIX][,label=K=V]...]...\n"
                "                    [--pod-dir DIR] [--authorization rbac|always-allow]\n"
+               "                    [--enable-admission-plugins NAME[,NAME...]]\n"
                "  --token: the admin's bearer token (kubernetes-admin, system:masters)\n"
                "  --user: one more identity; a service account's name\n"
                "    (system:serviceaccount:NS:NAME) gets its groups, everyone\n"
@@ -40,6 +41,8 @@ void usage() {
                "  --authorization: always-allow (the default) or rbac: the stored Roles,\n"
                "    ClusterRoles and bindings decide (403 as kube-apiserver words it);\n"
                "    the admin (system:masters) is always allowed\n"
+               "  --enable-admission-plugins: OwnerReferencesPermissionEnforcement (off by\n"
+               "    default): blockOwnerDeletion needs update on the owner's finalizers\n"
                "  --service: where a service that webhook configurations name listens\n"
                "             (the sim has no cluster DNS); repeatable\n";
 }
@@ -131,6 +134,8 @@ int main(int argc, char** argv) {
                     << "\"\n";
           return 2;
         }
+      } else if (arg == "--enable-admission-plugins") {
+        options.admission_plugins = parse_admission_plugins(value());
       } else if (arg == "-h" || arg == "--help") {
         usage();
         return 0;
