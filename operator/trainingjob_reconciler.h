@@ -23,6 +23,13 @@
 // annotations, the CommProfile, the probe Job), so a restarted operator or a new leader
 // carries on where the last one stopped. Thread-safe: the runner may reconcile different
 // keys at once.
+//
+// Where each part lives: read, the own writes and the metrics in trainingjob_reconciler.cpp;
+// the steps in reconcile_profile.cpp, reconcile_probe.cpp (probe and collect),
+// reconcile_decide.cpp, reconcile_workload.cpp and reconcile_status.cpp, sharing
+// reconcile_context.h (internal). The pure parts have their own headers, included here:
+// trainingjob_phases.h (phases, reasons), decision_status.h (status.decision, the Event
+// note), probe_retry.h (retry delays), pool_waiters.h (whom a probe wakes).
 #pragma once
 
 #include <chrono>
@@ -42,9 +49,13 @@
 #include "kube/client.h"
 #include "kube/event_recorder.h"
 #include "kube/reconcile_result.h"
+#include "operator/decision_status.h"
 #include "operator/policy_counters.h"
+#include "operator/pool_waiters.h"
 #include "operator/probe_job.h"
 #include "operator/probe_outcome.h"
+#include "operator/probe_retry.h"
+#include "operator/trainingjob_phases.h"
 #include "operator/workload_job.h"
 
 namespace commgate::op {
@@ -56,62 +67,6 @@ struct ReconcilerSettings {
   // trainingjobs_waiting_on_pool).
   std::chrono::milliseconds probe_poll{2000};
 };
-
-// Phases of status.phase (crds/trainingjobs.commgate.io.yaml).
-namespace phase {
-inline constexpr const char* kGated = "Gated";
-inline constexpr const char* kProbing = "Probing";
-inline constexpr const char* kAdmitted = "Admitted";
-inline constexpr const char* kDownsized = "Downsized";
-inline constexpr const char* kRejected = "Rejected";
-inline constexpr const char* kRunning = "Running";
-inline constexpr const char* kSucceeded = "Succeeded";
-inline constexpr const char* kFailed = "Failed";
-}  // namespace phase
-
-// Reasons of the reconciler's own (the probe's are in probe_outcome.h, the decision's in
-// core/decision.h).
-namespace op_reason {
-inline constexpr const char* kInvalidSpec = "InvalidSpec";
-inline constexpr const char* kPolicyNotFound = "PolicyNotFound";
-// Another job's probe of the same pool (for another model) runs; this one waits for it.
-inline constexpr const char* kWaitingForPoolProbe = "WaitingForPoolProbe";
-// A probe succeeded but its measurement still does not let the job be decided (e.g. it
-// could not time the job's model): counted as a failed attempt.
-inline constexpr const char* kMeasurementInsufficient = "MeasurementInsufficient";
-// The probe failed past the policy's retryStrategy.backoffLimitCount: phase Failed.
-inline constexpr const char* kProbeFailed = "ProbeFailed";
-inline constexpr const char* kWorkloadCreated = "WorkloadCreated";
-// The TrainingJob's name cannot name its workload (operator/workload_job.h
-// workload_name_problem): phase Failed, nothing is probed or created.
-inline constexpr const char* kInvalidWorkloadName = "InvalidWorkloadName";
-// The workload's name is taken by the Job of an earlier TrainingJob of the same name that
-// the garbage collector has not deleted yet.
-inline constexpr const char* kPreviousWorkloadExists = "PreviousWorkloadExists";
-// A pod of the workload cannot be scheduled (workload_state.h): Running=False, a Warning.
-inline constexpr const char* kPodsUnschedulable = "PodsUnschedulable";
-}  // namespace op_reason
-
-// The delay before probe retry `retry` (1 for the first retry): backoffBaseSeconds doubled
-// with each retry, at most backoffMaxSeconds.
-std::chrono::seconds probe_retry_delay(const RetryStrategy& strategy, int retry);
-
-// The measurement a decision used, as status.measurement stores it (the CRD's fields).
-nlohmann::json measurement_to_status(const Measurement& m);
-
-// The Event note of a decision: "downsized from 4 to 2 nodes: predicted communication
-// share 0.62 > 0.30 at 4 nodes, 0.24 at 2 nodes (CommPolicy default; measured all-reduce
-// busbw 0.118 GB/s)", "admitted at 4 nodes: ...", "denied: <the decision's message>".
-std::string decision_event_note(const Decision& d, const CommPolicy& policy,
-                                const Measurement* measurement);
-
-// The keys ("namespace/name", sorted) of the TrainingJobs in `trainingjobs` (as read from
-// the API server or a cache) that wait on `pool`: suspended (gated, probing, or waiting
-// for a retry) and pool_name(spec.nodeSelector) == pool. The process enqueues them when a
-// probe Job or pod of that pool (label commgate.io/pool) changes, and when the pool's
-// CommProfile changes.
-std::vector<std::string> trainingjobs_waiting_on_pool(
-    const std::vector<nlohmann::json>& trainingjobs, const std::string& pool);
 
 class TrainingJobReconciler {
  public:

@@ -1,0 +1,75 @@
+// Internal to the reconciler's own files (trainingjob_reconciler.cpp and reconcile_*.cpp):
+// the state of one reconcile (TrainingJobReconciler::Context), the API paths it reads and
+// writes, and the small API-call helpers its steps share. Other users include
+// trainingjob_reconciler.h.
+#pragma once
+
+// clang-format off
+// First: included after conditions.h, workload_job.h's PoolDevice::kUnknown would shadow
+// its kUnknown (-Wshadow).
+#include "operator/trainingjob_reconciler.h"
+// clang-format on
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/comm_profile.h"
+#include "kube/client.h"
+#include "operator/conditions.h"
+#include "operator/object_fields.h"
+
+namespace commgate::op {
+namespace detail {
+
+inline constexpr const char* kTrainingJobs = "/apis/commgate.io/v1alpha1/namespaces/";
+inline constexpr const char* kProfiles = "/apis/commgate.io/v1alpha1/commprofiles";
+// Set by the Job controller on a Job's pods: the Job's metadata.uid.
+inline constexpr const char* kControllerUidLabel = "batch.kubernetes.io/controller-uid";
+
+// The TrainingJob was deleted while it was being reconciled (a write answered 404).
+struct JobGone {};
+
+std::string trainingjob_path(const std::string& ns, const std::string& name);
+std::string jobs_collection(const std::string& ns);
+std::string services_collection(const std::string& ns);
+std::string pods_collection(const std::string& ns);
+std::string profile_path(const std::string& pool);
+
+// The object at `path`, or nullopt when it does not exist (404).
+std::optional<nlohmann::json> get_or_null(const kube::Reader& reader, const std::string& path);
+// Creates `object` unless it exists (409 AlreadyExists). Returns true when this call
+// created it.
+bool create_if_absent(kube::Writer& writer, const std::string& collection,
+                      const nlohmann::json& object);
+// Deletes `path`; one that is gone already (404) is not an error.
+void remove_if_present(kube::Writer& writer, const std::string& path,
+                       const kube::DeleteOptions& options = {});
+
+}  // namespace detail
+
+struct TrainingJobReconciler::Context {
+  std::string key, ns, name, path;
+  nlohmann::json object;  // the TrainingJob as last read or written
+  TrainingJob job;
+  nlohmann::json status = nlohmann::json::object();  // the status to write; starts as the object's
+  TimePoint now{};
+  std::shared_ptr<const Snapshot> snapshot;
+  std::optional<CommProfile> overlay;  // the pool's profile as read or written just now
+  Step step = Step::kRead;
+  // A decision newly put in status.decision: counted on its policy once the status is
+  // written.
+  std::optional<Decision> to_count;
+
+  void condition(const char* type, const char* status_value, const std::string& reason,
+                 const std::string& message) {
+    set_condition(status["conditions"],
+                  Condition{type, status_value, reason, message, detail::generation_of(object)},
+                  now);
+  }
+  void set_phase(const char* p) { status["phase"] = p; }
+  std::string pool() const { return pool_name(job.spec.node_selector); }
+};
+
+}  // namespace commgate::op

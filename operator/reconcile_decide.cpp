@@ -1,0 +1,177 @@
+// The reconcile's decide step: follow a decision record that holds, decide a gated job
+// (after the pool's profile and probe when it needs a measurement), and write a decision
+// as ONE merge patch of the TrainingJob.
+#include <utility>
+
+#include "core/decision_record.h"
+#include "kube/api_error.h"
+#include "operator/reconcile_context.h"
+
+namespace commgate::op {
+
+using kube::Action;
+using kube::ApiError;
+using kube::ReconcileError;
+using kube::ReconcileResult;
+using nlohmann::json;
+using namespace detail;
+
+// ----- follow a decision that holds ------------------------------------------------------
+
+ReconcileResult TrainingJobReconciler::follow_record(Context& ctx, const DecisionRecord& record) {
+  const json& observed = ctx.status.value("observedGeneration", json());
+  const bool status_of_older_spec =
+      !observed.is_number_integer() || observed.get<int64_t>() != generation_of(ctx.object);
+  if (!ctx.status.value("decision", json()).is_object() || status_of_older_spec) {
+    // Decided before the operator saw the job, or this spec (by the webhook, again after
+    // an edit, perhaps to the same action and count): show that decision, with its
+    // predictions when deciding the request again agrees with the record.
+    TrainingJob as_requested = ctx.job;
+    as_requested.spec.num_nodes = record.requested_nodes;
+    std::swap(ctx.job, as_requested);
+    const JobDecision jd = decide_now(ctx);
+    std::swap(ctx.job, as_requested);
+    if (jd.policy && jd.decision.action == record.action &&
+        jd.decision.admitted_nodes == record.admitted_nodes) {
+      put_decision(ctx.status, jd.decision, jd.measurement ? &*jd.measurement : nullptr,
+                   ctx.to_count);
+    } else {
+      put_decision(ctx.status, decision_of_record(record), nullptr, ctx.to_count);
+    }
+  }
+  const std::string message = ctx.status["decision"].value("message", record.message);
+  if (record.action == commgate::Action::kDeny) {
+    ctx.set_phase(phase::kRejected);
+    ctx.status["admittedNodes"] = 0;
+    ctx.condition(condition::kAdmitted, kFalse, record.reason, message);
+    sync_status(ctx);
+    return Action::await_change();
+  }
+  ctx.condition(condition::kAdmitted, kTrue, record.reason, message);
+  return launch_and_sync(ctx, record);
+}
+
+// ----- gated: profile, probe, collect, decide ---------------------------------------------
+
+ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_recorded) {
+  enter(ctx, Step::kDecide);
+  // A new spec (a new generation since the status was written) gets fresh probe attempts.
+  const json& observed = ctx.status.value("observedGeneration", json());
+  if (observed.is_number_integer() && observed.get<int64_t>() != generation_of(ctx.object)) {
+    ctx.status.erase("probeAttempts");
+    ctx.status.erase("nextProbeTime");
+    remove_condition(ctx.status["conditions"], condition::kFailed);
+  }
+  JobDecision jd = decide_now(ctx);
+  if (!jd.policy) {
+    ctx.condition(condition::kAdmitted, kFalse, op_reason::kPolicyNotFound, jd.policy_error);
+    sync_status(ctx);
+    return ReconcileError::terminal(jd.policy_error);
+  }
+  if (jd.decision.action != commgate::Action::kGate) return apply_decision(ctx, jd);
+
+  // Still gated: make sure the pool's CommProfile exists, and decide again with it as
+  // just read (the cache the snapshot comes from may lag behind it).
+  const json profile = ensure_profile(ctx, jd.profile_name);
+  enter(ctx, Step::kDecide);
+  jd = decide_now(ctx);
+  if (!jd.policy) return ReconcileError::retryable(jd.policy_error);
+  if (jd.decision.action != commgate::Action::kGate) return apply_decision(ctx, jd);
+
+  if (!gate_recorded) {
+    // No webhook gated it (or the spec changed without one): the operator does.
+    patch_decision(ctx, jd, record_of(jd, ctx.job, ctx.now));
+    event(ctx, "Normal", "Gated", "Decide", decision_event_note(jd.decision, *jd.policy, nullptr));
+  }
+  put_decision(ctx.status, jd.decision, jd.measurement ? &*jd.measurement : nullptr, ctx.to_count);
+  ctx.status.erase("admittedNodes");
+  if (is_measurement_gate(jd.decision.reason) &&
+      condition_is(ctx.status.value("conditions", json::array()), condition::kFailed, kTrue)) {
+    // Failed for good: until the spec changes, with the Admitted condition fail_for_good
+    // wrote (why no probe can measure the pool), not the gate's "no measurement yet".
+    ctx.set_phase(phase::kFailed);
+    sync_status(ctx);
+    return Action::await_change();
+  }
+  ctx.condition(condition::kAdmitted, kFalse, jd.decision.reason, jd.decision.message);
+  if (!is_measurement_gate(jd.decision.reason)) {
+    ctx.set_phase(phase::kGated);
+    sync_status(ctx);
+    return Action::await_change();
+  }
+  if (auto why = beyond_probe_reach(ctx, jd)) return fail_for_good(ctx, jd.decision.reason, *why);
+  return probe_or_collect(ctx, jd, profile);
+}
+
+// ----- decide ---------------------------------------------------------------------------
+
+void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
+                                           const DecisionRecord& record) {
+  json annotations = json::object();
+  for (const auto& [key, value] : decision_annotations(record)) annotations[key] = value;
+  json spec = {{"suspend", !admits(record.action)}};
+  if (record.action == commgate::Action::kDownsize) spec["numNodes"] = record.admitted_nodes;
+  const json patch = {{"metadata",
+                       {{"resourceVersion", meta_string(ctx.object, "resourceVersion")},
+                        {"annotations", annotations}}},
+                      {"spec", spec}};
+  const int64_t before = generation_of(ctx.object);
+  try {
+    ctx.object = writer_.patch(ctx.path, kube::PatchType::kMerge, patch);
+  } catch (const ApiError& e) {
+    if (e.not_found()) throw JobGone{};
+    throw;
+  }
+  remember_write(ctx);
+  ctx.job = parse_training_job(ctx.object);
+  // Conditions computed for the spec before this patch hold for the patched one: the
+  // patch is this decision's own.
+  const int64_t after = generation_of(ctx.object);
+  if (ctx.status.contains("conditions") && ctx.status["conditions"].is_array()) {
+    for (json& c : ctx.status["conditions"]) {
+      if (c.is_object() && c.value("observedGeneration", json()) == json(before))
+        c["observedGeneration"] = after;
+    }
+  }
+  std::lock_guard lock(metrics_mu_);
+  ++metrics_.decisions[commgate::to_string(jd.decision.action)];
+}
+
+ReconcileResult TrainingJobReconciler::apply_decision(Context& ctx, const JobDecision& jd) {
+  enter(ctx, Step::kDecide);
+  const Decision& d = jd.decision;
+  const DecisionRecord record = record_of(jd, ctx.job, ctx.now);
+  patch_decision(ctx, jd, record);
+  const Measurement* m = jd.measurement ? &*jd.measurement : nullptr;
+  const std::string note = decision_event_note(d, *jd.policy, m);
+  switch (d.action) {
+    case commgate::Action::kAdmit:
+      event(ctx, "Normal", "Admitted", "Decide", note);
+      break;
+    case commgate::Action::kDownsize:
+      event(ctx, "Normal", "Downsized", "Decide", note);
+      break;
+    case commgate::Action::kWarn:
+      event(ctx, "Warning", "AdmittedOverPolicy", "Decide", note);
+      break;
+    case commgate::Action::kDeny:
+      event(ctx, "Warning", "Denied", "Decide", note);
+      break;
+    case commgate::Action::kGate:
+      event(ctx, "Normal", "Gated", "Decide", note);
+      break;
+  }
+  put_decision(ctx.status, d, m, ctx.to_count);
+  ctx.status.erase("nextProbeTime");
+  if (d.action == commgate::Action::kDeny) {
+    ctx.set_phase(phase::kRejected);
+    ctx.status["admittedNodes"] = 0;
+    ctx.condition(condition::kAdmitted, kFalse, d.reason, d.message);
+    sync_status(ctx);
+    return Action::await_change();
+  }
+  ctx.condition(condition::kAdmitted, kTrue, d.reason, d.message);
+  return launch_and_sync(ctx, record);
+}
+
+}  // namespace commgate::op

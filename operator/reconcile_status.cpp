@@ -1,0 +1,68 @@
+// The reconcile's status step: the TrainingJob's status, written only when it changed, and
+// the decision counted on its policy once written.
+#include <utility>
+
+#include "kube/api_error.h"
+#include "operator/reconcile_context.h"
+
+namespace commgate::op {
+
+using kube::Action;
+using kube::ApiError;
+using kube::ReconcileError;
+using kube::ReconcileResult;
+using nlohmann::json;
+using namespace detail;
+
+ReconcileResult TrainingJobReconciler::fail_for_good(Context& ctx, const std::string& why,
+                                                     const std::string& message,
+                                                     const std::string& action) {
+  ctx.set_phase(phase::kFailed);
+  ctx.condition(condition::kFailed, kTrue, why, message);
+  ctx.condition(condition::kAdmitted, kFalse, why, message);
+  event(ctx, "Warning", why, action, message);
+  sync_status(ctx);
+  return Action::await_change();
+}
+
+void TrainingJobReconciler::sync_status(Context& ctx) {
+  enter(ctx, Step::kStatus);
+  ctx.status["observedGeneration"] = generation_of(ctx.object);
+  if (ctx.status.contains("conditions") && ctx.status["conditions"].empty())
+    ctx.status.erase("conditions");
+  const json& current = ctx.object.value("status", json::object());
+  if (ctx.status == current) return;  // nothing changed: no write
+  json object = ctx.object;
+  object["status"] = ctx.status;
+  try {
+    ctx.object = status_writer_.update_status(ctx.path, object);
+  } catch (const ApiError& e) {
+    if (e.not_found()) throw JobGone{};
+    throw;  // 409: the runner retries, and the next reconcile reads the job again
+  }
+  remember_write(ctx);
+  {
+    std::lock_guard lock(metrics_mu_);
+    ++metrics_.status_writes;
+  }
+  if (ctx.to_count) {
+    const Decision d = *std::exchange(ctx.to_count, std::nullopt);
+    count_decision(ctx, d, d.policy_name);
+  }
+}
+
+void TrainingJobReconciler::count_decision(Context& ctx, const Decision& d,
+                                           const std::string& policy) {
+  // The built-in default policy has no object to count on; a CommPolicy named "default"
+  // does, and is counted.
+  try {
+    counters_.count(policy, d, ctx.now);
+  } catch (const std::exception&) {
+    // An audit counter is not worth failing the job's reconcile for (the status is
+    // written, so a retry would not count it either): counted as an error of the step.
+    std::lock_guard lock(metrics_mu_);
+    ++metrics_.errors["count"];
+  }
+}
+
+}  // namespace commgate::op

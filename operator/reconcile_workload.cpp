@@ -1,0 +1,119 @@
+// The reconcile's workload step: the training's Service and Job for an admitted job, and
+// the job's phase from the Job's state (operator/workload_state.h).
+#include <map>
+
+#include "core/quantity.h"
+#include "operator/reconcile_context.h"
+#include "operator/workload_state.h"
+
+namespace commgate::op {
+
+using kube::Action;
+using kube::ApiError;
+using kube::ReconcileError;
+using kube::ReconcileResult;
+using nlohmann::json;
+using namespace detail;
+
+ReconcileResult TrainingJobReconciler::launch_and_sync(Context& ctx, const DecisionRecord& record) {
+  ctx.status["admittedNodes"] = record.admitted_nodes;
+  const char* decided = decision_phase(record.action);
+  if (ctx.job.spec.suspend) {
+    ctx.set_phase(decided);
+    ctx.condition(condition::kRunning, kFalse, "Suspended",
+                  "spec.suspend is true: the training workload is not started");
+    sync_status(ctx);
+    return Action::await_change();
+  }
+  const bool ours = ensure_workload(ctx, record);
+  sync_status(ctx);
+  if (!ours) return Action::requeue_after(settings_.probe_poll);
+  return Action::await_change();
+}
+
+bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& record) {
+  enter(ctx, Step::kWorkload);
+  const std::string path = jobs_collection(ctx.ns) + "/" + ctx.name;
+  std::optional<json> workload = get_or_null(reader_, path);
+  const std::string phase_now = ctx.status.value("phase", "");
+  if (!workload && (phase_now == phase::kSucceeded || phase_now == phase::kFailed)) {
+    // The training ran to its end and its Job is gone (ttlSecondsAfterFinished, or deleted
+    // by hand): the job is over, it is not started again.
+    return true;
+  }
+  if (!workload) {
+    std::map<std::string, std::string> nccl;
+    PoolDevice device = PoolDevice::kUnknown;
+    const CommProfile* profile = ctx.overlay ? &*ctx.overlay : ctx.snapshot->profile(ctx.pool());
+    if (profile) {
+      nccl = nccl_env_of(profile->status);
+      device = pool_device_of(profile->status);
+    }
+    const WorkloadObjects objects =
+        build_workload(ctx.job, meta_string(ctx.object, "uid"), nccl, settings_.workload, device);
+    if (const auto replaced = replaced_template_env(ctx.job); !replaced.empty()) {
+      std::string names;
+      for (const std::string& r : replaced) names += (names.empty() ? "" : ", ") + r;
+      event(ctx, "Warning", "TemplateEnvReplaced", "Launch",
+            "the pod template sets " + names +
+                ", which commgate sets for torchrun from the admitted node count; the "
+                "template's values are replaced");
+    }
+    create_if_absent(writer_, services_collection(ctx.ns), objects.service);
+    if (create_if_absent(writer_, jobs_collection(ctx.ns), objects.job)) {
+      event(ctx, "Normal", op_reason::kWorkloadCreated, "Launch",
+            "created Job " + ctx.ns + "/" + ctx.name + " with " +
+                format_nodes(ctx.job.spec.num_nodes) + " x " +
+                std::to_string(ctx.job.spec.num_proc_per_node) + " processes");
+    }
+    workload = objects.job;  // as created; its status arrives with the next change
+  }
+  if (const std::string owner = controller_uid_of(*workload);
+      !owner.empty() && owner != meta_string(ctx.object, "uid")) {
+    // The Job of an earlier TrainingJob of the same name, not yet garbage-collected.
+    ctx.set_phase(decision_phase(record.action));
+    ctx.condition(condition::kRunning, kFalse, op_reason::kPreviousWorkloadExists,
+                  "Job " + ctx.ns + "/" + ctx.name +
+                      " belongs to an earlier TrainingJob of this name; waiting for it to be "
+                      "deleted");
+    return false;
+  }
+  const WorkloadState state = workload_state(*workload, pods_of(*workload, ctx.ns));
+  if (state.reason == op_reason::kPodsUnschedulable) {
+    // Once per episode: when the Running condition does not say it yet.
+    const json conditions = ctx.status.value("conditions", json::array());
+    const json* running = find_condition(conditions, condition::kRunning);
+    if (!running || running->value("reason", "") != op_reason::kPodsUnschedulable)
+      event(ctx, "Warning", op_reason::kPodsUnschedulable, "Launch", state.message);
+  }
+  const std::string detail =
+      "Job " + ctx.ns + "/" + ctx.name + ": " + std::to_string(state.active) + " active, " +
+      std::to_string(state.succeeded) + " succeeded, " + std::to_string(state.failed) + " failed" +
+      (state.message.empty() ? "" : ": " + state.message);
+  auto reason_or = [&](const char* fallback) {
+    return state.reason.empty() ? std::string(fallback) : state.reason;
+  };
+  switch (state.phase) {
+    case WorkloadPhase::kPending:
+      ctx.set_phase(decision_phase(record.action));
+      ctx.condition(condition::kRunning, kFalse, reason_or("Pending"), detail);
+      break;
+    case WorkloadPhase::kRunning:
+      ctx.set_phase(phase::kRunning);
+      ctx.condition(condition::kRunning, kTrue, reason_or("Running"), detail);
+      break;
+    case WorkloadPhase::kSucceeded:
+      ctx.set_phase(phase::kSucceeded);
+      ctx.condition(condition::kRunning, kFalse, reason_or("Completed"), detail);
+      ctx.condition(condition::kComplete, kTrue, reason_or("Completed"), detail);
+      break;
+    case WorkloadPhase::kFailed:
+      ctx.set_phase(phase::kFailed);
+      ctx.condition(condition::kRunning, kFalse, reason_or("Failed"), detail);
+      ctx.condition(condition::kFailed, kTrue, reason_or("Failed"), detail);
+      break;
+  }
+  return true;
+}
+
+}  // namespace commgate::op
