@@ -51,7 +51,11 @@ json node_object(const NodeSpec& spec) {
 }
 
 SimCluster::SimCluster(ObjectStore& store, KubeletOptions kubelet)
-    : store_(store), scheduler_(store), kubelet_(store, std::move(kubelet)), jobs_(store) {}
+    : store_(store),
+      scheduler_(store),
+      kubelet_(store, std::move(kubelet)),
+      jobs_(store),
+      deployments_(store) {}
 
 SimCluster::~SimCluster() {
   stop();
@@ -63,11 +67,13 @@ void SimCluster::start() {
   scheduler_.start();
   kubelet_.start();
   jobs_.start();
+  deployments_.start();
 }
 
 void SimCluster::stop() {
   if (!started_) return;
   started_ = false;
+  deployments_.stop();
   jobs_.stop();
   scheduler_.stop();
   kubelet_.stop();

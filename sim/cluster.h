@@ -1,13 +1,14 @@
 // The simulated cluster's control loops around an ObjectStore: the scheduler, a kubelet
-// for the nodes added here, and the Job controller. Composed with an ApiServer by giving
-// it the server's store (SimCluster cluster(server.store())); the controllers talk to the
-// store through its API only and do their work on their own threads.
+// for the nodes added here, the Job controller and the Deployment/ReplicaSet controller. Composed
+// with an ApiServer by giving it the server's store (SimCluster cluster(server.store())); the
+// controllers talk to the store through its API only and do their work on their own threads.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "sim/deployment_controller.h"
 #include "sim/job_controller.h"
 #include "sim/kubelet.h"
 #include "sim/object_store.h"
@@ -57,6 +58,7 @@ class SimCluster {
   Scheduler scheduler_;
   Kubelet kubelet_;
   JobController jobs_;
+  DeploymentController deployments_;
   bool started_ = false;
 };
 

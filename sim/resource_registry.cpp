@@ -77,12 +77,24 @@ ResourceRegistry::ResourceRegistry() {
   add(builtin("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
               "mutatingwebhookconfiguration", "MutatingWebhookConfiguration", false));
   resources_.back().generation = true;
-  // What the Helm chart installs besides the above (tests/chart/chart_sim_test.cpp): stored
-  // and served as given. Shortcut: no Deployment controller runs their pods and no RBAC
-  // authorizer reads the roles yet.
+  // Deployments and their ReplicaSets, run by sim/deployment_controller.* when the sim has
+  // nodes; the columns are upstream's but for READY (a "ready/desired" pair upstream
+  // computes, not a JSONPath).
   add(builtin("apps", "v1", "deployments", "deployment", "Deployment", true, {"deploy"}, {"all"},
               true));
   resources_.back().generation = true;
+  resources_.back().printer_columns = {
+      {{"name", "Up-to-date"}, {"type", "integer"}, {"jsonPath", ".status.updatedReplicas"}},
+      {{"name", "Available"}, {"type", "integer"}, {"jsonPath", ".status.availableReplicas"}}};
+  add(builtin("apps", "v1", "replicasets", "replicaset", "ReplicaSet", true, {"rs"}, {"all"},
+              true));
+  resources_.back().generation = true;
+  resources_.back().printer_columns = {
+      {{"name", "Desired"}, {"type", "integer"}, {"jsonPath", ".spec.replicas"}},
+      {{"name", "Current"}, {"type", "integer"}, {"jsonPath", ".status.replicas"}},
+      {{"name", "Ready"}, {"type", "integer"}, {"jsonPath", ".status.readyReplicas"}}};
+  // What else the Helm chart installs (tests/chart/chart_sim_test.cpp): stored and served
+  // as given.
   add(builtin("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget",
               true, {"pdb"}, {}, true));
   add(builtin("networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", true,
