@@ -37,6 +37,100 @@ int nesting_depth(std::string_view body, int limit) {
   return depth;
 }
 
+// A JSON string as nlohmann's dump() writes it: `"` and `\\` escaped, \b \f \n \r \t by
+// name, other bytes below 0x20 as \u00xx (lowercase hex), the rest as they are. A string
+// with bytes above 0x7f goes through nlohmann itself, which checks the UTF-8 (and throws
+// on invalid bytes exactly as the tree's dump() would).
+void append_json_string(std::string& out, std::string_view s) {
+  for (unsigned char c : s) {
+    if (c >= 0x80) {
+      out += Json(std::string(s)).dump();
+      return;
+    }
+  }
+  out += '"';
+  size_t run = 0;  // start of the bytes not yet copied: copied in runs, not one by one
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default: {
+        static constexpr char kHex[] = "0123456789abcdef";
+        const char escaped[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
+        out.append(escaped, sizeof escaped);
+      }
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out += '"';
+}
+
+// base64 of the JSONPatch, appended to `out`.
+void append_base64(std::string& out, std::string_view text) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const size_t start = out.size();
+  out.resize(start + (text.size() + 2) / 3 * 4);
+  char* p = out.data() + start;
+  for (size_t i = 0; i < text.size(); i += 3) {
+    uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(text[i])) << 16;
+    if (i + 1 < text.size())
+      n |= static_cast<uint32_t>(static_cast<unsigned char>(text[i + 1])) << 8;
+    if (i + 2 < text.size()) n |= static_cast<unsigned char>(text[i + 2]);
+    *p++ = kAlphabet[(n >> 18) & 63];
+    *p++ = kAlphabet[(n >> 12) & 63];
+    *p++ = i + 1 < text.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    *p++ = i + 2 < text.size() ? kAlphabet[n & 63] : '=';
+  }
+}
+
+// The JSONPatch as text: [{"op":..,"path":..,"value":..}, ...], keys in dump()'s order.
+std::string patch_text(const std::vector<JsonPatchOp>& ops) {
+  std::string out = "[";
+  out.reserve(1024);
+  for (const auto& op : ops) {
+    if (out.size() > 1) out += ',';
+    out += "{\"op\":";
+    append_json_string(out, op.op);
+    out += ",\"path\":";
+    append_json_string(out, op.path);
+    if (op.op != "remove") {
+      out += ",\"value\":";
+      if (op.value.is_string()) {
+        append_json_string(out, op.value.get_ref<const std::string&>());
+      } else {
+        out += op.value.dump();
+      }
+    }
+    out += '}';
+  }
+  out += ']';
+  return out;
+}
+
 std::string string_at(const Json& obj, const char* key) {
   auto it = obj.find(key);
   if (it == obj.end() || !it->is_string()) return "";
@@ -190,23 +284,9 @@ nlohmann::json admission_review_response(const std::string& uid, const std::stri
       if (op.op != "remove") j["value"] = op.value;
       ops.push_back(std::move(j));
     }
-    const std::string text = ops.dump();
-    // base64 by hand: a dozen lines instead of a dependency for one call.
-    static constexpr char kAlphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string b64;
-    b64.reserve((text.size() + 2) / 3 * 4);
-    for (size_t i = 0; i < text.size(); i += 3) {
-      uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(text[i])) << 16;
-      if (i + 1 < text.size())
-        n |= static_cast<uint32_t>(static_cast<unsigned char>(text[i + 1])) << 8;
-      if (i + 2 < text.size()) n |= static_cast<unsigned char>(text[i + 2]);
-      b64 += kAlphabet[(n >> 18) & 63];
-      b64 += kAlphabet[(n >> 12) & 63];
-      b64 += i + 1 < text.size() ? kAlphabet[(n >> 6) & 63] : '=';
-      b64 += i + 2 < text.size() ? kAlphabet[n & 63] : '=';
-    }
     out["patchType"] = "JSONPatch";
+    std::string b64;
+    append_base64(b64, ops.dump());
     out["patch"] = b64;
   }
   if (!response.warnings.empty()) out["warnings"] = response.warnings;
@@ -214,6 +294,62 @@ nlohmann::json admission_review_response(const std::string& uid, const std::stri
   return {{"apiVersion", api_version.empty() ? kV1 : api_version},
           {"kind", "AdmissionReview"},
           {"response", out}};
+}
+
+std::string admission_review_response_bytes(const std::string& uid, const std::string& api_version,
+                                            const AdmissionResponse& response) {
+  // Keys in the order nlohmann's std::map-backed objects dump them (sorted).
+  std::string out;
+  out.reserve(2048 + response.message.size());
+  out += "{\"apiVersion\":";
+  append_json_string(out, api_version.empty() ? kV1 : api_version);
+  out += ",\"kind\":\"AdmissionReview\",\"response\":{\"allowed\":";
+  out += response.allowed ? "true" : "false";
+  if (!response.audit_annotations.empty()) {
+    out += ",\"auditAnnotations\":{";
+    bool first = true;
+    for (const auto& [key, value] : response.audit_annotations) {
+      if (!first) out += ',';
+      first = false;
+      append_json_string(out, key);
+      out += ':';
+      append_json_string(out, value);
+    }
+    out += '}';
+  }
+  if (!response.patch.empty()) {
+    out += ",\"patch\":\"";
+    append_base64(out, patch_text(response.patch));  // base64 needs no escaping
+    out += "\",\"patchType\":\"JSONPatch\"";
+  }
+  if (!response.allowed || !response.message.empty()) {
+    out += ",\"status\":{";
+    if (!response.allowed) {
+      out += "\"code\":";
+      out += std::to_string(response.code == 0 ? 403 : response.code);
+      out += ',';
+    }
+    out += "\"message\":";
+    append_json_string(out, response.message);
+    if (!response.allowed) {
+      out += ",\"reason\":";
+      append_json_string(out, response.reason.empty() ? "Forbidden" : response.reason);
+      out += ",\"status\":\"Failure\"";
+    }
+    out += '}';
+  }
+  out += ",\"uid\":";
+  append_json_string(out, uid);
+  if (!response.warnings.empty()) {
+    out += ",\"warnings\":[";
+    for (size_t i = 0; i < response.warnings.size(); ++i) {
+      if (i > 0) out += ',';
+      append_json_string(out, response.warnings[i]);
+    }
+    out += ']';
+  }
+  out += "}}";
+  return out;
 }
 
 std::string try_read_uid(std::string_view body) {

@@ -98,6 +98,12 @@ AdmissionRequest parse_admission_review(std::string_view body);
 // The response envelope, echoing the request's uid and apiVersion.
 nlohmann::json admission_review_response(const std::string& uid, const std::string& api_version,
                                          const AdmissionResponse& response);
+// The same envelope as bytes, written without building a JSON tree: exactly
+// admission_review_response(...).dump() (keys in the same sorted order, strings escaped
+// the same way; tests/webhook/response_writer_parity_test.cpp holds the two together). What
+// the HTTP layer sends: the tree and its dump cost as much as the decision (#9).
+std::string admission_review_response_bytes(const std::string& uid, const std::string& api_version,
+                                            const AdmissionResponse& response);
 
 // Reads the uid from a body when it can (for the 500 answer after an exception): "" if not.
 std::string try_read_uid(std::string_view body);

@@ -27,7 +27,7 @@ bool is_json_content_type(std::string_view value) {
 
 Response review(int status, const std::string& uid, const std::string& api_version,
                 const AdmissionResponse& answer) {
-  return Response::json(status, admission_review_response(uid, api_version, answer).dump());
+  return Response::json(status, admission_review_response_bytes(uid, api_version, answer));
 }
 
 }  // namespace
