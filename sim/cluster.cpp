@@ -50,6 +50,22 @@ json node_object(const NodeSpec& spec) {
   return node;
 }
 
+void point_pods_at(KubeletOptions& options, const ApiServer& server,
+                   const std::vector<TokenUser>& users) {
+  options.api_host = "127.0.0.1";
+  options.api_port = std::to_string(server.port());
+  options.api_ca_pem = server.ca_pem();
+  const std::string prefix = "system:serviceaccount:";
+  for (const auto& u : users) {
+    const std::string& name = u.user.username;
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const auto colon = rest.find(':');
+    if (colon == std::string::npos) continue;
+    options.service_account_tokens[rest.substr(0, colon) + "/" + rest.substr(colon + 1)] = u.token;
+  }
+}
+
 SimCluster::SimCluster(ObjectStore& store, KubeletOptions kubelet)
     : store_(store),
       scheduler_(store),

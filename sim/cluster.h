@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/api_server.h"
+#include "sim/authentication.h"
 #include "sim/deployment_controller.h"
 #include "sim/job_controller.h"
 #include "sim/kubelet.h"
@@ -35,6 +37,13 @@ NodeSpec node_spec(std::string name, int gpus = 0);
 
 // The Node object for `spec`: labels, taints, capacity = allocatable, Ready condition.
 nlohmann::json node_object(const NodeSpec& spec);
+
+// Points the pods of `options` at `server` as a cluster points its pods at the API server:
+// KUBERNETES_SERVICE_HOST/PORT, its CA as the service-account volume's ca.crt, and for
+// each service-account user among `users` (system:serviceaccount:<ns>:<name>) its token
+// as that account's projected token, so RBAC decides the pod's requests as the account.
+void point_pods_at(KubeletOptions& options, const ApiServer& server,
+                   const std::vector<TokenUser>& users);
 
 class SimCluster {
  public:

@@ -9,12 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "core/base64.h"
 #include "sim/api_status.h"
 #include "sim/garbage_collection.h"
 #include "sim/scheduler.h"
@@ -145,12 +147,157 @@ std::optional<std::string> field_ref_value(const json& pod, const std::string& p
   return str(at(at(pod, it->second.first), it->second.second));
 }
 
+std::string image_repository(const std::string& image) {
+  std::string ref = image.substr(0, image.find('@'));
+  const auto slash = ref.rfind('/');
+  const auto colon = ref.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash))
+    ref.resize(colon);
+  return ref;
+}
+
+std::vector<std::string> container_argv(const json& container,
+                                        const std::map<std::string, std::string>& entrypoints) {
+  std::vector<std::string> argv;
+  for (const char* key : {"command", "args"})
+    if (at(container, key).is_array())
+      for (const auto& a : container[key]) argv.push_back(str(a));
+  const auto it = entrypoints.find(image_repository(str(at(container, "image"))));
+  if (it == entrypoints.end()) {
+    const bool has_command = at(container, "command").is_array() && !container["command"].empty();
+    return has_command ? argv : std::vector<std::string>{};
+  }
+  const std::string& program = it->second;
+  const bool has_command = at(container, "command").is_array() && !container["command"].empty();
+  if (!has_command) {
+    argv.insert(argv.begin(), program);
+  } else if (fs::path(argv[0]).filename() == fs::path(program).filename()) {
+    argv[0] = program;
+  }
+  return argv;
+}
+
+std::string map_paths(const std::string& text, const std::vector<PathMapping>& mappings) {
+  std::vector<const PathMapping*> longest_first;
+  for (const auto& m : mappings)
+    if (!m.container_path.empty()) longest_first.push_back(&m);
+  std::stable_sort(longest_first.begin(), longest_first.end(), [](const auto* a, const auto* b) {
+    return a->container_path.size() > b->container_path.size();
+  });
+  auto separator = [](char c) {
+    return c == '=' || c == ':' || c == ',' || c == ' ' || c == '"' || c == '\'';
+  };
+  auto starts_path = [&](std::size_t i) { return i == 0 || separator(text[i - 1]); };
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    bool replaced = false;
+    if (text[i] == '/' && starts_path(i)) {
+      for (const PathMapping* m : longest_first) {
+        const std::string& from = m->container_path;
+        std::string base = from;
+        while (base.size() > 1 && base.back() == '/') base.pop_back();
+        if (text.compare(i, base.size(), base) != 0) continue;
+        const std::size_t end = i + base.size();
+        if (end != text.size() && text[end] != '/' && !separator(text[end])) continue;
+        out += m->local_path;
+        i = end;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += text[i++];
+  }
+  return out;
+}
+
+std::optional<std::map<std::string, std::string>> volume_files(const json& volume,
+                                                               const VolumeSources& sources) {
+  std::map<std::string, std::string> files;
+  // The keys of a Secret's or ConfigMap's data (decoded), selected by `items` when given.
+  auto from_object = [&](const std::string& resource, const json& source,
+                         const std::string& name_key) -> bool {
+    const std::string name = str(at(source, name_key.c_str()));
+    const bool optional = at(source, "optional").is_boolean() && source["optional"].get<bool>();
+    const auto object = sources.find ? sources.find(resource, name) : std::nullopt;
+    if (!object) return optional;
+    std::map<std::string, std::string> data;
+    const bool secret = resource == "secrets";
+    if (at(*object, "data").is_object())
+      for (const auto& [k, v] : (*object)["data"].items()) {
+        try {
+          data[k] = secret ? base64_decode(str(v)) : str(v);
+        } catch (const std::invalid_argument&) {
+          data[k] = str(v);
+        }
+      }
+    const char* other = secret ? "stringData" : "binaryData";
+    if (at(*object, other).is_object())
+      for (const auto& [k, v] : (*object)[other].items()) {
+        try {
+          data[k] = secret ? str(v) : base64_decode(str(v));
+        } catch (const std::invalid_argument&) {
+          data[k] = str(v);
+        }
+      }
+    if (at(source, "items").is_array()) {
+      for (const auto& item : source["items"]) {
+        auto it = data.find(str(at(item, "key")));
+        if (it == data.end()) {
+          if (!optional) return false;
+          continue;
+        }
+        files[str(at(item, "path"))] = it->second;
+      }
+    } else {
+      for (const auto& [k, v] : data) files[k] = v;
+    }
+    return true;
+  };
+  auto from_downward = [&](const json& source) {
+    if (!at(source, "items").is_array() || sources.pod == nullptr) return;
+    for (const auto& item : source["items"])
+      if (at(item, "fieldRef").is_object())
+        files[str(at(item, "path"))] =
+            field_ref_value(*sources.pod, str(at(item["fieldRef"], "fieldPath"))).value_or("");
+  };
+  if (at(volume, "secret").is_object()) {
+    if (!from_object("secrets", volume["secret"], "secretName")) return std::nullopt;
+  } else if (at(volume, "configMap").is_object()) {
+    if (!from_object("configmaps", volume["configMap"], "name")) return std::nullopt;
+  } else if (at(volume, "downwardAPI").is_object()) {
+    from_downward(volume["downwardAPI"]);
+  } else if (at(at(volume, "projected"), "sources").is_array()) {
+    for (const auto& source : volume["projected"]["sources"]) {
+      if (at(source, "serviceAccountToken").is_object()) {
+        std::string path = str(at(source["serviceAccountToken"], "path"));
+        files[path.empty() ? "token" : path] = sources.token;
+      } else if (at(source, "secret").is_object()) {
+        if (!from_object("secrets", source["secret"], "name")) return std::nullopt;
+      } else if (at(source, "configMap").is_object()) {
+        // kube-root-ca.crt is published into every namespace by kube-controller-manager.
+        if (str(at(source["configMap"], "name")) == "kube-root-ca.crt" && sources.find &&
+            !sources.find("configmaps", "kube-root-ca.crt")) {
+          files["ca.crt"] = sources.ca_pem;
+          continue;
+        }
+        if (!from_object("configmaps", source["configMap"], "name")) return std::nullopt;
+      } else if (at(source, "downwardAPI").is_object()) {
+        from_downward(source["downwardAPI"]);
+      }
+    }
+  }
+  return files;
+}
+
 Kubelet::Kubelet(ObjectStore& store, KubeletOptions options)
     : store_(store),
       options_(std::move(options)),
       pods_r_(*store.find_resource("", "v1", "pods")),
       nodes_r_(*store.find_resource("", "v1", "nodes")),
-      services_r_(*store.find_resource("", "v1", "services")) {
+      services_r_(*store.find_resource("", "v1", "services")),
+      secrets_r_(*store.find_resource("", "v1", "secrets")),
+      configmaps_r_(*store.find_resource("", "v1", "configmaps")),
+      service_accounts_r_(*store.find_resource("", "v1", "serviceaccounts")) {
   if (options_.work_dir.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "commgate-kubelet-XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("kubelet: mkdtemp failed");
@@ -192,7 +339,9 @@ void Kubelet::wake() {
 }
 
 void Kubelet::start() {
-  for (const ResourceInfo* r : {&pods_r_, &nodes_r_, &services_r_}) {
+  if (options_.mount_namespaces) fs::create_directories(kServiceAccountMountPath);
+  for (const ResourceInfo* r :
+       {&pods_r_, &nodes_r_, &services_r_, &secrets_r_, &configmaps_r_, &service_accounts_r_}) {
     WatchRequest w;
     w.from = store_.resource_version();
     w.deliver = [this](const WatchEvent&) {  // under the store's lock: only signal
@@ -382,6 +531,12 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
       if (const char* v = std::getenv(inherited)) env[inherited] = v;
     env["HOME"] = pod.dir;
     env["HOSTNAME"] = str(at(pod.spec, "hostname")).empty() ? pod.name : str(pod.spec["hostname"]);
+    // The `kubernetes` Service's variables every pod gets (in-cluster clients read them).
+    if (!options_.api_host.empty()) {
+      env["KUBERNETES_SERVICE_HOST"] = options_.api_host;
+      env["KUBERNETES_SERVICE_PORT"] = options_.api_port;
+      env["KUBERNETES_SERVICE_PORT_HTTPS"] = options_.api_port;
+    }
     if (at(spec, "env").is_array())
       for (const auto& e : spec["env"]) {
         const std::string name = str(at(e, "name"));
@@ -403,7 +558,8 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
     envs.push_back(std::move(env));
   }
 
-  fs::create_directories(pod.dir);
+  std::map<std::string, std::string> volume_dirs;
+  if (!write_volumes(pod, self, volume_dirs)) return;  // a Secret/ConfigMap missing: wait
   pod.start_time = now_text();
   pod.started = true;
   pod.netns = netns;
@@ -411,6 +567,16 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
     Container c;
     c.env = envs[i];
     c.name = str(at(containers[i], "name"));
+    if (at(containers[i], "volumeMounts").is_array())
+      for (const auto& m : containers[i]["volumeMounts"]) {
+        auto dir = volume_dirs.find(str(at(m, "name")));
+        if (dir == volume_dirs.end()) continue;
+        const std::string sub = str(at(m, "subPath"));
+        c.mounts.push_back(
+            {str(at(m, "mountPath")), sub.empty() ? dir->second : dir->second + "/" + sub});
+      }
+    if (!pod.service_account_dir.empty())
+      c.mounts.push_back({kServiceAccountMountPath, pod.service_account_dir});
     c.termination_file = pod.dir + "/termination-log-" + c.name;
     c.log_file = pod.dir + "/" + c.name + ".log";
     pod.containers.push_back(std::move(c));
@@ -420,6 +586,65 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
   write_status(pod);
 }
 
+bool Kubelet::write_volumes(Pod& pod, const json& object,
+                            std::map<std::string, std::string>& volume_dirs) {
+  fs::create_directories(pod.dir);
+  auto find = [&](const std::string& resource, const std::string& name) -> std::optional<json> {
+    try {
+      return store_.get(resource == "secrets" ? secrets_r_ : configmaps_r_, pod.ns, name);
+    } catch (const ApiError&) {
+      return std::nullopt;
+    }
+  };
+  std::string account = str(at(pod.spec, "serviceAccountName"));
+  if (account.empty()) account = "default";
+  const auto token = options_.service_account_tokens.find(pod.ns + "/" + account);
+  VolumeSources sources{&object, find,
+                        token == options_.service_account_tokens.end() ? "" : token->second,
+                        options_.api_ca_pem};
+  auto write = [](const std::string& dir, const std::map<std::string, std::string>& files) {
+    fs::create_directories(dir);
+    for (const auto& [path, content] : files) {
+      const fs::path file = fs::path(dir) / path;
+      fs::create_directories(file.parent_path());
+      std::ofstream(file, std::ios::binary | std::ios::trunc) << content;
+    }
+  };
+  if (at(pod.spec, "volumes").is_array())
+    for (const auto& volume : pod.spec["volumes"]) {
+      const auto files = volume_files(volume, sources);
+      if (!files) return false;
+      const std::string dir = pod.dir + "/volumes/" + str(at(volume, "name"));
+      write(dir, *files);
+      volume_dirs[str(at(volume, "name"))] = dir;
+    }
+  // The service-account volume upstream's admission adds (kube-api-access-<random>):
+  // unless the pod or its ServiceAccount opts out, or a volume is mounted there already.
+  bool automount = true;
+  if (at(pod.spec, "automountServiceAccountToken").is_boolean()) {
+    automount = pod.spec["automountServiceAccountToken"].get<bool>();
+  } else {
+    try {
+      const json sa = store_.get(service_accounts_r_, pod.ns, account);
+      if (at(sa, "automountServiceAccountToken").is_boolean())
+        automount = sa["automountServiceAccountToken"].get<bool>();
+    } catch (const ApiError&) {
+      // No such ServiceAccount object (the sim makes no `default` ones): mounted anyway.
+    }
+  }
+  if (at(pod.spec, "containers").is_array())
+    for (const auto& c : pod.spec["containers"])
+      if (at(c, "volumeMounts").is_array())
+        for (const auto& m : c["volumeMounts"])
+          if (str(at(m, "mountPath")) == kServiceAccountMountPath) automount = false;
+  if (automount) {
+    pod.service_account_dir = pod.dir + "/serviceaccount";
+    write(pod.service_account_dir,
+          {{"token", sources.token}, {"ca.crt", options_.api_ca_pem}, {"namespace", pod.ns}});
+  }
+  return true;
+}
+
 bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
                     const std::map<std::string, std::string>& base_env, const std::string& netns) {
   std::map<std::string, std::string> env = base_env;
@@ -427,19 +652,26 @@ bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
   std::string path = str(at(spec, "terminationMessagePath"));
   if (path.empty()) path = "/dev/termination-log";
   { std::ofstream(c.termination_file, std::ios::trunc); }
+  for (auto& [name, value] : env) value = map_paths(value, c.mounts);
   std::vector<std::string> argv;
   if (!netns.empty()) argv = {"ip", "netns", "exec", netns};
-  for (const char* key : {"command", "args"})
-    if (at(spec, key).is_array())
-      for (const auto& a : spec[key]) {
-        std::string arg = expand_env_refs(str(a), env);
-        for (std::size_t at_pos = arg.find(path); at_pos != std::string::npos;
-             at_pos = arg.find(path, at_pos + c.termination_file.size()))
-          arg.replace(at_pos, path.size(), c.termination_file);
-        argv.push_back(arg);
-      }
+  const bool in_mount_ns = options_.mount_namespaces && !pod.service_account_dir.empty();
+  if (in_mount_ns)
+    argv.insert(argv.end(),
+                {"unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                 std::string("mount --bind \"$0\" ") + kServiceAccountMountPath + " && exec \"$@\"",
+                 pod.service_account_dir});
+  const std::size_t program_at = argv.size();
+  const std::vector<std::string> command = container_argv(spec, options_.image_entrypoints);
+  for (const auto& a : command) {
+    std::string arg = expand_env_refs(a, env);
+    for (std::size_t at_pos = arg.find(path); at_pos != std::string::npos;
+         at_pos = arg.find(path, at_pos + c.termination_file.size()))
+      arg.replace(at_pos, path.size(), c.termination_file);
+    argv.push_back(map_paths(arg, c.mounts));
+  }
   c.started_at = now_text();
-  const bool has_command = at(spec, "command").is_array() && !spec["command"].empty();
+  const bool has_command = !command.empty();
   std::string workdir = str(at(spec, "workingDir"));
   if (workdir.empty()) workdir = pod.dir;
 
@@ -498,9 +730,10 @@ bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
     c.done = true;
     c.exit_code = 128;
     c.reason = "StartError";
-    c.message = has_command ? "exec: \"" + argv[netns.empty() ? 0 : 4] + "\": " + std::strerror(err)
-                            : "commgate-sim runs containers' command only; none given (the "
-                              "image's entrypoint is not known)";
+    c.message = has_command ? "exec: \"" + argv[program_at] + "\": " + std::strerror(err)
+                            : "commgate-sim runs a container's command, or its image's "
+                              "entrypoint given with --image-entrypoint; neither is known for \"" +
+                                  str(at(spec, "image")) + "\"";
     c.finished_at = now_text();
     return false;
   }

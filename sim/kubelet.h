@@ -2,8 +2,24 @@
 //
 // What it models and the shortcuts it takes (docs/testing.md):
 // - Each container runs `command` + `args` (with $(VAR) expanded from its env) as a local
-//   process in a process group of its own; the image is ignored, and a container without
-//   `command` cannot start (there is no image entrypoint to fall back to).
+//   process in a process group of its own. Images are not pulled: an image whose
+//   repository (the reference without tag or digest) is in `image_entrypoints` stands for
+//   one local program, its entrypoint: a container without `command` runs it with `args`,
+//   and a `command[0]` with the program's file name (`/usr/local/bin/commgate` for a
+//   local `build/bin/commgate`) runs it too. Any other image is ignored (the command runs
+//   as it is), and a container of such an image without `command` cannot start.
+// - Volumes: secret, configMap, emptyDir and projected (serviceAccountToken, secret,
+//   configMap, downwardAPI) volumes are written into <pod dir>/volumes/<name>/ when the
+//   pod starts (a missing Secret or ConfigMap that is not optional keeps the pod
+//   Pending, as ContainerCreating); a path under a volumeMount's mountPath in command,
+//   args or env values is replaced by the pod-local copy (as for the termination
+//   message). Every pod also gets the service-account volume of upstream's admission
+//   (unless automountServiceAccountToken is false): `token` (the sim's token for
+//   system:serviceaccount:<ns>:<serviceAccountName>, `service_account_tokens`), `ca.crt`
+//   and `namespace`, and env KUBERNETES_SERVICE_HOST/PORT naming the API server. With
+//   `mount_namespaces` (root) each container runs in a private mount namespace where that
+//   directory is bind-mounted at /var/run/secrets/kubernetes.io/serviceaccount, so an
+//   in-cluster client reads it at its fixed path; without, only the path mapping applies.
 // - Env: `value` and `valueFrom.fieldRef` (metadata.name/namespace/uid/labels['k']/
 //   annotations['k'], spec.nodeName, spec.serviceAccountName, status.podIP/hostIP), plus
 //   PATH, LD_LIBRARY_PATH, TMPDIR from the sim's environment, HOME, HOSTNAME, and
@@ -30,6 +46,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -45,9 +62,25 @@ namespace commgate::sim {
 
 inline constexpr const char* kNetnsAnnotation = "sim.commgate.io/netns";
 
+inline constexpr const char* kServiceAccountMountPath =
+    "/var/run/secrets/kubernetes.io/serviceaccount";
+
 struct KubeletOptions {
   std::string work_dir;  // pod directories go here; "" = a temp dir, removed at the end
   std::chrono::milliseconds max_grace{2000};  // cap on terminationGracePeriodSeconds
+  // Image repository ("commgate/commgate", no tag or digest) -> the local program that is
+  // its entrypoint (commgate-sim --image-entrypoint REPOSITORY=PATH).
+  std::map<std::string, std::string> image_entrypoints;
+  // The API server as pods see it: KUBERNETES_SERVICE_HOST/PORT ("" = not set) and the CA
+  // written as ca.crt in the service-account volume.
+  std::string api_host, api_port, api_ca_pem;
+  // "<namespace>/<name>" of a ServiceAccount -> the bearer token the API server knows for
+  // system:serviceaccount:<namespace>:<name>. A pod of another account gets an empty token.
+  std::map<std::string, std::string> service_account_tokens;
+  // Run each container in a private mount namespace (unshare -m) with the service-account
+  // volume bind-mounted at kServiceAccountMountPath. Needs root; the directory is created
+  // on the host once (empty) to mount on.
+  bool mount_namespaces = false;
 };
 
 // --- Pure helpers (unit-tested) ---
@@ -63,6 +96,34 @@ std::optional<PodDnsName> parse_pod_dns_name(const std::string& value,
 std::string expand_env_refs(const std::string& text, const std::map<std::string, std::string>& env);
 // The value of a fieldRef path of `pod` ("metadata.annotations['k']", "status.podIP").
 std::optional<std::string> field_ref_value(const nlohmann::json& pod, const std::string& path);
+// An image reference's repository: without the digest (`@sha256:...`) and the tag (a
+// `:` after the last `/`), registry and port kept ("reg:5000/a/b:1" -> "reg:5000/a/b").
+std::string image_repository(const std::string& image);
+// What a container runs before $(VAR) expansion: command + args, with the image's
+// entrypoint (`entrypoints` by repository) for a missing command or a command[0] of the
+// entrypoint's file name; empty when there is nothing to run.
+std::vector<std::string> container_argv(const nlohmann::json& container,
+                                        const std::map<std::string, std::string>& entrypoints);
+// A path inside the container and where the kubelet put it on this machine.
+struct PathMapping {
+  std::string container_path, local_path;
+};
+// `text` with every path under a mapping's container_path (the path itself, or followed by
+// `/`) replaced by its local_path; the longest container_path wins. A match must start
+// the text or follow a character that cannot be in a path (`=`, `:`, `,`, space, quote).
+std::string map_paths(const std::string& text, const std::vector<PathMapping>& mappings);
+// The files of one pod volume (relative path -> content), from the objects it names.
+// nullopt when a Secret or ConfigMap it needs (not `optional`) is missing; an empty map
+// for emptyDir and kinds the sim does not fill.
+struct VolumeSources {
+  const nlohmann::json* pod = nullptr;
+  std::function<std::optional<nlohmann::json>(const std::string& resource,
+                                              const std::string& name)>
+      find;                   // "secrets" / "configmaps" in the pod's namespace
+  std::string token, ca_pem;  // a serviceAccountToken source's and kube-root-ca.crt's
+};
+std::optional<std::map<std::string, std::string>> volume_files(const nlohmann::json& volume,
+                                                               const VolumeSources& sources);
 
 class Kubelet {
  public:
@@ -94,9 +155,11 @@ class Kubelet {
     nlohmann::json last_state = nlohmann::json::object();
     std::string termination_file, log_file;
     std::map<std::string, std::string> env;  // as resolved at first start
+    std::vector<PathMapping> mounts;         // its volumeMounts, mountPath -> pod-local
   };
   struct Pod {
     std::string ns, name, uid, node, dir, pod_ip, host_ip, start_time, netns;
+    std::string service_account_dir;  // "" = no service-account volume
     nlohmann::json spec;
     std::vector<Container> containers;
     bool started = false;
@@ -110,6 +173,9 @@ class Kubelet {
   void sync();
   void start_pod(Pod& pod, const nlohmann::json& object, const std::vector<nlohmann::json>& pods,
                  const std::vector<nlohmann::json>& nodes);
+  // Writes the pod's volumes; false when one cannot be filled yet (the pod waits).
+  bool write_volumes(Pod& pod, const nlohmann::json& object,
+                     std::map<std::string, std::string>& volume_dirs);
   bool spawn(Pod& pod, Container& c, const nlohmann::json& spec,
              const std::map<std::string, std::string>& env, const std::string& netns);
   void reap(Pod& pod, Container& c, int status);
@@ -119,7 +185,7 @@ class Kubelet {
 
   ObjectStore& store_;
   KubeletOptions options_;
-  ResourceInfo pods_r_, nodes_r_, services_r_;
+  ResourceInfo pods_r_, nodes_r_, services_r_, secrets_r_, configmaps_r_, service_accounts_r_;
   std::mutex mu_;  // nodes_ and pods_ (the thread owns pods_ otherwise)
   std::set<std::string> nodes_;
   std::set<std::string> lost_nodes_;

@@ -1,6 +1,8 @@
 // commgate-sim: the simulated Kubernetes API server (docs/testing.md). Wires flags to an
 // ApiServer (and a SimCluster of --nodes whose pods run as local processes), writes the
 // kubeconfig, prints the port, and serves until SIGINT/SIGTERM.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -26,6 +28,8 @@ void usage() {
                "                    [--node-group N[,gpus=G][,netns=PREFIX][,label=K=V]...]...\n"
                "                    [--pod-dir DIR] [--authorization rbac|always-allow]\n"
                "                    [--enable-admission-plugins NAME[,NAME...]]\n"
+               "                    [--image-entrypoint REPOSITORY=PATH]...\n"
+               "                    [--pod-mount-namespaces]\n"
                "  --token: the admin's bearer token (kubernetes-admin, system:masters)\n"
                "  --user: one more identity; a service account's name\n"
                "    (system:serviceaccount:NS:NAME) gets its groups, everyone\n"
@@ -43,6 +47,14 @@ void usage() {
                "    the admin (system:masters) is always allowed\n"
                "  --enable-admission-plugins: OwnerReferencesPermissionEnforcement (off by\n"
                "    default): blockOwnerDeletion needs update on the owner's finalizers\n"
+               "  --image-entrypoint: pods of image REPOSITORY (no tag or digest, e.g.\n"
+               "    commgate/commgate) run the local program PATH as its entrypoint (a\n"
+               "    container without command, or a command[0] of PATH's file name);\n"
+               "    repeatable\n"
+               "  --pod-mount-namespaces: each container in a private mount namespace with\n"
+               "    its service-account token at\n"
+               "    /var/run/secrets/kubernetes.io/serviceaccount (root; without it only\n"
+               "    paths in command, args and env are mapped)\n"
                "  --service: where a service that webhook configurations name listens\n"
                "             (the sim has no cluster DNS); repeatable\n";
 }
@@ -69,6 +81,7 @@ int main(int argc, char** argv) {
   std::vector<NodeGroup> more_groups;
   std::vector<std::pair<std::string, std::string>> user_kubeconfigs;  // (username, file)
   std::string pod_dir;
+  KubeletOptions kubelet;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -123,6 +136,25 @@ int main(int argc, char** argv) {
         more_groups.push_back(parse_node_group(value()));
       } else if (arg == "--pod-dir") {
         pod_dir = value();
+      } else if (arg == "--image-entrypoint") {
+        const std::string v = value();
+        const auto eq = v.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == v.size() ||
+            image_repository(v.substr(0, eq)) != v.substr(0, eq)) {
+          std::cerr << "commgate-sim: --image-entrypoint wants REPOSITORY=PATH (a repository "
+                       "without tag or digest), got \""
+                    << v << "\"\n";
+          return 2;
+        }
+        const std::string program = v.substr(eq + 1);
+        if (access(program.c_str(), X_OK) != 0) {
+          std::cerr << "commgate-sim: --image-entrypoint " << v.substr(0, eq) << ": " << program
+                    << " is not an executable file\n";
+          return 2;
+        }
+        kubelet.image_entrypoints[v.substr(0, eq)] = program;
+      } else if (arg == "--pod-mount-namespaces") {
+        kubelet.mount_namespaces = true;
       } else if (arg == "--authorization") {
         const std::string v = value();
         if (v == "rbac" || v == "RBAC") {
@@ -171,7 +203,9 @@ int main(int argc, char** argv) {
     if (first.count > 0) groups.push_back(first);
     groups.insert(groups.end(), more_groups.begin(), more_groups.end());
     const auto nodes = node_specs(groups);
-    SimCluster cluster(server.store(), {.work_dir = pod_dir});
+    kubelet.work_dir = pod_dir;
+    point_pods_at(kubelet, server, options.users);
+    SimCluster cluster(server.store(), kubelet);
     // No nodes: no controllers either, so the API alone serves (and benchmarks) as
     // before; pods and Jobs then stay as created.
     if (!nodes.empty()) cluster.start();

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -436,5 +437,102 @@ TEST_F(ClusterTest, active_deadline_fails_the_job_and_ttl_deletes_it_with_its_po
   EXPECT_EQ(reasons.front(), "DeadlineExceeded");
 }
 
-}  // namespace
+// The chart's pods as a cluster runs them: an image-only container runs the image's
+// mapped entrypoint with its args; a Secret volume and the service-account volume are
+// files in the pod's directory, reached through the mount paths named in args and env;
+// KUBERNETES_SERVICE_HOST/PORT and the account's token are the API server's.
+class ImagePodTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    KubeletOptions options;
+    options.image_entrypoints = {{"tools/shell", "/bin/sh"}};
+    options.api_host = "127.0.0.1";
+    options.api_port = "6443";
+    options.api_ca_pem = "CA PEM";
+    options.service_account_tokens = {{"default/runner", "runner-token"}};
+    options.mount_namespaces = geteuid() == 0;
+    cluster = std::make_unique<SimCluster>(store, options);
+    cluster->start();
+    cluster->add_node(node_spec("n1"));
+    store.create(*store.find_resource("", "v1", "secrets"), "default",
+                 {{"metadata", {{"name", "tls"}}}, {"data", {{"tls.crt", "Q0VSVA=="}}}});
+  }
+  // The pod's container's termination message once it succeeded.
+  std::string run(const json& container, const std::string& account = "runner") {
+    json pod = {{"metadata", {{"name", "p"}, {"labels", {{"app", "img"}}}}},
+                {"spec",
+                 {{"restartPolicy", "Never"},
+                  {"serviceAccountName", account},
+                  {"containers", {container}},
+                  {"volumes", {{{"name", "tls"}, {"secret", {{"secretName", "tls"}}}}}}}}};
+    store.create(pods, "default", pod);
+    std::string message;
+    EXPECT_TRUE(eventually([&] {
+      const json p = store.get(pods, "default", "p");
+      if (status_of(p).value("phase", "") != "Succeeded") return false;
+      message = p["status"]["containerStatuses"][0]["state"]["terminated"].value("message", "");
+      return true;
+    })) << json(pods_of("img")).dump(2);
+    return message;
+  }
+};
+
+TEST_F(ImagePodTest, an_image_only_container_reads_its_volumes_through_the_mount_paths) {
+  const json container = {
+      {"name", "main"},
+      {"image", "tools/shell:1.0"},
+      {"args",
+       {"-c",
+        "{ cat /etc/app/tls/tls.crt; echo; cat $SA_DIR/token; echo; cat $SA_DIR/namespace; echo; "
+        "cat $SA_DIR/ca.crt; echo; echo $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT; } > "
+        "/dev/termination-log"}},
+      {"env", {{{"name", "SA_DIR"}, {"value", "/var/run/secrets/kubernetes.io/serviceaccount"}}}},
+      {"volumeMounts", {{{"name", "tls"}, {"mountPath", "/etc/app/tls"}, {"readOnly", true}}}}};
+  EXPECT_EQ(run(container), "CERT\nrunner-token\ndefault\nCA PEM\n127.0.0.1:6443\n");
+}
+
+TEST_F(ImagePodTest, an_account_the_sim_has_no_token_for_gets_an_empty_one) {
+  const json container = {{"name", "main"},
+                          {"image", "tools/shell"},
+                          {"args",
+                           {"-c",
+                            "wc -c < /var/run/secrets/kubernetes.io/serviceaccount/token > "
+                            "/dev/termination-log"}}};
+  EXPECT_EQ(run(container, "stranger"), "0\n");
+}
+
+// As root the pod has a private mount namespace with the token at its fixed path, which
+// in-cluster clients read without it appearing in args or env.
+TEST_F(ImagePodTest, the_token_is_at_its_fixed_path_in_the_pods_mount_namespace) {
+  if (geteuid() != 0) GTEST_SKIP() << "mount namespaces need root";
+  const json container = {
+      {"name", "main"},
+      {"image", "tools/shell"},
+      // Split so that no path mapping applies: only the bind mount can serve it.
+      {"args",
+       {"-c",
+        "d=/var/run/secrets/kubernetes.io; cat $d/service\"\"account/token > "
+        "/dev/termination-log"}}};
+  EXPECT_EQ(run(container), "runner-token");
+}
+
+TEST_F(ImagePodTest, an_unmapped_image_without_command_cannot_start) {
+  store.create(
+      pods, "default",
+      {{"metadata", {{"name", "p"}}},
+       {"spec",
+        {{"restartPolicy", "Never"}, {"containers", {{{"name", "main"}, {"image", "nginx:1"}}}}}}});
+  json terminated;
+  ASSERT_TRUE(eventually([&] {
+    terminated =
+        status_of(store.get(pods, "default", "p")).value("containerStatuses", json::array());
+    return !terminated.empty() && terminated[0]["state"].contains("terminated");
+  }));
+  EXPECT_EQ(terminated[0]["state"]["terminated"]["reason"], "StartError");
+  EXPECT_NE(
+      terminated[0]["state"]["terminated"]["message"].get<std::string>().find("--image-entrypoint"),
+      std::string::npos);
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
