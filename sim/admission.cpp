@@ -326,6 +326,11 @@ json Admission::mutate(const AdmissionAttributes& in, std::vector<std::string>& 
   return a.object;
 }
 
+std::vector<AuthorizationCheck> Admission::authorization_checks() const {
+  std::lock_guard lock(checks_mu_);
+  return {checks_.begin(), checks_.end()};
+}
+
 void Admission::validate(const AdmissionAttributes& a, std::vector<std::string>& warnings) const {
   if (plugins_.owner_references_permission_enforcement) {
     const auto resources_of_kind = [this](const std::string& group, const std::string& version,
@@ -335,7 +340,15 @@ void Admission::validate(const AdmissionAttributes& a, std::vector<std::string>&
         if (r.kind == kind) out.push_back(std::move(r));
       return out;
     };
-    if (auto denied = owner_references_denial(a, authorize_, resources_of_kind))
+    const auto recorded = [this](const UserInfo& user, const RequestAttributes& request) {
+      const Authorization decision = authorize_(user, request);
+      std::lock_guard lock(checks_mu_);
+      checks_.push_back(
+          {user.username, request, decision.allowed, "OwnerReferencesPermissionEnforcement"});
+      while (checks_.size() > 50'000) checks_.pop_front();
+      return decision;
+    };
+    if (auto denied = owner_references_denial(a, recorded, resources_of_kind))
       throw ApiError(*denied);
   }
   if (exempt_from_webhooks(a)) return;

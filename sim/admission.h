@@ -8,6 +8,9 @@
 // kube-apiserver orders its chain. docs/testing.md says what is left out.
 #pragma once
 
+#include <cstddef>
+#include <deque>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -37,6 +40,10 @@ class Admission {
   // order and throws the first error, after collecting every warning.
   void validate(const AdmissionAttributes& a, std::vector<std::string>& warnings) const;
 
+  // The authorization checks the plugins made (who, for what, the answer), oldest first,
+  // the newest 50,000: they use RBAC grants without being requests (rbac_usage()).
+  std::vector<AuthorizationCheck> authorization_checks() const;
+
  private:
   // Every webhook of every configuration of this resource, configurations in name order.
   std::vector<nlohmann::json> webhooks(const std::string& plural) const;
@@ -50,6 +57,8 @@ class Admission {
   const ServiceDirectory& services_;
   AdmissionPlugins plugins_;
   Authorizer authorize_;
+  mutable std::mutex checks_mu_;
+  mutable std::deque<AuthorizationCheck> checks_;
 };
 
 // The `Warning` header value for one admission warning: `299 - "<text>"` (RFC 7234 form,

@@ -53,6 +53,8 @@ class ApiHandlers {
   void close_all_watches();
   // Where the services that webhook configurations name listen (service_directory.h).
   ServiceDirectory& services() { return services_; }
+  // Admission, for the authorization checks its plugins made (rbac_usage()).
+  const Admission& admission() const { return admission_; }
   // Who each bearer token is (the audit log names a request's user with it).
   const TokenAuthenticator& authentication() const { return options_.authentication; }
 

@@ -104,6 +104,11 @@ class ApiServer {
   // oldest first; the faults injected included. The binary: `GET /sim/audit` (admin token)
   // → an audit.k8s.io/v1 EventList.
   std::vector<AuditEvent> audit_events() const { return audit_.events(); }
+  // The authorization checks admission plugins made inside requests (admission.h): RBAC
+  // grants they use appear nowhere in the audit log.
+  std::vector<AuthorizationCheck> admission_authorization_checks() const {
+    return handlers_.admission().authorization_checks();
+  }
 
  private:
   void ticker();

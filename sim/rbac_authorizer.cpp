@@ -502,7 +502,8 @@ RequestAttributes request_attributes(const AuditEvent& event) {
 }
 
 std::map<std::string, RbacUsage> rbac_usage(const RbacObjects& rbac,
-                                            const std::vector<AuditEvent>& events) {
+                                            const std::vector<AuditEvent>& events,
+                                            const std::vector<AuthorizationCheck>& checks) {
   std::map<std::string, UserInfo> accounts;
   auto add_subjects = [&](const json& binding, const std::string& binding_ns) {
     for (const auto& s : binding.value("subjects", json::array())) {
@@ -525,6 +526,12 @@ std::map<std::string, RbacUsage> rbac_usage(const RbacObjects& rbac,
       RequestUse use{e, grant_used(user, request_attributes(e), rbac)};
       if (use.grant) used.insert(*use.grant);
       usage.requests.push_back(std::move(use));
+    }
+    for (const AuthorizationCheck& c : checks) {
+      if (c.username != name) continue;
+      CheckUse use{c, grant_used(user, c.request, rbac)};
+      if (use.grant) used.insert(*use.grant);
+      usage.checks.push_back(std::move(use));
     }
     for (const Grant& g : grants_of(user, rbac))
       if (!used.count(g)) usage.unused.push_back(g);

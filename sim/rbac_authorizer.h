@@ -133,21 +133,38 @@ std::vector<Grant> grants_of(const UserInfo& user, const RbacObjects& rbac);
 // namespace's own requests are scoped to it).
 RequestAttributes request_attributes(const AuditEvent& event);
 
+// An authorization check made inside a request rather than by one (an admission plugin
+// asking whether the requester may update an owner's finalizers): it is not in the audit
+// log, yet it uses a grant.
+struct AuthorizationCheck {
+  std::string username;
+  RequestAttributes request;
+  bool allowed = false;
+  std::string by;  // who asked: "OwnerReferencesPermissionEnforcement"
+};
+
 struct RequestUse {
   AuditEvent event;
   std::optional<Grant> grant;  // nullopt: no rule of the given objects allowed it
 };
+struct CheckUse {
+  AuthorizationCheck check;
+  std::optional<Grant> grant;
+};
 struct RbacUsage {
   std::vector<RequestUse> requests;  // the service account's requests, oldest first
-  std::vector<Grant> unused;         // its grants that no request of its used, sorted
+  std::vector<CheckUse> checks;      // the checks made for its requests, oldest first
+  std::vector<Grant> unused;         // its grants that no request or check used, sorted
 };
 // For each ServiceAccount a binding of `rbac` names (key: its username,
 // system:serviceaccount:<ns>:<name>): which grant each of its requests in `events` used,
 // and which of its grants no request used. Every request counts, whatever its answer (a
 // request the authorizer allowed and a webhook refused still used its grant; a 403 used
-// none). Pass the roles under test without bootstrap_rbac(), so discovery requests show
-// as using no grant rather than as uses of system:discovery.
+// none), and so does every check in `checks`. Pass the roles under test without bootstrap_rbac(),
+// so discovery requests show as using no grant rather than as uses of system:discovery. `checks`:
+// the authorization checks admission made (Admission::authorization_checks()).
 std::map<std::string, RbacUsage> rbac_usage(const RbacObjects& rbac,
-                                            const std::vector<AuditEvent>& events);
+                                            const std::vector<AuditEvent>& events,
+                                            const std::vector<AuthorizationCheck>& checks = {});
 
 }  // namespace commgate::sim

@@ -191,6 +191,36 @@ TEST(RbacUsage, every_service_account_a_binding_names_has_a_report) {
   EXPECT_EQ(names, (std::vector<std::string>{"system:serviceaccount:ops:hook", kOperator}));
 }
 
+// OwnerReferencesPermissionEnforcement asks about trainingjobs/finalizers inside a create:
+// no request of the audit log names it, yet the grant is used.
+TEST(RbacUsage, an_admission_plugins_check_uses_a_grant_no_request_names) {
+  const std::vector<json> objects = {
+      cluster_role("op",
+                   json::array({rule({"batch"}, {"jobs"}, {"create"}),
+                                rule({"commgate.io"}, {"trainingjobs/finalizers"}, {"update"})})),
+      cluster_binding("op", "op")};
+  RequestAttributes finalizers;
+  finalizers.verb = "update";
+  finalizers.api_group = "commgate.io";
+  finalizers.resource = "trainingjobs";
+  finalizers.subresource = "finalizers";
+  finalizers.ns = "nlp";
+  finalizers.name = "bert";
+  const auto without = rbac_usage(RbacObjects::from(objects),
+                                  {request("create", "/apis/batch/v1/namespaces/nlp/jobs", 201)});
+  ASSERT_EQ(without.at(kOperator).unused.size(), 1u);
+  EXPECT_EQ(
+      to_string(without.at(kOperator).unused[0]),
+      R"(ClusterRole "op" rule 1: update "trainingjobs/finalizers" in API group "commgate.io")");
+  const auto with = rbac_usage(
+      RbacObjects::from(objects), {request("create", "/apis/batch/v1/namespaces/nlp/jobs", 201)},
+      {{kOperator, finalizers, true, "OwnerReferencesPermissionEnforcement"},
+       {"system:serviceaccount:ops:other", finalizers, false, "x"}});
+  EXPECT_TRUE(with.at(kOperator).unused.empty());
+  ASSERT_EQ(with.at(kOperator).checks.size(), 1u);
+  EXPECT_TRUE(with.at(kOperator).checks[0].grant.has_value());
+}
+
 TEST(RbacUsage, a_request_of_the_audit_log_reads_as_the_authorizer_read_it) {
   const RequestAttributes a = request_attributes(request(
       "list", "/api/v1/namespaces/nlp/pods?labelSelector=a%3Db&fieldSelector=metadata.name%3Dp"));

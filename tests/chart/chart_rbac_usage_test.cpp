@@ -1,0 +1,375 @@
+// RBAC proven, not assumed (issue #11): the rendered chart on commgate-sim with
+// `--authorization rbac` and the OwnerReferencesPermissionEnforcement admission plugin, the
+// real `commgate webhook` and `commgate operator` run as the chart's ServiceAccounts (their
+// Deployments' container arguments, their Secrets' certificates), through a whole
+// TrainingJob lifecycle: kubectl apply -> the webhook gates it -> the operator creates the
+// pool's CommProfile and probe Job -> the probe's result becomes the profile's measurement
+// -> the decision (Admit) and the spec patch the webhook lets through -> the workload
+// Service and Job (blockOwnerDeletion: true on their TrainingJob) -> Succeeded; the probe
+// deleted; the policy changed (both watch it) and a second job decided at admission from
+// the profile; the first TrainingJob deleted (its workload collected). Then the sim's audit
+// log is read against the chart's Roles and bindings (sim::rbac_usage): any 403 for a
+// chart ServiceAccount fails the test (a missing rule), and each granted (rule, verb,
+// resource) no request used is printed; one not listed in kUnusedOnPurpose with its reason
+// fails it (an unneeded grant).
+//
+// Shortcuts, as in chart_sim_test.cpp: the test starts the webhook and the operator itself
+// (no Deployment controller here), registers where the webhook's Service listens, and
+// labels namespaces with kubernetes.io/metadata.name. The probe pods run a script that
+// writes a REAL recorded probe result (operator_faults_test.cpp's) as rank 0's termination
+// message, so no LibTorch probe is needed; the training pods run `true`.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/base64.h"
+#include "sim/api_server.h"
+#include "sim/cluster.h"
+#include "sim/rbac_authorizer.h"
+#include "tests/chart/chart_render.h"
+#include "tests/support/child_process.h"
+#include "tests/support/wait.h"
+
+namespace commgate::testing {
+namespace COMMGATE_TEST_UNIT {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kOperatorUser = "system:serviceaccount:commgate-system:commgate-operator";
+constexpr const char* kWebhookUser = "system:serviceaccount:commgate-system:commgate-webhook";
+
+// Grants the lifecycle above does not use, each with why it stays in the chart. A grant
+// unused and not listed here fails the test: remove it from the chart, or take the path
+// that uses it and say so here.
+const std::string kCacheFallback =
+    "served from the informer's cache, which the reconciler waits for; kube/cached_reader.h "
+    "sends a read the cache cannot serve yet (before its first list) to the API server";
+const std::map<std::string, std::string> kUnusedOnPurpose = {
+    {R"(ClusterRole "commgate-operator" rule 0: get "trainingjobs" in API group "commgate.io")",
+     kCacheFallback},
+    {R"(ClusterRole "commgate-operator" rule 5: get "commpolicies" in API group "commgate.io")",
+     kCacheFallback},
+    {R"(ClusterRole "commgate-operator" rule 7: get "namespaces" in API group "")", kCacheFallback},
+    {R"(ClusterRole "commgate-operator" rule 8: get "jobs" in API group "batch")", kCacheFallback},
+    {R"(ClusterRole "commgate-operator" rule 10: get "pods" in API group "")", kCacheFallback},
+    {R"(ClusterRole "commgate-operator" rule 11: patch "events" in API group "events.k8s.io")",
+     "an Event repeated for the same object and reason is patched into its series "
+     "(kube/event_recorder.h); this run records no Event twice"},
+};
+
+// A real termination message of `commgate-probe --local-ranks 2 --params 1M --batch-size 8
+// --optimizer sgd ...` (operator_faults_test.cpp's kRealResult, build of 2026-12-02).
+const std::string kRealResult =
+    R"json({"allReduce":{"dtype":"fp32","fit":{"busbwGBps":1.304,"latencyUs":482.8,"maxRelativeResidual":0.7607,"poor":false},"iterations":3,"results":[{"algbwGBps":0.8121,"busbwGBps":0.8121,"bytes":1048576.0,"dataCheck":"ok","timeUs":1291.0}],"warmupIterations":1},"apiVersion":"commgate.io/v1alpha1","backend":"gloo","compute":{"backwardMs":18.81,"batchSize":8,"forwardMs":5.393,"gradientDtype":"fp32","iterations":3,"model":"synthetic-mlp","optimizer":"sgd","optimizerMs":0.4707,"p10Ms":19.53,"p90Ms":44.03,"parameters":999933.0,"precision":"fp32","stepTimeMs":40.06},"ddpStep":{"bucketCapBytes":26214400.0,"buckets":2,"commShare":0.6598,"computeOnlyStepTimeMs":9.053,"exposedCommMs":17.56,"firstBucketBytes":1048576.0,"stepTimeMs":26.61},"device":"cpu","durationSeconds":1.579,"gpuProduct":"","interface":"lo","kind":"ProbeResult","startTime":"2026-12-02T01:21:50Z","transport":"loopback","world":{"nodes":2,"procsPerNode":1}})json";
+
+// The probe container ($1: the test's directory): rank 0 writes the recorded result,
+// stamped now, where the kubelet reads the termination message.
+constexpr const char* kProbeScript = R"(#!/bin/sh
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+if [ "$RANK" = 0 ]; then
+  sed "s/\"startTime\":\"[^\"]*\"/\"startTime\":\"$now\"/" "$1/result.json" > "$TERMINATION_LOG_PATH"
+fi
+)";
+
+std::string stream_of(const std::vector<json>& objects) {
+  std::string out;
+  for (const auto& o : objects) out += "---\n" + o.dump(2) + "\n";
+  return out;
+}
+
+json labelled_namespace(const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Namespace"},
+          {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/metadata.name", name}}}}}};
+}
+
+// A gated-by-default 2-node TrainingJob of the recorded probe's model on pool p.
+json training_job(const std::string& name) {
+  const json container = {
+      {"name", "trainer"}, {"image", "ignored-by-the-sim"}, {"command", {"/bin/true"}}};
+  return {
+      {"apiVersion", "commgate.io/v1alpha1"},
+      {"kind", "TrainingJob"},
+      {"metadata", {{"name", name}, {"namespace", "nlp"}}},
+      {"spec",
+       {{"numNodes", 2},
+        {"numProcPerNode", 1},
+        {"nodeSelector", {{"pool", "p"}}},
+        {"model",
+         {{"parameters", "1M"}, {"gradientDtype", "fp32"}, {"batchSize", 8}, {"optimizer", "sgd"}}},
+        {"template",
+         {{"spec",
+           {{"terminationGracePeriodSeconds", 0}, {"containers", json::array({container})}}}}}}}};
+}
+
+sim::ApiServerOptions rbac_sim() {
+  sim::ApiServerOptions options;
+  options.authorization = sim::AuthorizationMode::kRbac;
+  options.admission_plugins.owner_references_permission_enforcement = true;
+  options.users = {sim::parse_user_flag(std::string("operator-sa-token=") + kOperatorUser),
+                   sim::parse_user_flag(std::string("webhook-sa-token=") + kWebhookUser)};
+  return options;
+}
+
+class ChartRbacUsage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
+    started_ = std::chrono::steady_clock::now();
+    api_.start();
+    dir_ = api_.pki_dir();
+    kubeconfig_ = dir_ + "/kubeconfig";
+    std::ofstream(kubeconfig_) << api_.kubeconfig();
+    std::ofstream(dir_ + "/probe.sh") << kProbeScript;
+    std::ofstream(dir_ + "/result.json") << kRealResult;
+    // A default policy that admits what the recorded probe measured (66% at 2 nodes), with
+    // a gloo probe of at most 2 nodes (the sim's nodes have no GPUs).
+    // (A values file: --set keeps 0.95 a string, as Helm's does.)
+    std::ofstream(dir_ + "/values.yaml")
+        << "defaultPolicy: {enabled: true, maxCommShare: 0.95}\n"
+           "probe: {backend: gloo, maxNodes: 2, timeoutSeconds: 60}\n";
+    chart_ = render_chart({"--include-crds", "-f", dir_ + "/values.yaml"});
+    ASSERT_EQ(chart_.exit_code, 0) << chart_.output;
+    cluster_ = std::make_unique<sim::SimCluster>(api_.store());
+    for (const char* name : {"p-1", "p-2"}) {
+      sim::NodeSpec spec = sim::node_spec(name);
+      spec.labels["pool"] = "p";
+      cluster_->add_node(spec);
+    }
+    cluster_->start();
+  }
+  void TearDown() override {
+    operator_.reset();
+    webhook_.reset();
+    if (cluster_) cluster_->stop();
+    std::printf("[ timing ] %s: %.1f s\n",
+                ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+  }
+
+  struct Result {
+    int code;
+    std::string output;
+  };
+  Result kubectl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
+                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess p(argv, dir_ + "/kubectl-" + std::to_string(++calls_) + ".out");
+    const int code = p.wait_exit(30s);
+    return {code, p.output()};
+  }
+  Result apply(const std::vector<json>& objects, const std::string& name) {
+    const std::string file = dir_ + "/" + name + ".yaml";
+    std::ofstream(file) << stream_of(objects);
+    return kubectl({"apply", "-f", file});
+  }
+
+  std::string kubeconfig_of(const std::string& username) {
+    const std::string file = dir_ + "/" + username.substr(username.rfind(':') + 1) + ".kubeconfig";
+    std::ofstream(file) << api_.kubeconfig_for(username);
+    return file;
+  }
+  fs::path mount_secret(const std::string& name) {
+    const json& secret = chart_.get("Secret", name);
+    const fs::path dir = fs::path(dir_) / name;
+    fs::create_directories(dir);
+    for (const char* key : {"tls.crt", "tls.key", "ca.crt"})
+      std::ofstream(dir / key) << base64_decode(secret["data"][key].get<std::string>());
+    return dir;
+  }
+  // A commgate container's arguments with the pod's paths mapped to this machine.
+  std::vector<std::string> local_argv(const json& pod, const fs::path& tls,
+                                      const std::string& kubeconfig) {
+    std::vector<std::string> argv = {COMMGATE_BINARY};
+    for (const auto& a : pod["containers"][0]["args"]) {
+      std::string arg = a;
+      if (arg.rfind("--port=", 0) == 0) arg = "--port=0";
+      const std::string mount = "/etc/commgate/tls/";
+      if (auto at = arg.find(mount); at != std::string::npos)
+        arg.replace(at, mount.size(), tls.string() + "/");
+      argv.push_back(arg);
+    }
+    argv.insert(argv.end(), {"--address", "127.0.0.1", "--kubeconfig", kubeconfig});
+    return argv;
+  }
+
+  // helm install's order: CRDs, then the release (RBAC included) without the webhook
+  // configurations; the webhook and the operator start as their ServiceAccounts once their
+  // rules exist (no 403 while the RBAC is still on its way); then the configurations.
+  void install_and_start() {
+    std::vector<json> crds, release, hooks;
+    for (const auto& o : chart_.objects) {
+      const std::string kind = o["kind"];
+      if (kind == "CustomResourceDefinition") {
+        crds.push_back(o);
+      } else if (kind == "MutatingWebhookConfiguration" ||
+                 kind == "ValidatingWebhookConfiguration") {
+        hooks.push_back(o);
+      } else {
+        release.push_back(o);
+      }
+    }
+    auto r = apply(crds, "crds");
+    ASSERT_EQ(r.code, 0) << r.output;
+    r = apply({labelled_namespace("commgate-system"), labelled_namespace("nlp")}, "namespaces");
+    ASSERT_EQ(r.code, 0) << r.output;
+    ASSERT_TRUE(wait_until(
+        [&] {
+          r = apply(release, "release");  // the CommPolicy waits for its CRD to be served
+          return r.code == 0;
+        },
+        20s))
+        << r.output;
+
+    const json& webhook_pod =
+        chart_.get("Deployment", "commgate-webhook")["spec"]["template"]["spec"];
+    webhook_ = std::make_unique<ChildProcess>(
+        local_argv(webhook_pod, mount_secret("commgate-webhook-tls"), kubeconfig_of(kWebhookUser)),
+        dir_ + "/webhook.log");
+    const uint16_t port =
+        webhook_->wait_for_port(std::regex("listening on 127\\.0\\.0\\.1:([0-9]+)"));
+    ASSERT_NE(port, 0) << webhook_->output();
+    const json& service = hooks[0]["webhooks"][0]["clientConfig"]["service"];
+    api_.register_service(service["name"], service["namespace"],
+                          "127.0.0.1:" + std::to_string(port));
+
+    const json& operator_pod =
+        chart_.get("Deployment", "commgate-operator")["spec"]["template"]["spec"];
+    std::vector<std::string> argv =
+        local_argv(operator_pod, mount_secret(operator_pod["volumes"][0]["secret"]["secretName"]),
+                   kubeconfig_of(kOperatorUser));
+    argv.push_back("--probe-command=/bin/sh," + dir_ + "/probe.sh," + dir_);
+    setenv("POD_NAME", "commgate-operator-5c7d9-x2kq4", 1);
+    setenv("POD_NAMESPACE", "commgate-system", 1);
+    operator_ = std::make_unique<ChildProcess>(argv, dir_ + "/operator.log");
+    unsetenv("POD_NAME");
+    unsetenv("POD_NAMESPACE");
+    ASSERT_NE(
+        operator_->wait_for_port(std::regex("serving /healthz /readyz /metrics on [^ ]*:([0-9]+)")),
+        0)
+        << operator_->output();
+
+    r = apply(hooks, "webhooks");
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+
+  json get_job(const std::string& name) {
+    const auto tj = api_.store().find_resource("commgate.io", "v1alpha1", "trainingjobs");
+    try {
+      return api_.store().get(*tj, "nlp", name);
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  }
+  std::string phase(const std::string& name) {
+    const json tj = get_job(name);
+    return tj.is_object() ? tj.value("/status/phase"_json_pointer, std::string()) : "";
+  }
+  std::size_t jobs_in(const std::string& ns) {
+    const auto jobs = api_.store().find_resource("batch", "v1", "jobs");
+    return api_.store().list(*jobs, ns, sim::ListOptions{}).items.size();
+  }
+  std::string logs() {
+    return "operator:\n" + (operator_ ? operator_->output() : "") + "webhook:\n" +
+           (webhook_ ? webhook_->output() : "");
+  }
+
+  std::chrono::steady_clock::time_point started_;
+  sim::ApiServer api_{rbac_sim()};
+  std::unique_ptr<sim::SimCluster> cluster_;
+  std::string dir_, kubeconfig_;
+  RenderedChart chart_;
+  std::unique_ptr<ChildProcess> webhook_, operator_;
+  int calls_ = 0;
+};
+
+TEST_F(ChartRbacUsage, a_trainingjobs_lifecycle_meets_no_403_and_leaves_no_grant_unused) {
+  ASSERT_NO_FATAL_FAILURE(install_and_start());
+
+  // 1. Applied: gated by the webhook (no measurement of pool p yet), probed, decided,
+  // launched, Succeeded. The webhook answers once its caches have listed.
+  const std::string first = dir_ + "/bert.yaml";
+  std::ofstream(first) << training_job("bert").dump(2);
+  Result r{};
+  ASSERT_TRUE(wait_until(
+      [&] {
+        r = kubectl({"apply", "-f", first});
+        return r.code == 0;
+      },
+      30s))
+      << r.output << logs();
+  ASSERT_TRUE(wait_until([&] { return phase("bert") == "Succeeded"; }, 60s))
+      << get_job("bert").dump(2) << logs();
+  EXPECT_EQ(get_job("bert").value("/status/decision/action"_json_pointer, std::string()), "Admit");
+  // The finished probe is deleted by the operator.
+  ASSERT_TRUE(wait_until([&] { return jobs_in("commgate-system") == 0; }, 30s)) << logs();
+
+  // 2. The policy changes (the webhook's and the operator's watches see it); a second job
+  // is decided at admission from the pool's profile, with no probe.
+  r = kubectl({"patch", "commpolicy", "default", "--type", "merge", "-p",
+               R"({"spec":{"maxCommShare":0.9}})"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string second = dir_ + "/bert-again.yaml";
+  std::ofstream(second) << training_job("bert-again").dump(2);
+  r = kubectl({"apply", "-f", second});
+  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_TRUE(wait_until([&] { return phase("bert-again") == "Succeeded"; }, 60s))
+      << get_job("bert-again").dump(2) << logs();
+
+  // 3. The first TrainingJob deleted: its workload Job and Service go with it (ownerRefs).
+  r = kubectl({"delete", "tj", "-n", "nlp", "bert", "--timeout=30s"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_TRUE(wait_until([&] { return jobs_in("nlp") == 1; }, 30s)) << logs();
+  // Stopped as Kubernetes stops pods (SIGTERM): the operator hands its Lease back.
+  EXPECT_EQ(operator_->terminate(20s), 0) << operator_->output();
+  EXPECT_EQ(webhook_->terminate(20s), 0) << webhook_->output();
+
+  // The audit log against the chart's rules.
+  const auto usage = sim::rbac_usage(sim::RbacObjects::from(chart_.objects), api_.audit_events(),
+                                     api_.admission_authorization_checks());
+  for (const char* account : {kOperatorUser, kWebhookUser}) {
+    ASSERT_TRUE(usage.count(account)) << account;
+    const sim::RbacUsage& u = usage.at(account);
+    std::map<std::string, int> uses;
+    for (const auto& request : u.requests) {
+      EXPECT_NE(request.event.code, 403) << account << " was refused: " << request.event.verb << " "
+                                         << request.event.request_uri << "\n"
+                                         << logs();
+      if (request.grant) ++uses[sim::to_string(*request.grant)];
+    }
+    for (const auto& check : u.checks) {
+      EXPECT_TRUE(check.check.allowed) << account << " failed " << check.check.by << "'s check";
+      if (check.grant) ++uses[sim::to_string(*check.grant) + " (" + check.check.by + ")"];
+    }
+    std::printf("[ rbac ] %s: %zu requests, %zu admission checks\n", account, u.requests.size(),
+                u.checks.size());
+    for (const auto& [grant, n] : uses) std::printf("[ rbac ]   used %4d x %s\n", n, grant.c_str());
+    for (const auto& grant : u.unused) {
+      const std::string text = sim::to_string(grant);
+      const auto why = kUnusedOnPurpose.find(text);
+      std::printf("[ rbac ]   UNUSED %s%s\n", text.c_str(),
+                  why == kUnusedOnPurpose.end() ? "" : (" -- " + why->second).c_str());
+      EXPECT_NE(why, kUnusedOnPurpose.end())
+          << account << ": the chart grants " << text
+          << " and no request of this run used it: remove it from the chart, or list it in "
+             "kUnusedOnPurpose with the path that needs it";
+    }
+  }
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate::testing
