@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/annotations.h"
+#include "core/json_write.h"
 
 namespace commgate {
 namespace {
@@ -59,12 +60,6 @@ Action action_named(const std::string& s, bool* ok) {
   return Action::kAdmit;
 }
 
-Json ref_to_json(const ObjectRef& r) {
-  Json j = {{"name", r.name}};
-  if (!r.resource_version.empty()) j["resourceVersion"] = r.resource_version;
-  return j;
-}
-
 std::optional<ObjectRef> ref_from_json(const Json& j) {
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
   ObjectRef r;
@@ -79,9 +74,13 @@ std::optional<ObjectRef> ref_from_json(const Json& j) {
 }  // namespace
 
 std::string decision_spec_hash(const TrainingJobSpec& spec) {
+  return decision_spec_hash(spec, spec.num_nodes);
+}
+
+std::string decision_spec_hash(const TrainingJobSpec& spec, int num_nodes) {
   SpecHasher h;
   h.bytes("commgate-spec-v1;");
-  h.integer(spec.num_nodes);
+  h.integer(num_nodes);
   h.integer(spec.min_nodes);
   h.integer(spec.num_proc_per_node);
   h.integer(static_cast<int64_t>(spec.node_selector.size()));
@@ -114,17 +113,45 @@ std::vector<std::pair<std::string, std::string>> decision_annotations(const Deci
           {annotation::kDecisionRecord, to_annotation(r)}};
 }
 
+// Written as nlohmann's dump() of the record's object would write it (keys sorted), without
+// building the tree: every /mutate writes one (#9). decision_record_test holds the two
+// together.
 std::string to_annotation(const DecisionRecord& r) {
-  Json j = {{"action", to_string(r.action)},
-            {"admittedNodes", r.admitted_nodes},
-            {"requestedNodes", r.requested_nodes},
-            {"reason", r.reason},
-            {"policy", ref_to_json(r.policy)}};
-  if (r.profile) j["profile"] = ref_to_json(*r.profile);
-  j["decidedAt"] = format_rfc3339(r.decided_at);
-  j["specHash"] = r.spec_hash;
-  if (!r.message.empty()) j["message"] = r.message;
-  return j.dump();
+  auto write_ref = [](std::string& out, const ObjectRef& ref) {
+    out += "{\"name\":";
+    append_json_string(out, ref.name);
+    if (!ref.resource_version.empty()) {
+      out += ",\"resourceVersion\":";
+      append_json_string(out, ref.resource_version);
+    }
+    out += '}';
+  };
+  std::string out;
+  out.reserve(256 + r.message.size());
+  out += "{\"action\":";
+  append_json_string(out, to_string(r.action));
+  out += ",\"admittedNodes\":";
+  out += std::to_string(r.admitted_nodes);
+  out += ",\"decidedAt\":";
+  append_json_string(out, format_rfc3339(r.decided_at));
+  if (!r.message.empty()) {
+    out += ",\"message\":";
+    append_json_string(out, r.message);
+  }
+  out += ",\"policy\":";
+  write_ref(out, r.policy);
+  if (r.profile) {
+    out += ",\"profile\":";
+    write_ref(out, *r.profile);
+  }
+  out += ",\"reason\":";
+  append_json_string(out, r.reason);
+  out += ",\"requestedNodes\":";
+  out += std::to_string(r.requested_nodes);
+  out += ",\"specHash\":";
+  append_json_string(out, r.spec_hash);
+  out += '}';
+  return out;
 }
 
 std::optional<DecisionRecord> parse_decision_record(std::string_view text, std::string* error) {

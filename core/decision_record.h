@@ -50,6 +50,9 @@ struct DecisionRecord {
 // sets it), not the template, tolerations or runPolicy. Stable across builds and
 // processes: the webhook and the operator compare each other's hashes.
 std::string decision_spec_hash(const TrainingJobSpec& spec);
+// The same hash for `spec` with spec.numNodes set to `num_nodes` (the spec as stored after a
+// downsize), without copying the spec and its pod template.
+std::string decision_spec_hash(const TrainingJobSpec& spec, int num_nodes);
 
 // Compact JSON, keys: action, admittedNodes, requestedNodes, reason, policy{name,
 // resourceVersion}, profile{name, resourceVersion} (when one was used), decidedAt,

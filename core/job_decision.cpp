@@ -64,9 +64,10 @@ DecisionRecord record_of(const JobDecision& jd, const TrainingJob& job, TimePoin
   if (jd.policy) r.policy = {jd.policy->metadata.name, jd.policy->metadata.resource_version};
   r.profile = jd.profile;
   r.decided_at = now;
-  TrainingJobSpec stored = job.spec;
-  if (d.action == Action::kDownsize) stored.num_nodes = d.admitted_nodes;
-  r.spec_hash = decision_spec_hash(stored);
+  // The spec as stored: a downsize lowers numNodes (no copy of the spec: its pod
+  // template made the copy a quarter of /mutate's handler time, #9).
+  r.spec_hash = decision_spec_hash(
+      job.spec, d.action == Action::kDownsize ? d.admitted_nodes : job.spec.num_nodes);
   if (d.action == Action::kGate || d.action == Action::kDeny) r.message = d.message;
   return r;
 }

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <nlohmann/json.hpp>
+
 #include "core/annotations.h"
 #include "tests/support/builders.h"
 
@@ -47,6 +50,82 @@ TEST(DecisionRecord, IsCompactJson) {
   EXPECT_NE(text.find("\"policy\":{\"name\":\"strict\",\"resourceVersion\":\"41\"}"),
             std::string::npos)
       << text;
+}
+
+// The annotation as it was written before the string writer (#9): a JSON tree, dumped.
+// The records on stored objects were written so; the bytes must not change.
+std::string annotation_as_a_tree(const DecisionRecord& r) {
+  auto ref = [](const ObjectRef& o) {
+    nlohmann::json j = {{"name", o.name}};
+    if (!o.resource_version.empty()) j["resourceVersion"] = o.resource_version;
+    return j;
+  };
+  nlohmann::json j = {{"action", to_string(r.action)},
+                      {"admittedNodes", r.admitted_nodes},
+                      {"requestedNodes", r.requested_nodes},
+                      {"reason", r.reason},
+                      {"policy", ref(r.policy)}};
+  if (r.profile) j["profile"] = ref(*r.profile);
+  j["decidedAt"] = format_rfc3339(r.decided_at);
+  j["specHash"] = r.spec_hash;
+  if (!r.message.empty()) j["message"] = r.message;
+  return j.dump();
+}
+
+struct AnnotationCase {
+  std::string name;
+  std::function<void(DecisionRecord&)> change;
+};
+
+class AnnotationBytes : public ::testing::TestWithParam<AnnotationCase> {};
+
+TEST_P(AnnotationBytes, AreTheTreesDump) {
+  DecisionRecord r = a_record();
+  GetParam().change(r);
+  EXPECT_EQ(to_annotation(r), annotation_as_a_tree(r));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, AnnotationBytes,
+    ::testing::Values(AnnotationCase{"a_downsize_with_a_profile", [](auto&) {}},
+                      AnnotationCase{
+                          "a_gate_without_a_profile_with_its_message",
+                          [](auto& r) {
+                            r.action = Action::kGate;
+                            r.profile.reset();
+                            r.message = "no measurement (commgate looked for CommProfile pool-x)";
+                          }},
+                      AnnotationCase{"the_built_in_default_policy_has_no_resource_version",
+                                     [](auto& r) {
+                                       r.policy = {"default", ""};
+                                     }},
+                      AnnotationCase{"a_message_that_needs_escaping",
+                                     [](auto& r) {
+                                       r.action = Action::kDeny;
+                                       r.message =
+                                           "\"quoted\"\n\ttab \\ \x01 caf\xc3\xa9 \xe2\x89\xa4 30%";
+                                     }},
+                      AnnotationCase{"names_that_need_escaping",
+                                     [](auto& r) {
+                                       r.policy = {"p\"1", "4\\2"};
+                                       r.profile = ObjectRef{"pool-\xc3\xa9", ""};
+                                     }},
+                      AnnotationCase{"a_denial_admits_zero_nodes",
+                                     [](auto& r) {
+                                       r.action = Action::kDeny;
+                                       r.admitted_nodes = 0;
+                                       r.requested_nodes = 10000;
+                                     }}),
+    [](const auto& param_info) { return param_info.param.name; });
+
+TEST(SpecHash, OfTheStoredCountIsTheHashOfTheSpecWithThatCount) {
+  TrainingJobSpec spec = a_training_job().nodes(8).build().spec;
+  const std::string at_eight = decision_spec_hash(spec);
+  EXPECT_EQ(decision_spec_hash(spec, 8), at_eight);
+  const std::string at_six = decision_spec_hash(spec, 6);
+  spec.num_nodes = 6;
+  EXPECT_EQ(at_six, decision_spec_hash(spec));
+  EXPECT_NE(at_six, at_eight);
 }
 
 TEST(DecisionRecord, AnnotationsAreWhatEveryDeciderWrites) {
@@ -184,5 +263,5 @@ INSTANTIATE_TEST_SUITE_P(
                                   false, true, RecordVerdict::kNodesDifferFromRecord}),
     [](const auto& param_info) { return param_info.param.name; });
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate
