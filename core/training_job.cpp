@@ -9,7 +9,7 @@ namespace {
 
 using P = Presence;
 
-void read_tolerations(ObjectReader& spec, TrainingJobSpec& out) {
+void read_tolerations(ObjectReader& spec, TrainingJobSpec& out, Verbatim verbatim) {
   const Json* raw = spec.raw("tolerations");
   if (!raw) return;
   for (auto& t : spec.object_list("tolerations")) {
@@ -31,10 +31,10 @@ void read_tolerations(ObjectReader& spec, TrainingJobSpec& out) {
     }
     t.reject_unknown_fields();
   }
-  if (raw->is_array()) out.tolerations = *raw;
+  if (raw->is_array() && verbatim == Verbatim::kKeep) out.tolerations = *raw;
 }
 
-void read_template(ObjectReader& spec, TrainingJobSpec& out) {
+void read_template(ObjectReader& spec, TrainingJobSpec& out, Verbatim verbatim) {
   auto tmpl = spec.object("template", P::kRequired);
   if (!tmpl.present()) return;
   auto pod_spec = tmpl.object("spec", P::kRequired);
@@ -47,7 +47,7 @@ void read_template(ObjectReader& spec, TrainingJobSpec& out) {
     c.string("image", P::kRequired);
   }
   // The pod template belongs to Kubernetes' schema; the apiserver validates the rest.
-  out.pod_template = *spec.raw("template");
+  if (verbatim == Verbatim::kKeep) out.pod_template = *spec.raw("template");
 }
 
 void read_model(ObjectReader& spec, ModelSpec& m) {
@@ -111,7 +111,7 @@ int dtype_bytes(const std::string& dtype) {
   return 0;
 }
 
-TrainingJob parse_training_job(const nlohmann::json& doc, ObjectSource source) {
+TrainingJob parse_training_job(const nlohmann::json& doc, ObjectSource source, Verbatim verbatim) {
   FieldErrors errors;
   TrainingJob job;
   Document d = read_document(doc, kApiVersion, "TrainingJob", errors,
@@ -134,9 +134,9 @@ TrainingJob parse_training_job(const nlohmann::json& doc, ObjectSource source) {
   s.suspend = spec.boolean("suspend", P::kOptional).value_or(false);
   s.node_selector =
       spec.string_map("nodeSelector", P::kOptional).value_or(std::map<std::string, std::string>{});
-  read_tolerations(spec, s);
+  read_tolerations(spec, s, verbatim);
   read_model(spec, s.model);
-  read_template(spec, s);
+  read_template(spec, s, verbatim);
   auto policy_ref = spec.object("policyRef");
   s.policy_ref =
       policy_ref.string("name", policy_ref.present() ? P::kRequired : P::kOptional).value_or("");
@@ -144,7 +144,8 @@ TrainingJob parse_training_job(const nlohmann::json& doc, ObjectSource source) {
   read_run_policy(spec, s.run_policy);
   spec.reject_unknown_fields();
 
-  if (const Json* status = root.raw("status")) job.status = *status;
+  if (const Json* status = root.raw("status"); status && verbatim == Verbatim::kKeep)
+    job.status = *status;
   root.reject_unknown_fields();
   errors.throw_if_any("invalid TrainingJob");
   return job;

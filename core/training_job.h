@@ -62,9 +62,19 @@ enum class ObjectSource {
   kAdmission,  // an apiserver request: generateName may stand in for the name
 };
 
+// What the parse keeps of the parts it validates but does not interpret.
+enum class Verbatim {
+  kKeep,  // spec.template, spec.tolerations and status copied into the TrainingJob
+  // Left empty (null, [], null): for deciders that read only what decide() and the
+  // decision record read (the webhook's handlers). The copy of the pod template was a
+  // tenth of /mutate's handler time (#9). Validation and its errors are the same.
+  kSkip,
+};
+
 // Throws ValidationError naming the field path of every problem.
 TrainingJob parse_training_job(const nlohmann::json& doc,
-                               ObjectSource source = ObjectSource::kManifest);
+                               ObjectSource source = ObjectSource::kManifest,
+                               Verbatim verbatim = Verbatim::kKeep);
 
 // Bytes per gradient element for a dtype name; 0 for an unknown name.
 int dtype_bytes(const std::string& dtype);

@@ -116,7 +116,7 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
 
   TrainingJob job;
   try {
-    job = parse_training_job(request.object, ObjectSource::kAdmission);
+    job = parse_training_job(request.object, ObjectSource::kAdmission, Verbatim::kSkip);
   } catch (const ValidationError&) {
     return allowed();  // the validating endpoint denies it with every field path
   }
@@ -124,7 +124,7 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
   std::optional<TrainingJob> old_job;
   if (request.operation == "UPDATE") {
     try {
-      old_job = parse_training_job(request.old_object, ObjectSource::kAdmission);
+      old_job = parse_training_job(request.old_object, ObjectSource::kAdmission, Verbatim::kSkip);
     } catch (const ValidationError&) {
       // An old object that no longer parses (an older schema): decide the new one afresh.
     }
@@ -180,7 +180,7 @@ AdmissionResponse gate_past_deadline(const AdmissionRequest& request, TimePoint 
     return allowed();
   TrainingJob job;
   try {
-    job = parse_training_job(request.object, ObjectSource::kAdmission);
+    job = parse_training_job(request.object, ObjectSource::kAdmission, Verbatim::kSkip);
   } catch (const ValidationError&) {
     return allowed();  // the validating endpoint denies it with every field path
   }

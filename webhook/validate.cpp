@@ -160,7 +160,7 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
                                         TimePoint now, const WebhookConfig& config) {
   TrainingJob job;
   try {
-    job = parse_training_job(request.object, ObjectSource::kAdmission);
+    job = parse_training_job(request.object, ObjectSource::kAdmission, Verbatim::kSkip);
   } catch (const ValidationError& e) {
     return invalid(e.what());
   }
@@ -169,7 +169,8 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
 
   if (request.operation == "UPDATE") {
     try {
-      const TrainingJob old_job = parse_training_job(request.old_object, ObjectSource::kAdmission);
+      const TrainingJob old_job =
+          parse_training_job(request.old_object, ObjectSource::kAdmission, Verbatim::kSkip);
       // Nothing the decision reads changed in this request (a label, the template, or
       // /mutate's own re-decision that came back to the stored spec): nothing to check.
       // /mutate refused any edit of commgate's annotations that came without a spec change.

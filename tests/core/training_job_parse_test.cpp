@@ -2,6 +2,11 @@
 // path and message the user must see.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/decision_record.h"
 #include "core/training_job.h"
 #include "core/yaml_json.h"
 #include "tests/support/builders.h"
@@ -264,5 +269,101 @@ TEST(TrainingJobParsing, yaml_unquoted_bool_in_node_selector_is_named) {
   }
 }
 
-}  // namespace
+// Verbatim::kSkip (the webhook's parse, #9) against kKeep: the same TrainingJob apart from
+// the three parts it leaves empty, and the same errors, over the example jobs, the
+// TrainingJobs in the webhook's fuzz seeds, and broken variants of both.
+
+// Every field of a parsed TrainingJob except spec.template, spec.tolerations and status.
+Json decided_fields(const TrainingJob& j) {
+  const ObjectMeta& m = j.metadata;
+  const TrainingJobSpec& s = j.spec;
+  const RunPolicy& r = s.run_policy;
+  auto opt = [](const auto& o) { return o ? Json(*o) : Json(); };
+  return {
+      {"metadata",
+       {m.name, m.generate_name, m.namespace_, m.uid, m.resource_version, m.generation,
+        m.creation_timestamp ? format_rfc3339(*m.creation_timestamp) : "", m.labels,
+        m.annotations}},
+      {"spec",
+       {s.num_nodes, s.min_nodes, s.num_proc_per_node, s.suspend, s.node_selector, s.policy_ref,
+        opt(r.backoff_limit), opt(r.active_deadline_seconds), opt(r.ttl_seconds_after_finished)}},
+      {"model",
+       {s.model.parameters, s.model.gradient_dtype, s.model.torch_script, s.model.input_shape,
+        s.model.batch_size, s.model.optimizer, opt(s.model.step_time_hint_ms)}}};
+}
+
+// The parse's outcome as text: the decided fields, or the error message.
+std::string outcome(const Json& doc, Verbatim verbatim, TrainingJob* parsed = nullptr) {
+  try {
+    TrainingJob j = parse_training_job(doc, ObjectSource::kAdmission, verbatim);
+    const std::string text = decided_fields(j).dump();
+    if (parsed) *parsed = std::move(j);
+    return text;
+  } catch (const ValidationError& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+std::vector<std::pair<std::string, Json>> jobs_to_compare() {
+  const std::filesystem::path root = COMMGATE_SOURCE_DIR;
+  std::vector<std::pair<std::string, Json>> out;
+  for (const auto& e : std::filesystem::directory_iterator(root / "examples/jobs")) {
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    for (const Json& doc : yaml_documents_to_json(text.str()))
+      out.emplace_back(e.path().filename().string(), doc);
+  }
+  for (const auto& e : std::filesystem::directory_iterator(root / "tests/webhook/fuzz/corpus")) {
+    std::ifstream in(e.path());
+    const Json review = Json::parse(in, nullptr, false);
+    if (!review.is_object() || !review.contains("request")) continue;
+    for (const char* key : {"object", "oldObject"}) {
+      const Json& o = review["request"].value(key, Json());
+      if (o.is_object() && o.value("kind", "") == "TrainingJob")
+        out.emplace_back(e.path().filename().string() + " " + key, o);
+    }
+  }
+  // Broken variants: an error in each part kSkip does not keep, and elsewhere.
+  const std::vector<std::pair<std::string, std::pair<std::string, Json>>> breaks = {
+      {"template_without_containers", {"/spec/template/spec/containers", Json::array()}},
+      {"toleration_with_bad_operator",
+       {"/spec/tolerations", Json::parse(R"([{"operator":"Is"}])")}},
+      {"tolerations_not_a_list", {"/spec/tolerations", "all"}},
+      {"template_not_an_object", {"/spec/template", 3}},
+      {"zero_nodes", {"/spec/numNodes", 0}},
+      {"unknown_spec_field", {"/spec/numNode", 2}},
+      {"status_kept_verbatim_any_shape", {"/status", Json::parse(R"({"phase":"Running"})")}}};
+  const size_t valid = out.size();
+  for (size_t i = 0; i < valid; ++i) {
+    for (const auto& [name, change] : breaks) {
+      Json broken = out[i].second;
+      broken[Json::json_pointer(change.first)] = change.second;
+      out.emplace_back(out[i].first + " " + name, broken);
+    }
+  }
+  return out;
+}
+
+TEST(TrainingJobVerbatimSkip, parses_the_same_job_and_the_same_errors_as_keep) {
+  const auto jobs = jobs_to_compare();
+  ASSERT_GE(jobs.size(), 20u) << "the examples and seeds were found";
+  int valid = 0;
+  for (const auto& [name, doc] : jobs) {
+    SCOPED_TRACE(name);
+    TrainingJob kept, skipped;
+    const std::string want = outcome(doc, Verbatim::kKeep, &kept);
+    EXPECT_EQ(outcome(doc, Verbatim::kSkip, &skipped), want);
+    if (want.rfind("error: ", 0) == 0) continue;
+    ++valid;
+    EXPECT_EQ(decision_spec_hash(skipped.spec), decision_spec_hash(kept.spec));
+    EXPECT_TRUE(skipped.spec.pod_template.is_null());
+    EXPECT_EQ(skipped.spec.tolerations, Json::array());
+    EXPECT_TRUE(skipped.status.is_null());
+    EXPECT_FALSE(kept.spec.pod_template.is_null()) << "kKeep keeps the template";
+  }
+  EXPECT_GE(valid, 5);
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate
