@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -440,5 +441,108 @@ TEST(EvaluateCli, garbage_comm_profile_exits_2_with_every_field_path) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
-}  // namespace
+// Nine levels of nine aliases (9^9 values from ~700 bytes), the file of the user trial.
+std::string yaml_alias_bomb() {
+  std::string text =
+      "apiVersion: v1\nkind: ConfigMap\nl0: &a0 [lol, lol, lol, lol, lol, lol, lol, "
+      "lol, lol]\n";
+  for (int level = 1; level <= 8; ++level) {
+    const std::string prev = "*a" + std::to_string(level - 1);
+    text += "l" + std::to_string(level) + ": &a" + std::to_string(level) + " [";
+    for (int i = 0; i < 9; ++i) text += (i ? ", " : "") + prev;
+    text += "]\n";
+  }
+  return text;
+}
+
+// `commgate ARGS...` with at most `seconds` and, unless under AddressSanitizer (which
+// reserves terabytes of address space), 2 GiB of address space: without the limits on
+// YAML the bomb would grow by 300 MB/s until the machine ran out.
+CliRun run_bounded(const std::vector<std::string>& args, int seconds = 20) {
+#if defined(__SANITIZE_ADDRESS__)
+  const std::string limit = "";
+#else
+  const std::string limit = "ulimit -v 2097152; ";
+#endif
+  const fs::path dir = fs::temp_directory_path() / ("cg-bounded-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string cmd = "timeout " + std::to_string(seconds) + " sh -c '" + limit +
+                    "exec \"$0\" \"$@\"' " + std::string(COMMGATE_BIN);
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " >" + (dir / "out").string() + " 2>" + (dir / "err").string() + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = testing::slurp(dir / "out");
+  r.err = testing::slurp(dir / "err");
+  fs::remove_all(dir);
+  return r;
+}
+
+struct BombCase {
+  std::string name;
+  std::vector<std::string> args_before_file;  // the bomb's path comes after these
+  std::vector<std::string> args_after_file;
+};
+
+void PrintTo(const BombCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class YamlBombCli : public ::testing::TestWithParam<BombCase> {};
+
+TEST_P(YamlBombCli, exits_2_at_once_naming_the_file) {
+  const BombCase& c = GetParam();
+  TempFile bomb(yaml_alias_bomb(), ".yaml");
+  std::vector<std::string> args = c.args_before_file;
+  args.push_back(bomb.path());
+  args.insert(args.end(), c.args_after_file.begin(), c.args_after_file.end());
+  const auto start = std::chrono::steady_clock::now();
+  const CliRun r = run_bounded(args);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_NE(r.err.find(bomb.path() + ": line "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("an alias bomb, not a manifest"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EvaluateCli, YamlBombCli,
+    ::testing::Values(
+        BombCase{
+            "as_the_job",
+            {"evaluate", "-f"},
+            {"--measurement", example("measurements/probe-netns-2-nodes-1gbit-350M-params.json")}},
+        BombCase{
+            "as_the_policy",
+            {"evaluate", "-f", example("jobs/bert-large-350m.yaml"), "--policy"},
+            {"--measurement", example("measurements/probe-netns-2-nodes-1gbit-350M-params.json")}},
+        BombCase{"as_the_measurement",
+                 {"evaluate", "-f", example("jobs/bert-large-350m.yaml"), "--measurement"},
+                 {}}),
+    [](const ::testing::TestParamInfo<BombCase>& p) { return p.param.name; });
+
+// The webhook reads its policy directory before it listens: a bomb there is a start-up
+// misconfiguration (exit 2 naming the file), not std::bad_alloc. Polling rejects it the
+// same way and keeps the last good policies (the same parser; file_policy_source.cpp).
+TEST(WebhookCli, alias_bomb_in_the_policy_dir_exits_2_naming_the_file) {
+  const fs::path dir = fs::temp_directory_path() / ("cg-bomb-dir-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "bomb.yaml") << yaml_alias_bomb();
+  const auto start = std::chrono::steady_clock::now();
+  const CliRun r = run_bounded({"webhook", "--tls-cert-file", (dir / "absent.crt").string(),
+                                "--tls-private-key-file", (dir / "absent.key").string(), "--port",
+                                "0", "--policy-dir", dir.string()});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fs::remove_all(dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_NE(r.err.find((dir / "bomb.yaml").string() + ": line "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("an alias bomb, not a manifest"), std::string::npos) << r.err;
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

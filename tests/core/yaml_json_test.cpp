@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 namespace commgate {
 namespace COMMGATE_TEST_UNIT {
 
@@ -66,5 +71,138 @@ TEST(YamlJson, deeply_nested_input_does_not_crash) {
   EXPECT_ANY_THROW(parse_manifests("a: " + std::string(5000, '[')));  // YAML path
 }
 
-}  // namespace
+// Nine levels of nine aliases: 9^9 (387 million) values from about 700 bytes, the file
+// of the user trial that grew `commgate evaluate` by 300 MB/s.
+std::string alias_bomb() {
+  std::string text =
+      "apiVersion: v1\nkind: ConfigMap\nlevel0: &a0 [lol, lol, lol, lol, lol, lol, "
+      "lol, lol, lol]\n";
+  for (int level = 1; level <= 8; ++level) {
+    const std::string prev = "*a" + std::to_string(level - 1);
+    text += "level" + std::to_string(level) + ": &a" + std::to_string(level) + " [";
+    for (int i = 0; i < 9; ++i) text += (i ? ", " : "") + prev;
+    text += "]\n";
+  }
+  return text;
+}
+
+// One 60 KiB string repeated by 2,000 aliases: few values, 120 MB of text.
+std::string aliased_long_strings() {
+  std::string text = "kind: ConfigMap\nbig: &s " + std::string(60 * 1024, 'x') + "\nmany: [";
+  for (int i = 0; i < 2000; ++i) text += (i ? ", " : "") + std::string("*s");
+  return text + "]\n";
+}
+
+std::string nested_flow_sequences(int depth) {
+  return "kind: ConfigMap\ndeep: " + std::string(depth, '[') + std::string(depth, ']') + "\n";
+}
+
+std::string nested_block_sequences(int depth) {
+  std::string text = "kind: ConfigMap\ndeep:\n";
+  for (int i = 0; i < depth; ++i) text += std::string(2 * i, ' ') + "-\n";
+  return text;
+}
+
+std::string nested_json_arrays(int depth) {
+  return R"({"kind": "ConfigMap", "deep": )" + std::string(depth, '[') + std::string(depth, ']') +
+         "}";
+}
+
+std::string read_source_file(const std::string& relative) {
+  std::ifstream in(std::filesystem::path(COMMGATE_SOURCE_DIR) / relative);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Every CRD of the chart, one stream, 20 times over: about 1.2 MB and 60 documents with
+// the nesting of real OpenAPI schemas (Kubernetes stores no object over 1.5 MB).
+std::string big_manifest_stream() {
+  std::string crds;
+  for (const char* crd : {"commpolicies.commgate.io.yaml", "commprofiles.commgate.io.yaml",
+                          "trainingjobs.commgate.io.yaml"}) {
+    crds += "---\n" + read_source_file(std::string("charts/commgate/crds/") + crd);
+  }
+  std::string out;
+  for (int i = 0; i < 20; ++i) out += crds;
+  return out;
+}
+
+// Anchors and aliases as people use them: shared defaults merged or repeated a few times.
+constexpr const char* kOrdinaryAliases = R"(kind: ConfigMap
+defaults: &defaults {cpu: 1, memory: 1Gi}
+a: *defaults
+b: *defaults
+list: &l [1, 2, 3]
+again: [*l, *l]
+)";
+
+struct LimitCase {
+  std::string name;
+  std::string text;
+  std::string want_error;  // a part of the message; "" = parses
+};
+
+void PrintTo(const LimitCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class YamlLimitsTest : public ::testing::TestWithParam<LimitCase> {};
+
+TEST_P(YamlLimitsTest, bounds_what_a_manifest_may_expand_to) {
+  const LimitCase& c = GetParam();
+  const auto start = std::chrono::steady_clock::now();
+  std::string error;
+  size_t documents = 0;
+  try {
+    documents = parse_manifests(c.text).size();
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (c.want_error.empty()) {
+    EXPECT_EQ(error, "");
+    EXPECT_GT(documents, 0u);
+  } else {
+    EXPECT_NE(error.find(c.want_error), std::string::npos)
+        << "want an error with \"" << c.want_error << "\", got \"" << error << "\"";
+  }
+  EXPECT_LT(seconds, 10.0) << "a bounded parse should not take long";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    YamlJson, YamlLimitsTest,
+    ::testing::Values(LimitCase{"alias_bomb_is_refused_as_one", alias_bomb(),
+                                "the YAML expands to more than 1000"},
+                      LimitCase{"aliased_long_strings_are_refused_by_their_bytes",
+                                aliased_long_strings(), "bytes of strings"},
+                      LimitCase{"flow_sequences_100k_deep_are_refused",
+                                nested_flow_sequences(100'000), "nested deeper than 256 levels"},
+                      LimitCase{"flow_sequences_300_deep_are_refused_by_commgate_not_yaml_cpp",
+                                nested_flow_sequences(300),
+                                "line 2: nested deeper than 256 levels"},
+                      LimitCase{"block_sequences_1000_deep_are_refused",
+                                nested_block_sequences(1000), "nested deeper than 256 levels"},
+                      LimitCase{"json_arrays_100k_deep_are_refused", nested_json_arrays(100'000),
+                                "invalid JSON: nested deeper than 256 levels"},
+                      LimitCase{"nesting_of_200_levels_passes", nested_flow_sequences(200), ""},
+                      LimitCase{"json_nesting_of_200_levels_passes", nested_json_arrays(200), ""},
+                      LimitCase{"ordinary_anchors_and_aliases_pass", kOrdinaryAliases, ""},
+                      LimitCase{"a_megabyte_of_real_crds_passes", big_manifest_stream(), ""}),
+    [](const ::testing::TestParamInfo<LimitCase>& p) { return p.param.name; });
+
+TEST(YamlJson, limits_scale_with_the_text_so_aliases_are_what_is_bounded) {
+  const std::string text(1000, ' ');
+  const YamlLimits l = YamlLimits::for_text(text);
+  EXPECT_EQ(l.max_nodes, YamlLimits::kAliasNodeAllowance + 1000);
+  EXPECT_EQ(l.max_scalar_bytes, YamlLimits::kAliasByteAllowance + 1000);
+
+  YamlLimits tight;
+  tight.max_nodes = 5;
+  EXPECT_NO_THROW(yaml_documents_to_json("[1, 2, 3, 4]", tight));  // 5 values
+  EXPECT_THROW(yaml_documents_to_json("[1, 2, 3, 4, 5]", tight), std::runtime_error);
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate
