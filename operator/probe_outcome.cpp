@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <string>
@@ -166,20 +167,47 @@ ProbeOutcome outcome(ProbeState state, const char* reason, std::string message) 
   return o;
 }
 
+// A pod not on a node yet: Pending (or without a status) and not PodScheduled. The
+// scheduler marks such pods Unschedulable one at a time, so counting only the marked ones
+// read "1 of 2" and "2 of 2" by turns while no node matched (user trial, #9).
+bool not_scheduled(const json& pod) {
+  const std::string phase = str(field(field(pod, "status"), "phase"));
+  if (!phase.empty() && phase != "Pending") return false;
+  if (!str(field(field(pod, "spec"), "nodeName")).empty()) return false;
+  const json& conditions = field(field(pod, "status"), "conditions");
+  if (conditions.is_array()) {
+    for (const auto& c : conditions) {
+      if (str(field(c, "type")) == "PodScheduled" && str(field(c, "status")) == "True")
+        return false;
+    }
+  }
+  return true;
+}
+
+// "2 of 2 probe pods are not scheduled": of the pods the probe Job runs (its completions,
+// one per node; pods it has not created yet are not scheduled either).
+std::string not_scheduled_count(const json& job, const std::vector<const json*>& pods) {
+  const json& completions = field(field(job, "spec"), "completions");
+  const int64_t want = completions.is_number_integer() ? completions.get<int64_t>() : 0;
+  const int64_t total = std::max<int64_t>(want, static_cast<int64_t>(pods.size()));
+  int64_t waiting = total - static_cast<int64_t>(pods.size());
+  for (const json* p : pods) waiting += not_scheduled(*p) ? 1 : 0;
+  return std::to_string(waiting) + " of " + std::to_string(total) +
+         (total == 1 ? " probe pod is" : " probe pods are") + " not scheduled";
+}
+
 ProbeOutcome running(const json& job, const std::vector<json>& pods) {
   const auto all = ordered(pods);
-  int unschedulable = 0;
   std::optional<std::string> first;
   for (const json* p : all) {
     if (auto m = unschedulable_message(*p)) {
-      ++unschedulable;
-      if (!first) first = *m;
+      first = *m;
+      break;
     }
   }
   if (first) {
     return outcome(ProbeState::kUnschedulable, kReasonProbeUnschedulable,
-                   std::to_string(unschedulable) + " of " + std::to_string(all.size()) +
-                       " probe pod(s) cannot be scheduled: " + *first);
+                   not_scheduled_count(job, all) + ": " + *first);
   }
   const json& status = field(job, "status");
   auto count = [&](const char* key) {

@@ -64,7 +64,8 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
       event(ctx, "Normal", op_reason::kWorkloadCreated, "Launch",
             "created Job " + ctx.ns + "/" + ctx.name + " with " +
                 format_nodes(ctx.job.spec.num_nodes) + " x " +
-                std::to_string(ctx.job.spec.num_proc_per_node) + " processes");
+                std::to_string(ctx.job.spec.num_proc_per_node) +
+                (ctx.job.spec.num_proc_per_node == 1 ? " process" : " processes"));
     }
     workload = objects.job;  // as created; its status arrives with the next change
   }

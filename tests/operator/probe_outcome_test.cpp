@@ -160,7 +160,44 @@ std::vector<Case> cases() {
                .pods = {a_pod(0), a_pod(1), unschedulable(2, kSchedulerMessage)},
                .want_state = ProbeState::kUnschedulable,
                .want_reason = "ProbeUnschedulable",
-               .want_message = {"1 of 3 probe pod(s) cannot be scheduled: " + kSchedulerMessage}});
+               .want_message = {"1 of 3 probe pods are not scheduled: " + kSchedulerMessage}});
+  // No node matches: the scheduler marks the pods Unschedulable one at a time, and the
+  // count must not follow it ("1 of 2", then "2 of 2": user trial, #9).
+  c.push_back({.name = "a_pod_the_scheduler_has_not_marked_yet_counts_as_not_scheduled",
+               .job = a_job(2, json::array(), {{"active", 2}}),
+               .pods = {[] {
+                          json p = a_pod(0);
+                          p["status"] = {{"phase", "Pending"}};
+                          return p;
+                        }(),
+                        unschedulable(1, kSchedulerMessage)},
+               .want_state = ProbeState::kUnschedulable,
+               .want_reason = "ProbeUnschedulable",
+               .want_message = {"2 of 2 probe pods are not scheduled: " + kSchedulerMessage}});
+  c.push_back({.name = "both_pods_marked_read_the_same",
+               .job = a_job(2, json::array(), {{"active", 2}}),
+               .pods = {unschedulable(0, kSchedulerMessage), unschedulable(1, kSchedulerMessage)},
+               .want_state = ProbeState::kUnschedulable,
+               .want_reason = "ProbeUnschedulable",
+               .want_message = {"2 of 2 probe pods are not scheduled: " + kSchedulerMessage}});
+  c.push_back({.name = "a_pod_not_created_yet_counts_as_not_scheduled",
+               .job = a_job(2, json::array(), {{"active", 1}}),
+               .pods = {unschedulable(1, kSchedulerMessage)},
+               .want_state = ProbeState::kUnschedulable,
+               .want_reason = "ProbeUnschedulable",
+               .want_message = {"2 of 2 probe pods are not scheduled: " + kSchedulerMessage}});
+  c.push_back({.name = "a_pod_on_a_node_but_pending_is_scheduled",
+               .job = a_job(2, json::array(), {{"active", 2}}),
+               .pods = {[] {
+                          json p = a_pod(0);
+                          p["spec"] = {{"nodeName", "node-a"}};
+                          p["status"] = {{"phase", "Pending"}};
+                          return p;
+                        }(),
+                        unschedulable(1, kSchedulerMessage)},
+               .want_state = ProbeState::kUnschedulable,
+               .want_reason = "ProbeUnschedulable",
+               .want_message = {"1 of 2 probe pods are not scheduled: " + kSchedulerMessage}});
   c.push_back(
       {.name = "a_failed_job_is_failed_even_with_an_unschedulable_pod",
        .job = failed_job("DeadlineExceeded", "Job was active longer than specified deadline"),
