@@ -1,5 +1,6 @@
 #include "cli/evaluate_report.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <ostream>
 
@@ -16,6 +17,11 @@ std::string fmt(const char* format, double v) {
 
 std::string ms(double s) {
   return s < 0.01 ? fmt("%.2f ms", s * 1e3) : fmt("%.1f ms", s * 1e3);
+}
+
+// "1 proc", "8 procs".
+std::string counted(int64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
 std::string job_name(const TrainingJob& j) {
@@ -50,8 +56,8 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
   const ModelSpec& model = job.spec.model;
   // The closed form: listing every bucket of a 1e15-parameter model would take gigabytes.
   const BucketSchedule buckets = ddp_buckets(model.gradient_bytes(), DdpConfig{});
-  out << "TrainingJob " << job_name(job) << ": " << job.spec.num_nodes << " nodes x "
-      << job.spec.num_proc_per_node << " procs, " << format_count(model.parameters)
+  out << "TrainingJob " << job_name(job) << ": " << format_nodes(job.spec.num_nodes) << " x "
+      << counted(job.spec.num_proc_per_node, "proc") << ", " << format_count(model.parameters)
       << " parameters, " << model.gradient_dtype << " gradients ("
       << format_bytes(model.gradient_bytes()) << " per step in " << buckets.count()
       << " DDP buckets)\n";
@@ -63,8 +69,8 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
   out << ", enforcementAction " << to_string(p.enforcement_action) << ", onMissingMeasurement "
       << to_string(p.on_missing_measurement) << "\n";
   if (const Measurement* m = e.measurement) {
-    out << "Measurement " << m->source << " (" << format_rfc3339(m->measured_at)
-        << "): " << m->nodes_probed << " nodes probed, " << m->backend;
+    out << "Measurement " << m->source << " (link measured at " << format_rfc3339(m->measured_at)
+        << "): " << format_nodes(m->nodes_probed) << " probed, " << m->backend;
     if (!m->transport.empty()) out << " over " << m->transport;
     out << ", busbw " << fmt("%.3g GB/s", m->link.busbw_bytes_per_s / 1e9) << ", latency "
         << fmt("%.0f us", m->link.latency_s * 1e6);
@@ -76,13 +82,16 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
           << ", optimizer " << ms(m->compute->optimizer_s) << ")"
           << (m->compute_source == ComputeSource::kHint ? " from spec.model.stepTimeHintMs"
               : m->measured_ddp_step ? " measured (the DDP-style step without communication)"
-                                     : " measured")
-          << "\n";
+                                     : " measured");
+      if (m->compute_measured_at) out << " at " << format_rfc3339(*m->compute_measured_at);
+      out << "\n";
     }
     if (m->measured_ddp_step) {
-      out << "            measured DDP step at " << m->measured_ddp_nodes
-          << " nodes: " << ms(m->measured_ddp_step->step_time_ms / 1e3) << ", comm share "
+      out << "            measured DDP step at " << format_nodes(m->measured_ddp_nodes) << ": "
+          << ms(m->measured_ddp_step->step_time_ms / 1e3) << ", comm share "
           << fmt("%.1f%%", m->measured_ddp_step->comm_share * 100) << "\n";
+    } else if (!m->ddp_step_not_used.empty()) {
+      out << "            not calibrated: " << m->ddp_step_not_used << "\n";
     }
   } else {
     out << "Measurement none\n";
@@ -126,7 +135,7 @@ nlohmann::json evaluation_to_json(const Evaluation& e) {
   nlohmann::json j = {{"job", job_name(*e.job)}, {"policy", e.policy->metadata.name}};
   if (const Measurement* m = e.measurement) {
     nlohmann::json mj = {{"source", m->source},
-                         {"measuredAt", format_rfc3339(m->measured_at)},
+                         {"measuredAt", format_rfc3339(m->measured_at)},  // the link's
                          {"nodesProbed", m->nodes_probed},
                          {"backend", m->backend},
                          {"transport", m->transport},
@@ -137,6 +146,7 @@ nlohmann::json evaluation_to_json(const Evaluation& e) {
       mj["computeStepMs"] = m->compute->total_s() * 1e3;
       mj["computeSource"] = m->compute_source == ComputeSource::kHint ? "hint" : "measured";
     }
+    if (m->compute_measured_at) mj["computeMeasuredAt"] = format_rfc3339(*m->compute_measured_at);
     if (m->measured_ddp_step) {
       mj["measuredStepMs"] = m->measured_ddp_step->step_time_ms;
       mj["measuredCommShare"] = m->measured_ddp_step->comm_share;

@@ -1,6 +1,7 @@
 #include "core/decision.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 
@@ -107,8 +108,23 @@ std::string evidence(const Measurement& m, const Predictor& p) {
              ? " (effective busbw " + format_gbps(p.corrected.link.busbw_bytes_per_s) +
                    ", which the model uses)"
              : " (no bandwidth reproduces it; the model is used as it is)";
+  } else if (!m.ddp_step_not_used.empty()) {
+    s += "; the model is used uncorrected: " + m.ddp_step_not_used;
   }
   return s;
+}
+
+// Why the measurement is too old for the policy, naming the part that is (the link, or
+// this model's compute step, each with its own time); "" when both are fresh.
+std::string staleness(const Measurement& m, TimePoint now, std::chrono::nanoseconds ttl) {
+  const std::string older = " is older than measurementTTL " + format_duration(ttl);
+  if (now - m.measured_at > ttl)
+    return "the link measurement from " + format_rfc3339(m.measured_at) + older;
+  if (m.compute_measured_at && now - *m.compute_measured_at > ttl) {
+    return "the compute measurement of this model from " + format_rfc3339(*m.compute_measured_at) +
+           older + " (the link, measured at " + format_rfc3339(m.measured_at) + ", is fresh)";
+  }
+  return "";
 }
 
 std::string policy_limits(const CommPolicySpec& p, const std::string& name) {
@@ -259,16 +275,14 @@ Decision decide(const DecisionInput& in) {
   if (!m)
     return missing(d, policy, reason::kNoMeasurement,
                    "no measurement of the link between these nodes yet");
-  if (in.now - m->measured_at > policy.measurement_ttl) {
-    return missing(d, policy, reason::kStaleMeasurement,
-                   "the link measurement from " + format_rfc3339(m->measured_at) +
-                       " is older than measurementTTL " + format_duration(policy.measurement_ttl));
-  }
+  if (const std::string why = staleness(*m, in.now, policy.measurement_ttl); !why.empty())
+    return missing(d, policy, reason::kStaleMeasurement, why);
   if (!m->compute) return missing(d, policy, reason::kNoCompute, m->compute_missing_reason);
 
   d.nodes_probed = m->nodes_probed;
   const Predictor predictor = predictor_for(*m, job);
   if (predictor.correction) d.correction = predictor.correction;
+  if (!m->measured_ddp_step) d.correction_not_applied = m->ddp_step_not_used;
   const int64_t limit =
       static_cast<int64_t>(std::max(1, policy.max_extrapolation)) * std::max(1, m->nodes_probed);
   d.largest_passing_nodes = largest_passing(predictor, policy, job.num_nodes);
@@ -416,9 +430,12 @@ nlohmann::json decision_to_json(const Decision& d) {
   if (d.nodes_probed > 0) j["nodesProbed"] = d.nodes_probed;
   j["predictions"] = prediction_rows(d.predictions);
   if (d.correction) {
-    j["correction"] = {{"busbwFactor", d.correction->factor},
+    j["correction"] = {{"applied", true},
+                       {"busbwFactor", d.correction->factor},
                        {"reproducesMeasuredStep", d.correction->exact}};
     j["rawPredictions"] = prediction_rows(d.raw_predictions);
+  } else if (!d.correction_not_applied.empty()) {
+    j["correction"] = {{"applied", false}, {"note", d.correction_not_applied}};
   }
   return j;
 }

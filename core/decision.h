@@ -74,6 +74,9 @@ struct Decision {
   // The correction the probe's DDP step gave the model: the effective all-reduce bus
   // bandwidth over the swept one (docs/model.md), and whether it reproduces the step.
   std::optional<BusbwCorrection> correction;
+  // Why the model is used uncorrected although the compute record holds a DDP step (it
+  // ran on a link probed again since); empty otherwise. Exclusive with `correction`.
+  std::string correction_not_applied;
 
   const StepPrediction* prediction_for(int nodes) const;
 };

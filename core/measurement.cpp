@@ -1,5 +1,6 @@
 #include "core/measurement.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/profile_recording.h"
@@ -104,14 +105,26 @@ std::optional<Measurement> measurement_from_profile(const CommProfile& p, const 
   }
   m.compute =
       profile_from_ms(best->step_time_ms, best->forward_ms, best->backward_ms, best->optimizer_ms);
-  // Compute older than the link makes the whole measurement as old as the compute.
-  m.measured_at = std::min(m.measured_at, best->measured_at);
+  m.compute_measured_at = best->measured_at;
   if (const auto& d = best->ddp_step) {
-    m.measured_ddp_step = static_cast<const DdpStepResult&>(*d);
-    m.measured_ddp_nodes = d->nodes;
-    m.measured_ddp_procs_per_node = d->procs_per_node;
+    // One probe writes the link and its model's record with the same time; a record older
+    // than the link ran its DDP step on a link that has been probed again since.
+    if (best->measured_at == l.measured_at) {
+      m.measured_ddp_step = static_cast<const DdpStepResult&>(*d);
+      m.measured_ddp_nodes = d->nodes;
+      m.measured_ddp_procs_per_node = d->procs_per_node;
+    } else {
+      m.ddp_step_not_used = "the probe's DDP step at " + format_nodes(d->nodes) + " (" +
+                            format_rfc3339(best->measured_at) +
+                            ") ran on the link as it was then, not on the link measured at " +
+                            format_rfc3339(l.measured_at);
+    }
   }
   return m;
+}
+
+TimePoint Measurement::oldest_measured_at() const {
+  return compute_measured_at ? std::min(measured_at, *compute_measured_at) : measured_at;
 }
 
 }  // namespace commgate

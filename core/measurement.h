@@ -16,8 +16,14 @@ namespace commgate {
 enum class ComputeSource { kMeasured, kHint };
 
 struct Measurement {
-  std::string source;       // where it came from, for messages ("CommProfile pool-all")
-  TimePoint measured_at{};  // of the link; staleness is judged on this
+  std::string source;  // where it came from, for messages ("CommProfile pool-all")
+  // When the link was probed (the CommProfile's link.measuredAt, the probe's start):
+  // status.measurement.probeTime. The link's staleness is judged on it.
+  TimePoint measured_at{};
+  // When the compute step of the job's model was measured (its record's measuredAt);
+  // nullopt when the compute is the job's stepTimeHintMs or missing. Its staleness is
+  // judged on it separately: a fresh link does not make an old compute record fresh.
+  std::optional<TimePoint> compute_measured_at;
   int nodes_probed = 0;
   int procs_per_node = 1;
   LinkFit link;
@@ -27,10 +33,19 @@ struct Measurement {
   ComputeSource compute_source = ComputeSource::kMeasured;
   std::string compute_missing_reason;  // set when compute is absent
   // The directly measured DDP-style step of the job's model, when the probe ran it, and
-  // where: measured_ddp_nodes x measured_ddp_procs_per_node. It calibrates the model.
+  // where: measured_ddp_nodes x measured_ddp_procs_per_node. It calibrates the model, so
+  // it is set only when it ran on the link above (the same probe): a step measured on a
+  // link since re-probed says nothing about the new one.
   std::optional<DdpStepResult> measured_ddp_step;
   int measured_ddp_nodes = 0;
   int measured_ddp_procs_per_node = 1;
+  // Set when the compute record holds a DDP step that was left out because the link was
+  // probed again since: why, for the decision's message and correction fields.
+  std::string ddp_step_not_used;
+
+  // The older of the link's and the compute record's times: as of when the whole
+  // measurement holds (`commgate evaluate` of a file without --now judges it then).
+  TimePoint oldest_measured_at() const;
 };
 
 // The compute profile a probe measured for its model: the forward, backward and

@@ -92,6 +92,7 @@ json measurement_to_status(const Measurement& m) {
   text("device", m.device);
   text("gpuProduct", m.gpu_product);
   if (m.link.poor) text("fitNote", m.link.note);
+  if (m.compute_measured_at) j["computeMeasuredAt"] = format_rfc3339(*m.compute_measured_at);
   if (m.compute) {
     j["computeStepMs"] = m.compute->total_s() * 1e3;
     j["computeSource"] = m.compute_source == ComputeSource::kHint ? "hint" : "measured";

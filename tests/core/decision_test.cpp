@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/policy_selection.h"
+#include "core/time_format.h"
 #include "tests/support/builders.h"
 
 namespace commgate {
@@ -38,6 +39,14 @@ Measurement with_ddp_step(Measurement m, int nodes, double step_ms) {
 CommPolicy with_max_extrapolation(CommPolicy p, int k) {
   p.spec.max_extrapolation = k;
   return p;
+}
+
+// The link measured `link_age` ago and this model's compute step `compute_age` ago: a
+// CommProfile whose link a probe of another model has measured since.
+Measurement with_ages(Measurement m, std::chrono::hours link_age, std::chrono::hours compute_age) {
+  m.measured_at = test_now() - link_age;
+  m.compute_measured_at = test_now() - compute_age;
+  return m;
 }
 
 struct Case {
@@ -318,6 +327,31 @@ std::vector<Case> cases() {
        .want_admitted = 1000,
        .want_reason = reason::kExtrapolationTooFar,
        .want_message = "probe of at least 250 nodes"});
+  // Staleness names the part that is stale, with its own time (user trial, #9: the
+  // message named the compute step's time as "the link measurement").
+  c.push_back({.name = "a_stale_compute_record_is_named_with_its_own_time",
+               .measurement = with_ages(a_measurement().busbw_gbps(0.5).build(), 1h, 25h),
+               .want_action = Action::kGate,
+               .want_admitted = 4,
+               .want_reason = reason::kStaleMeasurement,
+               .want_message = "the compute measurement of this model from " +
+                               format_rfc3339(test_now() - 25h) +
+                               " is older than measurementTTL 24h (the link, measured at " +
+                               format_rfc3339(test_now() - 1h) + ", is fresh)"});
+  c.push_back({.name = "a_stale_link_is_named_with_the_link_time",
+               .measurement = with_ages(a_measurement().busbw_gbps(0.5).build(), 25h, 30h),
+               .want_action = Action::kGate,
+               .want_admitted = 4,
+               .want_reason = reason::kStaleMeasurement,
+               .want_message = "the link measurement from " + format_rfc3339(test_now() - 25h) +
+                               " is older than measurementTTL 24h"});
+  c.push_back(
+      {.name = "an_old_compute_record_within_the_ttl_is_used",
+       .measurement = with_ages(a_measurement().busbw_gbps(0.5).latency_us(200).build(), 1h, 23h),
+       .want_action = Action::kDownsize,
+       .want_admitted = 2,
+       .want_reason = reason::kDownsized,
+       .want_message = "Downsized from 4 to 2 nodes"});
   return c;
 }
 
@@ -488,6 +522,45 @@ TEST(Decision, a_probe_run_with_other_procs_per_node_corrects_but_shows_no_measu
   for (const auto& p : d.predictions) EXPECT_FALSE(p.measured) << p.nodes;
 }
 
+// A DDP step calibrates the model only with the link it ran on (user trial, #9: after
+// the pool's link was re-probed from 0.121 to 1.01 GB/s the decision still used the old
+// step's effective busbw 0.108).
+Measurement with_ddp_step_of_an_older_link(Measurement m) {
+  m.ddp_step_not_used = "the probe's DDP step at 2 nodes (" + format_rfc3339(test_now() - 3h) +
+                        ") ran on the link as it was then, not on the link measured at " +
+                        format_rfc3339(test_now() - 1h);
+  return m;
+}
+
+TEST(Decision, a_ddp_step_of_an_older_link_is_not_applied_and_the_correction_says_why) {
+  TrainingJob job = a_training_job("bert").nodes(4).params(25e6).build();
+  CommPolicy policy = a_policy().max_comm_share(0.9).build();
+  Measurement m = with_ddp_step_of_an_older_link(
+      a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build());
+  Decision d = decide({&job, &policy, &m, {}, test_now()});
+  EXPECT_FALSE(d.correction);
+  EXPECT_EQ(d.correction_not_applied, m.ddp_step_not_used);
+  EXPECT_NEAR(d.prediction_for(4)->comm_share, 0.359, 0.001);  // the raw model
+  for (const auto& p : d.predictions) EXPECT_FALSE(p.measured) << p.nodes;
+  EXPECT_NE(d.message.find("the model is used uncorrected: the probe's DDP step at 2 nodes"),
+            std::string::npos)
+      << d.message;
+  auto j = decision_to_json(d);
+  EXPECT_EQ(j["correction"]["applied"], false);
+  EXPECT_EQ(j["correction"]["note"], m.ddp_step_not_used);
+  EXPECT_FALSE(j.contains("rawPredictions"));
+}
+
+TEST(Decision, an_applied_correction_says_so) {
+  TrainingJob job = a_training_job("bert").nodes(4).params(25e6).build();
+  CommPolicy policy = a_policy().max_comm_share(0.9).build();
+  Measurement m = with_ddp_step(
+      a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build(), 2, 450);
+  auto j = decision_to_json(decide({&job, &policy, &m, {}, test_now()}));
+  EXPECT_EQ(j["correction"]["applied"], true);
+  EXPECT_FALSE(j["correction"].contains("note"));
+}
+
 struct ShownCase {
   std::string name;
   int requested, admitted, largest_passing, probed;
@@ -539,5 +612,5 @@ TEST(PolicySelection, policy_ref_wins_then_strictest_matching_then_default) {
   EXPECT_NE(err.find("spec.policyRef.name: CommPolicy \"nope\" not found"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

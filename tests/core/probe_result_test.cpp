@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "core/comm_profile.h"
 #include "core/measurement.h"
 #include "core/profile_recording.h"
+#include "core/time_format.h"
 #include "core/training_job.h"
 #include "tests/support/builders.h"
 
@@ -209,10 +212,48 @@ TEST(Measurement, from_profile_takes_the_newest_matching_record_and_its_age) {
   auto m = measurement_from_profile(p, model);
   ASSERT_TRUE(m);
   ASSERT_TRUE(m->compute);
-  // The compute record is 30 h old, so the measurement as a whole is.
-  EXPECT_EQ(m->measured_at, old_run.start_time);
+  // Each part keeps its own time (user trial, #9: the link's time, status.measurement's
+  // probeTime, was the 30 h old compute record's): the link is fresh, the compute 30 h
+  // old, and the measurement as a whole is as old as the compute.
+  EXPECT_EQ(m->measured_at, link_only.start_time);
+  ASSERT_TRUE(m->compute_measured_at);
+  EXPECT_EQ(*m->compute_measured_at, old_run.start_time);
+  EXPECT_EQ(m->oldest_measured_at(), old_run.start_time);
   EXPECT_FALSE(measurement_from_profile(CommProfile{}, model));
 }
 
-}  // namespace
+// The DDP step calibrates the model only with the link it ran on: once the pool's link
+// is probed again (for another model), the old step is left out and the measurement
+// says why (user trial, #9: the link went from 0.121 to 1.01 GB/s and the decision still
+// used the old step's effective busbw 0.108).
+TEST(Measurement, a_ddp_step_applies_only_with_the_link_it_ran_on) {
+  CommProfile p;
+  p.metadata.name = "pool-all";
+  ProbeResult first = full_result(4);
+  first.start_time = testing::test_now() - std::chrono::hours(2);
+  record_probe_result(p, first);
+  ModelSpec model;
+  model.parameters = 340e6;
+  model.batch_size = 16;
+  model.optimizer = "adam";
+  auto same_probe = measurement_from_profile(p, model);
+  ASSERT_TRUE(same_probe);
+  EXPECT_TRUE(same_probe->measured_ddp_step);
+  EXPECT_EQ(same_probe->ddp_step_not_used, "");
+
+  ProbeResult reprobe = full_result(4);  // another model's probe measures the link again
+  reprobe.compute->parameters = 25e6;
+  reprobe.fit.busbw_bytes_per_s = 1.01e9;
+  record_probe_result(p, reprobe);
+  auto m = measurement_from_profile(p, model);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->compute);  // the compute record still applies: compute is not the link
+  EXPECT_FALSE(m->measured_ddp_step);
+  EXPECT_EQ(m->ddp_step_not_used,
+            "the probe's DDP step at 4 nodes (" + format_rfc3339(first.start_time) +
+                ") ran on the link as it was then, not on the link measured at " +
+                format_rfc3339(reprobe.start_time));
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate
