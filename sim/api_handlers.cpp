@@ -278,6 +278,7 @@ json self_subject_review(const UserInfo& user, TimePoint now) {
 ApiHandlers::ApiHandlers(ObjectStore& store, ApiHandlerOptions options)
     : store_(store),
       options_(std::move(options)),
+      services_(&store_),
       admission_(store_, services_, options_.admission_plugins,
                  [this](const UserInfo& user, const RequestAttributes& request) {
                    if (options_.authorization != AuthorizationMode::kRbac)

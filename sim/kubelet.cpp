@@ -19,6 +19,7 @@
 #include "core/base64.h"
 #include "sim/api_status.h"
 #include "sim/garbage_collection.h"
+#include "sim/http_probe.h"
 #include "sim/scheduler.h"
 
 namespace commgate::sim {
@@ -404,6 +405,13 @@ void Kubelet::run() {
         timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
       }
     }
+    if (const auto probe_at = run_probes()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            *probe_at - std::chrono::steady_clock::now())
+                            .count();
+      const int ms = static_cast<int>(std::max<long long>(left, 0) + 1);
+      timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
+    }
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) return;
     if (fds[0].revents & POLLIN) {
       uint64_t count = 0;
@@ -416,6 +424,81 @@ void Kubelet::run() {
         reap(*owners[i].first, *owners[i].second, status);
     }
   }
+}
+
+namespace {
+
+// The httpGet readinessProbe of a container spec, or nullopt (none, or another kind).
+std::optional<HttpProbe> http_readiness(const json& container, const std::string& pod_ip) {
+  const json& get = at(at(container, "readinessProbe"), "httpGet");
+  if (!get.is_object()) return std::nullopt;
+  HttpProbe probe;
+  probe.host = str(at(get, "host")).empty() ? pod_ip : str(get["host"]);
+  probe.path = str(at(get, "path")).empty() ? "/" : str(get["path"]);
+  probe.https = str(at(get, "scheme")) == "HTTPS";
+  const json& port = at(get, "port");
+  if (port.is_number_integer()) {
+    probe.port = static_cast<uint16_t>(port.get<int>());
+  } else if (at(container, "ports").is_array()) {
+    for (const auto& p : container["ports"])
+      if (str(at(p, "name")) == str(port) && at(p, "containerPort").is_number_integer())
+        probe.port = static_cast<uint16_t>(p["containerPort"].get<int>());
+  }
+  return probe;
+}
+
+int probe_int(const json& container, const char* field, int fallback) {
+  const json& v = at(at(container, "readinessProbe"), field);
+  return v.is_number_integer() ? v.get<int>() : fallback;
+}
+
+}  // namespace
+
+std::optional<std::chrono::steady_clock::time_point> Kubelet::run_probes() {
+  std::optional<std::chrono::steady_clock::time_point> next;
+  for (auto& [uid, pod] : pods_) {
+    if (pod.killing || !at(pod.spec, "containers").is_array()) continue;
+    bool changed = false;
+    for (auto& c : pod.containers) {
+      const json* spec = nullptr;
+      for (const auto& s : pod.spec["containers"])
+        if (str(at(s, "name")) == c.name) spec = &s;
+      if (spec == nullptr || !c.running) continue;
+      const auto probe = http_readiness(*spec, pod.pod_ip);
+      if (!probe) {
+        changed = changed || !c.ready;
+        c.ready = true;
+        continue;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= c.next_probe) {
+        const bool ok =
+            probe->port != 0 &&
+            run_http_probe(
+                *probe, std::chrono::seconds(std::max(1, probe_int(*spec, "timeoutSeconds", 1))));
+        if (ok) {
+          c.probe_failures = 0;
+          if (++c.probe_successes >= probe_int(*spec, "successThreshold", 1) && !c.ready) {
+            c.ready = true;
+            changed = true;
+          }
+        } else {
+          c.probe_successes = 0;
+          if (++c.probe_failures >= probe_int(*spec, "failureThreshold", 3) && c.ready) {
+            c.ready = false;
+            changed = true;
+          }
+        }
+        const auto period = std::min<std::chrono::milliseconds>(
+            std::chrono::seconds(std::max(1, probe_int(*spec, "periodSeconds", 10))),
+            options_.max_probe_period);
+        c.next_probe = std::chrono::steady_clock::now() + period;
+      }
+      if (!next || c.next_probe < *next) next = c.next_probe;
+    }
+    if (changed) write_status(pod);
+  }
+  return next;
 }
 
 void Kubelet::sync() {
@@ -715,6 +798,10 @@ bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
   }
+  c.ready = !http_readiness(spec, pod.pod_ip).has_value();  // no probe: ready when running
+  c.probe_failures = c.probe_successes = 0;
+  c.next_probe = std::chrono::steady_clock::now() +
+                 std::chrono::seconds(std::max(0, probe_int(spec, "initialDelaySeconds", 0)));
   if (err == 0) {
     c.pidfd = static_cast<int>(syscall(SYS_pidfd_open, c.pid, 0));
     if (c.pidfd < 0) {  // cannot watch it: do not leave it running unobserved
@@ -783,12 +870,14 @@ void Kubelet::reap(Pod& pod, Container& c, int status) {
 }
 
 void Kubelet::write_status(Pod& pod) {
-  bool all_done = !pod.containers.empty(), all_ok = true, all_running = pod.started;
+  bool all_done = !pod.containers.empty(), all_ok = true, all_running = pod.started,
+       all_ready = pod.started;
   json statuses = json::array();
   for (const auto& c : pod.containers) {
     all_done = all_done && c.done;
     all_ok = all_ok && c.done && c.exit_code == 0;
     all_running = all_running && c.running;
+    all_ready = all_ready && c.running && c.ready;
     json state;
     const std::string id = "sim://" + std::to_string(c.pid);
     if (c.running) {
@@ -809,7 +898,7 @@ void Kubelet::write_status(Pod& pod) {
                         {"image", image},
                         {"imageID", ""},
                         {"containerID", id},
-                        {"ready", c.running},
+                        {"ready", c.running && c.ready},
                         {"started", c.running},
                         {"restartCount", c.restarts},
                         {"state", state},
@@ -851,8 +940,8 @@ void Kubelet::write_status(Pod& pod) {
       json conditions = json::array();
       conditions.push_back(cond("PodReadyToStartContainers", !all_done, ""));
       conditions.push_back(cond("Initialized", true, all_done ? "PodCompleted" : ""));
-      conditions.push_back(cond("Ready", all_running, all_running ? "" : not_ready));
-      conditions.push_back(cond("ContainersReady", all_running, all_running ? "" : not_ready));
+      conditions.push_back(cond("Ready", all_ready, all_ready ? "" : not_ready));
+      conditions.push_back(cond("ContainersReady", all_ready, all_ready ? "" : not_ready));
       if (old.count("PodScheduled") > 0) conditions.push_back(old["PodScheduled"]);
       if (pod.lost) {
         json target = cond("DisruptionTarget", true, "DeletionByTaintManager");

@@ -38,6 +38,13 @@
 //   nodes' pods get 127.0.0.1.
 // - Working dir: spec workingDir, else the pod's own directory (also HOME); stdout and
 //   stderr go to <pod dir>/<container>.log.
+// - Readiness: a container with an httpGet readinessProbe (scheme HTTP or HTTPS, without
+//   certificate verification as the kubelet's prober; port a number or a container port's
+//   name; the pod's IP) is ready after successThreshold passes and unready after
+//   failureThreshold failures, probed from initialDelaySeconds every periodSeconds (at
+//   most `max_probe_period`); other containers are ready while running. exec and
+//   tcpSocket readiness probes and every liveness/startup probe are not run (counted as
+//   passing). The pod's Ready and ContainersReady conditions follow.
 // - restartPolicy OnFailure/Always restart a failed container at once (no back-off),
 //   counting restartCount. Deleting a pod sends SIGTERM to its process groups and SIGKILL
 //   after terminationGracePeriodSeconds, capped at `max_grace`.
@@ -81,6 +88,9 @@ struct KubeletOptions {
   // volume bind-mounted at kServiceAccountMountPath. Needs root; the directory is created
   // on the host once (empty) to mount on.
   bool mount_namespaces = false;
+  // Readiness probes run every periodSeconds, but at most this far apart (a shortcut so
+  // tests need not wait the chart's 5 s for a pod to turn Ready).
+  std::chrono::milliseconds max_probe_period{1000};
 };
 
 // --- Pure helpers (unit-tested) ---
@@ -150,6 +160,10 @@ class Kubelet {
     int restarts = 0;
     bool running = false;
     bool done = false;  // terminated and not to be restarted
+    // readinessProbe (httpGet): ready once it has passed; probed again at next_probe.
+    bool ready = false;
+    int probe_failures = 0, probe_successes = 0;
+    std::chrono::steady_clock::time_point next_probe;
     int exit_code = 0;
     std::string reason, message, started_at, finished_at;
     nlohmann::json last_state = nlohmann::json::object();
@@ -170,6 +184,8 @@ class Kubelet {
   };
 
   void run();
+  // Runs the readiness probes that are due; returns when the next one is due, if any.
+  std::optional<std::chrono::steady_clock::time_point> run_probes();
   void sync();
   void start_pod(Pod& pod, const nlohmann::json& object, const std::vector<nlohmann::json>& pods,
                  const std::vector<nlohmann::json>& nodes);

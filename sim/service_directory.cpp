@@ -1,8 +1,81 @@
 #include "sim/service_directory.h"
 
+#include <algorithm>
 #include <stdexcept>
 
+#include "sim/api_status.h"
+#include "sim/garbage_collection.h"
+#include "sim/object_store.h"
+
 namespace commgate::sim {
+
+using nlohmann::json;
+
+namespace {
+
+std::string str(const json& v) {
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+const json& at(const json& obj, const char* key) {
+  static const json null;
+  return obj.is_object() && obj.contains(key) ? obj[key] : null;
+}
+
+bool ready(const json& pod) {
+  const json& conds = at(at(pod, "status"), "conditions");
+  if (conds.is_array())
+    for (const auto& c : conds)
+      if (str(at(c, "type")) == "Ready") return str(at(c, "status")) == "True";
+  return false;
+}
+
+// The pod's port for a targetPort: a number as it is, a name from its containers' ports.
+std::optional<uint16_t> target_port(const json& pod, const json& target) {
+  if (target.is_number_integer()) return static_cast<uint16_t>(target.get<int>());
+  const std::string name = str(target);
+  if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos)
+    return static_cast<uint16_t>(std::stoi(name));
+  const json& containers = at(at(pod, "spec"), "containers");
+  if (containers.is_array())
+    for (const auto& c : containers)
+      if (at(c, "ports").is_array())
+        for (const auto& p : c["ports"])
+          if (str(at(p, "name")) == name && at(p, "containerPort").is_number_integer())
+            return static_cast<uint16_t>(p["containerPort"].get<int>());
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ServiceAddress> select_endpoint(const json& service, const std::vector<json>& pods,
+                                              uint16_t port) {
+  const json& spec = at(service, "spec");
+  const json& selector = at(spec, "selector");
+  if (!selector.is_object() || selector.empty()) return std::nullopt;
+  const json* entry = nullptr;
+  if (at(spec, "ports").is_array())
+    for (const auto& p : spec["ports"])
+      if (at(p, "port").is_number_integer() && p["port"].get<int>() == port) entry = &p;
+  if (entry == nullptr) return std::nullopt;
+  const json target = entry->contains("targetPort") ? (*entry)["targetPort"] : json(port);
+  std::vector<const json*> candidates;
+  for (const auto& pod : pods) {
+    if (is_deleting(pod) || !ready(pod) || str(at(at(pod, "status"), "podIP")).empty()) continue;
+    const json& labels = at(at(pod, "metadata"), "labels");
+    bool match = labels.is_object();
+    for (const auto& [k, v] : selector.items())
+      match = match && labels.contains(k) && labels[k] == v;
+    if (match) candidates.push_back(&pod);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const json* a, const json* b) {
+    return str((*a)["metadata"]["name"]) < str((*b)["metadata"]["name"]);
+  });
+  for (const json* pod : candidates)
+    if (auto p = target_port(*pod, target))
+      return ServiceAddress{str((*pod)["status"]["podIP"]), *p};
+  return std::nullopt;
+}
 
 void ServiceDirectory::add(const std::string& name, const std::string& ns,
                            const std::string& host_port) {
@@ -23,12 +96,23 @@ void ServiceDirectory::add(const std::string& name, const std::string& ns,
   services_[{ns, name}] = {host_port.substr(0, colon), static_cast<uint16_t>(port)};
 }
 
-std::optional<ServiceAddress> ServiceDirectory::find(const std::string& name,
-                                                     const std::string& ns) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = services_.find({ns, name});
-  if (it == services_.end()) return std::nullopt;
-  return it->second;
+std::optional<ServiceAddress> ServiceDirectory::find(const std::string& name, const std::string& ns,
+                                                     uint16_t port) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = services_.find({ns, name});
+    if (it != services_.end()) return it->second;
+  }
+  if (store_ == nullptr) return std::nullopt;
+  try {
+    const auto services = store_->find_resource("", "v1", "services");
+    const auto pods = store_->find_resource("", "v1", "pods");
+    if (!services || !pods) return std::nullopt;
+    const json service = store_->get(*services, ns, name);
+    return select_endpoint(service, store_->list(*pods, ns, {}).items, port);
+  } catch (const ApiError&) {
+    return std::nullopt;  // no such Service
+  }
 }
 
 }  // namespace commgate::sim

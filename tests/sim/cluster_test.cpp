@@ -2,8 +2,11 @@
 // ObjectStore (no HTTP), as the commgate operator's probe Job will use them.
 #include "sim/cluster.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +15,7 @@
 #include <thread>
 
 #include "sim/api_status.h"
+#include "sim/service_directory.h"
 #include "tests/support/wait.h"
 
 namespace commgate::sim {
@@ -532,6 +536,52 @@ TEST_F(ImagePodTest, an_unmapped_image_without_command_cannot_start) {
   EXPECT_NE(
       terminated[0]["state"]["terminated"]["message"].get<std::string>().find("--image-entrypoint"),
       std::string::npos);
+}
+
+// A port free on 127.0.0.1 now (bound to port 0, then released) for a server a pod starts.
+uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A readinessProbe decides the pod's Ready condition, and a Service's selector then leads
+// to the ready pod at its named target port (what the sim's webhook calls dial).
+TEST_F(ClusterTest, a_readiness_probe_makes_the_pod_ready_and_a_service_endpoint) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no python3 to serve HTTP";
+  cluster->add_node(node_spec("n1"));
+  const uint16_t port = free_port();
+  json service_spec = {{"selector", {{"app", "web"}}},
+                       {"ports", json::array({{{"port", 80}, {"targetPort", "http"}}})}};
+  store.create(services, "default", {{"metadata", {{"name", "web"}}}, {"spec", service_spec}});
+  // Serves only after a second, so the pod is Running but not Ready first.
+  json extra = {
+      {"ports", json::array({{{"name", "http"}, {"containerPort", port}}})},
+      {"readinessProbe", {{"httpGet", {{"path", "/"}, {"port", "http"}}}, {"periodSeconds", 1}}}};
+  json container = sh_container(
+      "sleep 1; exec python3 -m http.server " + std::to_string(port) + " --bind 127.0.0.1", extra);
+  json pod = {{"metadata", {{"name", "web-1"}, {"labels", {{"app", "web"}}}}},
+              {"spec", {{"containers", json::array({container})}}}};
+  store.create(pods, "default", pod);
+  ServiceDirectory directory(&store);
+  ASSERT_TRUE(eventually([&] {
+    return status_of(store.get(pods, "default", "web-1")).value("phase", "") == "Running";
+  }));
+  EXPECT_FALSE(has_condition(store.get(pods, "default", "web-1"), "Ready"));
+  EXPECT_FALSE(directory.find("web", "default", 80).has_value());
+  ASSERT_TRUE(eventually([&] {
+    return has_condition(store.get(pods, "default", "web-1"), "Ready");
+  })) << store.get(pods, "default", "web-1").dump(2);
+  const auto endpoint = directory.find("web", "default", 80);
+  ASSERT_TRUE(endpoint.has_value());
+  EXPECT_EQ(endpoint->host, "127.0.0.1");
+  EXPECT_EQ(endpoint->port, port);
 }
 
 }  // namespace COMMGATE_TEST_UNIT
