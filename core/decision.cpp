@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/quantity.h"
+#include "core/significant_digits.h"
 
 namespace commgate {
 namespace {
@@ -182,6 +183,98 @@ Decision missing(Decision d, const CommPolicySpec& policy, const char* code,
   return d;
 }
 
+// How many nodes can be decided: from this measurement, and from the largest probe the
+// policy allows (probe.maxNodes, or the probe already made if that was larger).
+struct Reach {
+  int64_t k = 1;             // maxExtrapolation
+  int64_t decided = 1;       // k x the nodes probed
+  int largest_probe = 1;     // max(nodes probed, probe.maxNodes)
+  int64_t by_any_probe = 1;  // k x largest_probe
+};
+
+Reach reach_of(const CommPolicySpec& policy, int nodes_probed) {
+  Reach r;
+  r.k = std::max(1, policy.max_extrapolation);
+  r.decided = r.k * std::max(1, nodes_probed);
+  r.largest_probe = std::max(nodes_probed, policy.probe.max_nodes);
+  r.by_any_probe = r.k * r.largest_probe;
+  return r;
+}
+
+// "spec.numNodes 10000 is more than any probe CommPolicy default allows can decide:
+// maxExtrapolation 4 x probe.maxNodes 4 = 16 nodes"
+std::string beyond_reach_text(int requested, const CommPolicySpec& policy,
+                              const std::string& policy_name, const Reach& reach) {
+  std::string s = "spec.numNodes " + std::to_string(requested) +
+                  " is more than any probe CommPolicy " + policy_name +
+                  " allows can decide: maxExtrapolation " + std::to_string(reach.k) + " x ";
+  s += reach.largest_probe > policy.probe.max_nodes
+           ? "the " + format_nodes(reach.largest_probe) + " probed"
+           : "probe.maxNodes " + std::to_string(policy.probe.max_nodes);
+  return s + " = " + format_nodes(reach.by_any_probe);
+}
+
+// A request no allowed probe can decide, while a larger allowed probe would decide more
+// counts than this measurement does. Where enforcement leaves no way to admit any count
+// in [minNodes, numNodes] it is denied now; otherwise it is gated until the largest
+// probe, and then decided as a request over the policy.
+Decision beyond_any_probe_before_largest_probe(Decision d, const TrainingJobSpec& job,
+                                               const CommPolicySpec& policy, const Reach& reach,
+                                               const std::string& fit_warning) {
+  const std::string beyond = beyond_reach_text(job.num_nodes, policy, d.policy_name, reach);
+  const std::string ask = "ask for at most " + format_nodes(reach.by_any_probe) +
+                          ", or have an admin raise probe.maxNodes or maxExtrapolation";
+  if (policy.enforcement_action == EnforcementAction::kDeny) {
+    d.action = Action::kDeny;
+    d.reason = reason::kDenied;
+    d.admitted_nodes = 0;
+    d.message = beyond + ". Denied (enforcementAction: deny): " + ask + "." + fit_warning;
+    return d;
+  }
+  if (policy.enforcement_action == EnforcementAction::kDownsize &&
+      job.min_nodes > reach.by_any_probe) {
+    d.action = Action::kDeny;
+    d.reason = reason::kNoCountMeetsPolicy;
+    d.admitted_nodes = 0;
+    d.message = beyond + ", and spec.minNodes (" + std::to_string(job.min_nodes) +
+                ") is more than that, so it cannot be downsized: " + ask + "." + fit_warning;
+    return d;
+  }
+  d.action = Action::kGate;
+  d.reason = reason::kExtrapolationTooFar;
+  d.admitted_nodes = d.requested_nodes;
+  std::string then;
+  switch (policy.enforcement_action) {
+    case EnforcementAction::kWarn:
+      then = "admitted over the policy with a warning (enforcementAction: warn)";
+      break;
+    case EnforcementAction::kDryRun:
+      then = "admitted unchanged (enforcementAction: dryrun)";
+      break;
+    default:
+      then = "downsized to the largest count from spec.minNodes (" + std::to_string(job.min_nodes) +
+             ") to " + std::to_string(reach.by_any_probe) + " that passes, or denied if none does";
+  }
+  d.message = beyond + ". The job is suspended until a probe of " +
+              format_nodes(reach.largest_probe) + " measures the link; then it is " + then + "." +
+              fit_warning;
+  return d;
+}
+
+// A missing, stale or incomplete measurement: the policy's onMissingMeasurement. A gate
+// waits for a probe of at most probe.maxNodes nodes, so a request beyond what such a
+// probe can decide is said to be so now (and denied now where nothing could be admitted).
+Decision missing_measurement(Decision d, const TrainingJobSpec& job, const CommPolicySpec& policy,
+                             const char* code, const std::string& why) {
+  Decision out = missing(d, policy, code, why);
+  const Reach next_probe = reach_of(policy, 0);
+  if (out.action != Action::kGate || job.num_nodes <= next_probe.by_any_probe) return out;
+  out = beyond_any_probe_before_largest_probe(d, job, policy, next_probe, "");
+  out.message = why + ". " + out.message;
+  if (out.action == Action::kGate) out.reason = code;
+  return out;
+}
+
 }  // namespace
 
 const char* to_string(Action a) {
@@ -273,64 +366,82 @@ Decision decide(const DecisionInput& in) {
 
   const Measurement* m = in.measurement;
   if (!m)
-    return missing(d, policy, reason::kNoMeasurement,
-                   "no measurement of the link between these nodes yet");
+    return missing_measurement(d, job, policy, reason::kNoMeasurement,
+                               "no measurement of the link between these nodes yet");
   if (const std::string why = staleness(*m, in.now, policy.measurement_ttl); !why.empty())
-    return missing(d, policy, reason::kStaleMeasurement, why);
-  if (!m->compute) return missing(d, policy, reason::kNoCompute, m->compute_missing_reason);
+    return missing_measurement(d, job, policy, reason::kStaleMeasurement, why);
+  if (!m->compute)
+    return missing_measurement(d, job, policy, reason::kNoCompute, m->compute_missing_reason);
 
   d.nodes_probed = m->nodes_probed;
   const Predictor predictor = predictor_for(*m, job);
   if (predictor.correction) d.correction = predictor.correction;
   if (!m->measured_ddp_step) d.correction_not_applied = m->ddp_step_not_used;
-  const int64_t limit =
-      static_cast<int64_t>(std::max(1, policy.max_extrapolation)) * std::max(1, m->nodes_probed);
-  d.largest_passing_nodes = largest_passing(predictor, policy, job.num_nodes);
-  const StepPrediction requested = predictor.at(job.num_nodes);
-  const bool passes = meets_policy(requested, policy);
+  const Reach reach = reach_of(policy, m->nodes_probed);
+  // The counts this measurement decides: beyond them a larger probe decides, or none can.
+  const int top = static_cast<int>(std::min<int64_t>(job.num_nodes, reach.decided));
+  const bool too_far = job.num_nodes > reach.decided;
+  const bool beyond_any_probe = job.num_nodes > reach.by_any_probe;
+  d.largest_passing_nodes = largest_passing(predictor, policy, top);
+  // A count no allowed probe can decide cannot be shown to meet the policy: it is judged
+  // as one over it (and has no prediction).
+  const std::optional<StepPrediction> requested =
+      beyond_any_probe ? std::nullopt : std::optional(predictor.at(job.num_nodes));
+  const bool passes = requested && meets_policy(*requested, policy);
   // Over policy: the largest passing count in [minNodes, numNodes), if any.
   const int downsize_to =
       !passes && d.largest_passing_nodes >= job.min_nodes ? d.largest_passing_nodes : 0;
-  const bool too_far = job.num_nodes > limit;
   const int admitted_if_decided = passes ? job.num_nodes : downsize_to;
-  for (int n : shown_node_counts(job.num_nodes, too_far ? 0 : admitted_if_decided,
+  // Until the largest allowed probe the rows reach the request, as the model extrapolates
+  // it (for information: a gate); once decided, a count that no probe can decide shows
+  // only the counts that can be.
+  const bool decided_within_reach = beyond_any_probe && reach.decided >= reach.by_any_probe;
+  const int shown_up_to = decided_within_reach ? top : job.num_nodes;
+  for (int n : shown_node_counts(shown_up_to, too_far ? 0 : admitted_if_decided,
                                  d.largest_passing_nodes, d.nodes_probed)) {
     d.predictions.push_back(predictor.at(n));
     if (predictor.correction) d.raw_predictions.push_back(predict_step(predictor.raw, n));
   }
   const std::string fit_warning = m->link.poor ? " Caution: " + m->link.note + "." : "";
 
-  if (too_far) {
+  if (too_far && !beyond_any_probe) {
     d.action = Action::kGate;
     d.reason = reason::kExtrapolationTooFar;
     d.admitted_nodes = d.requested_nodes;
-    const int k = std::max(1, policy.max_extrapolation);
-    const int needed = (job.num_nodes + k - 1) / k;
-    d.message = "spec.numNodes " + std::to_string(job.num_nodes) + " is more than " +
-                "CommPolicy " + d.policy_name + " maxExtrapolation " + std::to_string(k) +
-                " x the " + format_nodes(m->nodes_probed) + " probed (" + std::to_string(limit) +
-                "); the job is suspended until a probe of at least " + format_nodes(needed) +
-                " measures the link (" + prediction_text(requested, d.nodes_probed) + ")." +
-                fit_warning;
+    const int needed = static_cast<int>((job.num_nodes + reach.k - 1) / reach.k);
+    d.message =
+        "spec.numNodes " + std::to_string(job.num_nodes) + " is more than " + "CommPolicy " +
+        d.policy_name + " maxExtrapolation " + std::to_string(reach.k) + " x the " +
+        format_nodes(m->nodes_probed) + " probed (" + std::to_string(reach.decided) +
+        "); the job is suspended until a probe of at least " + format_nodes(needed) +
+        " measures the link (" + prediction_text(*requested, d.nodes_probed) + ")." + fit_warning;
     return d;
   }
-  const std::string caution = extrapolation_caution(job.num_nodes, m->nodes_probed) + fit_warning;
+  if (beyond_any_probe && reach.decided < reach.by_any_probe)
+    return beyond_any_probe_before_largest_probe(d, job, policy, reach, fit_warning);
+  const std::string caution = extrapolation_caution(top, m->nodes_probed) + fit_warning;
 
   if (passes) {
     d.action = Action::kAdmit;
     d.reason = reason::kWithinPolicy;
     d.admitted_nodes = job.num_nodes;
-    d.message = prediction_text(requested, d.nodes_probed);
+    d.message = prediction_text(*requested, d.nodes_probed);
     d.message[0] = 'A';
     d.message += ", within policy (" + format_percent(policy.max_comm_share) + "); " +
                  evidence(*m, predictor) + "." + caution;
     return d;
   }
 
-  std::string over = prediction_text(requested, d.nodes_probed);
-  over[0] = 'A';
-  over = over + ", over the limit: " + policy_limits(policy, d.policy_name) + "; " +
-         evidence(*m, predictor) + ".";
+  std::string over;
+  if (requested) {
+    over = prediction_text(*requested, d.nodes_probed);
+    over[0] = 'A';
+    over += ", over the limit: " + policy_limits(policy, d.policy_name);
+  } else {
+    over = beyond_reach_text(job.num_nodes, policy, d.policy_name, reach) +
+           "; nothing beyond it can be shown to meet the policy";
+  }
+  over += "; " + evidence(*m, predictor) + ".";
   // One node sends nothing between nodes, so some count always passes.
   const std::string largest =
       " The largest count that passes is " + format_nodes(d.largest_passing_nodes) + ".";
@@ -340,6 +451,10 @@ Decision decide(const DecisionInput& in) {
       return " Downsized from " + std::to_string(job.num_nodes) + " to " +
              format_nodes(downsize_to) + ": " +
              prediction_text(*d.prediction_for(downsize_to), d.nodes_probed) + ".";
+    }
+    if (job.min_nodes > top) {
+      return " Even spec.minNodes (" + std::to_string(job.min_nodes) + ") is more than " +
+             std::to_string(top) + ", so it cannot be downsized." + largest;
     }
     return " Even spec.minNodes (" + std::to_string(job.min_nodes) +
            ") does not pass, so it cannot be downsized." + largest;
@@ -426,7 +541,7 @@ nlohmann::json decision_to_json(const Decision& d) {
   if (d.would_action) j["wouldAction"] = to_string(*d.would_action);
   if (d.would_admit_nodes) j["wouldAdmitNodes"] = *d.would_admit_nodes;
   if (const StepPrediction* p = d.prediction_for(d.requested_nodes))
-    j["predictedCommShare"] = p->comm_share;
+    j["predictedCommShare"] = round_significant(p->comm_share);  // as columns show it
   if (d.nodes_probed > 0) j["nodesProbed"] = d.nodes_probed;
   j["predictions"] = prediction_rows(d.predictions);
   if (d.correction) {

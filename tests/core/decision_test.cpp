@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -38,6 +39,11 @@ Measurement with_ddp_step(Measurement m, int nodes, double step_ms) {
 
 CommPolicy with_max_extrapolation(CommPolicy p, int k) {
   p.spec.max_extrapolation = k;
+  return p;
+}
+
+CommPolicy with_probe_max_nodes(CommPolicy p, int max_nodes) {
+  p.spec.probe.max_nodes = max_nodes;
   return p;
 }
 
@@ -319,6 +325,10 @@ std::vector<Case> cases() {
                .want_admitted = 1000,
                .want_reason = reason::kWithinPolicy,
                .want_message = "Caution: 1000 nodes is 500x the 2 nodes probed"});
+  // Far beyond the probe and beyond every probe the policy allows (probe.maxNodes 4 x
+  // maxExtrapolation 4 = 16 nodes): gated only for the largest allowed probe, never
+  // promising one that probe.maxNodes forbids (user trial, #9: "a probe of at least 2500
+  // nodes" on a policy whose probes take at most 4).
   c.push_back(
       {.name = "a_zero_latency_fit_far_beyond_the_probe_is_gated_not_admitted",
        .job = a_training_job("bert").nodes(1000).params(25e6),
@@ -326,7 +336,97 @@ std::vector<Case> cases() {
        .want_action = Action::kGate,
        .want_admitted = 1000,
        .want_reason = reason::kExtrapolationTooFar,
-       .want_message = "probe of at least 250 nodes"});
+       .want_message = "spec.numNodes 1000 is more than any probe CommPolicy default allows can "
+                       "decide: maxExtrapolation 4 x probe.maxNodes 4 = 16 nodes. The job is "
+                       "suspended until a probe of 4 nodes measures the link; then it is "
+                       "downsized to the largest count from spec.minNodes (1) to 16 that "
+                       "passes"});
+  c.push_back({.name = "beyond_every_allowed_probe_under_deny_is_denied_at_admission",
+               .job = a_training_job("bert").nodes(10000).params(25e6),
+               .policy = a_policy().action(EnforcementAction::kDeny).build(),
+               .want_action = Action::kDeny,
+               .want_admitted = 0,
+               .want_reason = reason::kDenied,
+               .want_message = "maxExtrapolation 4 x probe.maxNodes 4 = 16 nodes. Denied "
+                               "(enforcementAction: deny): ask for at most 16 nodes"});
+  c.push_back({.name = "beyond_every_allowed_probe_with_min_nodes_beyond_it_too_is_denied",
+               .job = a_training_job("bert").nodes(10000).min_nodes(20).params(25e6),
+               .want_action = Action::kDeny,
+               .want_admitted = 0,
+               .want_reason = reason::kNoCountMeetsPolicy,
+               .want_message = "and spec.minNodes (20) is more than that, so it cannot be "
+                               "downsized: ask for at most 16 nodes"});
+  c.push_back({.name = "beyond_every_allowed_probe_after_the_largest_one_downsizes_within_reach",
+               .job = a_training_job("bert").nodes(10000).params(25e6),
+               .policy = a_policy().max_comm_share(0.9).build(),
+               .measurement = a_measurement().busbw_gbps(5).nodes_probed(4).compute_ms(300).build(),
+               .want_action = Action::kDownsize,
+               .want_admitted = 16,
+               .want_reason = reason::kDownsized,
+               .want_message = "spec.numNodes 10000 is more than any probe CommPolicy default "
+                               "allows can decide: maxExtrapolation 4 x probe.maxNodes 4 = 16 "
+                               "nodes; nothing beyond it can be shown to meet the policy; measured "
+                               "all-reduce busbw 5 GB/s"});
+  c.push_back(
+      {.name = "beyond_every_allowed_probe_after_the_largest_one_downsizes_to_what_passes",
+       .job = a_training_job("bert").nodes(10000).params(25e6),
+       .measurement = a_measurement().busbw_gbps(0.5).latency_us(200).nodes_probed(4).build(),
+       .want_action = Action::kDownsize,
+       .want_admitted = 2,
+       .want_reason = reason::kDownsized,
+       .want_message = "Downsized from 10000 to 2 nodes"});
+  c.push_back({.name = "beyond_every_allowed_probe_with_min_nodes_beyond_the_reach_is_denied",
+               .job = a_training_job("bert").nodes(10000).min_nodes(20).params(25e6),
+               .policy = a_policy().max_comm_share(0.9).build(),
+               .measurement = a_measurement().busbw_gbps(5).nodes_probed(4).compute_ms(300).build(),
+               .want_action = Action::kDeny,
+               .want_admitted = 0,
+               .want_reason = reason::kNoCountMeetsPolicy,
+               .want_message = "Even spec.minNodes (20) is more than 16, so it cannot be "
+                               "downsized. The largest count that passes is 16 nodes."});
+  c.push_back({.name = "beyond_every_allowed_probe_under_warn_runs_with_what_downsize_would_do",
+               .job = a_training_job("bert").nodes(10000).params(25e6),
+               .policy = a_policy().max_comm_share(0.9).action(EnforcementAction::kWarn).build(),
+               .measurement = a_measurement().busbw_gbps(5).nodes_probed(4).compute_ms(300).build(),
+               .want_action = Action::kWarn,
+               .want_admitted = 10000,
+               .want_reason = reason::kWarned,
+               .want_message = "Admitted anyway (enforcementAction: warn)",
+               .want_would = Action::kDownsize});
+  c.push_back({.name = "a_probe_larger_than_probe_max_nodes_decides_as_far_as_it_reaches",
+               .job = a_training_job("bert").nodes(100).params(25e6),
+               .policy = a_policy().max_comm_share(0.9).build(),
+               .measurement = a_measurement().busbw_gbps(5).nodes_probed(8).compute_ms(300).build(),
+               .want_action = Action::kDownsize,
+               .want_admitted = 32,
+               .want_reason = reason::kDownsized,
+               .want_message = "maxExtrapolation 4 x the 8 nodes probed = 32 nodes"});
+  c.push_back({.name = "a_larger_probe_max_nodes_gates_for_the_probe_that_decides_the_request",
+               .job = a_training_job("bert").nodes(1000).params(25e6),
+               .policy = with_probe_max_nodes(a_policy().build(), 250),
+               .want_action = Action::kGate,
+               .want_admitted = 1000,
+               .want_reason = reason::kExtrapolationTooFar,
+               .want_message = "until a probe of at least 250 nodes measures the link"});
+  c.push_back({.name = "no_measurement_beyond_every_allowed_probe_says_so_at_admission",
+               .job = a_training_job("bert").nodes(10000).params(25e6),
+               .measurement = std::nullopt,
+               .want_action = Action::kGate,
+               .want_admitted = 10000,
+               .want_reason = reason::kNoMeasurement,
+               .want_message = "no measurement of the link between these nodes yet. "
+                               "spec.numNodes 10000 is more than any probe CommPolicy default "
+                               "allows can decide: maxExtrapolation 4 x probe.maxNodes 4 = 16 "
+                               "nodes. The job is suspended until a probe of 4 nodes measures "
+                               "the link"});
+  c.push_back({.name = "no_measurement_beyond_every_allowed_probe_under_deny_is_denied",
+               .job = a_training_job("bert").nodes(10000).params(25e6),
+               .policy = a_policy().action(EnforcementAction::kDeny).build(),
+               .measurement = std::nullopt,
+               .want_action = Action::kDeny,
+               .want_admitted = 0,
+               .want_reason = reason::kDenied,
+               .want_message = "ask for at most 16 nodes"});
   // Staleness names the part that is stale, with its own time (user trial, #9: the
   // message named the compute step's time as "the link measurement").
   c.push_back({.name = "a_stale_compute_record_is_named_with_its_own_time",
@@ -520,6 +620,34 @@ TEST(Decision, a_probe_run_with_other_procs_per_node_corrects_but_shows_no_measu
   Decision d = decide({&job, &policy, &m, {}, test_now()});
   ASSERT_TRUE(d.correction);
   for (const auto& p : d.predictions) EXPECT_FALSE(p.measured) << p.nodes;
+}
+
+// What the operator does with a Gate for ExtrapolationTooFar: it probes the pool at
+// min(numNodes, probe.maxNodes) nodes (operator/probe_job.h, probe_node_count) and decides
+// again. That decision must not ask for yet another probe: a gate promises only a probe
+// the policy allows (user trial, #9: 10000 nodes gated "until a probe of at least 2500
+// nodes" under probe.maxNodes 4, then failed).
+TEST(Decision, a_gate_for_a_larger_probe_is_lifted_by_the_probe_the_policy_allows) {
+  for (int max_nodes : {2, 4, 16, 250}) {
+    for (int k : {1, 4, 10}) {
+      for (int nodes : {3, 9, 17, 64, 1000, kMaxNodes}) {
+        CommPolicy policy =
+            with_probe_max_nodes(with_max_extrapolation(a_policy().build(), k), max_nodes);
+        TrainingJob job = a_training_job("bert").nodes(nodes).params(25e6).build();
+        Measurement first = a_measurement().busbw_gbps(0.5).latency_us(200).build();
+        Decision d = decide({&job, &policy, &first, {}, test_now()});
+        if (d.action != Action::kGate) continue;
+        ASSERT_EQ(d.reason, reason::kExtrapolationTooFar) << d.message;
+        const int probe = std::max(2, std::min(nodes, max_nodes));
+        Measurement probed =
+            a_measurement().busbw_gbps(0.5).latency_us(200).nodes_probed(probe).build();
+        Decision after = decide({&job, &policy, &probed, {}, test_now()});
+        EXPECT_NE(after.action, Action::kGate)
+            << "maxNodes " << max_nodes << " k " << k << " nodes " << nodes << ": " << d.message
+            << "\n then: " << after.message;
+      }
+    }
+  }
 }
 
 // A DDP step calibrates the model only with the link it ran on (user trial, #9: after
