@@ -327,6 +327,10 @@ TEST_F(ChartRbacUsage, a_trainingjobs_lifecycle_meets_no_403_and_leaves_no_grant
   std::ofstream(second) << training_job("bert-again").dump(2);
   r = kubectl({"apply", "-f", second});
   ASSERT_EQ(r.code, 0) << r.output;
+  // Decided by the webhook from the profile its watch brought (no Gate, no second probe).
+  EXPECT_EQ(get_job("bert-again")["metadata"]["annotations"].value("commgate.io/decision", ""),
+            "Admit")
+      << get_job("bert-again").dump(2);
   ASSERT_TRUE(wait_until([&] { return phase("bert-again") == "Succeeded"; }, 60s))
       << get_job("bert-again").dump(2) << logs();
 
@@ -337,6 +341,12 @@ TEST_F(ChartRbacUsage, a_trainingjobs_lifecycle_meets_no_403_and_leaves_no_grant
   // Stopped as Kubernetes stops pods (SIGTERM): the operator hands its Lease back.
   EXPECT_EQ(operator_->terminate(20s), 0) << operator_->output();
   EXPECT_EQ(webhook_->terminate(20s), 0) << webhook_->output();
+
+  int probes = 0;
+  for (const auto& e : api_.audit_events())
+    probes += e.verb == "create" && e.code == 201 && e.object_ref.resource == "jobs" &&
+              e.object_ref.ns == "commgate-system";
+  EXPECT_EQ(probes, 1) << "one probe of pool p";
 
   // The audit log against the chart's rules.
   const auto usage = sim::rbac_usage(sim::RbacObjects::from(chart_.objects), api_.audit_events(),
