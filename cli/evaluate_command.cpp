@@ -240,7 +240,7 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
     } else if (measurement && !opts.measurement_file.empty()) {
       // A file the user chose is evaluated as of its own time: it is the user's word
       // that it applies. --now checks it against the policy's TTL.
-      judged_at = measurement->measured_at;
+      judged_at = measurement->oldest_measured_at();  // the link's or the compute's
       note = "measurementTTL not applied to a measurement file (use --now to apply it)";
     }
     DecisionInput in;

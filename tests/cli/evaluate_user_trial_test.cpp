@@ -103,6 +103,24 @@ spec: {maxCommShare: 0.30, measurementTTL: 10s}
   EXPECT_EQ(r.out.find("the link measurement from " + kProbed), std::string::npos) << r.out;
 }
 
+// A measurement file without --now is judged as of its own time, so the TTL does not
+// apply: as of its older part (the compute record), not the re-probed link, or the
+// 7-minute-older compute step would read as stale under measurementTTL 10s.
+TEST(EvaluateUserTrial, a_file_without_now_is_judged_as_of_its_oldest_part) {
+  TempFile policy(R"(apiVersion: commgate.io/v1alpha1
+kind: CommPolicy
+metadata: {name: short-ttl}
+spec: {maxCommShare: 0.30, measurementTTL: 10s}
+)",
+                  ".yaml");
+  TempFile job(job_yaml(4), ".yaml"), profile(reprobed_profile_yaml(), ".yaml");
+  CliRun r = run(
+      {"evaluate", "-f", job.path(), "--measurement", profile.path(), "--policy", policy.path()});
+  EXPECT_EQ(r.out.find("MeasurementStale"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("measurementTTL not applied to a measurement file"), std::string::npos)
+      << r.out;
+}
+
 // After the re-probe the old DDP step (measured on the 0.132 GB/s link) must not calibrate
 // the 1.01 GB/s link: the raw model, and the decision says why.
 TEST(EvaluateUserTrial, a_reprobed_link_is_decided_on_the_raw_model) {
