@@ -92,6 +92,11 @@ class MalformedReview : public std::runtime_error {
 // Limits on what the parser accepts (docs/webhook.md "Malformed requests").
 inline constexpr int kMaxJsonDepth = 128;
 
+// The deepest nesting of arrays and objects in `body`, counted without parsing (brackets
+// inside strings do not count), stopping as soon as it passes `limit`: a body of a million
+// '[' is refused before a recursive walk (dump, comparison) could overflow the stack.
+int json_nesting_depth(std::string_view body, int limit);
+
 // Parses a request body. Throws MalformedReview.
 AdmissionRequest parse_admission_review(std::string_view body);
 

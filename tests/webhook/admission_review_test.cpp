@@ -148,5 +148,77 @@ TEST(JsonPointerToken, EscapesSlashAndTilde) {
   EXPECT_EQ(json_pointer_token("a~b"), "a~0b");
 }
 
-}  // namespace
+// json_nesting_depth skips strings with memchr (#9); the byte-by-byte count it replaced is
+// the reference: the same depth for every input, valid JSON or not.
+int depth_byte_by_byte(std::string_view body, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return depth;
+}
+
+struct DepthCase {
+  std::string name;
+  std::string body;
+};
+
+class NestingDepth : public ::testing::TestWithParam<DepthCase> {};
+
+TEST_P(NestingDepth, IsTheByteByByteCount) {
+  for (int limit : {0, 1, 2, 3, 128}) {
+    EXPECT_EQ(json_nesting_depth(GetParam().body, limit),
+              depth_byte_by_byte(GetParam().body, limit))
+        << "limit " << limit;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, NestingDepth,
+    ::testing::Values(DepthCase{"empty", ""}, DepthCase{"flat_object", R"({"a":1})"},
+                      DepthCase{"nested", R"({"a":[{"b":[1,[2]]}]})"},
+                      DepthCase{"brackets_inside_a_string", R"({"a":"[[[{{{"})"},
+                      DepthCase{"escaped_quote_inside_a_string", R"({"a":"x\"[[[","b":[[1]]})"},
+                      DepthCase{"escaped_backslash_before_the_closing_quote",
+                                R"({"a":"x\\","b":[[[1]]]})"},
+                      DepthCase{"three_backslashes_then_a_quote", R"(["\\\"[", [[]]])"},
+                      DepthCase{"unterminated_string", R"([[["abc[[[)"},
+                      DepthCase{"unterminated_string_ending_in_a_backslash", "[[\"ab\\"},
+                      DepthCase{"closing_more_than_opened", "]]]][[{"},
+                      DepthCase{"a_quote_right_after_the_opening_quote", R"([["",[""]]])"},
+                      DepthCase{"deep", std::string(300, '[') + std::string(300, ']')}),
+    [](const auto& case_info) { return case_info.param.name; });
+
+TEST(NestingDepth, IsTheByteByByteCountOnRandomBytesOfJsonsAlphabet) {
+  // Deterministic: a fixed linear congruential sequence over the bytes that matter.
+  const std::string alphabet = "\"\\{}[]a ";
+  uint64_t x = 12345;
+  for (int n = 0; n < 5000; ++n) {
+    std::string body;
+    const size_t len = n % 64;
+    for (size_t i = 0; i < len; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      body += alphabet[(x >> 33) % alphabet.size()];
+    }
+    ASSERT_EQ(json_nesting_depth(body, 4), depth_byte_by_byte(body, 4)) << body;
+  }
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::webhook
