@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "core/probe_memory.h"
 #include "core/quantity.h"
 
 namespace commgate {
@@ -106,7 +107,20 @@ ProbeResult run_local_probe(const ModelSpec& model, const LocalProbeOptions& opt
                                   : "at " + options.probe_path) +
                              "); build it with `make build`, or pass --measurement FILE");
   }
-  const bool measure_compute = model.parameters <= options.max_compute_parameters;
+  // A job with stepTimeHintMs whose model would not fit here needs no compute step: the
+  // probe would only refuse it (core/probe_memory.h). Without the hint it is asked, and
+  // its refusal says what the model needs and to give the hint.
+  const bool fits_here = [&] {
+    if (!model.torch_script.empty()) return true;
+    const auto available = memory_available();
+    return !available ||
+           memory_refusal(
+               estimate_probe_memory(model.parameters, model.batch_size, model.optimizer),
+               model.parameters, model.optimizer, *available, options.ranks)
+               .empty();
+  }();
+  const bool measure_compute =
+      model.parameters <= options.max_compute_parameters && (fits_here || !model.step_time_hint_ms);
   // The probe's all-reduce data is fp32 and its synthetic model trains in fp32 on CPU,
   // so its compute step matches fp32-gradient jobs; others need stepTimeHintMs.
   std::vector<std::string> argv = {
@@ -132,7 +146,15 @@ ProbeResult run_local_probe(const ModelSpec& model, const LocalProbeOptions& opt
   std::string out, err;
   int rc = run_capture(argv, &out, &err);
   if (rc != 0) {
-    throw std::runtime_error("commgate-probe failed (exit " + std::to_string(rc) + "):\n" + err);
+    // Rank 0's result names the failed stage (with --quiet it is not on stderr).
+    std::string stage_error;
+    if (const auto doc = nlohmann::json::parse(out, nullptr, false);
+        doc.is_object() && doc.contains("error") && doc["error"].is_object()) {
+      stage_error = "stage " + doc["error"].value("stage", std::string("?")) + ": " +
+                    doc["error"].value("message", std::string()) + "\n";
+    }
+    throw std::runtime_error("commgate-probe failed (exit " + std::to_string(rc) + "):\n" +
+                             stage_error + err);
   }
   try {
     return parse_probe_result(nlohmann::json::parse(out));

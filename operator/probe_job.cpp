@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/probe_memory.h"
 #include "core/quantity.h"
 
 namespace commgate::op {
@@ -47,6 +48,20 @@ std::string join_shape(const std::vector<int64_t>& shape) {
   return out;
 }
 
+// Whether the probe pods take the job's GPUs (see probe_resources).
+bool probe_uses_gpus(const ProbeRequest& request) {
+  return request.policy_probe.backend != "gloo" && request.procs_per_node > 0;
+}
+
+// A CPU probe of a model that cannot fit in the largest probe pod would only be refused
+// (docs/probe.md): with the job's stepTimeHintMs it measures the link alone.
+bool link_only(const ProbeRequest& request) {
+  const ModelSpec& model = request.model;
+  return !probe_uses_gpus(request) && model.step_time_hint_ms && model.torch_script.empty() &&
+         estimate_probe_memory(model.parameters, model.batch_size, model.optimizer).total() >
+             kProbePodMemoryCap;
+}
+
 // The probe's flags (probe-job/probe_config.cpp): the job's model and the policy's probe
 // settings. The world (rank, world size, master) comes from the environment instead.
 // No --quiet: the human summary on stderr is what `kubectl logs` of a probe pod shows.
@@ -57,6 +72,7 @@ std::vector<std::string> probe_args(const ProbeRequest& request) {
                                    "--params",     format_quantity(model.parameters),
                                    "--batch-size", std::to_string(model.batch_size),
                                    "--optimizer",  model.optimizer};
+  if (link_only(request)) args.push_back("--no-compute");
   if (!model.torch_script.empty()) {
     // The probe takes the batch size from the shape's first dimension then.
     args.insert(args.end(), {"--torchscript", model.torch_script, "--input-shape",
@@ -94,11 +110,16 @@ json probe_env(const std::string& name, const ProbeLaunchSettings& settings, int
 // The GPUs of a node, as the training will take them, so the probe lands only on nodes
 // that can run the job and its NCCL probe sees the same devices. A gloo probe asks for
 // none: a CPU pool has no nvidia.com/gpu resource and such a pod would never schedule.
-// auto and nccl ask for them (auto picks NCCL when a GPU is visible).
+// auto and nccl ask for them (auto picks NCCL when a GPU is visible). Memory: request =
+// limit = what the probe's model needs (core's probe_pod_memory_bytes), so a probe can
+// neither crowd a node nor take more than the scheduler gave it.
 json probe_resources(const ProbeRequest& request) {
-  if (request.policy_probe.backend == "gloo" || request.procs_per_node <= 0) return json::object();
-  const json gpus = {{kGpuResource, std::to_string(request.procs_per_node)}};
-  return {{"limits", gpus}, {"requests", gpus}};
+  const ModelSpec& model = request.model;
+  const bool gpus = probe_uses_gpus(request);
+  json amounts = {{"memory", format_byte_quantity(probe_pod_memory_bytes(
+                                 model.parameters, model.batch_size, model.optimizer, gpus))}};
+  if (gpus) amounts[kGpuResource] = std::to_string(request.procs_per_node);
+  return {{"limits", amounts}, {"requests", amounts}};
 }
 
 // Pod Security Standards "restricted": non-root, no privilege escalation, no capabilities,
@@ -141,7 +162,7 @@ json container(const ProbeRequest& request, const ProbeLaunchSettings& settings,
       // File, not FallbackToLogsOnError: the message is rank 0's result or nothing;
       // a log tail in its place would read as a corrupt result.
       {"terminationMessagePolicy", "File"}};
-  if (json resources = probe_resources(request); !resources.empty()) c["resources"] = resources;
+  c["resources"] = probe_resources(request);
   return c;
 }
 

@@ -158,19 +158,6 @@ class TorchScriptModel final : public TrainableModel {
 
 }  // namespace
 
-MlpShape synthetic_mlp_shape(double parameters) {
-  constexpr double kLayers = 24;
-  MlpShape s;
-  const double raw = std::sqrt(std::max(parameters, 1.0) / kLayers);
-  s.width = std::clamp<int64_t>(static_cast<int64_t>(std::llround(raw / 64.0)) * 64, 64, 8192);
-  const double per_layer = static_cast<double>(s.width * s.width + s.width);
-  s.layers = std::max(0, static_cast<int>((parameters - (s.width + 1)) / per_layer));
-  const double rest = parameters - s.layers * per_layer;
-  s.last_out = std::max<int64_t>(1, std::llround(rest / static_cast<double>(s.width + 1)));
-  s.parameters = s.layers * per_layer + static_cast<double>(s.last_out * (s.width + 1));
-  return s;
-}
-
 std::unique_ptr<TrainableModel> make_synthetic_mlp(const MlpShape& shape, int batch_size,
                                                    at::Device device, bool bf16_autocast) {
   return std::make_unique<SyntheticMlp>(shape, batch_size, device, bf16_autocast);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/probe_memory.h"
 #include "core/probe_result.h"
 
 namespace torch::optim {
@@ -30,18 +31,8 @@ class TrainableModel {
   virtual int batch_size() const = 0;
 };
 
-// A stack of `layers` width x width Linear+ReLU layers and a width x `last_out` head,
-// sized so the total (weights + biases) comes as close to the request as the shape allows.
-struct MlpShape {
-  int64_t width = 0;
-  int layers = 0;  // hidden width x width layers
-  int64_t last_out = 0;
-  double parameters = 0;  // exact count of the shape
-};
-// About 24 layers (so gradients arrive in many tensors, as in real models), width a
-// multiple of 64 in [64, 8192].
-MlpShape synthetic_mlp_shape(double parameters);
-
+// The synthetic model's shape (MlpShape, synthetic_mlp_shape) is core's
+// (core/probe_memory.h), so its memory is known before it is built.
 std::unique_ptr<TrainableModel> make_synthetic_mlp(const MlpShape& shape, int batch_size,
                                                    at::Device device, bool bf16_autocast);
 // Throws std::runtime_error naming the path when the module cannot be loaded or run.

@@ -108,6 +108,7 @@ int run_local_ranks(const ProbeConfig& cfg, const std::vector<std::string>& args
   env["MASTER_PORT"] = std::to_string(port);
   env["WORLD_SIZE"] = std::to_string(n);
   env["LOCAL_WORLD_SIZE"] = "1";
+  env["COMMGATE_PROBE_LOCAL_RANKS"] = std::to_string(n);  // they share this machine's memory
   env["OMP_NUM_THREADS"] = std::to_string(threads);
   env["OPENBLAS_NUM_THREADS"] = env["OMP_NUM_THREADS"];
 

@@ -175,6 +175,9 @@ ParseOutcome parse_probe_config(const std::vector<std::string>& args, const EnvL
   from_env("LOCAL_WORLD_SIZE", [&](const std::string& n, const std::string& v) {
     p.integer(n, v, 1, 1 << 20, &cfg.local_world_size);
   });
+  from_env("COMMGATE_PROBE_LOCAL_RANKS", [&](const std::string& n, const std::string& v) {
+    p.integer(n, v, 1, 1 << 20, &cfg.ranks_sharing_memory);
+  });
   from_env("GLOO_SOCKET_IFNAME",
            [&](const std::string&, const std::string& v) { cfg.interface_name = v; });
 

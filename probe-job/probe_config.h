@@ -35,6 +35,10 @@ struct ProbeConfig {
   int local_rank = 0;
   int local_world_size = 1;
   int local_ranks = 0;  // > 0: spawn this many ranks here over loopback (workstation mode)
+  // Ranks sharing this machine's memory: LOCAL_WORLD_SIZE, or the N of a --local-ranks
+  // parent (COMMGATE_PROBE_LOCAL_RANKS, which it sets: its ranks each stand for a node,
+  // LOCAL_WORLD_SIZE=1, but they share one machine).
+  int ranks_sharing_memory = 0;  // 0: local_world_size
 
   BackendChoice backend = BackendChoice::kAuto;
   std::string

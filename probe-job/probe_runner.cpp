@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "core/probe_memory.h"
 #include "core/quantity.h"
 #include "probe-job/allreduce_sweep.h"
 #include "probe-job/communicator.h"
@@ -75,6 +76,19 @@ void warn_on_nccl_mismatch(const ProbeConfig& cfg, std::ostream& err) {
   err << "commgate-probe: warning: built against NCCL " << nccl_version_text(built)
       << " but running NCCL " << nccl_version_text(loaded)
       << " (LD_LIBRARY_PATH picks the library; docs/probe.md)\n";
+}
+
+// "" when the synthetic model fits in what this machine may give the ranks on it, else
+// the refusal (core/probe_memory.h). On a GPU the model lives in the GPU's memory, where a
+// failed allocation fails at once (CUDA out of memory) instead of growing the host.
+std::string synthetic_model_refusal(const ProbeConfig& cfg, const at::Device& device) {
+  if (device.is_cuda()) return "";
+  const auto available = memory_available();
+  if (!available) return "";
+  return memory_refusal(
+      estimate_probe_memory(cfg.parameters, cfg.batch_size, cfg.optimizer), cfg.parameters,
+      cfg.optimizer, *available,
+      cfg.ranks_sharing_memory > 0 ? cfg.ranks_sharing_memory : cfg.local_world_size);
 }
 
 }  // namespace
@@ -202,19 +216,27 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
       r.transport = comm->transport();
     });
 
-    // The model comes first: its gradient size bounds the sweep.
+    // The model comes first: its gradient size bounds the sweep. A synthetic model that
+    // would not fit in memory is refused before anything is allocated for it; the link is
+    // still measured (the result keeps it), then the compute stage fails on every rank.
     std::unique_ptr<TrainableModel> model;
+    std::string refused;
     const bool autocast = comm->device().is_cuda();
     if (!cfg.skip_compute) {
       watchdog.enter("compute");
       if (!cfg.torchscript.empty()) {
         model = load_torchscript_model(cfg.torchscript, cfg.input_shape, comm->device(), autocast);
-      } else {
+      } else if (refused = synthetic_model_refusal(cfg, comm->device()); refused.empty()) {
         model = make_synthetic_mlp(synthetic_mlp_shape(cfg.parameters), cfg.batch_size,
                                    comm->device(), autocast);
       }
     }
-    const double gradient_bytes = model ? parameter_count(model->parameters()) * 4 : cfg.max_bytes;
+    // The same on every rank, whether or not this one built its model.
+    const double gradient_bytes = model
+                                      ? parameter_count(model->parameters()) * 4
+                                      : (cfg.skip_compute || !cfg.torchscript.empty()
+                                             ? cfg.max_bytes
+                                             : synthetic_mlp_shape(cfg.parameters).parameters * 4);
 
     SweepOptions sweep;
     sweep.max_bytes = std::min(cfg.max_bytes, gradient_bytes);
@@ -242,6 +264,20 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
                          kExitDataCheck);
     }
 
+    if (!cfg.skip_compute && cfg.torchscript.empty()) {
+      watchdog.enter("compute");
+      // Every rank stops if one has too little memory (a lone rank computing would wait
+      // for the others at its next collective).
+      const bool any_refused = mean_over_ranks(*comm, refused.empty() ? 0.0 : 1.0) > 0;
+      if (any_refused) {
+        throw StageFailure("compute",
+                           refused.empty() ? "another rank's node has too little memory for "
+                                             "the model (its stderr says how much); give the "
+                                             "TrainingJob spec.model.stepTimeHintMs"
+                                           : refused,
+                           kExitFailed);
+      }
+    }
     if (model) {
       watchdog.enter("compute");
       Trainer trainer(*model, comm->device(), cfg.optimizer);

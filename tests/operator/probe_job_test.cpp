@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -349,7 +350,7 @@ struct GpuCase {
   std::string name;
   std::string backend;
   int procs_per_node;
-  std::optional<std::string> want_gpus;  // nullopt: no resources at all
+  std::optional<std::string> want_gpus;  // nullopt: no GPU resource (memory only)
 };
 
 void PrintTo(const GpuCase& c, std::ostream* os) {
@@ -367,7 +368,8 @@ TEST_P(ProbeGpus, requests_the_nodes_gpus_unless_the_probe_runs_on_cpu) {
   const json& c0 = container_of(o);
   EXPECT_EQ(flag_value(args_of(o), "--backend"), c.backend);
   if (!c.want_gpus) {
-    EXPECT_FALSE(c0.contains("resources")) << c0["resources"].dump();
+    EXPECT_FALSE(c0["resources"]["limits"].contains("nvidia.com/gpu")) << c0["resources"].dump();
+    EXPECT_FALSE(c0["resources"]["requests"].contains("nvidia.com/gpu")) << c0["resources"].dump();
     return;
   }
   EXPECT_EQ(c0["resources"]["limits"]["nvidia.com/gpu"], *c.want_gpus);
@@ -381,6 +383,57 @@ INSTANTIATE_TEST_SUITE_P(
                       GpuCase{"auto_takes_them_too", "auto", 4, "4"},
                       GpuCase{"one_proc_per_node_takes_one_gpu", "nccl", 1, "1"}),
     [](const ::testing::TestParamInfo<GpuCase>& p) { return p.param.name; });
+
+// --- memory (user trial: a 1P-parameter probe grew each rank toward the node's OOM) ---
+
+struct MemoryCase {
+  std::string name;
+  std::string backend;
+  double parameters;
+  std::optional<double> step_time_hint_ms;
+  std::string want_memory;  // request = limit
+  bool want_link_only;      // --no-compute
+};
+
+void PrintTo(const MemoryCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class ProbeMemory : public ::testing::TestWithParam<MemoryCase> {};
+
+TEST_P(ProbeMemory, pods_request_and_are_limited_to_what_the_model_needs) {
+  const auto& c = GetParam();
+  ProbeRequest r = a_request();
+  r.policy_probe.backend = c.backend;
+  r.model.parameters = c.parameters;
+  r.model.step_time_hint_ms = c.step_time_hint_ms;
+  const ProbeObjects o = build_probe(r, {});
+  const json& resources = container_of(o)["resources"];
+  EXPECT_EQ(resources["requests"]["memory"], c.want_memory) << resources.dump();
+  EXPECT_EQ(resources["limits"]["memory"], c.want_memory) << resources.dump();
+  const auto args = args_of(o);
+  EXPECT_EQ(std::find(args.begin(), args.end(), "--no-compute") != args.end(), c.want_link_only);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ProbeJob, ProbeMemory,
+    ::testing::Values(
+        // 340M adamw at batch 16: 6.8 GB + 512 MiB runtime, and a quarter more.
+        MemoryCase{"a_cpu_probe_gets_its_estimate_and_a_quarter", "gloo", 340e6, std::nullopt,
+                   "8761Mi", false},
+        MemoryCase{"a_small_model_gets_the_floor", "gloo", 1e6, std::nullopt, "2Gi", false},
+        MemoryCase{"a_gpu_probe_gets_at_least_8Gi_for_cudas_host_side", "nccl", 1e6, std::nullopt,
+                   "8Gi", false},
+        // The user trial's model: a pod that schedules, where the probe refuses clearly.
+        MemoryCase{"a_1P_model_is_capped_and_the_probe_in_it_refuses", "gloo", 1e15, std::nullopt,
+                   "64Gi", false},
+        MemoryCase{"a_1P_model_with_a_step_time_hint_measures_the_link_only", "gloo", 1e15, 2500.0,
+                   "64Gi", true},
+        MemoryCase{"a_hint_does_not_skip_a_model_that_fits", "gloo", 340e6, 2500.0, "8761Mi",
+                   false},
+        MemoryCase{"on_gpus_the_model_is_in_gpu_memory_so_the_hint_skips_nothing", "nccl", 1e15,
+                   2500.0, "64Gi", false}),
+    [](const ::testing::TestParamInfo<MemoryCase>& p) { return p.param.name; });
 
 // --- deterministic ---
 

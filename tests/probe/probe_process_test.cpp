@@ -4,6 +4,7 @@
 // a hung stage under --timeout).
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <nlohmann/json.hpp>
@@ -166,6 +167,52 @@ TEST(ProbeProcess, the_optimizer_asked_for_is_the_one_reported) {
   EXPECT_TRUE(contains(bad.err, "--optimizer: must be one of sgd, sgd-momentum")) << bad.err;
 }
 
+// The user trial: `--params 1P` (within the CRD's bound of 1e15) grew each rank by ~100
+// MB/s toward the node's OOM. The probe now refuses the model before allocating it, still
+// measures the link, and exits as a failed stage, quickly and small. Without the check
+// this run fills memory until the watchdog's --timeout (exit 4).
+TEST(ProbeProcess, a_model_too_big_for_the_machine_is_refused_before_it_is_allocated) {
+  const int port = unused_port();
+  Finished f = testing::run({kProbe, "--backend", "gloo", "--params", "1P", "--max-bytes", "1Mi",
+                             "--timeout", "20", "--termination-log", "", "--quiet"},
+                            {{"MASTER_ADDR", "127.0.0.1"},
+                             {"MASTER_PORT", std::to_string(port)},
+                             {"RANK", "0"},
+                             {"WORLD_SIZE", "1"}},
+                            scratch("1P"), seconds(60));
+  EXPECT_EQ(f.exit_code, 1) << f.err;
+  EXPECT_LE(f.seconds, 15);
+  ProbeResult r = parse_probe_result(nlohmann::json::parse(f.out));
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->stage, "compute");
+  EXPECT_TRUE(contains(r.error->message, "the model needs ")) << r.error->message;
+  EXPECT_TRUE(contains(r.error->message, "PiB of memory per rank (1e+15 parameters with adamw"))
+      << r.error->message;
+  EXPECT_TRUE(contains(r.error->message, "but this node has ")) << r.error->message;
+  EXPECT_TRUE(contains(r.error->message, "spec.model.stepTimeHintMs")) << r.error->message;
+  EXPECT_FALSE(r.allreduce.empty()) << "the link is still measured";
+  EXPECT_FALSE(r.compute);
+  // Peak RSS of the children this test waited for: LibTorch and a 1 MiB sweep, not a model.
+  rusage usage{};
+  getrusage(RUSAGE_CHILDREN, &usage);
+  EXPECT_LT(usage.ru_maxrss, 1536L * 1024) << "peak RSS " << usage.ru_maxrss << " KiB";
+}
+
+// `--local-ranks` (what `commgate evaluate` runs): the ranks share one machine, and every
+// rank stops at the compute stage together; rank 0's JSON says why.
+TEST(ProbeProcess, local_ranks_refuse_a_model_too_big_for_the_machine_together) {
+  Finished f = testing::run({kProbe, "--local-ranks", "2", "--params", "1P", "--max-bytes", "1Mi",
+                             "--timeout", "30", "--termination-log", "", "--quiet"},
+                            {}, scratch("1P-local"), seconds(60));
+  EXPECT_EQ(f.exit_code, 1) << f.err;
+  EXPECT_LE(f.seconds, 25);
+  ProbeResult r = parse_probe_result(nlohmann::json::parse(f.out));
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->stage, "compute");
+  EXPECT_TRUE(contains(r.error->message, " x 2 ranks on this node")) << r.error->message;
+  EXPECT_FALSE(r.allreduce.empty());
+}
+
 TEST(ProbeProcess, nccl_without_a_usable_gpu_says_why_in_stage_backend) {
   // This machine has no GPU: a binary with the NCCL backend reads the CUDA runtime's
   // reason (a missing driver is not "no GPU visible"), one without says it was built so.
@@ -188,5 +235,5 @@ TEST(ProbeProcess, nccl_without_a_usable_gpu_says_why_in_stage_backend) {
   EXPECT_FALSE(contains(r.error->message, "no GPU is visible")) << r.error->message;
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::probe
