@@ -1,0 +1,113 @@
+// The TrainingJob's printer columns as the real kubectl shows them, for what the operator
+// stores: the CommShare column is status.decision.predictedCommShare as written, rounded to
+// 4 significant digits (it showed 0.013136288998357884; issue #10 follow-up). The status
+// goes through the operator's own writer of status.decision (operator/decision_status.h
+// put_decision) into commgate-sim, whose Table output kubectl prints (sim/table.cpp).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/decision.h"
+#include "operator/decision_status.h"
+#include "sim/api_server.h"
+#include "tests/support/child_process.h"
+
+namespace commgate::op {
+namespace COMMGATE_TEST_UNIT {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+
+// A downsize from 4 to 2 nodes whose prediction at 4 nodes has the share kubectl once
+// showed in full.
+Decision downsize_with_share(double share_at_requested) {
+  Decision d;
+  d.action = Action::kDownsize;
+  d.reason = reason::kDownsized;
+  d.message = "downsized";
+  d.policy_name = "default";
+  d.requested_nodes = 4;
+  d.admitted_nodes = 2;
+  d.largest_passing_nodes = 2;
+  for (int n : {1, 2, 4}) {
+    StepPrediction p;
+    p.nodes = n;
+    p.ranks = n;
+    p.comm_share = n == 4 ? share_at_requested : 0.001 * n;
+    d.predictions.push_back(p);
+  }
+  return d;
+}
+
+class PrinterColumns : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
+    api_.start();
+    dir_ = api_.pki_dir();
+    kubeconfig_ = dir_ + "/kubeconfig";
+    std::ofstream(kubeconfig_) << api_.kubeconfig();
+  }
+
+  struct Result {
+    int code;
+    std::string output;
+  };
+  Result kubectl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
+                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess p(argv, dir_ + "/out-" + std::to_string(++calls_));
+    const int code = p.wait_exit(20s);
+    return {code, p.output()};
+  }
+
+  sim::ApiServer api_;
+  std::string dir_;
+  std::string kubeconfig_;
+  int calls_ = 0;
+};
+
+TEST_F(PrinterColumns, commshare_shows_the_stored_share_at_four_significant_digits) {
+  ASSERT_EQ(kubectl({"apply", "-f",
+                     std::string(COMMGATE_SOURCE_DIR) +
+                         "/charts/commgate/crds/trainingjobs.commgate.io.yaml"})
+                .code,
+            0);
+  std::ofstream(dir_ + "/ns.yaml")
+      << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vision\n";
+  ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/ns.yaml"}).code, 0);
+  Result applied = kubectl(
+      {"apply", "-f", std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml"});
+  ASSERT_EQ(applied.code, 0) << applied.output;
+
+  const auto trainingjobs = *api_.store().find_resource("commgate.io", "v1alpha1", "trainingjobs");
+  json tj = api_.store().get(trainingjobs, "vision", "resnet-small");
+  json status = json::object();
+  std::optional<Decision> to_count;
+  put_decision(status, downsize_with_share(0.013136288998357884), nullptr, to_count);
+  tj["status"] = status;
+  api_.store().update(trainingjobs, "vision", "resnet-small", tj, sim::WritePart::kStatus);
+
+  Result get = kubectl({"get", "trainingjobs", "-n", "vision"});
+  ASSERT_EQ(get.code, 0) << get.output;
+  EXPECT_NE(get.output.find("COMMSHARE"), std::string::npos) << get.output;
+  EXPECT_NE(get.output.find(" 0.01314 "), std::string::npos) << get.output;
+  EXPECT_EQ(get.output.find("0.013136"), std::string::npos) << get.output;
+
+  // The stored number itself, not only the column: what -o json and a controller read.
+  Result as_json = kubectl({"get", "trainingjob", "-n", "vision", "resnet-small", "-o", "json"});
+  ASSERT_EQ(as_json.code, 0) << as_json.output;
+  EXPECT_EQ(json::parse(as_json.output)["status"]["decision"]["predictedCommShare"], 0.01314)
+      << as_json.output;
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate::op
