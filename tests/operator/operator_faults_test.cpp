@@ -371,6 +371,52 @@ TEST_F(OperatorFaults, DroppedWatchesMissNoJob) {
   EXPECT_EQ(runs("probe-runs").size(), 2u) << "one probe of 2 pods\n" << probe_history();
 }
 
+// sim::ApiServer::close_all_watches ends the operator's watches although the operator is
+// another process: the sim counts (open_watches) and ends every watch stream it serves,
+// whoever holds it. Each of the operator's watches is requested again at once, from its
+// last resourceVersion (a restart, not a relist), and a job created after the drop is
+// decided and runs. (Stop 9 noted that open_watches() read 0 while the operator watched
+// and that close_all_watches did not reach it; this test shows both do.)
+TEST_F(OperatorFaults, CloseAllWatchesEndsTheOperatorsWatchesWhichWatchAgain) {
+  add_pool("p", 2);
+  start_operator();
+  // TrainingJobs, Jobs, Pods, CommPolicies, CommProfiles, Namespaces.
+  constexpr size_t kOperatorWatches = 6;
+  ASSERT_TRUE(wait_until([&] { return api_.open_watches() >= kOperatorWatches; }, seconds(10)))
+      << "open watches: " << api_.open_watches() << "\n"
+      << op_->output();
+  auto watch_requests = [&] {
+    size_t n = 0;
+    for (const sim::AuditEvent& e : api_.audit_events()) n += e.verb == "watch";
+    return n;
+  };
+  const size_t requests_before = watch_requests();
+  const double restarts_before = metric_sum("commgate_operator_watch_restarts_total");
+  const double relists_before = metric_sum("commgate_operator_watch_relists_total");
+
+  api_.close_all_watches();
+  EXPECT_TRUE(wait_until([&] { return watch_requests() >= requests_before + kOperatorWatches; },
+                         seconds(10)))
+      << "watch requests " << requests_before << " -> " << watch_requests() << "\n"
+      << op_->output();
+  EXPECT_TRUE(wait_until([&] { return api_.open_watches() >= kOperatorWatches; }, seconds(10)))
+      << "open watches: " << api_.open_watches();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return metric_sum("commgate_operator_watch_restarts_total") >=
+               restarts_before + kOperatorWatches;
+      },
+      seconds(10)))
+      << metrics();
+  EXPECT_EQ(metric_sum("commgate_operator_watch_relists_total"), relists_before) << metrics();
+
+  create_job(training_job("after-drop", "p"));
+  open_gate("probe-gate");
+  open_gate("train-gate");
+  EXPECT_TRUE(all_reach({"after-drop"}, "Succeeded", seconds(20)));
+  EXPECT_EQ(runs("probe-runs").size(), 2u) << "one probe of 2 pods\n" << probe_history();
+}
+
 // Bursts of 500 and 429 (Retry-After) on what the operator writes and reads: the probe
 // Job's create, the CommProfile, the TrainingJob's patch and status. The decision lands,
 // one probe, and the failures show in the reconciler's error metric.
