@@ -124,7 +124,7 @@ Kind training_job_kind() {
       "phase": "Downsized", "observedGeneration": 2, "admittedNodes": 2,
       "probeAttempts": 1, "nextProbeTime": "2026-11-30T11:05:00Z",
       "measurement": {"source": "CommProfile pool-all", "probeTime": "2026-11-30T11:00:00Z",
-        "nodesProbed": 2, "procsPerNode": 1, "backend": "gloo", "transport": "socket",
+        "computeMeasuredAt": "2026-11-30T10:00:00Z", "nodesProbed": 2, "procsPerNode": 1, "backend": "gloo", "transport": "socket",
         "interface": "eth0", "device": "cpu", "gpuProduct": "", "busbwGBps": 0.118,
         "algbwGBps": 0.112, "latencyUs": 210.5, "fitPoor": false, "fitNote": "",
         "computeStepMs": 300, "computeSource": "measured", "measuredStepMs": 412.0,
@@ -136,7 +136,8 @@ Kind training_job_kind() {
         "predictions": [{"nodes": 1, "measured": false, "stepTimeMs": 300, "computeMs": 300,
                          "allReduceMs": 0, "exposedCommMs": 0, "commShare": 0, "speedup": 1,
                          "scalingEfficiency": 1}],
-        "correction": {"busbwFactor": 0.9, "reproducesMeasuredStep": true},
+        "correction": {"applied": true, "note": "", "busbwFactor": 0.9,
+                       "reproducesMeasuredStep": true},
         "rawPredictions": [{"nodes": 1, "measured": false, "stepTimeMs": 300, "computeMs": 300,
                             "allReduceMs": 0, "exposedCommMs": 0, "commShare": 0, "speedup": 1,
                             "scalingEfficiency": 1}]}
