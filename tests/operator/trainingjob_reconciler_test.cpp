@@ -644,6 +644,10 @@ TEST(Reconcile, admitted_job_runs_its_workload_and_follows_it_to_the_end) {
     EXPECT_EQ((*workload)["spec"]["completions"], 2) << "downsized to 2 nodes";
     EXPECT_EQ(w.status("bert")["phase"], phase::kDownsized);
     EXPECT_EQ(w.status("bert")["admittedNodes"], 2);
+    // One process per node, in the singular (user trial, #9: "2 nodes x 1 processes").
+    const auto created = w.event("WorkloadCreated");
+    ASSERT_TRUE(created);
+    EXPECT_EQ((*created)["note"], "created Job ml/bert with 2 nodes x 1 process");
 
     json running = *workload;
     running["status"] = {{"active", 2}};
