@@ -10,9 +10,14 @@
 // Roles and bindings, as applied, decide every request of a service account; kubectl here
 // is the admin (system:masters, always allowed).
 //
-// Shortcuts (the sim has no Deployment controller or cluster DNS yet): the test starts the
-// webhook itself, registers where the chart's Service listens, and labels namespaces with
-// kubernetes.io/metadata.name as kube-apiserver would.
+// Shortcuts, kept here because they make these checks fast, independent of root and
+// focused on one thing each: the test starts the webhook and the operator itself with a
+// kubeconfig (not the pod's in-cluster service account), maps the TLS mount path by hand,
+// registers where the webhook listens (ApiServer::register_service, which wins over the
+// Service's selector), and labels namespaces with kubernetes.io/metadata.name as
+// kube-apiserver would. chart_deploy_sim_test.cpp runs the same chart without the first
+// three: the sim's Deployment controller and kubelet run the pods, and the webhook is
+// reached through its Service.
 #include <gtest/gtest.h>
 
 #include <chrono>
