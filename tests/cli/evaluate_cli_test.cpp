@@ -232,6 +232,30 @@ TEST(EvaluateCli, local_probe_warns_it_measures_loopback_and_times_the_jobs_opti
   }
 }
 
+// A model too big for this machine is refused by the probe before it allocates anything
+// (docs/probe.md, user trial: --params 1P). Under --quiet, as evaluate runs it, the
+// refusal is only in rank 0's JSON: evaluate shows it with the stage, and exits 3.
+TEST(EvaluateCli, the_probes_memory_refusal_is_shown_with_its_stage) {
+  ProbeResult refused = a_live_probe_result(340e6, "adamw");
+  refused.compute.reset();
+  refused.error = ProbeError{
+      "compute",
+      "the model needs 7.0 GiB of memory per rank (...) x 2 ranks on this node, but this node "
+      "has 4.0 GiB (MemAvailable in /proc/meminfo): ... give the TrainingJob "
+      "spec.model.stepTimeHintMs"};
+  TempFile result(to_json(refused).dump());
+  TempFile probe("#!/bin/sh\ncat '" + result.path() + "'\nexit 1\n", ".sh");
+  fs::permissions(probe.path(), fs::perms::owner_all);
+  TempFile job(testing::a_training_job("bert").nodes(4).params(340e6).json().dump());
+  CliRun r = run({"evaluate", "-f", job.path(), "--probe", probe.path()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("commgate-probe failed (exit 1):\nstage compute: the model needs 7.0 GiB"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("spec.model.stepTimeHintMs"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 // Issue 12: `--group` alone printed "admitted without a communication check:  is exempt".
 TEST(EvaluateCli, exemption_by_group_names_the_group) {
   TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
