@@ -822,8 +822,24 @@ bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
                               "entrypoint given with --image-entrypoint; neither is known for \"" +
                                   str(at(spec, "image")) + "\"";
     c.finished_at = now_text();
+    // Under restartPolicy Always the kubelet would retry with a back-off for ever
+    // (CrashLoopBackOff) and the pod would never fail; the sim does not retry, but keeps
+    // the pod Running with the container waiting, so a Deployment's ReplicaSet does not
+    // replace it in a tight loop.
+    std::string policy = str(at(pod.spec, "restartPolicy"));
+    if (policy.empty() || policy == "Always") {
+      c.done = false;
+      c.crash_looping = true;
+      c.last_state = {{"terminated",
+                       {{"exitCode", c.exit_code},
+                        {"reason", c.reason},
+                        {"message", c.message},
+                        {"startedAt", c.started_at},
+                        {"finishedAt", c.finished_at}}}};
+    }
     return false;
   }
+  c.crash_looping = false;
   c.running = true;
   return true;
 }
@@ -880,7 +896,12 @@ void Kubelet::write_status(Pod& pod) {
     all_ready = all_ready && c.running && c.ready;
     json state;
     const std::string id = "sim://" + std::to_string(c.pid);
-    if (c.running) {
+    if (c.crash_looping) {
+      state = {
+          {"waiting",
+           {{"reason", "CrashLoopBackOff"},
+            {"message", "back-off restarting failed container " + c.name + ": " + c.message}}}};
+    } else if (c.running) {
       state = {{"running", {{"startedAt", c.started_at}}}};
     } else {
       json t = {{"exitCode", c.exit_code},

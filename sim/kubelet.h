@@ -46,7 +46,8 @@
 //   tcpSocket readiness probes and every liveness/startup probe are not run (counted as
 //   passing). The pod's Ready and ContainersReady conditions follow.
 // - restartPolicy OnFailure/Always restart a failed container at once (no back-off),
-//   counting restartCount. Deleting a pod sends SIGTERM to its process groups and SIGKILL
+//   counting restartCount; a container that cannot start under Always waits in
+//   CrashLoopBackOff (not retried) and its pod stays Running. Deleting a pod sends SIGTERM to its process groups and SIGKILL
 //   after terminationGracePeriodSeconds, capped at `max_grace`.
 #pragma once
 
@@ -160,6 +161,9 @@ class Kubelet {
     int restarts = 0;
     bool running = false;
     bool done = false;  // terminated and not to be restarted
+    // Could not start under restartPolicy Always: shown waiting in CrashLoopBackOff
+    // (never retried here), the pod Running.
+    bool crash_looping = false;
     // readinessProbe (httpGet): ready once it has passed; probed again at next_probe.
     bool ready = false;
     int probe_failures = 0, probe_successes = 0;

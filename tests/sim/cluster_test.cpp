@@ -538,6 +538,26 @@ TEST_F(ImagePodTest, an_unmapped_image_without_command_cannot_start) {
       std::string::npos);
 }
 
+// Under restartPolicy Always (a Deployment's pods) a container that cannot start waits in
+// CrashLoopBackOff and the pod stays Running, as with a real kubelet: a Failed pod would
+// make its ReplicaSet replace it in a tight loop.
+TEST_F(ImagePodTest, an_always_restarting_pod_that_cannot_start_waits_instead_of_failing) {
+  store.create(pods, "default",
+               {{"metadata", {{"name", "p"}}},
+                {"spec", {{"containers", {{{"name", "main"}, {"image", "nginx:1"}}}}}}});
+  json status;
+  ASSERT_TRUE(eventually([&] {
+    status = status_of(store.get(pods, "default", "p"));
+    return !status.value("containerStatuses", json::array()).empty();
+  }));
+  EXPECT_EQ(status["phase"], "Running");
+  const json& c = status["containerStatuses"][0];
+  EXPECT_EQ(c["state"]["waiting"]["reason"], "CrashLoopBackOff") << c.dump(2);
+  EXPECT_EQ(c["lastState"]["terminated"]["reason"], "StartError");
+  EXPECT_EQ(c["ready"], false);
+  EXPECT_FALSE(has_condition(store.get(pods, "default", "p"), "Ready"));
+}
+
 // A port free on 127.0.0.1 now (bound to port 0, then released) for a server a pod starts.
 uint16_t free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
