@@ -47,8 +47,9 @@
 //   passing). The pod's Ready and ContainersReady conditions follow.
 // - restartPolicy OnFailure/Always restart a failed container at once (no back-off),
 //   counting restartCount; a container that cannot start under Always waits in
-//   CrashLoopBackOff (not retried) and its pod stays Running. Deleting a pod sends SIGTERM to its process groups and SIGKILL
-//   after terminationGracePeriodSeconds, capped at `max_grace`.
+//   CrashLoopBackOff (not retried) and its pod stays Running. Deleting a pod sends
+//   SIGTERM to its process groups and SIGKILL after terminationGracePeriodSeconds, capped
+//   at `max_grace`.
 #pragma once
 
 #include <sys/types.h>
