@@ -249,7 +249,7 @@ json Admission::call(const json& hook, const AdmissionAttributes& a, bool mutati
       endpoint.target = path + (path.find('?') == std::string::npos ? "?" : "&") + query;
       endpoint.url =
           "https://" + endpoint.server_name + ":" + std::to_string(port) + endpoint.target;
-      address = services_.find(svc_name, ns);
+      address = services_.find(svc_name, ns, static_cast<uint16_t>(port));
     } else {
       // clientConfig.url: https://HOST[:PORT]/PATH. An IP is dialled as it is; a
       // <name>.<namespace>.svc host is looked up among the registered services.
@@ -282,7 +282,7 @@ json Admission::call(const json& hook, const AdmissionAttributes& a, bool mutati
         if (dot1 != std::string::npos && dot2 != std::string::npos &&
             endpoint.server_name.substr(dot2) == ".svc")
           address = services_.find(endpoint.server_name.substr(0, dot1),
-                                   endpoint.server_name.substr(dot1 + 1, dot2 - dot1 - 1));
+                                   endpoint.server_name.substr(dot1 + 1, dot2 - dot1 - 1), port);
       }
     }
     if (!address)
