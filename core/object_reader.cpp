@@ -66,7 +66,7 @@ ObjectReader::ObjectReader(const Json* object, std::string path, FieldErrors& er
 }
 
 const Json* ObjectReader::find(const std::string& key, Presence presence) {
-  known_.insert(key);
+  known_.push_back(key);
   if (object_) {
     auto it = object_->find(key);
     if (it != object_->end() && !it->is_null()) return &*it;
@@ -334,14 +334,14 @@ std::vector<ObjectReader> ObjectReader::object_list(const std::string& key, Pres
 }
 
 void ObjectReader::allow(std::initializer_list<const char*> keys) {
-  for (const char* k : keys) known_.insert(k);
+  for (const char* k : keys) known_.emplace_back(k);
 }
 
 void ObjectReader::reject_unknown_fields() {
   if (!object_) return;
   for (auto it = object_->begin(); it != object_->end(); ++it) {
-    if (known_.count(it.key())) continue;
-    std::string hint = closest_match(it.key(), known_);
+    if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
+    std::string hint = closest_match(it.key(), std::set<std::string>(known_.begin(), known_.end()));
     errors_->add(path_of(it.key()),
                  hint.empty() ? "unknown field" : "unknown field (did you mean \"" + hint + "\"?)");
   }

@@ -97,7 +97,9 @@ class ObjectReader {
   const Json* object_;
   std::string path_;
   FieldErrors* errors_;
-  std::set<std::string> known_;
+  // Keys read or allowed, in reading order (duplicates possible). A vector, not a set:
+  // the set allocated a node per key read, a tenth of parsing a TrainingJob (#9).
+  std::vector<std::string> known_;
 };
 
 // A short description of a JSON value for error messages: "string \"abc\"", "number 2.5".
