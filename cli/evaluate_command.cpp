@@ -11,6 +11,7 @@
 #include "core/comm_profile.h"
 #include "core/decision.h"
 #include "core/field_errors.h"
+#include "core/job_decision.h"
 #include "core/yaml_json.h"
 
 namespace commgate {
@@ -115,6 +116,22 @@ Options parse_args(const std::vector<std::string>& args) {
   throw UsageError(msg);
 }
 
+// The cluster decides a job from the CommProfile of the pool its nodeSelector names; a
+// profile of another pool would give a decision the cluster never makes.
+void require_same_pool(const CommProfile& profile, const std::string& file,
+                       const std::vector<TrainingJob>& jobs) {
+  for (const auto& job : jobs) {
+    if (job.spec.node_selector == profile.node_selector) continue;
+    const std::string job_pool = pool_name(job.spec.node_selector);
+    throw UsageError(file + " measures the pool " + format_node_selector(profile.node_selector) +
+                     " (CommProfile " + profile.metadata.name + "), but TrainingJob " +
+                     job.metadata.namespace_ + "/" + job.metadata.name + " selects " +
+                     format_node_selector(job.spec.node_selector) +
+                     ": the cluster decides it from that pool's CommProfile, " + job_pool +
+                     " (kubectl get commprofile " + job_pool + " -o yaml > " + job_pool + ".yaml)");
+  }
+}
+
 }  // namespace
 
 int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -195,6 +212,7 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
       } catch (const ValidationError& e) {
         rethrow_with_file(opts.measurement_file, kind == "CommProfile" ? kind : "probe result", e);
       }
+      if (profile) require_same_pool(*profile, opts.measurement_file, jobs);
     }
   } catch (const UsageError& e) {
     err << "commgate evaluate: " << e.what() << "\n";

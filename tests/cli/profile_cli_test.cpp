@@ -201,6 +201,31 @@ TEST(ProfileCli, the_printed_profile_decides_every_example_as_the_probe_result_d
   }
 }
 
+// The cluster decides a job from its own pool's profile; evaluate with another pool's profile
+// would print a decision the cluster never makes (found in a user trial: a job for
+// cpu-1gbee was "Downsize" on the cpu-1gbe profile while the cluster gated it).
+TEST(ProfileCli, evaluate_refuses_a_profile_of_another_pool_and_names_the_right_one) {
+  CliRun profile = run({"profile", "--from-probe", example(kExamples[1].probe), "--node-selector",
+                        "commgate.io/pool=cpu-1gbee"});
+  ASSERT_EQ(profile.exit_code, 0) << profile.err;
+  TempFile profile_file(profile.out, ".yaml");
+  CliRun matching = run({"profile", "--from-probe", example(kExamples[1].probe), "--node-selector",
+                         kPool, "-o", "json"});
+  ASSERT_EQ(matching.exit_code, 0) << matching.err;
+  const std::string right_profile = json::parse(matching.out)["metadata"]["name"];
+  CliRun r =
+      run({"evaluate", "-f", example(kExamples[1].job), "--measurement", profile_file.path()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  for (const std::string& want :
+       {profile_file.path() + " measures the pool {commgate.io/pool=cpu-1gbee}",
+        std::string("TrainingJob nlp/bert-large selects {commgate.io/pool=cpu-1gbe}"),
+        "that pool's CommProfile, " + right_profile + " (kubectl get commprofile " + right_profile +
+            " -o yaml"}) {
+    EXPECT_NE(r.err.find(want), std::string::npos) << want << "\n" << r.err;
+  }
+}
+
 // A probe result as taken now: the webhook judges a profile's age by its own clock.
 std::string restamped_now(const std::string& probe_file) {
   json probe = json::parse(testing::slurp(probe_file));
@@ -305,5 +330,5 @@ TEST_F(ProfileThroughWebhook, the_webhook_decides_every_example_as_the_probe_res
   }
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate
