@@ -5,6 +5,7 @@
 
 #include "core/probe_memory.h"
 #include "core/quantity.h"
+#include "operator/gpu_resource.h"
 
 namespace commgate::op {
 namespace {
@@ -14,7 +15,6 @@ using nlohmann::json;
 constexpr const char* kContainerName = "probe";
 constexpr const char* kPortName = "rendezvous";
 constexpr const char* kTerminationLogPath = "/dev/termination-log";
-constexpr const char* kGpuResource = "nvidia.com/gpu";
 // The "nonroot" user of distroless images; any non-zero uid satisfies "restricted".
 constexpr int kNonRootUid = 65532;
 

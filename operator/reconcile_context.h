@@ -4,12 +4,6 @@
 // trainingjob_reconciler.h.
 #pragma once
 
-// clang-format off
-// First: included after conditions.h, workload_job.h's PoolDevice::kUnknown would shadow
-// its kUnknown (-Wshadow).
-#include "operator/trainingjob_reconciler.h"
-// clang-format on
-
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -19,6 +13,7 @@
 #include "kube/client.h"
 #include "operator/conditions.h"
 #include "operator/object_fields.h"
+#include "operator/trainingjob_reconciler.h"
 
 namespace commgate::op {
 namespace detail {

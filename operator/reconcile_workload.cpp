@@ -43,7 +43,7 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
   }
   if (!workload) {
     std::map<std::string, std::string> nccl;
-    PoolDevice device = PoolDevice::kUnknown;
+    PoolDevice device = PoolDevice::kNotMeasured;
     const CommProfile* profile = ctx.overlay ? &*ctx.overlay : ctx.snapshot->profile(ctx.pool());
     if (profile) {
       nccl = nccl_env_of(profile->status);

@@ -5,6 +5,8 @@
 #include <set>
 #include <string_view>
 
+#include "operator/gpu_resource.h"
+
 namespace commgate::op {
 namespace {
 
@@ -13,7 +15,6 @@ using nlohmann::json;
 constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";
 constexpr const char* kRole = "commgate.io/role";
 constexpr const char* kTrainingJobLabel = "commgate.io/trainingjob";
-constexpr const char* kGpuResource = "nvidia.com/gpu";
 constexpr const char* kCompletionIndexRef =
     "metadata.annotations['batch.kubernetes.io/job-completion-index']";
 
@@ -246,7 +247,7 @@ std::map<std::string, std::string> nccl_env_of(const CommProfileStatus& profile)
 PoolDevice pool_device_of(const CommProfileStatus& profile) {
   if (profile.device == "cuda") return PoolDevice::kCuda;
   if (profile.device == "cpu") return PoolDevice::kCpu;
-  return PoolDevice::kUnknown;
+  return PoolDevice::kNotMeasured;
 }
 
 WorkloadObjects build_workload(const TrainingJob& job, const std::string& job_uid,

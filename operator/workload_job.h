@@ -32,7 +32,7 @@ std::map<std::string, std::string> nccl_env_of(const CommProfileStatus& profile)
 
 // What the pool's probe ran on (CommProfile status.device: "cuda" or "cpu"). It decides
 // whether the workload asks for GPUs when the template names none.
-enum class PoolDevice { kUnknown, kCpu, kCuda };
+enum class PoolDevice { kNotMeasured, kCpu, kCuda };
 PoolDevice pool_device_of(const CommProfileStatus& profile);
 
 // `job_uid`: the TrainingJob's metadata.uid (ownerReference). Deterministic: the same
@@ -44,7 +44,7 @@ PoolDevice pool_device_of(const CommProfileStatus& profile);
 WorkloadObjects build_workload(const TrainingJob& job, const std::string& job_uid,
                                const std::map<std::string, std::string>& nccl_env,
                                const WorkloadSettings& settings,
-                               PoolDevice device = PoolDevice::kUnknown);
+                               PoolDevice device = PoolDevice::kNotMeasured);
 
 // Why the workload cannot be created under the TrainingJob's name ("" when it can), in
 // words for a condition: the Service is named after it, so it must be a DNS-1035 label

@@ -7,6 +7,7 @@
 
 #include "sim/api_status.h"
 #include "sim/garbage_collection.h"
+#include "sim/json_fields.h"
 #include "sim/scheduler.h"
 
 namespace commgate::sim {
@@ -14,27 +15,6 @@ namespace commgate::sim {
 using nlohmann::json;
 
 namespace {
-
-std::string str(const json& v) {
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
-const json& at(const json& obj, const char* key) {
-  static const json null;
-  return obj.is_object() && obj.contains(key) ? obj[key] : null;
-}
-
-int int_or(const json& v, int fallback) {
-  return v.is_number_integer() ? v.get<int>() : fallback;
-}
-
-bool condition_true(const json& object, const std::string& type) {
-  const json& conds = at(at(object, "status"), "conditions");
-  if (conds.is_array())
-    for (const auto& c : conds)
-      if (str(at(c, "type")) == type) return str(at(c, "status")) == "True";
-  return false;
-}
 
 // The uid of the object's controller of `kind`, or "".
 std::string controller_uid(const json& object, const std::string& kind) {

@@ -25,7 +25,7 @@ struct DeleteOptions {
   std::optional<Propagation> propagation;
   // DeleteOptions.preconditions (body only): delete only the object with this UID /
   // resourceVersion, else 409 Conflict (check_delete_preconditions).
-  std::optional<std::string> precondition_uid, precondition_resource_version;
+  std::optional<std::string> precondition_uid{}, precondition_resource_version{};
 };
 
 // kube-apiserver's check of a delete's preconditions (rest.BeforeDelete): throws the 409

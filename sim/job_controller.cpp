@@ -4,6 +4,7 @@
 
 #include "sim/api_status.h"
 #include "sim/garbage_collection.h"
+#include "sim/json_fields.h"
 #include "sim/scheduler.h"
 
 namespace commgate::sim {
@@ -12,19 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string str(const json& v) {
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
-const json& at(const json& obj, const char* key) {
-  static const json null;
-  return obj.is_object() && obj.contains(key) ? obj[key] : null;
-}
-
-int int_or(const json& v, int fallback) {
-  return v.is_number_integer() ? v.get<int>() : fallback;
-}
-
 int index_of(const json& pod) {
   const std::string v = str(at(at(at(pod, "metadata"), "annotations"), kJobCompletionIndex));
   try {
@@ -32,14 +20,6 @@ int index_of(const json& pod) {
   } catch (const std::exception&) {
     return -1;
   }
-}
-
-bool condition_true(const json& pod, const std::string& type) {
-  const json& conds = at(at(pod, "status"), "conditions");
-  if (conds.is_array())
-    for (const auto& c : conds)
-      if (str(at(c, "type")) == type) return str(at(c, "status")) == "True";
-  return false;
 }
 
 json condition(const std::string& type, const std::string& reason, const std::string& message,
@@ -265,7 +245,8 @@ std::optional<TimePoint> JobController::reconcile(const json& job, const std::ve
   auto delete_active = [&] {
     for (const json* p : active) {
       try {
-        store_.remove(pods_, ns, str((*p)["metadata"]["name"]), {Propagation::kBackground});
+        store_.remove(pods_, ns, str((*p)["metadata"]["name"]),
+                      {Propagation::kBackground});
       } catch (const ApiError&) {
       }
     }

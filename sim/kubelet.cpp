@@ -20,6 +20,7 @@
 #include "sim/api_status.h"
 #include "sim/garbage_collection.h"
 #include "sim/http_probe.h"
+#include "sim/json_fields.h"
 #include "sim/scheduler.h"
 
 namespace commgate::sim {
@@ -30,15 +31,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::size_t kMaxMessage = 4096;  // the kubelet's cap on a termination message
-
-std::string str(const json& v) {
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
-const json& at(const json& obj, const char* key) {
-  static const json null;
-  return obj.is_object() && obj.contains(key) ? obj[key] : null;
-}
 
 std::string now_text() {
   return format_rfc3339(Clock::now());

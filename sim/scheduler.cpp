@@ -7,6 +7,7 @@
 #include "core/object_reader.h"
 #include "core/quantity.h"
 #include "sim/api_status.h"
+#include "sim/json_fields.h"
 
 namespace commgate::sim {
 
@@ -17,10 +18,6 @@ namespace {
 const json& field(const json& obj, const char* a) {
   static const json null;
   return obj.is_object() && obj.contains(a) ? obj[a] : null;
-}
-
-std::string str(const json& v) {
-  return v.is_string() ? v.get<std::string>() : "";
 }
 
 std::map<std::string, std::string> labels_of(const json& obj) {

@@ -5,6 +5,7 @@
 
 #include "sim/api_status.h"
 #include "sim/garbage_collection.h"
+#include "sim/json_fields.h"
 #include "sim/object_store.h"
 
 namespace commgate::sim {
@@ -12,15 +13,6 @@ namespace commgate::sim {
 using nlohmann::json;
 
 namespace {
-
-std::string str(const json& v) {
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
-const json& at(const json& obj, const char* key) {
-  static const json null;
-  return obj.is_object() && obj.contains(key) ? obj[key] : null;
-}
 
 bool ready(const json& pod) {
   const json& conds = at(at(pod, "status"), "conditions");

@@ -187,9 +187,10 @@ TEST_F(ChartDeployedOnSim, the_applied_chart_runs_its_webhook_and_operator_as_a_
             json::parse(kubectl({"get", "tj", "-n", "nlp", "bert-large", "-o", "json"}).output);
         const json status = decided.value("status", json::object());
         if (status.value("decision", json::object()).value("action", "") != "Gate") return false;
-        for (const auto& c : status.value("conditions", json::array()))
-          if (c.value("type", "") == "Probed" && c.value("reason", "") == "ProbeUnschedulable")
-            return c.value("message", "").find("didn't match Pod's node affinity/selector") !=
+        for (const auto& cond : status.value("conditions", json::array()))
+          if (cond.value("type", "") == "Probed" &&
+              cond.value("reason", "") == "ProbeUnschedulable")
+            return cond.value("message", "").find("didn't match Pod's node affinity/selector") !=
                    std::string::npos;
         return false;
       },

@@ -36,7 +36,7 @@ json trainer(json extra = json::object()) {
 }
 
 WorkloadObjects build(const TrainingJob& job, const std::map<std::string, std::string>& nccl = {},
-                      PoolDevice device = PoolDevice::kUnknown, int port = 29500) {
+                      PoolDevice device = PoolDevice::kNotMeasured, int port = 29500) {
   WorkloadSettings settings;
   settings.master_port = port;
   return build_workload(job, kUid, nccl, settings, device);
@@ -89,7 +89,7 @@ TEST_P(TorchrunEnv, is_injected_into_every_container) {
                            .set("/spec/template/spec/containers",
                                 json::array({trainer(), trainer({{"name", "sidecar"}})}))
                            .build(),
-                       {}, PoolDevice::kUnknown, 29612);
+                       {}, PoolDevice::kNotMeasured, 29612);
   for (int c = 0; c < 2; ++c) {
     SCOPED_TRACE("container " + std::to_string(c));
     const auto e = env_entry(o, tc.var, c);
@@ -228,7 +228,7 @@ INSTANTIATE_TEST_SUITE_P(
                 json::array({trainer()}),
                 {""}},
         GpuCase{
-            "unknown_device_adds_nothing", PoolDevice::kUnknown, json::array({trainer()}), {""}}),
+            "unknown_device_adds_nothing", PoolDevice::kNotMeasured, json::array({trainer()}), {""}}),
     [](const ::testing::TestParamInfo<GpuCase>& p) { return p.param.name; });
 
 TEST(WorkloadJob, gpu_limit_keeps_the_containers_other_resources) {
@@ -247,13 +247,13 @@ TEST(WorkloadJob, gpu_limit_keeps_the_containers_other_resources) {
 
 TEST(WorkloadJob, pool_device_reads_the_profiles_device) {
   CommProfileStatus s;
-  EXPECT_EQ(pool_device_of(s), PoolDevice::kUnknown);
+  EXPECT_EQ(pool_device_of(s), PoolDevice::kNotMeasured);
   s.device = "cuda";
   EXPECT_EQ(pool_device_of(s), PoolDevice::kCuda);
   s.device = "cpu";
   EXPECT_EQ(pool_device_of(s), PoolDevice::kCpu);
   s.device = "tpu";
-  EXPECT_EQ(pool_device_of(s), PoolDevice::kUnknown);
+  EXPECT_EQ(pool_device_of(s), PoolDevice::kNotMeasured);
 }
 
 // --- Placement ---
@@ -358,7 +358,7 @@ TEST(WorkloadJob, the_templates_other_fields_are_kept_verbatim) {
 }
 
 TEST(WorkloadJob, service_is_headless_on_the_master_port_and_selects_the_pods) {
-  const auto o = build(bert().build(), {}, PoolDevice::kUnknown, 29612);
+  const auto o = build(bert().build(), {}, PoolDevice::kNotMeasured, 29612);
   const json& s = o.service;
   EXPECT_EQ(s["apiVersion"], "v1");
   EXPECT_EQ(s["kind"], "Service");
