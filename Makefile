@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 deps:
 	./scripts/install-deps.sh
 
-# The tests as unity builds: half their compile time from scratch (docs/testing.md "CI").
+# Unity builds: about half the compile time from scratch (docs/testing.md "CI").
 configure: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOMMGATE_UNITY_BUILD=ON \
 	  $(CMAKE_FLAGS) >/dev/null
@@ -34,7 +34,7 @@ test-sanitize: deps
 # seed corpus. Longer runs: docs/webhook.md.
 fuzz: deps
 	cmake -S . -B $(BUILD_DIR)-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-	  -DCOMMGATE_SANITIZE=ON -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link \
+	  -DCOMMGATE_SANITIZE=ON -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link -DCOMMGATE_UNITY_BUILD=ON \
 	  -DCOMMGATE_BUILD_PROBE=OFF -DCOMMGATE_BUILD_BENCH=OFF >/dev/null
 	cmake --build $(BUILD_DIR)-fuzz -j$(JOBS) --target webhook_fuzz
 	cd $(BUILD_DIR)-fuzz && ctest --output-on-failure -L fuzz
