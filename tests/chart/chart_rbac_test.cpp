@@ -92,9 +92,6 @@ const std::vector<Request> kOperatorRequests = {
      true},
     {"writes_a_jobs_status", "update", "commgate.io", "trainingjobs", "status", "nlp", "bert",
      true},
-    // granted though no code path patches a status: chart_sim_test.cpp still asserts it
-    {"patches_a_jobs_status", "patch", "commgate.io", "trainingjobs", "status", "nlp", "bert",
-     true},
     {"creates_the_workload_job", "create", "batch", "jobs", "", "nlp", "", true},
     // ... owned by its TrainingJob with blockOwnerDeletion: true, which clusters running
     // OwnerReferencesPermissionEnforcement allow only with update on the owner's finalizers
@@ -118,6 +115,8 @@ const std::vector<Request> kOperatorRequests = {
     // (spec changes are merge patches, statuses are PUT, Services are never read back)
     {"reads_no_service", "get", "", "services", "", "nlp", "bert", false},
     {"replaces_no_jobs_spec", "update", "commgate.io", "trainingjobs", "", "nlp", "bert", false},
+    {"patches_no_jobs_status", "patch", "commgate.io", "trainingjobs", "status", "nlp", "bert",
+     false},
     {"patches_no_profiles_status", "patch", "commgate.io", "commprofiles", "status", "",
      "pool-1a2b", false},
     {"patches_no_policys_counters", "patch", "commgate.io", "commpolicies", "status", "", "default",

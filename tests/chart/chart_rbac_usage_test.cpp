@@ -65,9 +65,6 @@ const std::map<std::string, std::string> kUnusedOnPurpose = {
     {R"(ClusterRole "commgate-operator" rule 7: get "namespaces" in API group "")", kCacheFallback},
     {R"(ClusterRole "commgate-operator" rule 8: get "jobs" in API group "batch")", kCacheFallback},
     {R"(ClusterRole "commgate-operator" rule 10: get "pods" in API group "")", kCacheFallback},
-    {R"(ClusterRole "commgate-operator" rule 1: patch "trainingjobs/status" in API group "commgate.io")",
-     "NO code path patches a status (statuses are PUT); kept only because "
-     "tests/chart/chart_sim_test.cpp asserts it: remove both together"},
     {R"(ClusterRole "commgate-operator" rule 11: patch "events" in API group "events.k8s.io")",
      "an Event repeated for the same object and reason is patched into its series "
      "(kube/event_recorder.h); this run records no Event twice"},

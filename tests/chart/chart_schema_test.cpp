@@ -293,7 +293,6 @@ const std::set<Grant> kOperatorGrants = {
     {"commgate.io", "trainingjobs", "watch"},
     {"commgate.io", "trainingjobs", "patch"},
     {"commgate.io", "trainingjobs/status", "update"},
-    {"commgate.io", "trainingjobs/status", "patch"},
     {"commgate.io", "trainingjobs/finalizers", "update"},
     {"commgate.io", "commprofiles", "get"},
     {"commgate.io", "commprofiles", "list"},

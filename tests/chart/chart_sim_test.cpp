@@ -271,7 +271,7 @@ TEST_F(ChartOnSim, the_stored_rbac_authorizes_the_operator_as_rendered) {
   };
   EXPECT_TRUE(sim::authorize(op, request("create", "batch", "jobs", "nlp", ""), rbac).allowed);
   EXPECT_TRUE(sim::authorize(
-                  op, request("patch", "commgate.io", "trainingjobs", "nlp", "b", "status"), rbac)
+                  op, request("update", "commgate.io", "trainingjobs", "nlp", "b", "status"), rbac)
                   .allowed);
   EXPECT_TRUE(sim::authorize(op,
                              request("update", "coordination.k8s.io", "leases", "commgate-system",
