@@ -213,10 +213,10 @@ ReconcileResult TrainingJobReconciler::probe_failed(Context& ctx, const JobDecis
                            " of " + std::to_string(attempts) +
                            "): " + (message.empty() ? why : message);
   ctx.condition(condition::kProbed, kFalse, why, what);
+  // The scheduler's message ends its sentence ("... node selector."): one stop, not ".;".
+  const std::string clause = what.ends_with('.') ? what.substr(0, what.size() - 1) : what;
   if (failed >= attempts) {
     ctx.status.erase("nextProbeTime");
-    // The scheduler's message ends its sentence ("... node selector."): one stop, not ".;".
-    const std::string clause = what.ends_with('.') ? what.substr(0, what.size() - 1) : what;
     return fail_for_good(
         ctx, op_reason::kProbeFailed,
         clause +
@@ -231,7 +231,7 @@ ReconcileResult TrainingJobReconciler::probe_failed(Context& ctx, const JobDecis
   ctx.status["nextProbeTime"] = format_rfc3339(ctx.now + delay);
   ctx.set_phase(phase::kGated);
   event(ctx, "Warning", why, "Probe",
-        what + "; retrying in " + std::to_string(delay.count()) + " s");
+        clause + "; retrying in " + std::to_string(delay.count()) + " s");
   sync_status(ctx);
   return Action::requeue_after(delay);
 }

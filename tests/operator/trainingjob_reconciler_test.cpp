@@ -939,6 +939,25 @@ TEST(Reconcile, retry_waits_for_its_backoff_then_probes_again) {
   EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
 }
 
+// The retry's Warning keeps one stop between the scheduler's sentence and "retrying" (a
+// user trial saw "... nvidia.com/gpu.; retrying in 30 s").
+TEST(Reconcile, an_unschedulable_probes_retry_event_has_one_stop) {
+  World w(EnforcementAction::kDownsize, /*retries=*/2);
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.probe_pods({nullptr, nullptr},
+               {{{"type", "PodScheduled"},
+                 {"status", "False"},
+                 {"reason", "Unschedulable"},
+                 {"message", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}}});
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  const auto e = w.event(kReasonProbeUnschedulable);
+  ASSERT_TRUE(e) << ::testing::PrintToString(w.event_reasons());
+  const std::string note = e->value("note", e->value("message", ""));
+  EXPECT_NE(note.find("Insufficient nvidia.com/gpu; retrying in "), std::string::npos) << note;
+  EXPECT_EQ(note.find(".;"), std::string::npos) << note;
+}
+
 TEST(Reconcile, retries_exhausted_fail_the_job_for_good) {
   World w(EnforcementAction::kDownsize, /*retries=*/1);
   w.submit(a_job("bert"));
