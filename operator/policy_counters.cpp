@@ -1,26 +1,12 @@
 #include "operator/policy_counters.h"
 
-#include <cstdlib>
+#include <utility>
 
 #include "kube/api_error.h"
 
 namespace commgate::op {
 
 using nlohmann::json;
-
-namespace {
-
-// resourceVersions are opaque to clients, but the API servers commgate runs against
-// (etcd's revisions, the sim's counter) give integers; anything else counts as unknown.
-long long version_number(const json& object) {
-  const std::string rv =
-      object.value("metadata", json::object()).value("resourceVersion", std::string());
-  char* end = nullptr;
-  const long long n = std::strtoll(rv.c_str(), &end, 10);
-  return rv.empty() || *end != '\0' ? -1 : n;
-}
-
-}  // namespace
 
 std::vector<std::string> counters_for(const Decision& d) {
   std::vector<std::string> out;
@@ -69,11 +55,9 @@ std::string PolicyCounters::policy_path(const std::string& name) {
   return "/apis/commgate.io/v1alpha1/commpolicies/" + name;
 }
 
-json PolicyCounters::read(const std::string& path) const {
+json PolicyCounters::read(const std::string& path) {
   json object = reader_.get(path);
-  auto it = last_written_.find(path);
-  if (it != last_written_.end() && version_number(it->second) > version_number(object))
-    return it->second;
+  if (auto mine = own_writes_.newer_than(path, object)) return std::move(*mine);
   return object;
 }
 
@@ -93,11 +77,12 @@ PolicyCounters::Outcome PolicyCounters::count(const std::string& policy_name,
     }
     object["status"] = with_counted(object.value("status", json()), counters, now);
     try {
-      last_written_[path] = status_writer_.update_status(path, object);
+      own_writes_.remember(path, status_writer_.update_status(path, object),
+                           OwnWrites::Keep::kObject);
       return Outcome::kCounted;
     } catch (const kube::ApiError& e) {
       if (e.not_found()) return Outcome::kNoPolicyObject;
-      last_written_.erase(path);
+      own_writes_.forget(path);
       if (!e.conflict() || attempt >= attempts_) throw;
     }
   }

@@ -14,6 +14,7 @@
 #include "core/decision.h"
 #include "core/time_format.h"
 #include "kube/client.h"
+#include "operator/own_writes.h"
 
 namespace commgate::op {
 
@@ -48,13 +49,14 @@ class PolicyCounters {
   static std::string policy_path(const std::string& name);
 
  private:
-  nlohmann::json read(const std::string& path) const;
+  // The policy from `reader_`, or this object's last write of it when the reader lags.
+  nlohmann::json read(const std::string& path);
 
   const kube::Reader& reader_;
   kube::StatusWriter& status_writer_;
   int attempts_;
   std::mutex mu_;
-  std::map<std::string, nlohmann::json> last_written_;  // by path
+  OwnWrites own_writes_;  // the policies' status as last written (operator/own_writes.h)
 };
 
 }  // namespace commgate::op

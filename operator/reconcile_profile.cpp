@@ -44,13 +44,12 @@ json TrainingJobReconciler::ensure_profile(Context& ctx, const std::string& pool
   // A measurement this process recorded that the cache has not caught up with yet (the
   // reconcile that wrote it failed later, and the retry came before the watch event):
   // use it rather than probing the pool again.
-  std::lock_guard lock(recorded_mu_);
-  if (auto it = recorded_.find(pool); it != recorded_.end()) {
-    if (version_number(it->second.metadata.resource_version) >
-        version_number(meta_string(*profile, "resourceVersion")))
-      ctx.overlay = it->second;
-    else
-      recorded_.erase(it);  // the cache has it
+  if (auto mine = own_writes_.newer_than(profile_path(pool), *profile)) {
+    try {
+      ctx.overlay = parse_comm_profile(*mine, ctx.now);
+    } catch (const ValidationError&) {
+      // What this process wrote parses (it was built by to_json): not reached.
+    }
   }
   return *profile;
 }
@@ -58,19 +57,19 @@ json TrainingJobReconciler::ensure_profile(Context& ctx, const std::string& pool
 std::optional<CommProfile> TrainingJobReconciler::profile_newer_than(Context& ctx,
                                                                      const std::string& pool,
                                                                      const json& seen) {
-  const long long seen_version = version_number(meta_string(seen, "resourceVersion"));
-  {
-    std::lock_guard lock(recorded_mu_);
-    if (auto it = recorded_.find(pool);
-        it != recorded_.end() &&
-        version_number(it->second.metadata.resource_version) > seen_version)
-      return it->second;
+  if (auto mine = own_writes_.newer_than(profile_path(pool), seen)) {
+    try {
+      return parse_comm_profile(*mine, ctx.now);
+    } catch (const ValidationError&) {
+      // What this process wrote parses (it was built by to_json): not reached.
+    }
   }
   // From the API server, not the cache: the cache of CommProfiles may lag behind the one
   // of Jobs (a watch dropped and not yet relisted), showing the probe gone but not the
   // measurement it left; one GET per probe about to be created closes that window.
   const std::optional<json> now = get_or_null(live_reader_, profile_path(pool));
-  if (!now || version_number(meta_string(*now, "resourceVersion")) <= seen_version)
+  if (!now || version_number(meta_string(*now, "resourceVersion")) <=
+                  version_number(meta_string(seen, "resourceVersion")))
     return std::nullopt;
   try {
     return parse_comm_profile(*now, ctx.now);
@@ -85,17 +84,11 @@ void TrainingJobReconciler::record_in_profile(Context& ctx, const std::string& p
   const std::string path = profile_path(pool);
   for (int attempt = 1;; ++attempt) {
     json object = reader_.get(path);
-    {
-      // Our own last write, when the cache has not shown it yet: start from it, or the
-      // write would conflict (or, without a resourceVersion, drop it).
-      std::lock_guard lock(recorded_mu_);
-      if (auto it = recorded_.find(pool);
-          it != recorded_.end() && version_number(it->second.metadata.resource_version) >
-                                       version_number(meta_string(object, "resourceVersion"))) {
-        json mine = to_json(it->second);
-        object["metadata"]["resourceVersion"] = it->second.metadata.resource_version;
-        object["status"] = mine.value("status", json::object());
-      }
+    // Our own last write, when the cache has not shown it yet: start from it, or the
+    // write would conflict (or, without a resourceVersion, drop it).
+    if (auto mine = own_writes_.newer_than(path, object)) {
+      object["metadata"]["resourceVersion"] = meta_string(*mine, "resourceVersion");
+      object["status"] = mine->value("status", json::object());
     }
     CommProfile profile;
     try {
@@ -111,10 +104,7 @@ void TrainingJobReconciler::record_in_profile(Context& ctx, const std::string& p
     try {
       const json written = status_writer_.update_status(path, object);
       profile.metadata.resource_version = meta_string(written, "resourceVersion");
-      {
-        std::lock_guard lock(recorded_mu_);
-        recorded_[pool] = profile;
-      }
+      own_writes_.remember(path, written, OwnWrites::Keep::kObject);
       ctx.overlay = std::move(profile);
       return;
     } catch (const ApiError& e) {

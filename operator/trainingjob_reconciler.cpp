@@ -109,11 +109,12 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
   enter(ctx, Step::kRead);
   auto object = get_or_null(reader_, ctx.path);
   if (!object) {
-    std::lock_guard lock(written_mu_);
-    written_.erase(ctx.key);
+    own_writes_.forget(ctx.path);
     return Action::await_change();
   }
-  if (cache_is_behind(ctx.key, *object))
+  // Older than this process's last write of it: the stale echo of its own state (it would
+  // start again a probe that the write scheduled for later, and count one failure twice).
+  if (own_writes_.newer_than(ctx.path, *object).has_value())
     return Action::requeue_after(std::chrono::milliseconds(100));  // its watch event is near
   ctx.object = std::move(*object);
   // Being deleted: the garbage collector removes what it owns; nothing to start now.
@@ -143,18 +144,7 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
 }
 
 void TrainingJobReconciler::remember_write(const Context& ctx) {
-  const long long written = version_number(meta_string(ctx.object, "resourceVersion"));
-  std::lock_guard lock(written_mu_);
-  written_[ctx.key] = written;
-}
-
-bool TrainingJobReconciler::cache_is_behind(const std::string& key, const json& cached) {
-  std::lock_guard lock(written_mu_);
-  const auto it = written_.find(key);
-  if (it == written_.end()) return false;
-  if (version_number(meta_string(cached, "resourceVersion")) < it->second) return true;
-  written_.erase(it);  // the cache has caught up
-  return false;
+  own_writes_.remember(ctx.path, ctx.object, OwnWrites::Keep::kVersion);
 }
 
 ReconcileResult TrainingJobReconciler::invalid_spec(Context& ctx, const std::string& message) {

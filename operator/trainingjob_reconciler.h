@@ -50,6 +50,7 @@
 #include "kube/event_recorder.h"
 #include "kube/reconcile_result.h"
 #include "operator/decision_status.h"
+#include "operator/own_writes.h"
 #include "operator/policy_counters.h"
 #include "operator/pool_waiters.h"
 #include "operator/probe_job.h"
@@ -141,7 +142,7 @@ class TrainingJobReconciler {
                                       const kube::Reader& reader) const;
   nlohmann::json ensure_profile(Context& ctx, const std::string& pool);
   // The pool's profile when it changed after `seen` was read: this process's last record of
-  // it (recorded_), else the cache's; nullopt when neither is newer.
+  // it (own_writes_), else the API server's; nullopt when neither is newer.
   std::optional<CommProfile> profile_newer_than(Context& ctx, const std::string& pool,
                                                 const nlohmann::json& seen);
   void record_in_profile(Context& ctx, const std::string& pool, const ProbeResult& result);
@@ -169,18 +170,14 @@ class TrainingJobReconciler {
   ReconcilerSettings settings_;
   PolicyCounters counters_;
 
-  // The CommProfiles this process wrote a probe result into, by pool, until the reader
-  // shows that version or a newer one.
-  std::mutex recorded_mu_;
-  std::map<std::string, CommProfile> recorded_;
-  // The resourceVersion of this process's last write of each TrainingJob, until the cache
-  // shows it: a reconcile that reads an older copy waits for the cache instead of acting
-  // on it (it would start again a probe that the write just scheduled for later, and
-  // count one failure twice).
-  std::mutex written_mu_;
-  std::map<std::string, long long> written_;
+  // This process's own writes, until the cache shows them (operator/own_writes.h says
+  // why): the TrainingJobs' (status, decision patch) by resourceVersion, so that a
+  // reconcile reading an older copy waits for the cache instead of acting on it; the
+  // CommProfiles' (a probe's result recorded) with the object, which is decided from and
+  // written on while the cache lags.
+  OwnWrites own_writes_;
+  // After a write of the TrainingJob (ctx.object is what the API server answered).
   void remember_write(const Context& ctx);
-  bool cache_is_behind(const std::string& key, const nlohmann::json& cached);
 
   mutable std::mutex metrics_mu_;
   Metrics metrics_;
