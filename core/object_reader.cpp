@@ -20,14 +20,31 @@ std::string describe_json(const Json& value) {
     }
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
-    case Json::value_t::number_float:
+    case Json::value_t::number_float: {
+      // A YAML .inf or .nan (core/yaml_json.cpp keeps them): dump() would write null.
+      const double d = value.get<double>();
+      if (std::isnan(d)) return ".nan";
+      if (std::isinf(d)) return d > 0 ? ".inf" : "-.inf";
       return "number " + value.dump();
+    }
     case Json::value_t::array:
       return "a list";
     case Json::value_t::object:
       return "an object";
     default:
       return "an unsupported value";
+  }
+}
+
+void reject_non_finite(const Json& value, const std::string& path, FieldErrors& errors) {
+  if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+    errors.add(path, "must be a finite number, got " + describe_json(value));
+  } else if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end(); ++it)
+      reject_non_finite(it.value(), join_path(path, it.key()), errors);
+  } else if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i)
+      reject_non_finite(value[i], index_path(path, i), errors);
   }
 }
 
@@ -81,6 +98,10 @@ void ObjectReader::type_error(const std::string& key, const char* want, const Js
   errors_->add(path_of(key), std::string("must be ") + want + ", got " + describe_json(got));
 }
 
+void ObjectReader::not_finite_error(const std::string& key, const Json& got) {
+  errors_->add(path_of(key), "must be a finite number, got " + describe_json(got));
+}
+
 const Json* ObjectReader::raw(const std::string& key, Presence presence) {
   return find(key, presence);
 }
@@ -99,7 +120,11 @@ std::optional<int64_t> ObjectReader::integer(const std::string& key, Presence pr
     }
   } else if (v->is_number_float()) {
     double d = v->get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9e15) {
+    if (!std::isfinite(d)) {
+      not_finite_error(key, *v);
+      return std::nullopt;
+    }
+    if (d != std::floor(d) || std::fabs(d) > 9e15) {
       type_error(key, "an integer", *v);
       return std::nullopt;
     }
@@ -139,7 +164,7 @@ std::optional<double> ObjectReader::number(const std::string& key, Presence pres
   }
   double value = v->get<double>();
   if (!std::isfinite(value)) {
-    errors_->add(path_of(key), "must be a finite number, got " + v->dump());
+    not_finite_error(key, *v);
     return std::nullopt;
   }
   if (min && value < *min) {
@@ -232,7 +257,10 @@ std::optional<double> ObjectReader::quantity(const std::string& key, Presence pr
   std::optional<double> value;
   if (v->is_number()) {
     value = v->get<double>();
-    if (!std::isfinite(*value)) value.reset();
+    if (!std::isfinite(*value)) {
+      not_finite_error(key, *v);
+      return std::nullopt;
+    }
   } else if (v->is_string()) {
     std::string why;
     value = parse_quantity(v->get<std::string>(), &why);

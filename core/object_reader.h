@@ -93,6 +93,8 @@ class ObjectReader {
  private:
   const Json* find(const std::string& key, Presence presence);
   void type_error(const std::string& key, const char* want, const Json& got);
+  // A YAML .inf, -.inf or .nan where a number belongs.
+  void not_finite_error(const std::string& key, const Json& got);
 
   const Json* object_;
   std::string path_;
@@ -102,8 +104,14 @@ class ObjectReader {
   std::vector<std::string> known_;
 };
 
-// A short description of a JSON value for error messages: "string \"abc\"", "number 2.5".
+// A short description of a JSON value for error messages: "string \"abc\"", "number 2.5";
+// a non-finite number (YAML's .inf, -.inf, .nan) as its YAML spelling.
 std::string describe_json(const Json& value);
+
+// Reports every non-finite number (a YAML .inf, -.inf or .nan) anywhere in `value`, at its
+// path: for parts kept verbatim and never read field by field (a pod template), which
+// JSON cannot carry (they would reach Kubernetes as null).
+void reject_non_finite(const Json& value, const std::string& path, FieldErrors& errors);
 
 // The closest candidate by edit distance (<= 2 edits), or "" when none is close.
 std::string closest_match(const std::string& word, const std::set<std::string>& candidates);

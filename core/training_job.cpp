@@ -47,7 +47,10 @@ void read_template(ObjectReader& spec, TrainingJobSpec& out, Verbatim verbatim) 
     c.string("image", P::kRequired);
   }
   // The pod template belongs to Kubernetes' schema; the apiserver validates the rest.
-  if (verbatim == Verbatim::kKeep) out.pod_template = *spec.raw("template");
+  // But JSON has no .inf or .nan: a YAML one would reach it as null.
+  const Json& raw = *spec.raw("template");
+  reject_non_finite(raw, tmpl.path(), spec.errors());
+  if (verbatim == Verbatim::kKeep) out.pod_template = raw;
 }
 
 void read_model(ObjectReader& spec, ModelSpec& m) {

@@ -39,8 +39,14 @@ nlohmann::json resolve_plain_scalar(const std::string& s) {
     // Too large for 64 bits: fall through to a float, which validation reports as such.
   }
   if (std::regex_match(s, kFloat)) return std::stod(s);
-  if (s == ".inf" || s == ".Inf" || s == "+.inf") return HUGE_VAL;
-  if (s == "-.inf" || s == "-.Inf") return -HUGE_VAL;
+  // Kept as non-finite doubles, which JSON cannot carry (nlohmann would write them as
+  // null): the parsers reject them by name ("must be a finite number, got .inf"), and
+  // describe_json() spells them as here.
+  for (const char* inf : {".inf", ".Inf", ".INF"}) {
+    if (s == inf || s == std::string("+") + inf) return HUGE_VAL;
+    if (s == std::string("-") + inf) return -HUGE_VAL;
+  }
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return std::nan("");
   return s;
 }
 

@@ -67,6 +67,34 @@ TEST(EvaluateCli, every_mistake_is_listed_with_its_path) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// A YAML .inf, -.inf or .nan where a number belongs: JSON has none, so the conversion
+// once wrote null and the user read "got number null". The field and the value instead.
+TEST(EvaluateCli, non_finite_numbers_are_named_with_their_yaml_spelling) {
+  std::string job = testing::slurp(example("jobs/resnet50-5m.yaml"));
+  job.replace(job.find("batchSize: 4096"), 15, "batchSize: .inf");
+  job.replace(job.find("numNodes: 4"), 11, "numNodes: -.inf");
+  job += "          workingDir: .nan\n";
+  TempFile job_file(job, ".yaml");
+  CliRun r = run({"evaluate", "-f", job_file.path()});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  for (const char* want :
+       {"spec.numNodes: must be a finite number, got -.inf",
+        "spec.model.batchSize: must be a finite number, got .inf",
+        "spec.template.spec.containers[0].workingDir: must be a finite number, got .nan"}) {
+    EXPECT_NE(r.err.find(want), std::string::npos) << want << "\n" << r.err;
+  }
+  EXPECT_EQ(r.err.find("null"), std::string::npos) << r.err;
+
+  std::string policy = testing::slurp(example("policies/strict-deny.yaml"));
+  policy.replace(policy.find("maxCommShare: 0.25"), 18, "maxCommShare: .inf");
+  TempFile policy_file(policy, ".yaml");
+  r = run({"evaluate", "-f", example("jobs/resnet50-5m.yaml"), "--policy", policy_file.path()});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("spec.maxCommShare: must be a finite number, got .inf"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("null"), std::string::npos) << r.err;
+}
+
 TEST(EvaluateCli, usage_errors_exit_2) {
   EXPECT_EQ(run({"evaluate"}).exit_code, 2);
   EXPECT_EQ(run({"evaluate", "-f", "/nonexistent.yaml"}).exit_code, 2);

@@ -180,5 +180,27 @@ TEST(LabelSelector, operators_behave_as_in_kubernetes) {
   EXPECT_TRUE(LabelSelector{}.matches({}));
 }
 
+// YAML's .inf, -.inf and .nan are numbers JSON cannot hold: named as written, not "null".
+TEST(CommPolicyParsing, non_finite_yaml_numbers_are_named) {
+  auto docs = parse_manifests(
+      "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata: {name: p}\n"
+      "spec: {maxCommShare: .inf, minScalingEfficiency: .NaN, maxExtrapolation: -.Inf,"
+      " probe: {sizes: {max: +.inf}}}\n");
+  ASSERT_EQ(docs.size(), 1u);
+  try {
+    parse_comm_policy(docs[0]);
+    FAIL() << "expected a ValidationError";
+  } catch (const ValidationError& e) {
+    const std::string what = e.what();
+    for (const char* want : {"spec.maxCommShare: must be a finite number, got .inf",
+                             "spec.minScalingEfficiency: must be a finite number, got .nan",
+                             "spec.maxExtrapolation: must be a finite number, got -.inf",
+                             "spec.probe.sizes.max: must be a finite number, got .inf"}) {
+      EXPECT_NE(what.find(want), std::string::npos) << want << "\n" << what;
+    }
+    EXPECT_EQ(what.find("null"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace commgate

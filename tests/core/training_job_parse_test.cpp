@@ -2,6 +2,7 @@
 // path and message the user must see.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -130,7 +131,16 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"optimizer_not_offered", "/spec/model/optimizer", "lbfgs", "spec.model.optimizer",
              "must be one of sgd, sgd-momentum, adam, adamw, adagrad, rmsprop, got \"lbfgs\""},
         Case{"optimizer_not_a_string", "/spec/model/optimizer", 1, "spec.model.optimizer",
-             "must be a string"}),
+             "must be a string"},
+        // YAML's .inf and .nan (JSON has neither; dumped, they read "null").
+        Case{"num_nodes_infinite", "/spec/numNodes", HUGE_VAL, "spec.numNodes",
+             "must be a finite number, got .inf"},
+        Case{"parameters_minus_infinite", "/spec/model/parameters", -HUGE_VAL,
+             "spec.model.parameters", "must be a finite number, got -.inf"},
+        Case{"step_time_hint_nan", "/spec/model/stepTimeHintMs", std::nan(""),
+             "spec.model.stepTimeHintMs", "must be a finite number, got .nan"},
+        Case{"template_value_infinite", "/spec/template/spec/activeDeadlineSeconds", HUGE_VAL,
+             "spec.template.spec.activeDeadlineSeconds", "must be a finite number, got .inf"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
 
 TEST(TrainingJobParsing, applies_defaults) {

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "core/object_reader.h"
 
 namespace commgate {
 namespace COMMGATE_TEST_UNIT {
@@ -38,6 +41,27 @@ hex: 0x10
   EXPECT_EQ(d["single_quoted"], "true");
   EXPECT_EQ(d["version"], "1.13.1");
   EXPECT_EQ(d["hex"], 16);
+}
+
+// YAML 1.2's core schema: .inf, -.inf and .nan in their three spellings are numbers
+// (kept non-finite for the parsers to name), quoted ones strings.
+TEST(YamlJson, non_finite_plain_scalars_are_numbers) {
+  auto docs = parse_manifests(
+      "a: .inf\nb: +.Inf\nc: .INF\nd: -.inf\ne: -.INF\nf: .nan\ng: .NaN\nh: .NAN\n"
+      "i: '.inf'\nj: .infinity\n");
+  ASSERT_EQ(docs.size(), 1u);
+  const auto& d = docs[0];
+  for (const char* k : {"a", "b", "c"}) EXPECT_EQ(d[k].get<double>(), HUGE_VAL) << k;
+  for (const char* k : {"d", "e"}) EXPECT_EQ(d[k].get<double>(), -HUGE_VAL) << k;
+  for (const char* k : {"f", "g", "h"}) {
+    ASSERT_TRUE(d[k].is_number_float()) << k;
+    EXPECT_TRUE(std::isnan(d[k].get<double>())) << k;
+  }
+  EXPECT_EQ(d["i"], ".inf");
+  EXPECT_EQ(d["j"], ".infinity");
+  EXPECT_EQ(describe_json(d["a"]), ".inf");
+  EXPECT_EQ(describe_json(d["d"]), "-.inf");
+  EXPECT_EQ(describe_json(d["f"]), ".nan");
 }
 
 TEST(YamlJson, reads_every_document_and_skips_empty_ones) {
