@@ -335,6 +335,8 @@ std::shared_ptr<const RbacObjects> ApiHandlers::rbac_objects() {
   add("clusterroles", rbac.cluster_roles);
   add("rolebindings", rbac.role_bindings);
   add("clusterrolebindings", rbac.cluster_role_bindings);
+  // kube-controller-manager's clusterrole-aggregation controller, as of this version.
+  rbac.cluster_roles = aggregate_cluster_roles(std::move(rbac.cluster_roles));
   rbac_ = std::make_shared<const RbacObjects>(std::move(rbac));
   rbac_version_ = version;
   return rbac_;

@@ -4,6 +4,9 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <stdexcept>
+
+#include "sim/admission_rules.h"  // label_selector_matches: metav1.LabelSelector
 
 namespace commgate::sim {
 
@@ -247,7 +250,82 @@ std::string exact_name(std::string_view selector) {
   return "";
 }
 
+// equality.Semantic.DeepEqual on two PolicyRules: an absent list and an empty one are
+// equal.
+json normalized_rule(const json& rule) {
+  if (!rule.is_object()) return rule;
+  json out = json::object();
+  for (const auto& [key, value] : rule.items())
+    if (!value.is_null() && !(value.is_array() && value.empty())) out[key] = value;
+  return out;
+}
+
+const json* aggregation_rule(const json& role) {
+  const auto it = role.find("aggregationRule");
+  return it != role.end() && it->is_object() ? &*it : nullptr;
+}
+
+// The rules an aggregating role gets from `roles` now; nullopt when a selector cannot be read.
+std::optional<json> aggregated_rules(const json& role, const std::vector<json>& roles) {
+  const std::string self = meta(role, "name");
+  std::vector<const json*> by_name;
+  for (const auto& r : roles) by_name.push_back(&r);
+  std::sort(by_name.begin(), by_name.end(),
+            [](const json* a, const json* b) { return meta(*a, "name") < meta(*b, "name"); });
+  json rules = json::array();
+  std::vector<json> taken;  // normalized, for the comparison
+  json selectors = aggregation_rule(role)->value("clusterRoleSelectors", json::array());
+  if (selectors.is_null()) selectors = json::array();
+  if (!selectors.is_array()) return std::nullopt;
+  for (const auto& selector : selectors) {
+    for (const json* other : by_name) {
+      if (meta(*other, "name") == self) continue;
+      const auto m = other->find("metadata");
+      const json labels = m != other->end() && m->is_object() && m->contains("labels")
+                              ? (*m)["labels"]
+                              : json::object();
+      try {
+        if (!label_selector_matches(selector, labels)) continue;
+      } catch (const std::invalid_argument&) {
+        return std::nullopt;
+      }
+      const json other_rules = other->value("rules", json::array());
+      if (!other_rules.is_array()) continue;
+      for (const auto& rule : other_rules) {
+        json key = normalized_rule(rule);
+        if (std::find(taken.begin(), taken.end(), key) != taken.end()) continue;
+        taken.push_back(std::move(key));
+        rules.push_back(rule);
+      }
+    }
+  }
+  return rules;
+}
+
 }  // namespace
+
+std::vector<json> aggregate_cluster_roles(std::vector<json> cluster_roles) {
+  // The controller re-syncs every aggregating role whenever any ClusterRole changes, so
+  // chains (admin <- edit <- view) settle; one pass per role bounds a selector cycle.
+  std::vector<std::size_t> aggregating;
+  for (std::size_t i = 0; i < cluster_roles.size(); ++i)
+    if (cluster_roles[i].is_object() && aggregation_rule(cluster_roles[i]))
+      aggregating.push_back(i);
+  std::sort(aggregating.begin(), aggregating.end(), [&](std::size_t a, std::size_t b) {
+    return meta(cluster_roles[a], "name") < meta(cluster_roles[b], "name");
+  });
+  for (std::size_t pass = 0; pass <= aggregating.size(); ++pass) {
+    bool changed = false;
+    for (const std::size_t i : aggregating) {
+      auto rules = aggregated_rules(cluster_roles[i], cluster_roles);
+      if (!rules || cluster_roles[i].value("rules", json::array()) == *rules) continue;
+      cluster_roles[i]["rules"] = std::move(*rules);
+      changed = true;
+    }
+    if (!changed) break;
+  }
+  return cluster_roles;
+}
 
 UserInfo service_account_user(const std::string& ns, const std::string& name) {
   return with_implied_groups({kServiceAccountPrefix + ns + ":" + name, {}});

@@ -25,9 +25,13 @@
 //  - A request's attributes from its method, path and query, as RequestInfoFactory reads
 //    them (list/watch/deletecollection, namespaces/<name> scoped to that namespace,
 //    subresources, a fieldSelector metadata.name=<x> naming the object).
-// Shortcuts: aggregated ClusterRoles (aggregationRule) are read as their stored rules (the
-// aggregation controller does not run); no impersonation, no escalation/bind checks on
-// writes of RBAC objects, no Node or Webhook authorizer.
+//  - Aggregated ClusterRoles: aggregate_cluster_roles() fills an aggregating ClusterRole's
+//    rules as kube-controller-manager's clusterrole-aggregation controller does; the API
+//    server's authorizer applies it to the stored ClusterRoles before each decision.
+// Shortcuts: the aggregated rules are computed when authorizing, not written back to the
+// stored ClusterRole (`kubectl get clusterrole edit -o yaml` shows the rules as written); no
+// impersonation, no escalation/bind checks on writes of RBAC objects, no Node or Webhook
+// authorizer.
 #pragma once
 
 #include <cstddef>
@@ -91,6 +95,18 @@ RequestAttributes request_attributes(std::string_view method, std::string_view p
 // "batch" in the namespace "ml"`.
 nlohmann::json forbidden_status(const UserInfo& user, const RequestAttributes& request,
                                 const std::string& reason);
+
+// kube-controller-manager's clusterrole-aggregation controller
+// (pkg/controller/clusterroleaggregation), run until nothing changes: each ClusterRole with
+// an aggregationRule gets as its rules those of every other ClusterRole matched by one of
+// its clusterRoleSelectors (metav1.LabelSelector on the ClusterRole's labels), selector by
+// selector, the matches sorted by name, a rule already taken (the same rule, field for
+// field) taken once. Its own stored rules are replaced. Aggregation is transitive as
+// upstream's converges to it: `admin` selects `edit` (labelled aggregate-to-admin), which
+// selects `view`. A role whose selector cannot be read (an unknown operator) keeps its
+// stored rules, as the controller fails its sync. Roles without an aggregationRule are
+// returned unchanged, in the same order.
+std::vector<nlohmann::json> aggregate_cluster_roles(std::vector<nlohmann::json> cluster_roles);
 
 // The part of kube-apiserver's bootstrap policy (plugin/pkg/auth/authorizer/rbac/
 // bootstrappolicy) that every authenticated user relies on and that the sim's store does

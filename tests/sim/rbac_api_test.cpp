@@ -162,6 +162,48 @@ TEST_F(RbacApiTest, a_binding_written_later_takes_effect_on_the_next_request) {
   EXPECT_EQ(alice("GET", "/api/v1/namespaces/other/configmaps").status, 200);
 }
 
+// An aggregating ClusterRole (upstream's `edit`: only an aggregationRule) grants what the
+// ClusterRoles labelled for it grant, as the clusterrole-aggregation controller fills it;
+// a labelled role written later counts from the next request.
+TEST_F(RbacApiTest, a_binding_to_an_aggregating_cluster_role_grants_the_labelled_roles_rules) {
+  start(AuthorizationMode::kRbac);
+  json edit = object("rbac.authorization.k8s.io/v1", "ClusterRole", "edit");
+  edit["aggregationRule"] = {
+      {"clusterRoleSelectors",
+       json::array(
+           {{{"matchLabels", {{"rbac.authorization.k8s.io/aggregate-to-edit", "true"}}}}})}};
+  ASSERT_EQ(admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", edit).status, 201);
+  json binding = object("rbac.authorization.k8s.io/v1", "RoleBinding", "alice-edits", "other");
+  binding["roleRef"] = {
+      {"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "edit"}};
+  binding["subjects"] = json::array(
+      {{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "User"}, {"name", "alice"}}});
+  ASSERT_EQ(
+      admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/other/rolebindings", binding)
+          .status,
+      201);
+  ASSERT_EQ(alice("DELETE", "/api/v1/namespaces/other/configmaps/settings").status, 403)
+      << "edit aggregates nothing yet";
+  json labelled = object("rbac.authorization.k8s.io/v1", "ClusterRole", "configmaps-edit");
+  labelled["metadata"]["labels"] = {{"rbac.authorization.k8s.io/aggregate-to-edit", "true"}};
+  labelled["rules"] = json::array(
+      {{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"verbs", {"get", "delete"}}}});
+  ASSERT_EQ(admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", labelled).status, 201);
+  EXPECT_EQ(alice("DELETE", "/api/v1/namespaces/other/configmaps/settings").status, 200);
+  // In the binding's namespace only, and only what the labelled role grants.
+  EXPECT_EQ(alice("DELETE", "/api/v1/namespaces/ml/configmaps/settings").status, 403);
+  EXPECT_EQ(alice("GET", "/api/v1/namespaces/other/configmaps").status, 403);
+  // The label taken off: the grant goes with it.
+  labelled = json::parse(
+      admin("GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/configmaps-edit").body);
+  labelled["metadata"]["labels"] = json::object();
+  ASSERT_EQ(
+      admin("PUT", "/apis/rbac.authorization.k8s.io/v1/clusterroles/configmaps-edit", labelled)
+          .status,
+      200);
+  EXPECT_EQ(alice("GET", "/api/v1/namespaces/other/configmaps/settings").status, 403);
+}
+
 TEST_F(RbacApiTest, the_admin_is_always_allowed) {
   start(AuthorizationMode::kRbac);
   EXPECT_EQ(admin("GET", "/api/v1/configmaps").status, 200);
@@ -175,5 +217,5 @@ TEST_F(RbacApiTest, without_rbac_every_authenticated_user_may_do_anything) {
   EXPECT_EQ(alice("DELETE", "/api/v1/namespaces/other/configmaps/settings").status, 200);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
