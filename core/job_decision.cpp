@@ -30,8 +30,7 @@ std::string format_node_selector(const std::map<std::string, std::string>& selec
 JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
                            const Requester& requester, TimePoint now) {
   JobDecision out;
-  out.policy = select_policy(job, snapshot.labels_of(job.metadata.namespace_), snapshot.policies,
-                             &out.policy_error);
+  out.policy = select_policy(job, snapshot, &out.policy_error, &out.policy_invalid);
   if (!out.policy) return out;
   out.profile_name = pool_name(job.spec.node_selector);
   if (const CommProfile* profile = snapshot.profile(out.profile_name)) {

@@ -21,10 +21,11 @@ inline constexpr const char* kDecisionTimeout = "DecisionTimeout";
 }  // namespace reason
 
 struct JobDecision {
-  std::optional<CommPolicy> policy;  // nullopt: spec.policyRef names no policy (see error)
+  std::optional<CommPolicy> policy;  // nullopt: spec.policyRef names no usable policy (see error)
   std::string policy_error;
-  std::string profile_name;                // the CommProfile looked for: pool_name(nodeSelector)
-  std::optional<ObjectRef> profile;        // the CommProfile found, if any
+  bool policy_invalid = false;       // spec.policyRef names a stored CommPolicy that does not parse
+  std::string profile_name;          // the CommProfile looked for: pool_name(nodeSelector)
+  std::optional<ObjectRef> profile;  // the CommProfile found, if any
   std::optional<Measurement> measurement;  // from that CommProfile
   Decision decision;                       // valid when policy is set
 };

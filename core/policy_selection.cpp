@@ -58,4 +58,21 @@ std::optional<CommPolicy> select_policy(const TrainingJob& job,
   return std::nullopt;
 }
 
+std::optional<CommPolicy> select_policy(const TrainingJob& job, const Snapshot& snapshot,
+                                        std::string* error, bool* invalid) {
+  if (invalid) *invalid = false;
+  auto policy =
+      select_policy(job, snapshot.labels_of(job.metadata.namespace_), snapshot.policies, error);
+  if (policy || job.spec.policy_ref.empty()) return policy;
+  const auto bad = snapshot.invalid_policies.find(job.spec.policy_ref);
+  if (bad == snapshot.invalid_policies.end()) return policy;
+  if (invalid) *invalid = true;
+  if (error) {
+    *error = "spec.policyRef.name: CommPolicy \"" + bad->first +
+             "\" exists but is invalid, so it cannot decide this job (an admin must fix it): " +
+             bad->second;
+  }
+  return std::nullopt;
+}
+
 }  // namespace commgate

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/comm_policy.h"
+#include "core/snapshot.h"
 #include "core/training_job.h"
 
 namespace commgate {
@@ -25,6 +26,11 @@ std::optional<CommPolicy> select_policy(const TrainingJob& job,
                                         const std::map<std::string, std::string>& namespace_labels,
                                         const std::vector<CommPolicy>& policies,
                                         std::string* error);
+
+// The same with a snapshot's policies and namespace labels; a policyRef naming one of its
+// invalid_policies is told the policy exists but is invalid, and why (`invalid` set).
+std::optional<CommPolicy> select_policy(const TrainingJob& job, const Snapshot& snapshot,
+                                        std::string* error, bool* invalid = nullptr);
 
 // The strictest of the policies that apply to a namespace: every CommPolicy whose
 // namespaceSelector matches its labels, and the built-in default unless a CommPolicy named

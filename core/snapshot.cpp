@@ -1,6 +1,31 @@
 #include "core/snapshot.h"
 
+#include "core/field_errors.h"
+
 namespace commgate {
+
+std::string Snapshot::add_policy(const nlohmann::json& object, const std::string& fallback_name) {
+  std::string why;
+  try {
+    policies.push_back(parse_comm_policy(object));
+    return "";
+  } catch (const ValidationError& e) {
+    for (const FieldError& fe : e.errors().all()) why += (why.empty() ? "" : "; ") + fe.to_string();
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  std::string name = fallback_name;
+  if (object.is_object()) {
+    const auto meta = object.find("metadata");
+    if (meta != object.end() && meta->is_object()) {
+      const auto n = meta->find("name");
+      if (n != meta->end() && n->is_string() && !n->get<std::string>().empty())
+        name = n->get<std::string>();
+    }
+  }
+  if (!name.empty()) invalid_policies[name] = why;
+  return why;
+}
 
 const CommProfile* Snapshot::profile(const std::string& name) const {
   auto it = profiles.find(name);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,20 @@ namespace commgate {
 
 struct Snapshot {
   std::vector<CommPolicy> policies;
+  // Stored CommPolicies that do not parse (created without the webhook or the CRD's
+  // validation, or written for another version of commgate), by metadata.name: why, as
+  // their field errors joined by "; ". Not in `policies`; a spec.policyRef naming one is
+  // told it exists but is invalid, not that it is missing.
+  std::map<std::string, std::string> invalid_policies;
   std::map<std::string, CommProfile> profiles;  // by metadata.name (pool_name())
   // Labels by namespace name, for policies' namespaceSelector. A namespace not listed
   // reads as having no labels.
   std::map<std::string, std::map<std::string, std::string>> namespace_labels;
   TimePoint loaded_at{};  // when this snapshot was built (for the snapshot-age metric)
+
+  // Parses a stored CommPolicy into `policies`, or records it in `invalid_policies` under
+  // its metadata.name (`fallback_name` when it has none). Returns "" or why it is invalid.
+  std::string add_policy(const nlohmann::json& object, const std::string& fallback_name = "");
 
   const CommProfile* profile(const std::string& name) const;
   const std::map<std::string, std::string>& labels_of(const std::string& ns) const;

@@ -18,11 +18,9 @@ SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Object
   };
   for (const auto& [key, stored] : policies) {
     const json& object = *stored;
-    try {
-      snap.policies.push_back(parse_comm_policy(object));
-    } catch (const std::exception& e) {
-      reject("CommPolicy", key, object, e.what());
-    }
+    // An invalid one is kept by name, so a policyRef to it is not told "not found".
+    if (const std::string why = snap.add_policy(object, key); !why.empty())
+      reject("CommPolicy", key, object, why);
   }
   for (const auto& [key, stored] : profiles) {
     const json& object = *stored;

@@ -57,11 +57,12 @@ struct TrainingJobReconciler::Context {
   // written.
   std::optional<Decision> to_count;
 
-  void condition(const char* type, const char* status_value, const std::string& reason,
+  // True when the condition changed (a new type, status, reason, message or generation).
+  bool condition(const char* type, const char* status_value, const std::string& reason,
                  const std::string& message) {
-    set_condition(status["conditions"],
-                  Condition{type, status_value, reason, message, detail::generation_of(object)},
-                  now);
+    return set_condition(
+        status["conditions"],
+        Condition{type, status_value, reason, message, detail::generation_of(object)}, now);
   }
   void set_phase(const char* p) { status["phase"] = p; }
   std::string pool() const { return pool_name(job.spec.node_selector); }

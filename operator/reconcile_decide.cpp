@@ -64,7 +64,10 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
   }
   JobDecision jd = decide_now(ctx);
   if (!jd.policy) {
-    ctx.condition(condition::kAdmitted, kFalse, op_reason::kPolicyNotFound, jd.policy_error);
+    const char* why = jd.policy_invalid ? op_reason::kPolicyInvalid : op_reason::kPolicyNotFound;
+    // The Event once per message: the status write brings the job back to this step.
+    if (ctx.condition(condition::kAdmitted, kFalse, why, jd.policy_error) && jd.policy_invalid)
+      event(ctx, "Warning", why, "Decide", jd.policy_error);
     sync_status(ctx);
     return ReconcileError::terminal(jd.policy_error);
   }

@@ -22,6 +22,9 @@ inline constexpr const char* kFailed = "Failed";
 namespace op_reason {
 inline constexpr const char* kInvalidSpec = "InvalidSpec";
 inline constexpr const char* kPolicyNotFound = "PolicyNotFound";
+// spec.policyRef names a CommPolicy that is stored but does not parse: Admitted=False and
+// a Warning Event with its field errors, until an admin fixes it.
+inline constexpr const char* kPolicyInvalid = "PolicyInvalid";
 // Another job's probe of the same pool (for another model) runs; this one waits for it.
 inline constexpr const char* kWaitingForPoolProbe = "WaitingForPoolProbe";
 // A probe succeeded but its measurement still does not let the job be decided (e.g. it

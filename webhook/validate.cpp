@@ -185,8 +185,7 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
   // A policyRef that names no usable policy is refused whatever the record says.
   if (!job.spec.policy_ref.empty()) {
     std::string error;
-    if (!select_policy(job, snapshot.labels_of(job.metadata.namespace_), snapshot.policies, &error))
-      return invalid(error);
+    if (!select_policy(job, snapshot, &error)) return invalid(error);
   }
   if (const auto record = decision_record_of(job);
       record && check_against_record(*record, job.spec) != RecordVerdict::kSpecChanged)

@@ -166,6 +166,41 @@ INSTANTIATE_TEST_SUITE_P(
             "policy_ref_default_is_the_built_in_one", {strict()}, {}, "default", "default", ""}),
     [](const auto& param_info) { return param_info.param.name; });
 
+// A stored CommPolicy that does not parse (created without the webhook's or the CRD's
+// validation) exists: a policyRef to it says so and why, not "not found" (user trial).
+TEST(PolicySelection, APolicyRefToAnInvalidStoredPolicySaysItIsInvalid) {
+  Snapshot snapshot;
+  snapshot.policies.push_back(a_policy().named("team").max_comm_share(0.5).build());
+  nlohmann::json broken = {{"apiVersion", "commgate.io/v1alpha1"},
+                           {"kind", "CommPolicy"},
+                           {"metadata", {{"name", "broken"}}},
+                           {"spec", {{"maxCommShare", 1.5}, {"enforcementAktion", "deny"}}}};
+  EXPECT_NE(snapshot.add_policy(broken), "");
+  EXPECT_EQ(snapshot.add_policy(to_json(a_policy().named("ok").build())), "");
+  ASSERT_EQ(snapshot.invalid_policies.count("broken"), 1u);
+  EXPECT_EQ(snapshot.policies.size(), 2u);
+
+  const TrainingJob job = a_training_job().namespace_("research").policy_ref("broken").build();
+  std::string error;
+  bool invalid = false;
+  EXPECT_FALSE(select_policy(job, snapshot, &error, &invalid));
+  EXPECT_TRUE(invalid);
+  EXPECT_EQ(error.find("not found"), std::string::npos) << error;
+  EXPECT_NE(error.find("spec.policyRef.name: CommPolicy \"broken\" exists but is invalid"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("spec.maxCommShare: must be <= 1, got 1.5"), std::string::npos) << error;
+  EXPECT_NE(error.find("spec.enforcementAktion: unknown field"), std::string::npos) << error;
+
+  // A name no policy has is still not found; the others are still chosen.
+  const TrainingJob missing = a_training_job().namespace_("research").policy_ref("nope").build();
+  EXPECT_FALSE(select_policy(missing, snapshot, &error, &invalid));
+  EXPECT_FALSE(invalid);
+  EXPECT_NE(error.find("CommPolicy \"nope\" not found"), std::string::npos) << error;
+  const TrainingJob team = a_training_job().namespace_("research").policy_ref("team").build();
+  ASSERT_TRUE(select_policy(team, snapshot, &error, &invalid));
+}
+
 TEST(PolicySelection, ABuiltInDefaultKeepsItsDefaults) {
   const CommPolicy p = strictest_policy_for_namespace({}, {loose()});
   EXPECT_EQ(p.metadata.name, "default");

@@ -46,7 +46,16 @@ class RecordingSink : public kube::EventSink {
     events_.push_back(event);
     return true;
   }
-  bool patch(const std::string&, const std::string&, const json&) override { return true; }
+  bool patch(const std::string&, const std::string&, const json&) override {
+    std::lock_guard lock(mu_);
+    ++patches_;
+    return true;
+  }
+  // Series updates: the same Event again (kubectl describe shows "x2").
+  int patches() const {
+    std::lock_guard lock(mu_);
+    return patches_;
+  }
   std::vector<json> events() const {
     std::lock_guard lock(mu_);
     return events_;
@@ -55,6 +64,7 @@ class RecordingSink : public kube::EventSink {
  private:
   mutable std::mutex mu_;
   std::vector<json> events_;
+  int patches_ = 0;
 };
 
 // A Reader that answers 404 for one path a number of times, as an informer's cache that
@@ -191,7 +201,8 @@ struct World {
   // What the informers would hold: every policy and profile as stored.
   std::shared_ptr<const Snapshot> snapshot() const {
     auto s = std::make_shared<Snapshot>();
-    for (const json& p : api.list(kPolicies).items) s->policies.push_back(parse_comm_policy(p));
+    // As kube/snapshot_cache.cpp builds it: a policy that does not parse is kept by name.
+    for (const json& p : api.list(kPolicies).items) s->add_policy(p);
     if (!cache_lags) {
       for (const json& p : api.list(kProfiles).items) {
         try {
@@ -329,6 +340,11 @@ struct World {
     std::vector<std::string> out;
     for (const json& e : sink->events()) out.push_back(e.value("reason", ""));
     return out;
+  }
+  int events_of(const std::string& reason) const {
+    int n = 0;
+    for (const std::string& r : event_reasons()) n += r == reason;
+    return n;
   }
   std::optional<json> event(const std::string& reason) const {
     for (const json& e : sink->events())
@@ -1360,6 +1376,36 @@ TEST(Reconcile, invalid_spec_is_a_condition_and_a_terminal_error) {
   EXPECT_TRUE(r.error().is_terminal);
   EXPECT_NE(r.error().message.find("spec.numNodes"), std::string::npos) << r.error().message;
   EXPECT_EQ(condition_reason(w.status("bert"), condition::kSpecValid), op_reason::kInvalidSpec);
+  EXPECT_FALSE(w.probe_job());
+}
+
+// A policyRef to a stored CommPolicy that does not parse (created without the webhook or
+// the CRD's validation): Admitted=False PolicyInvalid with the policy's field error, and
+// one Warning Event, not "not found" (user trial).
+TEST(Reconcile, a_policy_ref_to_an_invalid_stored_policy_says_it_is_invalid) {
+  json broken = a_policy();
+  broken["metadata"]["name"] = "broken";
+  broken["spec"]["maxCommShare"] = 1.5;
+  World w;
+  w.api.seed(kPolicies, broken);
+  w.submit_raw(a_job("bert").policy_ref("broken").set("/spec/suspend", true).json());
+  for (int i = 0; i < 2; ++i) {  // the status write brings the job back
+    const auto r = w.reconcile("bert");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("exists but is invalid"), std::string::npos)
+        << r.error().message;
+  }
+  EXPECT_EQ(condition_reason(w.status("bert"), condition::kAdmitted), op_reason::kPolicyInvalid);
+  const json conditions = w.status("bert").value("conditions", json::array());
+  const std::string message = find_condition(conditions, condition::kAdmitted)->value("message", "");
+  EXPECT_EQ(message.find("not found"), std::string::npos) << message;
+  EXPECT_NE(message.find("CommPolicy \"broken\" exists but is invalid"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("spec.maxCommShare: must be <= 1, got 1.5"), std::string::npos) << message;
+  EXPECT_EQ(w.events_of(op_reason::kPolicyInvalid), 1);
+  EXPECT_EQ(w.sink->patches(), 0);
+  EXPECT_NE(w.event(op_reason::kPolicyInvalid)->value("note", "").find("spec.maxCommShare"),
+            std::string::npos);
   EXPECT_FALSE(w.probe_job());
 }
 

@@ -423,6 +423,22 @@ TEST(Validate, InvalidJobMessageNamesEveryField) {
   EXPECT_NE(response.message.find("spec.model.gradientDtype"), std::string::npos);
 }
 
+// A policyRef to a stored CommPolicy that does not parse: denied as invalid, with its
+// field error, not "not found" (user trial).
+TEST(Validate, APolicyRefToAnInvalidStoredPolicyIsDeniedAsInvalid) {
+  Snapshot snapshot = snapshot_of({strict()}, {});
+  snapshot.add_policy(comm_policy({{"maxCommShare", "30%"}}));  // named "p"
+  const auto response = handle_validate(
+      a_create_of(a_training_job().policy_ref("p").json()).parse(), snapshot, test_now());
+  EXPECT_FALSE(response.allowed);
+  EXPECT_EQ(response.code, 422);
+  EXPECT_EQ(response.message.find("not found"), std::string::npos) << response.message;
+  EXPECT_NE(response.message.find("CommPolicy \"p\" exists but is invalid"), std::string::npos)
+      << response.message;
+  EXPECT_NE(response.message.find("spec.maxCommShare: must be a number"), std::string::npos)
+      << response.message;
+}
+
 // --- annotation edits (only /mutate sees the request as the user sent it) -------------
 
 TEST(Mutate, RefusesAUserEditingCommgateAnnotationsWithoutASpecChange) {
