@@ -148,8 +148,16 @@ void TrainingJobReconciler::remember_write(const Context& ctx) {
 }
 
 ReconcileResult TrainingJobReconciler::invalid_spec(Context& ctx, const std::string& message) {
+  // One Event per message: the status write below brings the job back here, and an edit
+  // that leaves the same mistake reads the same; recorded again, each was the Event again
+  // (a series, "x2" in kubectl describe). The condition written says what was told.
+  if (!ctx.status.contains("conditions")) ctx.status["conditions"] = json::array();
+  const json* was = find_condition(ctx.status["conditions"], condition::kSpecValid);
+  const bool told = was && was->value("status", "") == kFalse &&
+                    was->value("reason", "") == op_reason::kInvalidSpec &&
+                    was->value("message", "") == message;
   ctx.condition(condition::kSpecValid, kFalse, op_reason::kInvalidSpec, message);
-  event(ctx, "Warning", op_reason::kInvalidSpec, "Validate", message);
+  if (!told) event(ctx, "Warning", op_reason::kInvalidSpec, "Validate", message);
   sync_status(ctx);
   return ReconcileError::terminal("invalid TrainingJob " + ctx.key + ": " + message);
 }

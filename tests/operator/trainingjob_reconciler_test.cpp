@@ -1409,6 +1409,25 @@ TEST(Reconcile, a_policy_ref_to_an_invalid_stored_policy_says_it_is_invalid) {
   EXPECT_FALSE(w.probe_job());
 }
 
+// One invalid TrainingJob, one InvalidSpec Event: the reconcile that follows its own status
+// write (the same spec, the same message) recorded it again, a series of 2 (user trial).
+TEST(Reconcile, invalid_spec_is_one_event_per_message) {
+  World w;
+  w.submit_raw(a_job("bert").set("/spec/numNodes", "many").json());
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(w.reconcile("bert").ok());
+  EXPECT_EQ(w.events_of(op_reason::kInvalidSpec), 1);
+  EXPECT_EQ(w.sink->patches(), 0) << "a series update is the Event again";
+
+  // Another mistake is another message: one more Event.
+  json edited = w.job("bert");
+  edited["spec"]["numNodes"] = "several";
+  edited["metadata"]["generation"] = 2;
+  w.api.update(kJobs + "/bert", edited);
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(w.reconcile("bert").ok());
+  EXPECT_EQ(w.events_of(op_reason::kInvalidSpec), 2);
+  EXPECT_EQ(w.sink->patches(), 0);
+}
+
 TEST(Reconcile, a_name_the_workload_cannot_take_fails_before_anything_is_probed) {
   World w;
   const std::string name(62, 'b');  // pod hostnames <name>-<index> would pass 63 characters
