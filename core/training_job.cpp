@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/object_reader.h"
+#include "core/pod_template_fields.h"
 
 namespace commgate {
 namespace {
@@ -46,9 +47,13 @@ void read_template(ObjectReader& spec, TrainingJobSpec& out, Verbatim verbatim) 
     c.string("name", P::kRequired);
     c.string("image", P::kRequired);
   }
-  // The pod template belongs to Kubernetes' schema; the apiserver validates the rest.
-  // But JSON has no .inf or .nan: a YAML one would reach it as null.
+  // The pod template belongs to Kubernetes' schema; the apiserver validates the rest, but
+  // the CRD keeps it as unknown fields: a misspelt field (`comand:`) would be stored and
+  // dropped from the Job, which then runs without it. Refused here, at the levels users
+  // write (core/pod_template_fields.h). And JSON has no .inf or .nan: a YAML one would
+  // reach the apiserver as null.
   const Json& raw = *spec.raw("template");
+  reject_unknown_pod_template_fields(raw, tmpl.path(), spec.errors());
   reject_non_finite(raw, tmpl.path(), spec.errors());
   if (verbatim == Verbatim::kKeep) out.pod_template = raw;
 }

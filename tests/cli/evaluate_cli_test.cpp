@@ -95,6 +95,21 @@ TEST(EvaluateCli, non_finite_numbers_are_named_with_their_yaml_spelling) {
   EXPECT_EQ(r.err.find("null"), std::string::npos) << r.err;
 }
 
+// The user trial: `comand:` in the pod template was accepted (the CRD keeps the template as
+// unknown fields), stored, dropped from the Job, and the job ran without its command.
+TEST(EvaluateCli, a_misspelt_pod_template_field_exits_2_with_its_path_and_a_hint) {
+  std::string job = testing::slurp(example("jobs/resnet50-5m.yaml"));
+  job.replace(job.find("command:"), 8, "comand:");
+  TempFile job_file(job, ".yaml");
+  CliRun r = run({"evaluate", "-f", job_file.path()});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("spec.template.spec.containers[0].comand: unknown field (did you mean "
+                       "\"command\"?)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 TEST(EvaluateCli, usage_errors_exit_2) {
   EXPECT_EQ(run({"evaluate"}).exit_code, 2);
   EXPECT_EQ(run({"evaluate", "-f", "/nonexistent.yaml"}).exit_code, 2);
