@@ -217,5 +217,5 @@ TEST_F(RbacApiTest, without_rbac_every_authenticated_user_may_do_anything) {
   EXPECT_EQ(alice("DELETE", "/api/v1/namespaces/other/configmaps/settings").status, 200);
 }
 
-}  // namespace COMMGATE_TEST_UNIT
+}  // namespace
 }  // namespace commgate::sim
