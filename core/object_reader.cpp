@@ -36,8 +36,20 @@ std::string describe_json(const Json& value) {
   }
 }
 
+namespace {
+// Without building a path per value: the webhook parses every template (#9).
+bool has_non_finite(const Json& value) {
+  if (value.is_number_float()) return !std::isfinite(value.get<double>());
+  if (!value.is_structured()) return false;
+  for (const Json& child : value)
+    if (has_non_finite(child)) return true;
+  return false;
+}
+}  // namespace
+
 void reject_non_finite(const Json& value, const std::string& path, FieldErrors& errors) {
-  if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+  if (!has_non_finite(value)) return;
+  if (value.is_number_float()) {
     errors.add(path, "must be a finite number, got " + describe_json(value));
   } else if (value.is_object()) {
     for (auto it = value.begin(); it != value.end(); ++it)
