@@ -154,15 +154,17 @@ void JobController::stop() {
 
 std::optional<TimePoint> JobController::sync_once() {
   const auto jobs = store_.list(jobs_, "", {}).items;
-  const auto pods = store_.list(pods_, "", {}).items;
+  auto pods = store_.list(pods_, "", {}).items;
   std::map<std::string, std::vector<json>> owned;  // job uid -> pods
-  for (const auto& p : pods) {
+  for (auto& p : pods) {
     const json& refs = at(at(p, "metadata"), "ownerReferences");
     if (!refs.is_array()) continue;
+    std::string job_uid;  // a pod has at most one controller
     for (const auto& r : refs)
       if (at(r, "controller").is_boolean() && r["controller"].get<bool>() &&
           str(at(r, "kind")) == "Job")
-        owned[str(at(r, "uid"))].push_back(p);
+        job_uid = str(at(r, "uid"));
+    if (!job_uid.empty()) owned[job_uid].push_back(std::move(p));
   }
   std::optional<TimePoint> next;
   std::set<std::string> live;
@@ -245,8 +247,7 @@ std::optional<TimePoint> JobController::reconcile(const json& job, const std::ve
   auto delete_active = [&] {
     for (const json* p : active) {
       try {
-        store_.remove(pods_, ns, str((*p)["metadata"]["name"]),
-                      {Propagation::kBackground});
+        store_.remove(pods_, ns, str((*p)["metadata"]["name"]), {Propagation::kBackground});
       } catch (const ApiError&) {
       }
     }
@@ -313,6 +314,7 @@ std::optional<TimePoint> JobController::reconcile(const json& job, const std::ve
                                        : (succeeded > 0 ? 0 : parallelism);
       for (int i = static_cast<int>(active.size()); i < want; ++i) create.push_back(-1);
     }
+    if (create.size() > kMaxPodCreatePerSync) create.resize(kMaxPodCreatePerSync);
     for (int index : create) store_.create(pods_, ns, pod_for_job(job, index));
     status["active"] = static_cast<int>(active.size() + create.size());
   }

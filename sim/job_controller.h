@@ -10,6 +10,7 @@
 // Suspended condition), ttlSecondsAfterFinished (Job deleted, Background), ownerReferences
 // (controller, blockOwnerDeletion), status active/ready/succeeded/failed/startTime/
 // completionTime/completedIndexes, SuccessCriteriaMet then Complete as kube 1.31+.
+// At most kMaxPodCreatePerSync pods are created per pass, as upstream.
 // Shortcuts (docs/testing.md): no pod-failure back-off delay; finished pods are counted
 // by uid in memory (kube uses the batch.kubernetes.io/job-tracking finalizer); no
 // spec.selector defaulting (pods are found by their controller ownerReference).
@@ -28,6 +29,10 @@
 namespace commgate::sim {
 
 inline constexpr const char* kJobCompletionIndex = "batch.kubernetes.io/job-completion-index";
+// Upstream's MaxPodCreateDeletePerSync: one sync of a Job creates at most this many pods;
+// the creations' own events bring the next sync. A 10,000-pod Job so fills in over
+// several passes, each short, instead of one pass that holds the store for all of them.
+inline constexpr std::size_t kMaxPodCreatePerSync = 500;
 
 // --- Pure helpers (unit-tested) ---
 

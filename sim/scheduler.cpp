@@ -161,8 +161,30 @@ bool tolerates(const json& pod, const json& taint) {
   return false;
 }
 
+NodeUsage node_usage(const std::vector<json>& pods_on_node) {
+  NodeUsage usage;
+  for (const auto& p : pods_on_node) add_to_usage(usage, p);
+  return usage;
+}
+
+void add_to_usage(NodeUsage& usage, const json& pod) {
+  if (is_terminal(pod)) return;
+  ++usage.pods;
+  for (const auto& [k, v] : pod_requests(pod)) usage.requested[k] += v;
+  const std::string ns = str(field(field(pod, "metadata"), "namespace"));
+  for (auto& term : hostname_anti_affinity_terms(pod))
+    usage.anti_affinity.emplace_back(ns, std::move(term));
+  usage.live.push_back(pod);
+}
+
 std::vector<std::string> fit_failures(const json& pod, const json& node,
                                       const std::vector<json>& pods_on_node) {
+  return fit_failures(pod, pod_requests(pod), node, node_usage(pods_on_node));
+}
+
+std::vector<std::string> fit_failures(const json& pod,
+                                      const std::map<std::string, double>& requests,
+                                      const json& node, const NodeUsage& usage) {
   // NodeUnschedulable
   if (field(field(node, "spec"), "unschedulable").is_boolean() &&
       node["spec"]["unschedulable"].get<bool>()) {
@@ -183,38 +205,31 @@ std::vector<std::string> fit_failures(const json& pod, const json& node,
   if (!node_affinity_matches(pod, node))
     return {"node(s) didn't match Pod's node affinity/selector"};
   // NodeResourcesFit
-  std::vector<const json*> live;
-  for (const auto& p : pods_on_node)
-    if (!is_terminal(p)) live.push_back(&p);
   const json& status = field(node, "status");
   const json& allocatable =
       field(status, "allocatable").is_object() ? status["allocatable"] : field(status, "capacity");
   std::vector<std::string> insufficient;
   if (field(allocatable, "pods").is_string() || field(allocatable, "pods").is_number()) {
-    if (static_cast<double>(live.size()) + 1 > quantity(allocatable["pods"]))
+    if (static_cast<double>(usage.pods) + 1 > quantity(allocatable["pods"]))
       insufficient.push_back("Too many pods");
   }
-  std::map<std::string, double> used;
-  for (const json* p : live)
-    for (const auto& [k, v] : pod_requests(*p)) used[k] += v;
-  for (const auto& [k, want] : pod_requests(pod)) {
+  for (const auto& [k, want] : requests) {
     if (want <= 0) continue;
     const double have = field(allocatable, k.c_str()).is_null() ? 0.0 : quantity(allocatable[k]);
+    auto used = usage.requested.find(k);
+    const double in_use = used == usage.requested.end() ? 0.0 : used->second;
     // A relative epsilon: quantities are parsed into doubles ("100m" + "900m" == "1").
-    if (used[k] + want > have * (1 + 1e-9) + 1e-12) insufficient.push_back("Insufficient " + k);
+    if (in_use + want > have * (1 + 1e-9) + 1e-12) insufficient.push_back("Insufficient " + k);
   }
   if (!insufficient.empty()) return insufficient;
   // InterPodAffinity: the pod's required anti-affinity, then existing pods' against it.
   const std::string ns = str(field(field(pod, "metadata"), "namespace"));
   for (const auto& term : hostname_anti_affinity_terms(pod))
-    for (const json* p : live)
-      if (term_selects(term, ns, *p)) return {"node(s) didn't match pod anti-affinity rules"};
-  for (const json* p : live) {
-    const std::string pns = str(field(field(*p, "metadata"), "namespace"));
-    for (const auto& term : hostname_anti_affinity_terms(*p))
-      if (term_selects(term, pns, pod))
-        return {"node(s) didn't satisfy existing pods anti-affinity rules"};
-  }
+    for (const json& p : usage.live)
+      if (term_selects(term, ns, p)) return {"node(s) didn't match pod anti-affinity rules"};
+  for (const auto& [pns, term] : usage.anti_affinity)
+    if (term_selects(term, pns, pod))
+      return {"node(s) didn't satisfy existing pods anti-affinity rules"};
   return {};
 }
 
@@ -285,36 +300,51 @@ json with_scheduled_condition(json pod, const std::string& status, const std::st
   return pod;
 }
 
+// Whether the pod's PodScheduled condition already says this.
+bool has_scheduled_condition(const json& pod, const std::string& status, const std::string& reason,
+                             const std::string& message) {
+  const json& conditions = field(field(pod, "status"), "conditions");
+  if (!conditions.is_array()) return false;
+  for (const auto& c : conditions)
+    if (str(field(c, "type")) == "PodScheduled")
+      return str(field(c, "status")) == status && str(field(c, "reason")) == reason &&
+             str(field(c, "message")) == message;
+  return false;
+}
+
 }  // namespace
 
 int Scheduler::schedule_once() {
   const auto nodes = store_.list(nodes_, "", {}).items;  // name order
   const auto pods = store_.list(pods_, "", {}).items;
   std::map<std::string, std::vector<json>> on_node;
-  std::vector<json> pending;
+  // Oldest first (the scheduling queue's FIFO at equal priority); same second: by name,
+  // so an Indexed Job's pods are placed in index order.
+  using QueueKey = std::pair<std::string, std::string>;  // creationTimestamp, name
+  std::vector<std::pair<QueueKey, const json*>> queue;
   for (const auto& p : pods) {
     const std::string node = str(field(field(p, "spec"), "nodeName"));
     if (!node.empty()) {
       on_node[node].push_back(p);
     } else if (!field(p, "metadata").contains("deletionTimestamp") && !is_terminal(p)) {
-      pending.push_back(p);
+      queue.push_back({{str(p["metadata"]["creationTimestamp"]), str(p["metadata"]["name"])}, &p});
     }
   }
-  // Oldest first (the scheduling queue's FIFO at equal priority); same second: by name,
-  // so an Indexed Job's pods are placed in index order.
-  std::sort(pending.begin(), pending.end(), [](const json& a, const json& b) {
-    return std::make_pair(str(a["metadata"]["creationTimestamp"]), str(a["metadata"]["name"])) <
-           std::make_pair(str(b["metadata"]["creationTimestamp"]), str(b["metadata"]["name"]));
-  });
+  std::sort(queue.begin(), queue.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::map<std::string, NodeUsage> usage;  // by node name
+  for (const auto& [node_name, bound_there] : on_node) usage[node_name] = node_usage(bound_there);
   int bound = 0;
-  for (const auto& pod : pending) {
+  for (const auto& queued : queue) {
+    const json& pod = *queued.second;
+    const auto requests = pod_requests(pod);
     const std::string ns = str(pod["metadata"]["namespace"]), name = str(pod["metadata"]["name"]);
     const std::string uid = str(pod["metadata"]["uid"]);
     std::vector<std::vector<std::string>> failures;
     std::string chosen;
     for (const auto& node : nodes) {
       const std::string node_name = str(node["metadata"]["name"]);
-      auto reasons = fit_failures(pod, node, on_node[node_name]);
+      auto reasons = fit_failures(pod, requests, node, usage[node_name]);
       if (reasons.empty()) {
         chosen = node_name;
         break;
@@ -327,6 +357,9 @@ int Scheduler::schedule_once() {
     try {
       if (chosen.empty()) {
         const std::string message = unschedulable_message(nodes.size(), failures);
+        // Already marked so (the pass after any pod change sees every pending pod again):
+        // no write, which would be a no-op anyway, but costs a copy under the store's lock.
+        if (has_scheduled_condition(pod, "False", "Unschedulable", message)) continue;
         store_.mutate(pods_, ns, name, WritePart::kStatus, [&](const json& current) {
           same_pod(current);
           return with_scheduled_condition(current, "False", "Unschedulable", message);
@@ -346,7 +379,8 @@ int Scheduler::schedule_once() {
         same_pod(current);
         return with_scheduled_condition(current, "True", "", "");
       });
-      on_node[chosen].push_back(bound_pod);
+      add_to_usage(usage[chosen], bound_pod);
+      on_node[chosen].push_back(std::move(bound_pod));
       ++bound;
     } catch (const ApiError&) {
       // Deleted or changed meanwhile: its event makes another pass.
