@@ -197,6 +197,11 @@ json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json obje
   // its node with capacity and conditions in one create (nodeStrategy keeps .status).
   if (r.status_subresource && r.storage_key() != "/nodes") object.erase("status");
   if (r.storage_key() == "/namespaces") object["status"] = {{"phase", "Active"}};
+  // SetDefaults_Secret: a Secret without a type is Opaque (`kubectl create secret generic`
+  // sends none).
+  if (r.storage_key() == "/secrets" &&
+      (!object.contains("type") || !object["type"].is_string() || object["type"] == ""))
+    object["type"] = "Opaque";
   if (r.storage_key() == "apiextensions.k8s.io/customresourcedefinitions")
     crd_written_locked(object, dry_run);
   // A dry run stores nothing, so the object has no resourceVersion yet (as upstream's
