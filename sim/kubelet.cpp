@@ -15,12 +15,14 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "core/base64.h"
 #include "sim/api_status.h"
 #include "sim/garbage_collection.h"
 #include "sim/http_probe.h"
 #include "sim/json_fields.h"
+#include "sim/netns_relay.h"
 #include "sim/scheduler.h"
 
 namespace commgate::sim {
@@ -326,6 +328,19 @@ void Kubelet::lose_node(const std::string& node_name) {
   wake();
 }
 
+void Kubelet::relay_api_server(const std::string& netns) {
+  if (api_relays_.count(netns) > 0 || options_.api_port.empty()) return;
+  if (options_.api_host != "127.0.0.1") return;  // not on the host's loopback: reachable as is
+  try {
+    const auto port = static_cast<uint16_t>(std::stoi(options_.api_port));
+    api_relays_[netns] = std::make_unique<NetnsRelay>(RelayEnd{netns, "127.0.0.1", port},
+                                                      RelayEnd{"", "127.0.0.1", port});
+  } catch (const std::exception&) {
+    // The namespace is gone or the port is taken there: its pods find no API server, as
+    // on a node whose network is broken; the next pod there tries again.
+  }
+}
+
 void Kubelet::wake() {
   const uint64_t one = 1;
   [[maybe_unused]] auto n = write(event_fd_, &one, sizeof one);
@@ -367,6 +382,7 @@ void Kubelet::stop() {
       c.running = false;
     }
   pods_.clear();
+  api_relays_.clear();
 }
 
 void Kubelet::run() {
@@ -464,10 +480,16 @@ std::optional<std::chrono::steady_clock::time_point> Kubelet::run_probes() {
       }
       const auto now = std::chrono::steady_clock::now();
       if (now >= c.next_probe) {
-        const bool ok =
-            probe->port != 0 &&
-            run_http_probe(
-                *probe, std::chrono::seconds(std::max(1, probe_int(*spec, "timeoutSeconds", 1))));
+        // From inside the node's network namespace, where the pod's IP is reachable.
+        bool ok = false;
+        if (probe->port != 0) {
+          const std::chrono::seconds timeout(std::max(1, probe_int(*spec, "timeoutSeconds", 1)));
+          try {
+            run_in_netns(pod.netns, [&] { ok = run_http_probe(*probe, timeout); });
+          } catch (const std::system_error&) {
+            ok = false;  // the namespace is gone: the pod cannot answer
+          }
+        }
         if (ok) {
           c.probe_failures = 0;
           if (++c.probe_successes >= probe_int(*spec, "successThreshold", 1) && !c.ready) {
@@ -635,6 +657,7 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
 
   std::map<std::string, std::string> volume_dirs;
   if (!write_volumes(pod, self, volume_dirs)) return;  // a Secret/ConfigMap missing: wait
+  if (!netns.empty()) relay_api_server(netns);
   pod.start_time = now_text();
   pod.started = true;
   pod.netns = netns;

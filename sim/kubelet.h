@@ -35,7 +35,12 @@
 //   the container waits (ContainerCreating) until the named pod is bound to a node.
 // - Networking: a node annotated `sim.commgate.io/netns: <name>` runs its pods under
 //   `ip netns exec <name>` (needs root) and its pods' IP is the node's InternalIP; other
-//   nodes' pods get 127.0.0.1.
+//   nodes' pods get 127.0.0.1. Such pods share the node's namespace (ports included, as
+//   hostNetwork pods do), so replicas of one server need different nodes. The API server
+//   on the host's loopback (api_host 127.0.0.1) is reached from there as from the host:
+//   the kubelet relays 127.0.0.1:<api_port> inside the namespace to it (sim/netns_relay.h,
+//   the `kubernetes` Service's part of kube-proxy), and runs readiness probes from inside
+//   the namespace.
 // - Working dir: spec workingDir, else the pod's own directory (also HOME); stdout and
 //   stderr go to <pod dir>/<container>.log.
 // - Readiness: a container with an httpGet readinessProbe (scheme HTTP or HTTPS, without
@@ -57,6 +62,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -65,6 +71,7 @@
 #include <thread>
 #include <vector>
 
+#include "sim/netns_relay.h"
 #include "sim/object_store.h"
 
 namespace commgate::sim {
@@ -203,6 +210,8 @@ class Kubelet {
   void begin_kill(Pod& pod);
   void write_status(Pod& pod);
   void wake();
+  // Makes the API server reachable at 127.0.0.1:<api_port> inside `netns` (once).
+  void relay_api_server(const std::string& netns);
 
   ObjectStore& store_;
   KubeletOptions options_;
@@ -210,7 +219,8 @@ class Kubelet {
   std::mutex mu_;  // nodes_ and pods_ (the thread owns pods_ otherwise)
   std::set<std::string> nodes_;
   std::set<std::string> lost_nodes_;
-  std::map<std::string, Pod> pods_;  // by uid
+  std::map<std::string, Pod> pods_;                                // by uid
+  std::map<std::string, std::unique_ptr<NetnsRelay>> api_relays_;  // by netns
   std::vector<uint64_t> watches_;
   int event_fd_ = -1;
   bool owns_work_dir_ = false;  // a temp dir made here, removed with the kubelet

@@ -117,7 +117,108 @@ bool term_selects(const json& term, const std::string& term_ns, const json& othe
   return selector_matches(field(term, "labelSelector"), labels_of(other));
 }
 
+struct SpreadConstraint {
+  int max_skew = 1;
+  std::string key;
+  bool hard = false;  // DoNotSchedule
+  json selector;      // labelSelector with matchLabelKeys folded in
+};
+
+std::vector<SpreadConstraint> spread_constraints(const json& pod) {
+  std::vector<SpreadConstraint> out;
+  const json& list = field(field(pod, "spec"), "topologySpreadConstraints");
+  if (!list.is_array()) return out;
+  const auto own = labels_of(pod);
+  for (const auto& c : list) {
+    SpreadConstraint sc;
+    sc.max_skew = field(c, "maxSkew").is_number_integer() ? c["maxSkew"].get<int>() : 1;
+    sc.key = str(field(c, "topologyKey"));
+    sc.hard = str(field(c, "whenUnsatisfiable")) != "ScheduleAnyway";
+    sc.selector = field(c, "labelSelector").is_object() ? c["labelSelector"] : json(nullptr);
+    if (field(c, "matchLabelKeys").is_array() && sc.selector.is_object()) {
+      json& extra = sc.selector["matchExpressions"];
+      if (!extra.is_array()) extra = json::array();
+      for (const auto& k : c["matchLabelKeys"]) {
+        auto it = own.find(str(k));
+        if (it != own.end())
+          extra.push_back({{"key", it->first}, {"operator", "In"}, {"values", {it->second}}});
+      }
+    }
+    if (!sc.key.empty()) out.push_back(std::move(sc));
+  }
+  return out;
+}
+
+// The matching pods per domain (the key's value) of one constraint, over the nodes that
+// pass the pod's node affinity and carry the key.
+std::map<std::string, int> domain_counts(
+    const json& pod, const SpreadConstraint& sc, const std::vector<json>& nodes,
+    const std::map<std::string, std::vector<json>>& pods_by_node) {
+  const std::string ns = str(field(field(pod, "metadata"), "namespace"));
+  std::map<std::string, int> counts;
+  for (const auto& n : nodes) {
+    const auto labels = labels_of(n);
+    auto domain = labels.find(sc.key);
+    if (domain == labels.end() || !node_affinity_matches(pod, n)) continue;
+    int& count = counts[domain->second];
+    auto bound = pods_by_node.find(str(field(field(n, "metadata"), "name")));
+    if (bound == pods_by_node.end()) continue;
+    for (const auto& p : bound->second)
+      if (!is_terminal(p) && !field(p, "metadata").contains("deletionTimestamp") &&
+          str(field(field(p, "metadata"), "namespace")) == ns &&
+          selector_matches(sc.selector, labels_of(p)))
+        ++count;
+  }
+  return counts;
+}
+
 }  // namespace
+
+std::vector<std::string> spread_failures(const json& pod, const json& node,
+                                         const std::vector<json>& nodes,
+                                         const std::map<std::string, std::vector<json>>& by_node) {
+  const auto constraints = spread_constraints(pod);
+  if (constraints.empty()) return {};
+  const auto labels = labels_of(node);
+  for (const auto& sc : constraints) {
+    if (!sc.hard) continue;
+    auto domain = labels.find(sc.key);
+    if (domain == labels.end())
+      return {"node(s) didn't match pod topology spread constraints (missing required label)"};
+    const auto counts = domain_counts(pod, sc, nodes, by_node);
+    int least = 0;
+    bool first = true;
+    for (const auto& [d, n] : counts) {
+      least = first ? n : std::min(least, n);
+      first = false;
+    }
+    auto here = counts.find(domain->second);
+    const int self = selector_matches(sc.selector, labels_of(pod)) ? 1 : 0;
+    if ((here == counts.end() ? 0 : here->second) + self - least > sc.max_skew)
+      return {"node(s) didn't match pod topology spread constraints"};
+  }
+  return {};
+}
+
+int spread_penalty(const json& pod, const json& node, const std::vector<json>& nodes,
+                   const std::map<std::string, std::vector<json>>& by_node) {
+  const auto labels = labels_of(node);
+  int penalty = 0;
+  for (const auto& sc : spread_constraints(pod)) {
+    if (sc.hard) continue;
+    const auto counts = domain_counts(pod, sc, nodes, by_node);
+    auto domain = labels.find(sc.key);
+    if (domain == labels.end()) {
+      int most = 0;
+      for (const auto& [d, n] : counts) most = std::max(most, n);
+      penalty += most + 1;
+    } else {
+      auto here = counts.find(domain->second);
+      penalty += here == counts.end() ? 0 : here->second;
+    }
+  }
+  return penalty;
+}
 
 std::map<std::string, double> pod_requests(const json& pod) {
   std::map<std::string, double> total;
@@ -342,14 +443,24 @@ int Scheduler::schedule_once() {
     const std::string uid = str(pod["metadata"]["uid"]);
     std::vector<std::vector<std::string>> failures;
     std::string chosen;
+    // Without ScheduleAnyway constraints every fitting node scores the same: the first wins.
+    bool scored = false;
+    for (const auto& sc : spread_constraints(pod)) scored = scored || !sc.hard;
+    int best = 0;
     for (const auto& node : nodes) {
       const std::string node_name = str(node["metadata"]["name"]);
       auto reasons = fit_failures(pod, requests, node, usage[node_name]);
-      if (reasons.empty()) {
-        chosen = node_name;
-        break;
+      if (reasons.empty()) reasons = spread_failures(pod, node, nodes, on_node);
+      if (!reasons.empty()) {
+        failures.push_back(std::move(reasons));
+        continue;
       }
-      failures.push_back(std::move(reasons));
+      const int penalty = scored ? spread_penalty(pod, node, nodes, on_node) : 0;
+      if (chosen.empty() || penalty < best) {
+        chosen = node_name;
+        best = penalty;
+      }
+      if (!scored) break;
     }
     auto same_pod = [&](const json& current) {
       if (str(current["metadata"]["uid"]) != uid) throw not_found(pods_, name);

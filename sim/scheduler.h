@@ -2,7 +2,10 @@
 // as the default scheduler's filter plugins decide (NodeUnschedulable, TaintToleration,
 // NodeAffinity incl. nodeSelector, NodeResourcesFit for cpu/memory/pods/extended
 // resources such as nvidia.com/gpu, InterPodAffinity for required anti-affinity on
-// kubernetes.io/hostname). No scoring: the first fitting node in name order wins. Pods
+// kubernetes.io/hostname, PodTopologySpread for topologySpreadConstraints). Scoring only
+// for spreading: a pod with ScheduleAnyway constraints goes to the fitting node whose
+// domains hold the fewest matching pods; otherwise the first fitting node in name order
+// wins. Pods
 // that fit nowhere stay Pending with PodScheduled=False, reason Unschedulable and the
 // scheduler's "0/N nodes are available: ..." message (without the "preemption:" suffix;
 // there is no preemption).
@@ -33,6 +36,24 @@ bool tolerates(const nlohmann::json& pod, const nlohmann::json& taint);
 // `pods_on_node`: the pods bound to the node (terminal ones are ignored).
 std::vector<std::string> fit_failures(const nlohmann::json& pod, const nlohmann::json& node,
                                       const std::vector<nlohmann::json>& pods_on_node);
+// PodTopologySpread's filter, for the pod's whenUnsatisfiable: DoNotSchedule constraints
+// (any topologyKey; labelSelector with matchLabelKeys' values of the pod's own labels
+// added): placing the pod on `node` must leave the matching pods of its namespace (not
+// terminal, not deleting) in the node's domain at most maxSkew above the least populated
+// domain among the nodes that pass the pod's nodeSelector and required node affinity and
+// carry the key (taints are not considered: nodeTaintsPolicy Ignore; minDomains is not
+// modelled). Returns the scheduler's reason, or empty. `pods_by_node`: the pods bound to
+// each node, by node name.
+std::vector<std::string> spread_failures(
+    const nlohmann::json& pod, const nlohmann::json& node, const std::vector<nlohmann::json>& nodes,
+    const std::map<std::string, std::vector<nlohmann::json>>& pods_by_node);
+// PodTopologySpread's score for the pod's ScheduleAnyway constraints, lower is better: the
+// matching pods (counted as for the filter) in the node's domain of each constraint,
+// summed; a node without a constraint's key counts as the most populated domain plus one.
+// 0 for a pod without such constraints.
+int spread_penalty(const nlohmann::json& pod, const nlohmann::json& node,
+                   const std::vector<nlohmann::json>& nodes,
+                   const std::map<std::string, std::vector<nlohmann::json>>& pods_by_node);
 // What the pods bound to one node hold, gathered once per scheduling pass: the filters
 // read it instead of walking the node's pods for every pending pod and node (with a
 // 10,000-pod Job pending on full nodes, that walk made each pass take minutes).

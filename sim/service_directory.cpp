@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <system_error>
 
 #include "sim/api_status.h"
 #include "sim/garbage_collection.h"
 #include "sim/json_fields.h"
+#include "sim/kubelet.h"
 #include "sim/object_store.h"
 
 namespace commgate::sim {
@@ -40,16 +42,16 @@ std::optional<uint16_t> target_port(const json& pod, const json& target) {
 
 }  // namespace
 
-std::optional<ServiceAddress> select_endpoint(const json& service, const std::vector<json>& pods,
-                                              uint16_t port) {
+std::vector<ServiceAddress> select_endpoints(const json& service, const std::vector<json>& pods,
+                                             uint16_t port) {
   const json& spec = at(service, "spec");
   const json& selector = at(spec, "selector");
-  if (!selector.is_object() || selector.empty()) return std::nullopt;
+  if (!selector.is_object() || selector.empty()) return {};
   const json* entry = nullptr;
   if (at(spec, "ports").is_array())
     for (const auto& p : spec["ports"])
       if (at(p, "port").is_number_integer() && p["port"].get<int>() == port) entry = &p;
-  if (entry == nullptr) return std::nullopt;
+  if (entry == nullptr) return {};
   const json target = entry->contains("targetPort") ? (*entry)["targetPort"] : json(port);
   std::vector<const json*> candidates;
   for (const auto& pod : pods) {
@@ -63,10 +65,19 @@ std::optional<ServiceAddress> select_endpoint(const json& service, const std::ve
   std::sort(candidates.begin(), candidates.end(), [](const json* a, const json* b) {
     return str((*a)["metadata"]["name"]) < str((*b)["metadata"]["name"]);
   });
+  std::vector<ServiceAddress> out;
   for (const json* pod : candidates)
     if (auto p = target_port(*pod, target))
-      return ServiceAddress{str((*pod)["status"]["podIP"]), *p};
-  return std::nullopt;
+      out.push_back({str((*pod)["status"]["podIP"]), *p, str((*pod)["metadata"]["name"]),
+                     str(at(at(*pod, "spec"), "nodeName"))});
+  return out;
+}
+
+std::optional<ServiceAddress> select_endpoint(const json& service, const std::vector<json>& pods,
+                                              uint16_t port) {
+  auto all = select_endpoints(service, pods, port);
+  if (all.empty()) return std::nullopt;
+  return all.front();
 }
 
 void ServiceDirectory::add(const std::string& name, const std::string& ns,
@@ -101,10 +112,34 @@ std::optional<ServiceAddress> ServiceDirectory::find(const std::string& name, co
     const auto pods = store_->find_resource("", "v1", "pods");
     if (!services || !pods) return std::nullopt;
     const json service = store_->get(*services, ns, name);
-    return select_endpoint(service, store_->list(*pods, ns, {}).items, port);
+    const auto endpoints = select_endpoints(service, store_->list(*pods, ns, {}).items, port);
+    if (endpoints.empty()) return std::nullopt;
+    ServiceAddress chosen;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      chosen = endpoints[next_++ % endpoints.size()];
+    }
+    std::string netns;
+    if (const auto nodes = store_->find_resource("", "v1", "nodes"); nodes && !chosen.node.empty())
+      netns = str(at(at(at(store_->get(*nodes, "", chosen.node), "metadata"), "annotations"),
+                     kNetnsAnnotation));
+    return netns.empty() ? chosen : relayed(netns, chosen);
   } catch (const ApiError&) {
-    return std::nullopt;  // no such Service
+    return std::nullopt;  // no such Service (or the pod's node is gone)
+  } catch (const std::system_error&) {
+    return std::nullopt;  // the node's namespace is gone: no route to the pod
   }
+}
+
+ServiceAddress ServiceDirectory::relayed(const std::string& netns, ServiceAddress endpoint) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& relay = relays_[{netns, endpoint.host, endpoint.port}];
+  if (!relay)
+    relay = std::make_unique<NetnsRelay>(RelayEnd{"", "127.0.0.1", 0},
+                                         RelayEnd{netns, endpoint.host, endpoint.port});
+  endpoint.host = "127.0.0.1";
+  endpoint.port = relay->port();
+  return endpoint;
 }
 
 }  // namespace commgate::sim

@@ -1,6 +1,8 @@
 // Nodes in network namespaces (scripts/netsim.sh): the kubelet runs each node's pods
 // under `ip netns exec`, pods get the node's 198.18.0.x address, and a pod on one node
-// reaches another node's pod by its DNS name. Root only; skipped otherwise.
+// reaches another node's pod by its DNS name; a pod reaches the API server at its
+// KUBERNETES_SERVICE_HOST/PORT, its readiness probe runs inside its node's namespace, and
+// a Service leads to it from the host. Root only; skipped otherwise.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,8 +11,11 @@
 #include <string>
 #include <thread>
 
+#include "sim/api_server.h"
 #include "sim/api_status.h"
 #include "sim/cluster.h"
+#include "sim/http_probe.h"
+#include "sim/service_directory.h"
 #include "tests/support/wait.h"
 
 namespace commgate::sim {
@@ -148,5 +153,81 @@ TEST(ClusterNetns, a_pod_dns_name_resolves_to_the_live_pod_over_a_finished_one) 
   cluster.stop();
 }
 
-}  // namespace
+// What a cluster's node network and kube-proxy give a pod, through the sim's relays: the
+// API server (on the host's loopback) at the pod's KUBERNETES_SERVICE_HOST:PORT, a
+// readinessProbe on the pod's 198.18.0.x address, and the pod from the host through its
+// Service (as the API server calls a webhook).
+TEST(ClusterNetns, a_pod_reaches_the_api_server_and_its_service_reaches_the_pod) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  if (::access("/usr/bin/python3", X_OK) != 0 || ::access("/usr/bin/curl", X_OK) != 0)
+    GTEST_SKIP() << "no /usr/bin/python3 or /usr/bin/curl";
+  Netns netns;
+  ASSERT_TRUE(netns.ok()) << "netsim.sh up failed";
+  ApiServer api;
+  api.start();
+  KubeletOptions kubelet;
+  point_pods_at(kubelet, api, {});
+  SimCluster cluster(api.store(), kubelet);
+  cluster.start();
+  for (int i = 0; i < 2; ++i) {
+    NodeSpec node = node_spec("n" + std::to_string(i));
+    node.netns = netns.node_ns(i);
+    node.address = "198.18.0." + std::to_string(i + 1);
+    cluster.add_node(node);
+  }
+  ObjectStore& store = api.store();
+  const auto services = *store.find_resource("", "v1", "services");
+  const auto pods = *store.find_resource("", "v1", "pods");
+  // The chart's webhook port, bound inside node n1's namespace only.
+  json service = {{"metadata", {{"name", "web"}}}};
+  service["spec"]["selector"] = {{"app", "web"}};
+  service["spec"]["ports"] = json::array({{{"port", 80}, {"targetPort", "http"}}});
+  store.create(services, "default", service);
+  json server = {{"name", "c"}};
+  server["command"] =
+      json::array({"/usr/bin/python3", "-m", "http.server", "9443", "--bind", "0.0.0.0"});
+  server["ports"] = json::array({{{"name", "http"}, {"containerPort", 9443}}});
+  server["readinessProbe"]["httpGet"] = {{"path", "/"}, {"port", "http"}};
+  server["readinessProbe"]["periodSeconds"] = 1;
+  json web = {{"metadata", {{"name", "web"}}}};
+  web["metadata"]["labels"] = {{"app", "web"}};
+  web["spec"]["nodeName"] = "n1";
+  web["spec"]["containers"] = json::array({server});
+  store.create(pods, "default", web);
+  // Any HTTP answer (401 without a token) proves the API server was reached over TLS.
+  json curl = {{"name", "c"}};
+  curl["command"] = json::array(
+      {"sh", "-c",
+       "/usr/bin/curl -sk -o /dev/null -w '%{http_code}' "
+       "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/version > /dev/termination-log"});
+  json client = {{"metadata", {{"name", "client"}}}};
+  client["spec"]["nodeName"] = "n0";
+  client["spec"]["restartPolicy"] = "Never";
+  client["spec"]["containers"] = json::array({curl});
+  store.create(pods, "default", client);
+  auto status = [&](const std::string& name) {
+    return store.get(pods, "default", name).value("status", json::object());
+  };
+  ASSERT_TRUE(eventually([&] { return status("client").value("phase", "") == "Succeeded"; }))
+      << status("client").dump(2);
+  const std::string code =
+      status("client")["containerStatuses"][0]["state"]["terminated"].value("message", "");
+  EXPECT_TRUE(code == "200" || code == "401" || code == "403") << code;
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& c : status("web").value("conditions", json::array()))
+      if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
+    return false;
+  })) << status("web").dump(2);
+  EXPECT_EQ(status("web")["podIP"], "198.18.0.2");
+  ServiceDirectory directory(&store);
+  const auto endpoint = directory.find("web", "default", 80);
+  ASSERT_TRUE(endpoint.has_value());
+  EXPECT_EQ(endpoint->host, "127.0.0.1");  // the relay into n1's namespace
+  EXPECT_NE(endpoint->port, 9443);
+  EXPECT_EQ(endpoint->pod, "web");
+  EXPECT_TRUE(run_http_probe({endpoint->host, endpoint->port, "/", false}, 5s));
+  cluster.stop();
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim

@@ -209,5 +209,170 @@ TEST(Scheduler, binds_what_fits_and_marks_the_rest_unschedulable) {
   EXPECT_EQ(store.resource_version(), rv);
 }
 
-}  // namespace
+// topologySpreadConstraints on kubernetes.io/hostname as the chart's Deployments set them
+// (maxSkew 1, the pod's component label, matchLabelKeys pod-template-hash).
+json spread_pod(const std::string& name, const std::string& when, const std::string& hash = "h1",
+                const std::string& app = "hook") {
+  json constraint = {{"maxSkew", 1},
+                     {"topologyKey", "kubernetes.io/hostname"},
+                     {"whenUnsatisfiable", when},
+                     {"labelSelector", {{"matchLabels", {{"app", app}}}}}};
+  constraint["matchLabelKeys"] = json::array({"pod-template-hash"});
+  json spec = json::object();
+  spec["topologySpreadConstraints"] = json::array({constraint});
+  return pod(name, spec, {{"app", app}, {"pod-template-hash", hash}});
+}
+
+TEST(SpreadFailures, table) {
+  const std::vector<json> nodes = {node("n1", 0), node("n2", 0), node("n3", 0, {{"pool", "x"}})};
+  json deleting = spread_pod("d", "DoNotSchedule");
+  deleting["metadata"]["deletionTimestamp"] = "2026-12-02T09:00:00Z";
+  json finished = spread_pod("f", "DoNotSchedule");
+  finished["status"]["phase"] = "Failed";
+  json elsewhere = spread_pod("e", "DoNotSchedule");
+  elsewhere["metadata"]["namespace"] = "other";
+  json pinned = spread_pod("p", "DoNotSchedule");
+  pinned["spec"]["nodeSelector"] = {{"pool", "x"}};
+  const std::string kSkew = "node(s) didn't match pod topology spread constraints";
+  struct Case {
+    std::string what;
+    json pod;
+    std::string node;
+    std::map<std::string, std::vector<json>> by_node;
+    std::vector<std::string> want;
+  };
+  const std::vector<Case> cases = {
+      {"an_empty_cluster_takes_the_first_replica_anywhere",
+       spread_pod("p", "DoNotSchedule"),
+       "n1",
+       {},
+       {}},
+      {"a_second_replica_may_not_join_the_first_while_a_node_is_empty",
+       spread_pod("p", "DoNotSchedule"),
+       "n1",
+       {{"n1", {spread_pod("a", "DoNotSchedule")}}},
+       {kSkew}},
+      {"a_second_replica_goes_to_an_empty_node",
+       spread_pod("p", "DoNotSchedule"),
+       "n2",
+       {{"n1", {spread_pod("a", "DoNotSchedule")}}},
+       {}},
+      {"one_per_node_lets_the_fourth_go_anywhere",
+       spread_pod("p", "DoNotSchedule"),
+       "n1",
+       {{"n1", {spread_pod("a", "DoNotSchedule")}},
+        {"n2", {spread_pod("b", "DoNotSchedule")}},
+        {"n3", {spread_pod("c", "DoNotSchedule")}}},
+       {}},
+      {"schedule_anyway_never_filters",
+       spread_pod("p", "ScheduleAnyway"),
+       "n1",
+       {{"n1", {spread_pod("a", "ScheduleAnyway")}}},
+       {}},
+      {"a_deleting_pod_is_not_counted",
+       spread_pod("p", "DoNotSchedule"),
+       "n1",
+       {{"n1", {deleting}}},
+       {}},
+      {"a_finished_pod_is_not_counted",
+       spread_pod("p", "DoNotSchedule"),
+       "n1",
+       {{"n1", {finished}}},
+       {}},
+      {"another_namespaces_pod_is_not_counted",
+       spread_pod("p", "DoNotSchedule"),
+       "n1",
+       {{"n1", {elsewhere}}},
+       {}},
+      {"another_template_hash_is_not_counted_match_label_keys",
+       spread_pod("p", "DoNotSchedule", "h2"),
+       "n1",
+       {{"n1", {spread_pod("a", "DoNotSchedule")}}},
+       {}},
+      {"another_apps_pod_is_not_counted",
+       spread_pod("p", "DoNotSchedule"),
+       "n1",
+       {{"n1", {spread_pod("a", "DoNotSchedule", "h1", "other")}}},
+       {}},
+      // n1 and n2 are empty but outside the pod's nodeSelector: n3 is the only domain.
+      {"only_nodes_the_pod_may_use_are_domains",
+       pinned,
+       "n3",
+       {{"n3", {spread_pod("a", "DoNotSchedule")}}},
+       {}},
+  };
+  for (const auto& c : cases) {
+    const json* target = nullptr;
+    for (const auto& n : nodes)
+      if (n["metadata"]["name"] == c.node) target = &n;
+    EXPECT_EQ(spread_failures(c.pod, *target, nodes, c.by_node), c.want) << c.what;
+  }
+  json unlabelled = node("n4", 0);
+  unlabelled["metadata"]["labels"].erase("kubernetes.io/hostname");
+  EXPECT_EQ(spread_failures(spread_pod("p", "DoNotSchedule"), unlabelled, nodes, {}),
+            std::vector<std::string>{
+                "node(s) didn't match pod topology spread constraints (missing required label)"});
+}
+
+TEST(SpreadPenalty, counts_matching_pods_in_the_nodes_domain_for_schedule_anyway_only) {
+  const std::vector<json> nodes = {node("n1", 0), node("n2", 0)};
+  const std::map<std::string, std::vector<json>> by_node = {
+      {"n1", {spread_pod("a", "ScheduleAnyway"), spread_pod("b", "ScheduleAnyway")}}};
+  EXPECT_EQ(spread_penalty(spread_pod("p", "ScheduleAnyway"), nodes[0], nodes, by_node), 2);
+  EXPECT_EQ(spread_penalty(spread_pod("p", "ScheduleAnyway"), nodes[1], nodes, by_node), 0);
+  EXPECT_EQ(spread_penalty(spread_pod("p", "DoNotSchedule"), nodes[0], nodes, by_node), 0);
+  EXPECT_EQ(spread_penalty(pod("p"), nodes[0], nodes, by_node), 0);
+}
+
+// The chart's two replicas (ScheduleAnyway, its default) land on two nodes, as do two
+// DoNotSchedule replicas; a third DoNotSchedule replica with two nodes still goes (skew 1),
+// and pods without constraints keep the first fitting node.
+TEST(Scheduler, spreads_replicas_over_nodes_by_their_topology_spread_constraints) {
+  ObjectStore store;
+  const auto nodes = *store.find_resource("", "v1", "nodes");
+  const auto pods = *store.find_resource("", "v1", "pods");
+  store.create(nodes, "", node("n1", 0));
+  store.create(nodes, "", node("n2", 0));
+  store.create(pods, "default", spread_pod("soft-a", "ScheduleAnyway", "h1", "soft"));
+  store.create(pods, "default", spread_pod("soft-b", "ScheduleAnyway", "h1", "soft"));
+  store.create(pods, "default", spread_pod("hard-a", "DoNotSchedule"));
+  store.create(pods, "default", spread_pod("hard-b", "DoNotSchedule"));
+  store.create(pods, "default", spread_pod("hard-c", "DoNotSchedule"));
+  store.create(pods, "default", pod("plain-a"));
+  store.create(pods, "default", pod("plain-b"));
+  Scheduler scheduler(store);
+  EXPECT_EQ(scheduler.schedule_once(), 7);
+  auto node_of = [&](const char* name) {
+    return store.get(pods, "default", name)["spec"].value("nodeName", "");
+  };
+  EXPECT_NE(node_of("soft-a"), node_of("soft-b"));
+  EXPECT_NE(node_of("hard-a"), node_of("hard-b"));
+  EXPECT_FALSE(node_of("hard-c").empty());
+  EXPECT_EQ(node_of("plain-a"), "n1");
+  EXPECT_EQ(node_of("plain-b"), "n1");
+}
+
+// With one node, a DoNotSchedule replica beyond maxSkew waits with the scheduler's reason.
+TEST(Scheduler, a_do_not_schedule_replica_beyond_max_skew_stays_pending) {
+  ObjectStore store;
+  const auto nodes = *store.find_resource("", "v1", "nodes");
+  const auto pods = *store.find_resource("", "v1", "pods");
+  store.create(nodes, "", node("n1", 0));
+  json pinned_a = spread_pod("a", "DoNotSchedule"), pinned_b = spread_pod("b", "DoNotSchedule");
+  // n2 is a domain for the constraint (no node selector excludes it) but has no room.
+  json full = node("n2", 0);
+  full["status"]["allocatable"]["pods"] = "0";
+  store.create(nodes, "", full);
+  store.create(pods, "default", pinned_a);
+  store.create(pods, "default", pinned_b);
+  Scheduler scheduler(store);
+  EXPECT_EQ(scheduler.schedule_once(), 1);
+  const json b = store.get(pods, "default", "b");
+  EXPECT_FALSE(b["spec"].contains("nodeName"));
+  EXPECT_EQ(b["status"]["conditions"][0]["message"],
+            "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't match pod topology "
+            "spread constraints.");
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim

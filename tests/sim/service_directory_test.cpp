@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "sim/object_store.h"
+
 namespace commgate::sim {
 namespace COMMGATE_TEST_UNIT {
 
@@ -96,6 +100,38 @@ TEST(ServiceDirectory, a_registration_wins_over_the_store) {
   const auto found = directory.find("hook", "ns", 443);
   ASSERT_TRUE(found.has_value());
   EXPECT_EQ(found->port, 1234);
+}
+
+// kube-proxy spreads connections over a Service's endpoints: the directory takes the
+// Ready pods in turn, so each webhook replica is called; a deleting one no longer is.
+TEST(ServiceDirectory, takes_the_ready_endpoints_in_turn) {
+  ObjectStore store;
+  const auto services = *store.find_resource("", "v1", "services");
+  const auto pods = *store.find_resource("", "v1", "pods");
+  store.create(*store.find_resource("", "v1", "namespaces"), "", {{"metadata", {{"name", "ns"}}}});
+  store.create(services, "ns", a_service("https"));
+  for (const auto& [name, ip] : {std::pair{"a", "127.0.0.1"}, std::pair{"b", "127.0.0.2"}}) {
+    json pod = a_pod(name, "hook", true, ip);
+    pod["metadata"]["finalizers"] = {"test.commgate.io/hold"};  // deleting, not gone
+    store.create(pods, "ns", pod);
+    store.mutate(pods, "ns", name, WritePart::kStatus, [&](const json& current) {
+      json next = current;
+      next["status"] = pod["status"];
+      return next;
+    });
+  }
+  ServiceDirectory directory(&store);
+  std::multiset<std::string> called;
+  for (int i = 0; i < 4; ++i) {
+    const auto found = directory.find("hook", "ns");
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->port, 9443);
+    called.insert(found->pod + "=" + found->host);
+  }
+  EXPECT_EQ(called, (std::multiset<std::string>{"a=127.0.0.1", "a=127.0.0.1", "b=127.0.0.2",
+                                                "b=127.0.0.2"}));
+  store.remove(pods, "ns", "a");
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(directory.find("hook", "ns")->pod, "b");
 }
 
 }  // namespace COMMGATE_TEST_UNIT
