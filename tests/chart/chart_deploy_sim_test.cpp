@@ -1,28 +1,38 @@
-// End to end without shortcuts: the whole rendered chart applied with the real kubectl to
-// the simulated cluster, which runs it as a cluster does. Its Deployment controller makes
-// the ReplicaSets and pods; its kubelet runs the chart's `commgate/commgate` container as
-// the local build's `commgate` (--image-entrypoint), writes the chart's TLS Secret into
-// the pod (the args' /etc/commgate/tls paths lead there) and the pod's service-account
-// volume, whose token is the one the sim knows for that ServiceAccount, bind-mounted at
-// /var/run/secrets/kubernetes.io/serviceaccount in the pod's own mount namespace (root),
-// so each binary uses the in-cluster config and RBAC decides its requests as its
-// ServiceAccount; readiness probes on /readyz make the pods Ready and `kubectl rollout
-// status` waits for both Deployments. The sim then calls the webhook through the
-// rendered Service (selector, named targetPort) and caBundle, and the operator takes the
+// End to end without shortcuts: the whole rendered chart, with its default values (two
+// webhook and two operator replicas), applied with the real kubectl to the simulated
+// cluster, which runs it as a cluster does. Its nodes are two scripts/netsim.sh network
+// namespaces (198.18.0.1 and .2), so each pod binds the chart's ports in its node's
+// namespace only and the two replicas of each Deployment, spread over the nodes by the
+// chart's topologySpreadConstraints (the sim's scheduler honours them), do not collide.
+// The Deployment controller makes the ReplicaSets and pods; the kubelet runs the chart's
+// `commgate/commgate` container as the local build's `commgate` (--image-entrypoint)
+// under `ip netns exec`, writes the chart's TLS Secret into the pod (the args'
+// /etc/commgate/tls paths lead there) and the pod's service-account volume, whose token
+// is the one the sim knows for that ServiceAccount, bind-mounted at
+// /var/run/secrets/kubernetes.io/serviceaccount in the pod's own mount namespace, so each
+// binary uses the in-cluster config (127.0.0.1:<port> inside the node's namespace, which
+// the kubelet relays to the API server) and RBAC decides its requests as its
+// ServiceAccount; readiness probes on /readyz, run inside the node's namespace, make the
+// pods Ready and `kubectl rollout status` waits for both Deployments. The sim calls the
+// webhook through the rendered Service (selector, named targetPort, its Ready pods in
+// turn, dialled inside their node's namespace) and caBundle, and one operator takes the
 // Lease and decides the gated job (status.decision; its probe, unschedulable on nodes
-// without the example's pool label, reported in the Probed condition).
+// without the example's pool label, reported in the Probed condition). Then the leader's
+// pod is deleted and another replica leads and decides a second job; a webhook pod is
+// deleted and admission still gates a third.
 //
 // Left as in chart_sim_test.cpp: namespaces are labelled kubernetes.io/metadata.name by
-// the test (kube-apiserver does it; the sim does not). One replica of each Deployment
-// (--set webhook.replicas=1,operator.replicas=1): pods on host-network nodes share
-// 127.0.0.1, so two replicas of one port would collide (docs/testing.md).
+// the test (kube-apiserver does it; the sim does not). Root only (network and mount
+// namespaces); skipped otherwise. Label netns.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,12 +66,37 @@ json labelled_namespace(const std::string& name) {
           {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/metadata.name", name}}}}}};
 }
 
+// Two emulated nodes (scripts/netsim.sh) for the test's lifetime, named after this process
+// (netsim.sh reaps the leftovers of a killed run by that owner pid); removed by the
+// destructor, also when the test failed.
+class Netns {
+ public:
+  Netns() : prefix_("cd" + std::to_string(getpid() % 1000000)) {
+    ok_ = std::system(command("up 2 1gbit").c_str()) == 0;
+  }
+  ~Netns() { [[maybe_unused]] int rc = std::system(command("down").c_str()); }
+  Netns(const Netns&) = delete;
+  Netns& operator=(const Netns&) = delete;
+  bool ok() const { return ok_; }
+  std::string node_ns(int i) const { return prefix_ + "-n" + std::to_string(i); }
+
+ private:
+  std::string command(const std::string& args) const {
+    return "NETSIM_PREFIX=" + prefix_ + " NETSIM_OWNER_PID=" + std::to_string(getpid()) + " " +
+           COMMGATE_NETSIM_SCRIPT + " " + args + " >/dev/null";
+  }
+  std::string prefix_;
+  bool ok_ = false;
+};
+
 class ChartDeployedOnSim : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
     if (geteuid() != 0)
-      GTEST_SKIP() << "the pods' in-cluster config needs their mount namespaces (root)";
+      GTEST_SKIP() << "the nodes' network namespaces and the pods' mount namespaces need root";
+    netns_ = std::make_unique<Netns>();
+    ASSERT_TRUE(netns_->ok()) << "netsim.sh up failed";
     api_.start();
     dir_ = api_.pki_dir();
     kubeconfig_ = dir_ + "/kubeconfig";
@@ -73,8 +108,13 @@ class ChartDeployedOnSim : public ::testing::Test {
     sim::point_pods_at(kubelet, api_, options_.users);
     cluster_ = std::make_unique<sim::SimCluster>(api_.store(), kubelet);
     cluster_->start();
-    for (const char* node : {"sim-node-0", "sim-node-1"}) cluster_->add_node(sim::node_spec(node));
-    chart_ = render_chart({"--include-crds", "--set", "webhook.replicas=1,operator.replicas=1"});
+    for (int i = 0; i < 2; ++i) {
+      sim::NodeSpec node = sim::node_spec("sim-node-" + std::to_string(i));
+      node.netns = netns_->node_ns(i);
+      node.address = "198.18.0." + std::to_string(i + 1);
+      cluster_->add_node(node);
+    }
+    chart_ = render_chart({"--include-crds"});  // the defaults: 2 replicas of each
     ASSERT_EQ(chart_.exit_code, 0) << chart_.output;
   }
   void TearDown() override {
@@ -109,6 +149,59 @@ class ChartDeployedOnSim : public ::testing::Test {
     return out;
   }
 
+  // The pods of a component, from `kubectl get pods -o json`.
+  json pods_of(const std::string& component) {
+    const auto got = kubectl({"get", "pods", "-n", "commgate-system", "-l",
+                              "app.kubernetes.io/component=" + component, "-o", "json"});
+    return got.code == 0 ? json::parse(got.output)["items"] : json::array();
+  }
+  // A copy of the bert-large example under another name, as a file to apply.
+  std::string bert_named(const std::string& name) {
+    std::string text = read_file(source_path("examples/jobs/bert-large-350m.yaml"));
+    const std::string from = "name: bert-large\n";
+    text.replace(text.find(from), from.size(), "name: " + name + "\n");
+    const std::string file = dir_ + "/" + name + ".yaml";
+    std::ofstream(file) << text;
+    return file;
+  }
+  // The Lease's holder identity ("" when none or unreadable).
+  std::string lease_holder(const std::string& lease_name) {
+    const auto got = kubectl({"get", "lease", "-n", "commgate-system", lease_name, "-o", "json"});
+    if (got.code != 0) return "";
+    return json::parse(got.output)["spec"].value("holderIdentity", "");
+  }
+  // Whether the operator decided the job: the gate stands (status.decision) and its probe
+  // for the pool is reported as it fared on the sim (no node carries the example's pool
+  // label: the scheduler's message in the Probed condition).
+  bool decided(const std::string& name, json& job) {
+    const auto got = kubectl({"get", "tj", "-n", "nlp", name, "-o", "json"});
+    if (got.code != 0) return false;
+    job = json::parse(got.output);
+    const json status = job.value("status", json::object());
+    if (status.value("decision", json::object()).value("action", "") != "Gate") return false;
+    for (const auto& cond : status.value("conditions", json::array()))
+      if (cond.value("type", "") == "Probed" && cond.value("reason", "") == "ProbeUnschedulable")
+        return cond.value("message", "").find("didn't match Pod's node affinity/selector") !=
+               std::string::npos;
+    return false;
+  }
+  // Applies a job file (with `retry`, until the webhook answers: its Service may still be
+  // settling; else once, and admission must answer the first time) and returns the
+  // created object.
+  json create_job(const std::string& file, const std::string& name, bool retry) {
+    Result created{};
+    EXPECT_TRUE(wait_until(
+        [&] {
+          created = kubectl({"apply", "-f", file});
+          return created.code == 0 || !retry;
+        },
+        30s));
+    EXPECT_EQ(created.code, 0) << created.output << logs("webhook");
+    const auto got = kubectl({"get", "tj", "-n", "nlp", name, "-o", "json"});
+    return got.code == 0 ? json::parse(got.output) : json::object();
+  }
+
+  std::unique_ptr<Netns> netns_;  // first: removed after everything that runs in it
   sim::ApiServerOptions options_ = rbac_options();
   sim::ApiServer api_{options_};
   std::unique_ptr<sim::SimCluster> cluster_;
@@ -137,65 +230,94 @@ TEST_F(ChartDeployedOnSim, the_applied_chart_runs_its_webhook_and_operator_as_a_
                                << rollout.output << logs("webhook") << logs("operator");
     EXPECT_NE(rollout.output.find("successfully rolled out"), std::string::npos);
   }
+  // Two replicas of each, one per node (the chart's topology spread), each at its node's
+  // address in the emulated network.
+  for (const char* component : {"webhook", "operator"}) {
+    const json pods = pods_of(component);
+    ASSERT_EQ(pods.size(), 2u) << pods.dump(2);
+    std::set<std::string> nodes, ips;
+    for (const auto& p : pods) {
+      nodes.insert(p["spec"].value("nodeName", ""));
+      ips.insert(p["status"].value("podIP", ""));
+    }
+    EXPECT_EQ(nodes, (std::set<std::string>{"sim-node-0", "sim-node-1"})) << component;
+    EXPECT_EQ(ips, (std::set<std::string>{"198.18.0.1", "198.18.0.2"})) << component;
+  }
 
   // A researcher's job: the sim calls the webhook through the chart's Service (its
-  // selector leads to the Ready webhook pod's named port) and verifies it with the
-  // chart's caBundle; with no measurement yet the webhook gates it.
-  const std::string bert = source_path("examples/jobs/bert-large-350m.yaml");
-  Result created{};
-  ASSERT_TRUE(wait_until(
-      [&] {
-        created = kubectl({"apply", "-f", bert});
-        return created.code == 0;
-      },
-      30s))
-      << created.output << logs("webhook");
+  // selector leads to the Ready webhook pods' named port, in their node's namespace) and
+  // verifies it with the chart's caBundle; with no measurement yet the webhook gates it.
   const json job =
-      json::parse(kubectl({"get", "tj", "-n", "nlp", "bert-large", "-o", "json"}).output);
-  EXPECT_EQ(job["spec"]["suspend"], true) << job.dump(2);
-  EXPECT_EQ(job["metadata"]["annotations"].value("commgate.io/decision", ""), "Gate")
+      create_job(source_path("examples/jobs/bert-large-350m.yaml"), "bert-large", true);
+  EXPECT_EQ(job.value("spec", json::object()).value("suspend", false), true) << job.dump(2);
+  EXPECT_EQ(job.value("metadata", json::object())
+                .value("annotations", json::object())
+                .value("commgate.io/decision", ""),
+            "Gate")
       << job.dump(2);
 
-  // The operator pod, as its ServiceAccount under the chart's RBAC, leads on the Lease its
-  // Role names and starts the measurement the gate waits for: the pool's probe.
-  const json pods = json::parse(kubectl({"get", "pods", "-n", "commgate-system", "-l",
-                                         "app.kubernetes.io/component=operator", "-o", "json"})
-                                    .output);
-  ASSERT_EQ(pods["items"].size(), 1u) << pods.dump(2);
-  const std::string operator_pod = pods["items"][0]["metadata"]["name"];
+  // One operator pod, as its ServiceAccount under the chart's RBAC, leads on the Lease its
+  // Role names (the other stands by) and starts the measurement the gate waits for: the
+  // pool's probe.
   const json& role = chart_.get("Role", "commgate-operator-leader-election");
   const std::string lease_name = role["rules"][0]["resourceNames"][0];
-  json lease;
+  std::set<std::string> operators;
+  for (const auto& p : pods_of("operator")) operators.insert(p["metadata"]["name"]);
+  auto pod_of_holder = [](const std::string& holder) {
+    return holder.substr(0, holder.find('_'));  // "<pod>_<uid>"
+  };
+  std::string leader;
   ASSERT_TRUE(wait_until(
       [&] {
-        const auto got =
-            kubectl({"get", "lease", "-n", "commgate-system", lease_name, "-o", "json"});
-        if (got.code != 0) return false;
-        lease = json::parse(got.output);
-        return lease["spec"].value("holderIdentity", "").rfind(operator_pod + "_", 0) == 0;
+        leader = pod_of_holder(lease_holder(lease_name));
+        return operators.count(leader) > 0;
       },
       30s))
-      << lease.dump(2) << logs("operator");
-  // It decides the job: the gate stands (status.decision), and the probe it created for
-  // the pool (a Job in the release namespace, allowed by the chart's RBAC) is reported
-  // as it fared on the sim: no node carries the example's pool label, so the scheduler's
-  // message comes back in the Probed condition.
-  json decided;
+      << leader << logs("operator");
+  json decided_job;
+  ASSERT_TRUE(wait_until([&] { return decided("bert-large", decided_job); }, 30s))
+      << decided_job.dump(2) << logs("operator");
+
+  // The leader's pod goes (as a node drain or a rollout would take it): it releases the
+  // Lease on SIGTERM and another replica takes it, the standby or the leader's
+  // replacement, whichever asks first (both do, as on a cluster), and decides the next job.
+  const auto deleted = kubectl({"delete", "pod", "-n", "commgate-system", leader, "--wait=false"});
+  ASSERT_EQ(deleted.code, 0) << deleted.output;
+  std::string successor;
   ASSERT_TRUE(wait_until(
       [&] {
-        decided =
-            json::parse(kubectl({"get", "tj", "-n", "nlp", "bert-large", "-o", "json"}).output);
-        const json status = decided.value("status", json::object());
-        if (status.value("decision", json::object()).value("action", "") != "Gate") return false;
-        for (const auto& cond : status.value("conditions", json::array()))
-          if (cond.value("type", "") == "Probed" &&
-              cond.value("reason", "") == "ProbeUnschedulable")
-            return cond.value("message", "").find("didn't match Pod's node affinity/selector") !=
-                   std::string::npos;
+        successor = pod_of_holder(lease_holder(lease_name));
+        if (successor.empty() || successor == leader) return false;
+        for (const auto& p : pods_of("operator"))
+          if (p["metadata"]["name"] == successor) return true;
         return false;
       },
-      30s))
-      << decided.dump(2) << logs("operator");
+      40s))
+      << "holder: " << successor << "\n"
+      << logs("operator");
+  create_job(bert_named("bert-large-2"), "bert-large-2", false);
+  ASSERT_TRUE(wait_until([&] { return decided("bert-large-2", decided_job); }, 30s))
+      << decided_job.dump(2) << logs("operator");
+
+  // A webhook pod goes: its Service leads to the other, and admission (failurePolicy
+  // Fail) still gates a job while the replacement starts.
+  const std::string webhook_pod = pods_of("webhook")[0]["metadata"]["name"];
+  const auto gone =
+      kubectl({"delete", "pod", "-n", "commgate-system", webhook_pod, "--wait=false"});
+  ASSERT_EQ(gone.code, 0) << gone.output;
+  const json third = create_job(bert_named("bert-large-3"), "bert-large-3", false);
+  EXPECT_EQ(third.value("spec", json::object()).value("suspend", false), true) << third.dump(2);
+  EXPECT_EQ(third.value("metadata", json::object())
+                .value("annotations", json::object())
+                .value("commgate.io/decision", ""),
+            "Gate")
+      << third.dump(2);
+  for (const char* deployment : {"deployment/commgate-webhook", "deployment/commgate-operator"}) {
+    const auto rollout =
+        kubectl({"rollout", "status", "-n", "commgate-system", deployment, "--timeout=60s"});
+    EXPECT_EQ(rollout.code, 0) << deployment << "\n"
+                               << rollout.output << logs("webhook") << logs("operator");
+  }
   EXPECT_EQ(logs("operator").find("forbidden"), std::string::npos) << logs("operator");
 }
 
