@@ -1,5 +1,7 @@
 #include "sim/change_loop.h"
 
+#include <algorithm>
+
 namespace commgate::sim {
 
 ChangeLoop::ChangeLoop(ObjectStore& store, std::vector<ResourceInfo> watched, Pass pass)
@@ -53,8 +55,14 @@ void ChangeLoop::run() {
     if (stopping_) break;
     dirty_ = false;
     lock.unlock();
+    const auto started = std::chrono::steady_clock::now();
     next = pass_();
+    const auto took = std::chrono::steady_clock::now() - started;
     lock.lock();
+    // The next pass, even for a change already flagged, waits as long as this one took.
+    const auto rest_until = std::chrono::steady_clock::now() +
+                            std::min<std::chrono::steady_clock::duration>(took, kMaxPassGap);
+    cv_.wait_until(lock, rest_until, [this] { return stopping_; });
   }
 }
 

@@ -2,8 +2,15 @@
 // resources and run one pass on a thread of its own after any change, or when the last
 // pass asked to run again at a time. Watch callbacks run under the store's lock, so they
 // only set a flag here; passes run without it.
+//
+// Changes that arrive during a pass are batched into the next one, which starts no sooner
+// than the last pass took (at most kMaxPassGap later): a controller whose passes are long
+// (10,000 pods listed and walked) so runs at most half the time instead of back to back,
+// leaving the store's lock and the CPU to the API server between passes, as upstream's
+// rate-limited work queues do. Short passes (small clusters) are not delayed noticeably.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -18,6 +25,8 @@ namespace commgate::sim {
 
 class ChangeLoop {
  public:
+  static constexpr std::chrono::milliseconds kMaxPassGap{1000};
+
   // One pass over the current state; returns when the next pass is due without a change
   // (a deadline), or nullopt. It must not throw.
   using Pass = std::function<std::optional<TimePoint>()>;
