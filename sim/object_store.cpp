@@ -111,6 +111,14 @@ const json* ObjectStore::find_locked(const ResourceInfo& r, const std::string& n
 
 namespace {
 
+// namespaceStrategy's PrepareForCreate and PrepareForUpdate (1.21+): every Namespace carries
+// the label kubernetes.io/metadata.name with its own name, whatever the writer sent, so
+// namespaceSelectors can pick a namespace by name.
+void set_namespace_name_label(json& meta, const std::string& name) {
+  if (!meta.contains("labels") || !meta["labels"].is_object()) meta["labels"] = json::object();
+  meta["labels"]["kubernetes.io/metadata.name"] = name;
+}
+
 // The event a watch with selectors sees, as kube-apiserver's watch cache filters: an
 // object that starts to match is ADDED, one that stops matching is DELETED.
 std::optional<WatchEvent> event_for(const WatchRequest& w, const WatchEvent& e,
@@ -182,6 +190,7 @@ json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json obje
   if (find_locked(r, ns, name) != nullptr) throw already_exists(r, name);
 
   meta["name"] = name;
+  if (r.storage_key() == "/namespaces") set_namespace_name_label(meta, name);
   meta["uid"] = new_uid();
   meta["creationTimestamp"] = format_rfc3339(options_.clock());
   if (r.generation) {
@@ -335,6 +344,7 @@ json ObjectStore::write_locked(const ResourceInfo& r, const std::string& ns,
         next.erase("status");
       }
     }
+    if (r.storage_key() == "/namespaces") set_namespace_name_label(next["metadata"], name);
     if (r.generation && spec_changed(current, next))
       next["metadata"]["generation"] = cm.value("generation", 1) + 1;
   }

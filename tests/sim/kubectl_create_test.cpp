@@ -60,7 +60,10 @@ TEST_F(KubectlCreateTest, create_namespace_configmap_secret_and_serviceaccount) 
   Result ns = kubectl({"create", "namespace", "foo"});
   ASSERT_EQ(ns.code, 0) << ns.output;
   EXPECT_NE(ns.output.find("namespace/foo created"), std::string::npos) << ns.output;
-  EXPECT_EQ(get_json({"namespace", "foo"})["status"]["phase"], "Active");
+  const json foo = get_json({"namespace", "foo"});
+  EXPECT_EQ(foo["status"]["phase"], "Active");
+  // Set by the API server on every Namespace (namespaceStrategy), as upstream.
+  EXPECT_EQ(foo["metadata"]["labels"]["kubernetes.io/metadata.name"], "foo");
 
   Result cm = kubectl(
       {"create", "configmap", "cfg", "-n", "foo", "--from-literal=a=b", "--from-literal=empty="});

@@ -48,6 +48,22 @@ TEST(ObjectStore, starts_with_default_and_kube_system_namespaces) {
   EXPECT_NO_THROW(store.get(ns, "", "kube-system"));
 }
 
+TEST(ObjectStore, every_namespace_carries_its_name_as_the_metadata_name_label) {
+  ObjectStore store;
+  auto ns = resource(store, "", "v1", "namespaces");
+  EXPECT_EQ(store.get(ns, "", "default")["metadata"]["labels"]["kubernetes.io/metadata.name"],
+            "default");
+  json created =
+      store.create(ns, "", {{"metadata", {{"name", "vision"}, {"labels", {{"team", "vision"}}}}}});
+  EXPECT_EQ(created["metadata"]["labels"],
+            json({{"team", "vision"}, {"kubernetes.io/metadata.name", "vision"}}));
+  // A writer cannot change or drop it (namespaceStrategy.PrepareForUpdate sets it again).
+  json edited = created;
+  edited["metadata"]["labels"] = {{"kubernetes.io/metadata.name", "other"}};
+  json updated = store.update(ns, "", "vision", edited, WritePart::kMain);
+  EXPECT_EQ(updated["metadata"]["labels"], json({{"kubernetes.io/metadata.name", "vision"}}));
+}
+
 TEST(ObjectStore, create_sets_uid_version_timestamp_and_generation) {
   ObjectStore store;
   auto cm = resource(store, "", "v1", "configmaps");
@@ -230,5 +246,5 @@ TEST(LabelSelectorQuery, rejects_malformed_selectors) {
   EXPECT_TRUE(LabelSelectorQuery::parse("!gpu").matches(json{{"metadata", json::object()}}));
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
