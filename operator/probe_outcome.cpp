@@ -326,6 +326,10 @@ ProbeOutcome succeeded(const json& job, const std::vector<json>& pods) {
 
 }  // namespace
 
+bool probe_finished(const json& job) {
+  return terminal_condition(job) != nullptr;
+}
+
 const char* to_string(ProbeState state) {
   switch (state) {
     case ProbeState::kRunning:

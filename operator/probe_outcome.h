@@ -38,4 +38,7 @@ const char* to_string(ProbeState state);
 // batch.kubernetes.io/job-name=<job>), in any order.
 ProbeOutcome read_probe_outcome(const nlohmann::json& job, const std::vector<nlohmann::json>& pods);
 
+// The probe Job has ended: a Complete or Failed condition with status True.
+bool probe_finished(const nlohmann::json& job);
+
 }  // namespace commgate::op

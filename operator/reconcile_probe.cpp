@@ -37,7 +37,15 @@ ReconcileResult TrainingJobReconciler::probe_or_collect(Context& ctx, const JobD
     enter(ctx, Step::kProbe);
     return std::nullopt;
   };
-  const std::optional<json> probe = get_or_null(reader_, jobs_collection(ns) + "/" + name);
+  // One pool's probe step at a time in this process (operator/pool_locks.h): a worker
+  // looks for the probe after another has created (or collected) it, never between.
+  const std::unique_lock pool_lock = pool_locks_.lock(pool);
+  const std::string path = jobs_collection(ns) + "/" + name;
+  std::optional<json> probe = get_or_null(reader_, path);
+  // The cache may lag behind what another worker did under this lock: a probe it created
+  // not yet seen (absent here), or one it collected and deleted (still finished here).
+  // Ask the API server then; a probe gone from there left its measurement before it went.
+  if (!probe || probe_finished(*probe)) probe = get_or_null(live_reader_, path);
   if (!probe) {
     if (auto decided = decided_by_newer_measurement()) return std::move(*decided);
     return start_probe(ctx, jd, profile);

@@ -52,6 +52,7 @@
 #include "operator/decision_status.h"
 #include "operator/own_writes.h"
 #include "operator/policy_counters.h"
+#include "operator/pool_locks.h"
 #include "operator/pool_waiters.h"
 #include "operator/probe_job.h"
 #include "operator/probe_outcome.h"
@@ -178,6 +179,9 @@ class TrainingJobReconciler {
   OwnWrites own_writes_;
   // After a write of the TrainingJob (ctx.object is what the API server answered).
   void remember_write(const Context& ctx);
+
+  // The probe step, one pool at a time (operator/pool_locks.h says why).
+  PoolLocks pool_locks_;
 
   mutable std::mutex metrics_mu_;
   Metrics metrics_;
