@@ -22,15 +22,16 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS) --repeat until-pass:2 $(CTEST_FLAGS)
 
 # The CPU-only parts (no LibTorch) again under AddressSanitizer and UBSan: every test but
-# the network-namespace ones (unit, and integration: the servers, the Kubernetes client's
-# threads, the simulated cluster, kubectl and the real binaries). Under the sanitizers'
+# the network-namespace ones and the scale one (a 10,000-pod Job: a minute in make test,
+# far longer at -O0 with the sanitizers) (unit, and integration: the servers, the
+# Kubernetes client's threads, the simulated cluster, kubectl and the real binaries). Under the sanitizers'
 # slowdown a test that failed gets one more run; a real defect fails both.
 test-sanitize: deps
 	cmake -S . -B $(BUILD_DIR)-asan -DCMAKE_BUILD_TYPE=Debug -DCOMMGATE_SANITIZE=ON \
 	  -DCOMMGATE_UNITY_BUILD=ON -DCOMMGATE_BUILD_PROBE=OFF -DCOMMGATE_BUILD_BENCH=OFF >/dev/null
 	cmake --build $(BUILD_DIR)-asan -j$(JOBS)
 	cd $(BUILD_DIR)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j$(JOBS) -LE netns --repeat until-pass:2
+	  ctest --output-on-failure -j$(JOBS) -LE 'netns|scale' --repeat until-pass:2
 
 # The webhook's AdmissionReview fuzzer (clang + libFuzzer + ASan/UBSan), 60 s from the
 # seed corpus. Longer runs: docs/webhook.md.
