@@ -161,8 +161,11 @@ TEST_P(KubectlEditTest, a_refused_edit_shows_what_the_webhook_answer_allows) {
             {"sideEffects", "None"},
             {"admissionReviewVersions", {"v1"}}}}}});
 
-  Result edit = kubectl({"edit", "configmap", "cfg", "-n", "default", "-o", "yaml"},
-                        {"KUBE_EDITOR=" + (dir_ / "editor.sh").string()});
+  // kubectl keeps a refused edit's file in $TMPDIR ("A copy of your changes has been
+  // stored to ..."): in the test's directory, not /tmp.
+  Result edit =
+      kubectl({"edit", "configmap", "cfg", "-n", "default", "-o", "yaml"},
+              {"KUBE_EDITOR=" + (dir_ / "editor.sh").string(), "TMPDIR=" + dir_.string()});
   EXPECT_NE(edit.code, 0) << edit.output;
   const std::string opened = slurp(dir_ / "opened");
   const std::string denied =
