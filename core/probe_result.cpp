@@ -1,25 +1,18 @@
 #include "core/probe_result.h"
 
-#include <cmath>
 #include <stdexcept>
 
 #include "core/object_meta.h"
 #include "core/object_reader.h"
+#include "core/significant_digits.h"
 
 namespace commgate {
 namespace {
 
 using P = Presence;
 
-double round_to(double v, int digits) {
-  if (!std::isfinite(v) || v == 0) return v;
-  const double scale =
-      std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
-  return std::round(v * scale) / scale;
-}
-
 nlohmann::json compute_json(const ComputeResult& c, bool compact) {
-  auto r = [&](double v) { return compact ? round_to(v, 4) : v; };
+  auto r = [&](double v) { return compact ? round_significant(v) : v; };
   return {{"parameters", c.parameters},
           {"gradientDtype", c.gradient_dtype},
           {"model", c.model},
@@ -36,7 +29,7 @@ nlohmann::json compute_json(const ComputeResult& c, bool compact) {
 }
 
 nlohmann::json ddp_json(const DdpStepResult& d, bool compact) {
-  auto r = [&](double v) { return compact ? round_to(v, 4) : v; };
+  auto r = [&](double v) { return compact ? round_significant(v) : v; };
   return {{"bucketCapBytes", d.bucket_cap_bytes},
           {"firstBucketBytes", d.first_bucket_bytes},
           {"buckets", d.buckets},
@@ -47,7 +40,7 @@ nlohmann::json ddp_json(const DdpStepResult& d, bool compact) {
 }
 
 nlohmann::json to_json_impl(const ProbeResult& p, bool compact) {
-  auto r = [&](double v) { return compact ? round_to(v, 4) : v; };
+  auto r = [&](double v) { return compact ? round_significant(v) : v; };
   nlohmann::json j = {{"apiVersion", kProbeResultApiVersion},
                       {"kind", kProbeResultKind},
                       {"startTime", format_rfc3339(p.start_time)},

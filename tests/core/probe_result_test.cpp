@@ -7,6 +7,7 @@
 #include "core/comm_profile.h"
 #include "core/measurement.h"
 #include "core/profile_recording.h"
+#include "core/significant_digits.h"
 #include "core/time_format.h"
 #include "core/training_job.h"
 #include "tests/support/builders.h"
@@ -72,6 +73,19 @@ TEST(ProbeResultSchema, compact_form_fits_the_termination_message) {
   EXPECT_EQ(back.allreduce.size(), 1u);  // the largest size only
   EXPECT_NEAR(back.fit.busbw_bytes_per_s, 11.5e9, 1e6);
   EXPECT_NEAR(back.compute->step_time_ms, 210.1, 0.01);
+}
+
+// The compact form rounds as every stored number does (core/significant_digits.h): the same
+// digits a printer column shows, the full number in the full form.
+TEST(ProbeResultSchema, compact_form_keeps_the_stored_significant_digits) {
+  ProbeResult r = full_result(2);
+  r.compute->step_time_ms = 210.123456;
+  r.ddp_step->comm_share = 0.013136288998357884;
+  const auto compact = nlohmann::json::parse(compact_probe_result(r));
+  EXPECT_EQ(compact["compute"]["stepTimeMs"], round_significant(210.123456));
+  EXPECT_EQ(compact["compute"]["stepTimeMs"], 210.1);
+  EXPECT_EQ(compact["ddpStep"]["commShare"], 0.01314);
+  EXPECT_EQ(to_json(r)["ddpStep"]["commShare"], 0.013136288998357884);
 }
 
 TEST(ProbeResultSchema, compact_form_cuts_a_huge_error_message) {
