@@ -1047,14 +1047,6 @@ TEST(Reconcile, a_request_no_allowed_probe_can_decide_is_downsized_to_what_one_c
   EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
 }
 
-TEST(Reconcile, retry_delays_double_up_to_the_maximum) {
-  const RetryStrategy s{5, 30, 100};
-  EXPECT_EQ(probe_retry_delay(s, 1), 30s);
-  EXPECT_EQ(probe_retry_delay(s, 2), 60s);
-  EXPECT_EQ(probe_retry_delay(s, 3), 100s);
-  EXPECT_EQ(probe_retry_delay(s, 60), 100s);
-}
-
 TEST(Reconcile, another_models_finished_probe_is_recorded_and_frees_the_pool) {
   World w;
   w.submit(a_job("bert"));
