@@ -93,10 +93,33 @@ AdmissionResponse denied(std::string message, int code) {
   return r;
 }
 
-AdmissionResponse invalid(std::string message) {
-  AdmissionResponse r = denied(std::move(message), 422);
+AdmissionResponse invalid(const ValidationError& error) {
+  AdmissionResponse r = denied(error.what(), 422);
   r.decision = "Invalid";
+  for (const auto& e : error.errors().all())
+    r.details.causes.push_back({"FieldValueInvalid", e.message, e.path});
   return r;
+}
+
+AdmissionResponse invalid(std::string field, std::string message) {
+  AdmissionResponse r = denied(field + ": " + message, 422);
+  r.decision = "Invalid";
+  r.details.causes.push_back({"FieldValueInvalid", std::move(message), std::move(field)});
+  return r;
+}
+
+AdmissionResponse with_request_details(AdmissionResponse response,
+                                       const AdmissionRequest& request) {
+  if (response.details.causes.empty()) return response;
+  response.details.name = request.name;
+  if (request.sub_resource == "scale") {
+    response.details.group = "autoscaling";
+    response.details.kind = "Scale";
+  } else {
+    response.details.group = request.resource.group;
+    response.details.kind = request.kind;
+  }
+  return response;
 }
 
 AdmissionResponse patched(std::vector<JsonPatchOp> ops) {
@@ -200,6 +223,17 @@ nlohmann::json admission_review_response(const std::string& uid, const std::stri
       status["code"] = response.code == 0 ? 403 : response.code;
       status["reason"] = response.reason.empty() ? "Forbidden" : response.reason;
       status["status"] = "Failure";
+      const StatusDetails& d = response.details;
+      if (!d.causes.empty()) {
+        Json causes = Json::array();
+        for (const auto& c : d.causes)
+          causes.push_back({{"reason", c.reason}, {"message", c.message}, {"field", c.field}});
+        Json details = {{"causes", std::move(causes)}};
+        if (!d.name.empty()) details["name"] = d.name;
+        if (!d.group.empty()) details["group"] = d.group;
+        if (!d.kind.empty()) details["kind"] = d.kind;
+        status["details"] = std::move(details);
+      }
     }
     out["status"] = status;
   }
@@ -221,6 +255,41 @@ nlohmann::json admission_review_response(const std::string& uid, const std::stri
           {"kind", "AdmissionReview"},
           {"response", out}};
 }
+
+namespace {
+
+// status.details with its trailing comma, or nothing without causes; keys sorted as the
+// tree dumps them (causes, group, kind, name; field, message, reason).
+void append_details(std::string& out, const StatusDetails& d) {
+  if (d.causes.empty()) return;
+  out += "\"details\":{\"causes\":[";
+  for (size_t i = 0; i < d.causes.size(); ++i) {
+    if (i > 0) out += ',';
+    out += "{\"field\":";
+    append_json_string(out, d.causes[i].field);
+    out += ",\"message\":";
+    append_json_string(out, d.causes[i].message);
+    out += ",\"reason\":";
+    append_json_string(out, d.causes[i].reason);
+    out += '}';
+  }
+  out += ']';
+  if (!d.group.empty()) {
+    out += ",\"group\":";
+    append_json_string(out, d.group);
+  }
+  if (!d.kind.empty()) {
+    out += ",\"kind\":";
+    append_json_string(out, d.kind);
+  }
+  if (!d.name.empty()) {
+    out += ",\"name\":";
+    append_json_string(out, d.name);
+  }
+  out += "},";
+}
+
+}  // namespace
 
 std::string admission_review_response_bytes(const std::string& uid, const std::string& api_version,
                                             const AdmissionResponse& response) {
@@ -254,6 +323,7 @@ std::string admission_review_response_bytes(const std::string& uid, const std::s
       out += "\"code\":";
       out += std::to_string(response.code == 0 ? 403 : response.code);
       out += ',';
+      append_details(out, response.details);
     }
     out += "\"message\":";
     append_json_string(out, response.message);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/decision.h"
+#include "core/field_errors.h"
 
 namespace commgate::webhook {
 
@@ -48,11 +49,31 @@ struct JsonPatchOp {
   nlohmann::json value;
 };
 
+// status.details of a refusal, as kube-apiserver's errors.NewInvalid writes it for a
+// TrainingJob that fails validation: {name, group, kind, causes[{reason, message, field}]}.
+// kubectl shows a 422 Invalid refusal only through its causes: `kubectl edit` lists them as
+// `# * <field>: <message>` above the reopened editor, `kubectl apply` prints
+// `The <kind> "<name>" is invalid: * <field>: <message>` (issue #11).
+struct StatusCause {
+  std::string reason;  // FieldValueInvalid
+  std::string message;
+  std::string field;  // e.g. spec.numNodes
+};
+struct StatusDetails {
+  std::string name;   // the request's name
+  std::string group;  // commgate.io
+  std::string kind;   // the Kind (TrainingJob), as NewInvalid writes it
+  std::vector<StatusCause> causes;
+};
+
 struct AdmissionResponse {
   bool allowed = true;
   int code = 0;        // status.code when denied (403 policy, 422 invalid, 400 bad request)
   std::string reason;  // status.reason (Forbidden, Invalid, BadRequest)
   std::string message;
+  // Written as status.details when a refusal has causes (invalid(ValidationError) and
+  // invalid(field, message) add them; with_request_details fills name, group and kind).
+  StatusDetails details;
   std::vector<JsonPatchOp> patch;
   std::vector<std::string> warnings;
   std::map<std::string, std::string> audit_annotations;
@@ -64,7 +85,14 @@ struct AdmissionResponse {
 // Builders, so handlers read as what they answer.
 AdmissionResponse allowed();
 AdmissionResponse denied(std::string message, int code = 403);
-AdmissionResponse invalid(std::string message);  // 422, reason Invalid
+// 422, reason Invalid, one cause per field error; the message is the error's what().
+AdmissionResponse invalid(const ValidationError& error);
+// 422, reason Invalid: "<field>: <message>", with that one cause.
+AdmissionResponse invalid(std::string field, std::string message);
+// Names the object a refusal with causes is about (details.name, group, kind), as
+// kube-apiserver does: the request's name, its resource's group and its Kind (a Scale of
+// the scale subresource is autoscaling's). Changes nothing in a response without causes.
+AdmissionResponse with_request_details(AdmissionResponse response, const AdmissionRequest& request);
 AdmissionResponse patched(std::vector<JsonPatchOp> ops);
 AdmissionResponse with_warnings(AdmissionResponse response, std::vector<std::string> warnings);
 

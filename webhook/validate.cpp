@@ -28,7 +28,7 @@ bool exempt_in_namespace(const Requester& who, const std::string& ns, const Snap
   return is_exempt(who, policy.spec.exemptions);
 }
 
-// spec.replicas of an autoscaling/v1 Scale, or nullopt (the message says why).
+// spec.replicas of an autoscaling/v1 Scale, or nullopt (`why` says what is wrong with it).
 std::optional<int64_t> scale_replicas(const Json& scale, std::string* why) {
   const Json* replicas = nullptr;
   if (scale.is_object()) {
@@ -41,7 +41,7 @@ std::optional<int64_t> scale_replicas(const Json& scale, std::string* why) {
     return 0;
   }
   if (!replicas->is_number_integer()) {
-    *why = "spec.replicas: must be an integer, got " + replicas->dump();
+    *why = "must be an integer, got " + replicas->dump();
     return std::nullopt;
   }
   return replicas->get<int64_t>();
@@ -56,10 +56,10 @@ AdmissionResponse validate_scale(const AdmissionRequest& request, const Snapshot
   if (request.operation != "UPDATE") return allowed();
   std::string why;
   const auto wanted = scale_replicas(request.object, &why);
-  if (!wanted) return invalid(why);
+  if (!wanted) return invalid("spec.replicas", why);
   if (*wanted < 1 || *wanted > kMaxNodes) {
-    return invalid("spec.replicas: must be between 1 and " + std::to_string(kMaxNodes) + ", got " +
-                   std::to_string(*wanted));
+    return invalid("spec.replicas", "must be between 1 and " + std::to_string(kMaxNodes) +
+                                        ", got " + std::to_string(*wanted));
   }
   const auto before = scale_replicas(request.old_object, &why).value_or(0);
   if (*wanted <= before) return with_decision(allowed(), "ScaleDown");
@@ -82,7 +82,7 @@ AdmissionResponse validate_comm_policy(const AdmissionRequest& request) {
   try {
     parse_comm_policy(request.object);
   } catch (const ValidationError& e) {
-    return invalid(e.what());
+    return invalid(e);
   }
   return allowed();
 }
@@ -98,6 +98,16 @@ bool annotations_agree(const DecisionRecord& record, const TrainingJob& job) {
   return value(annotation::kDecision) == to_string(record.action) &&
          value(annotation::kReason) == record.reason &&
          value(annotation::kRequestedNodes) == std::to_string(record.requested_nodes);
+}
+
+// A policyRef that names no usable policy. core's select_policy words its error as
+// "spec.policyRef.name: <why>"; the cause carries the field and <why> apart.
+AdmissionResponse invalid_policy_ref(const std::string& error) {
+  static constexpr std::string_view kField = "spec.policyRef.name";
+  std::string_view why = error;
+  if (why.starts_with(kField) && why.substr(kField.size()).starts_with(": "))
+    why.remove_prefix(kField.size() + 2);
+  return invalid(std::string(kField), std::string(why));
 }
 
 std::string unsuspend_refusal(const std::string& why) {
@@ -137,7 +147,7 @@ AdmissionResponse hold_to_record(const DecisionRecord& record, const TrainingJob
 AdmissionResponse decide_here(const TrainingJob& job, const Snapshot& snapshot,
                               const Requester& who, TimePoint now) {
   const JobDecision jd = decide_for_job(job, snapshot, who, now);
-  if (!jd.policy) return invalid(jd.policy_error);
+  if (!jd.policy) return invalid_policy_ref(jd.policy_error);
   const Decision& d = jd.decision;
   switch (d.action) {
     case Action::kDeny:
@@ -162,7 +172,7 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
   try {
     job = parse_training_job(request.object, ObjectSource::kAdmission, Verbatim::kSkip);
   } catch (const ValidationError& e) {
-    return invalid(e.what());
+    return invalid(e);
   }
   const Requester who = requester_of(request.user_info);
   if (who.username == config.operator_service_account) return allowed();
@@ -185,7 +195,7 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
   // A policyRef that names no usable policy is refused whatever the record says.
   if (!job.spec.policy_ref.empty()) {
     std::string error;
-    if (!select_policy(job, snapshot, &error)) return invalid(error);
+    if (!select_policy(job, snapshot, &error)) return invalid_policy_ref(error);
   }
   if (const auto record = decision_record_of(job);
       record && check_against_record(*record, job.spec) != RecordVerdict::kSpecChanged)
@@ -199,15 +209,17 @@ AdmissionResponse handle_validate(const AdmissionRequest& request, const Snapsho
                                   TimePoint now, const WebhookConfig& config) {
   // Deleting never spends GPUs; CONNECT does not apply to these resources.
   if (request.operation == "DELETE" || request.operation == "CONNECT") return allowed();
-  if (request.resource.resource == "commpolicies") return validate_comm_policy(request);
+  if (request.resource.resource == "commpolicies")
+    return with_request_details(validate_comm_policy(request), request);
   if (request.resource.resource != "trainingjobs") {
     return denied("commgate does not handle resource \"" + request.resource.resource +
                       "\": check the webhook configuration's rules",
                   400);
   }
-  if (request.sub_resource == "scale") return validate_scale(request, snapshot, config);
+  if (request.sub_resource == "scale")
+    return with_request_details(validate_scale(request, snapshot, config), request);
   if (!request.sub_resource.empty()) return allowed();  // status: the operator's
-  return validate_training_job(request, snapshot, now, config);
+  return with_request_details(validate_training_job(request, snapshot, now, config), request);
 }
 
 AdmissionResponse deny_past_deadline(std::chrono::milliseconds deadline) {
