@@ -18,7 +18,15 @@ struct WebhookConfig {
   // gates the job (DecisionTimeout), /validate denies (503). Well under the webhook
   // configurations' timeoutSeconds (5 s), which also covers the TLS handshake.
   std::chrono::milliseconds decision_deadline{2000};
-  // Threads that run the handlers under the deadline (0: one per core).
+  // Where the handlers run. Inline (the default): on the server's thread, which then waits
+  // as long as the handler takes; a handler is pure computation on the immutable snapshot,
+  // bounded since #12 (≤ 1 ms at the CRD's limits), and an answer that took longer than
+  // `decision_deadline` is still dropped for the past-the-deadline one. On the pool: on
+  // DeadlineRunner's threads, so the server's thread waits at most the deadline even for a
+  // handler that never returned; the hand-off (two context switches) cost about a fifth of
+  // the CPU of a /mutate (#9, docs/benchmarks.md).
+  bool decide_on_pool = false;
+  // Threads of that pool (0: one per core); none are started inline.
   size_t decision_threads = 0;
 };
 

@@ -36,9 +36,12 @@ AdmissionService::AdmissionService(std::shared_ptr<const PolicySource> source, W
                                    Clock clock)
     : source_(std::move(source)),
       config_(std::move(config)),
-      clock_(clock ? std::move(clock) : Clock([] { return std::chrono::system_clock::now(); })),
-      runner_(config_.decision_threads ? config_.decision_threads
-                                       : std::max(1u, std::thread::hardware_concurrency())) {
+      clock_(clock ? std::move(clock) : Clock([] { return std::chrono::system_clock::now(); })) {
+  if (config_.decide_on_pool) {
+    runner_ = std::make_unique<DeadlineRunner>(
+        config_.decision_threads ? config_.decision_threads
+                                 : std::max(1u, std::thread::hardware_concurrency()));
+  }
   metrics_.registry().add_collector([source = source_] { return source->metrics_text(); });
 }
 
@@ -69,13 +72,17 @@ Response AdmissionService::admit(const Request& request, bool mutate) {
                       denied("commgate has not loaded its policies and measurements yet", 503));
       }
       const TimePoint now = clock_();
-      // The handler shares its inputs: past the deadline this frame is gone while it runs.
-      auto handler = [this, mutate, now, snapshot, request = parsed]() {
-        return mutate ? handle_mutate(*request, *snapshot, now, config_)
-                      : handle_validate(*request, *snapshot, now, config_);
-      };
-      std::optional<AdmissionResponse> answer =
-          runner_.run(std::move(handler), config_.decision_deadline);
+      std::optional<AdmissionResponse> answer;
+      if (runner_) {
+        // The handler shares its inputs: past the deadline this frame is gone while it runs.
+        auto handler = [this, mutate, now, snapshot, request = parsed]() {
+          return mutate ? handle_mutate(*request, *snapshot, now, config_)
+                        : handle_validate(*request, *snapshot, now, config_);
+        };
+        answer = runner_->run(std::move(handler), config_.decision_deadline);
+      } else {
+        answer = run_inline(mutate, *parsed, *snapshot, now);
+      }
       if (!answer) {
         answer = mutate ? gate_past_deadline(*parsed, now, config_.decision_deadline)
                         : deny_past_deadline(config_.decision_deadline);
@@ -94,6 +101,21 @@ Response AdmissionService::admit(const Request& request, bool mutate) {
   metrics_.record_request(endpoint, decision, response.status,
                           std::chrono::steady_clock::now() - started);
   return response;
+}
+
+std::optional<AdmissionResponse> AdmissionService::run_inline(bool mutate,
+                                                              const AdmissionRequest& request,
+                                                              const Snapshot& snapshot,
+                                                              TimePoint now) {
+  // As DeadlineRunner::run: a zero deadline answers without running the handler, and an
+  // answer that came later than the deadline is dropped (the caller answers as past it).
+  const auto deadline = config_.decision_deadline;
+  if (deadline <= std::chrono::milliseconds::zero()) return std::nullopt;
+  const auto started = std::chrono::steady_clock::now();
+  AdmissionResponse answer = mutate ? handle_mutate(request, snapshot, now, config_)
+                                    : handle_validate(request, snapshot, now, config_);
+  if (std::chrono::steady_clock::now() - started > deadline) return std::nullopt;
+  return answer;
 }
 
 std::string AdmissionService::render_metrics(const std::function<server::ServerStats()>& stats) {

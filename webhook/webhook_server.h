@@ -33,12 +33,17 @@ class AdmissionService {
 
  private:
   std::string render_metrics(const std::function<server::ServerStats()>& stats);
+  // The handler on the calling thread (WebhookConfig::decide_on_pool false): its answer,
+  // or nullopt past the deadline.
+  std::optional<AdmissionResponse> run_inline(bool mutate, const AdmissionRequest& request,
+                                              const Snapshot& snapshot, TimePoint now);
 
   const std::shared_ptr<const PolicySource> source_;
   const WebhookConfig config_;
   const Clock clock_;
   WebhookMetrics metrics_;
-  DeadlineRunner runner_;  // last: its threads stop before the members they read
+  // Last: its threads stop before the members they read. Null when handlers run inline.
+  std::unique_ptr<DeadlineRunner> runner_;
 };
 
 // The service behind an HTTPS server.

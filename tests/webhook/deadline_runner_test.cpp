@@ -57,12 +57,15 @@ TEST(DeadlineRunner, RethrowsAHandlersException) {
                std::runtime_error);
 }
 
-// Through the whole HTTP layer: past the deadline /mutate gates, /validate denies (503),
-// and both are counted as Timeout.
-TEST(DeadlineRunner, TheServiceAnswersPastTheDeadlineAsFailurePolicyFailMeansIt) {
+// Through the whole HTTP layer, with the handlers inline (the default) and on the pool:
+// past the deadline /mutate gates, /validate denies (503), and both are counted as Timeout.
+class ServiceDeadline : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ServiceDeadline, TheServiceAnswersPastTheDeadlineAsFailurePolicyFailMeansIt) {
   auto source =
       std::make_shared<StaticPolicySource>(std::make_shared<Snapshot>(snapshot_of({}, {})));
   WebhookConfig config;
+  config.decide_on_pool = GetParam();
   config.decision_deadline = 0ms;  // every request is past it
   AdmissionService service{source, config, [] { return test_now(); }};
   server::Router router = service.router();
@@ -91,5 +94,41 @@ TEST(DeadlineRunner, TheServiceAnswersPastTheDeadlineAsFailurePolicyFailMeansIt)
   EXPECT_NE(metrics.find("endpoint=\"validate\",decision=\"Timeout\""), std::string::npos);
 }
 
-}  // namespace
+INSTANTIATE_TEST_SUITE_P(InlineAndPool, ServiceDeadline, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "pool" : "inline"; });
+
+// Where the handler runs changes no byte of any answer: a decision, an invalid job, an
+// UPDATE and a request no handler reads, both endpoints.
+TEST(ServiceDeadline, InlineAndPoolAnswerTheSameBytes) {
+  auto source =
+      std::make_shared<StaticPolicySource>(std::make_shared<Snapshot>(snapshot_of({}, {})));
+  WebhookConfig on_pool;
+  on_pool.decide_on_pool = true;
+  AdmissionService inline_service{source, WebhookConfig{}, [] { return test_now(); }};
+  AdmissionService pool_service{source, on_pool, [] { return test_now(); }};
+  const json job = a_training_job("bert").nodes(4).json();
+  json bad = job;
+  bad["spec"]["numNodes"] = -3;
+  json raised = job;
+  raised["spec"]["numNodes"] = 6;
+  const std::vector<std::string> bodies = {
+      a_create_of(job).body(), a_create_of(bad).body(), an_update_of(job, raised).body(),
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1",)"
+      R"("operation":"CREATE","kind":{"kind":"X"},"resource":{"resource":"x"}}})"};
+  for (const bool mutate : {true, false}) {
+    for (const auto& body : bodies) {
+      server::Request post;
+      post.method = "POST";
+      post.target = post.path = mutate ? "/mutate" : "/validate";
+      post.headers.push_back({"Content-Type", "application/json"});
+      post.body = body;
+      const server::Response a = inline_service.admit(post, mutate);
+      const server::Response b = pool_service.admit(post, mutate);
+      EXPECT_EQ(a.status, b.status) << post.path << " " << body;
+      EXPECT_EQ(a.body, b.body) << post.path << " " << body;
+    }
+  }
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::webhook
