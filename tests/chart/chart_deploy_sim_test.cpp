@@ -40,6 +40,7 @@
 #include "sim/cluster.h"
 #include "tests/chart/chart_render.h"
 #include "tests/support/child_process.h"
+#include "tests/support/kubectl.h"
 #include "tests/support/wait.h"
 
 namespace commgate::testing {
@@ -99,8 +100,7 @@ class ChartDeployedOnSim : public ::testing::Test {
     ASSERT_TRUE(netns_->ok()) << "netsim.sh up failed";
     api_.start();
     dir_ = api_.pki_dir();
-    kubeconfig_ = dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig_) << api_.kubeconfig();
+    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig(), 120s);
     sim::KubeletOptions kubelet;
     kubelet.work_dir = dir_ + "/pods";
     kubelet.image_entrypoints = {{"commgate/commgate", COMMGATE_BINARY}};
@@ -121,18 +121,8 @@ class ChartDeployedOnSim : public ::testing::Test {
     if (cluster_) cluster_->stop();
   }
 
-  struct Result {
-    int code;
-    std::string output;
-  };
-  Result kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
-                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, dir_ + "/kubectl-" + std::to_string(++calls_) + ".out");
-    const int code = p.wait_exit(120s);
-    return {code, p.output()};
-  }
+  using Result = KubectlResult;
+  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   Result apply(const std::vector<json>& objects, const std::string& name) {
     std::string stream;
     for (const auto& o : objects) stream += "---\n" + o.dump(2) + "\n";
@@ -205,9 +195,9 @@ class ChartDeployedOnSim : public ::testing::Test {
   sim::ApiServerOptions options_ = rbac_options();
   sim::ApiServer api_{options_};
   std::unique_ptr<sim::SimCluster> cluster_;
-  std::string dir_, kubeconfig_;
+  std::string dir_;
+  Kubectl kubectl_;
   RenderedChart chart_;
-  int calls_ = 0;
 };
 
 TEST_F(ChartDeployedOnSim, the_applied_chart_runs_its_webhook_and_operator_as_a_cluster_would) {

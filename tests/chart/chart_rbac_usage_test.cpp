@@ -39,6 +39,7 @@
 #include "sim/rbac_authorizer.h"
 #include "tests/chart/chart_render.h"
 #include "tests/support/child_process.h"
+#include "tests/support/kubectl.h"
 #include "tests/support/wait.h"
 
 namespace commgate::testing {
@@ -131,8 +132,7 @@ class ChartRbacUsage : public ::testing::Test {
     started_ = std::chrono::steady_clock::now();
     api_.start();
     dir_ = api_.pki_dir();
-    kubeconfig_ = dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig_) << api_.kubeconfig();
+    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig(), 30s);
     std::ofstream(dir_ + "/probe.sh") << kProbeScript;
     std::ofstream(dir_ + "/result.json") << kRealResult;
     // A default policy that admits what the recorded probe measured (66% at 2 nodes), with
@@ -160,18 +160,8 @@ class ChartRbacUsage : public ::testing::Test {
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   }
 
-  struct Result {
-    int code;
-    std::string output;
-  };
-  Result kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
-                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, dir_ + "/kubectl-" + std::to_string(++calls_) + ".out");
-    const int code = p.wait_exit(30s);
-    return {code, p.output()};
-  }
+  using Result = KubectlResult;
+  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   Result apply(const std::vector<json>& objects, const std::string& name) {
     const std::string file = dir_ + "/" + name + ".yaml";
     std::ofstream(file) << stream_of(objects);
@@ -291,10 +281,10 @@ class ChartRbacUsage : public ::testing::Test {
   std::chrono::steady_clock::time_point started_;
   sim::ApiServer api_{rbac_sim()};
   std::unique_ptr<sim::SimCluster> cluster_;
-  std::string dir_, kubeconfig_;
+  std::string dir_;
+  Kubectl kubectl_;
   RenderedChart chart_;
   std::unique_ptr<ChildProcess> webhook_, operator_;
-  int calls_ = 0;
 };
 
 TEST_F(ChartRbacUsage, a_trainingjobs_lifecycle_meets_no_403_and_leaves_no_grant_unused) {

@@ -36,6 +36,7 @@
 #include "sim/rbac_authorizer.h"
 #include "tests/chart/chart_render.h"
 #include "tests/support/child_process.h"
+#include "tests/support/kubectl.h"
 #include "tests/support/wait.h"
 
 namespace commgate::testing {
@@ -94,24 +95,13 @@ class ChartOnSim : public ::testing::Test {
     if (!fs::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
     api_.start();
     dir_ = api_.pki_dir();
-    kubeconfig_ = dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig_) << api_.kubeconfig();
+    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig(), 30s);
     chart_ = render_chart({"--include-crds"});
     ASSERT_EQ(chart_.exit_code, 0) << chart_.output;
   }
 
-  struct Result {
-    int code;
-    std::string output;
-  };
-  Result kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
-                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, dir_ + "/kubectl-" + std::to_string(++calls_) + ".out");
-    const int code = p.wait_exit(30s);
-    return {code, p.output()};
-  }
+  using Result = KubectlResult;
+  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   Result apply(const std::vector<json>& objects, const std::string& name) {
     const std::string file = dir_ + "/" + name + ".yaml";
     std::ofstream(file) << stream_of(objects);
@@ -212,7 +202,8 @@ class ChartOnSim : public ::testing::Test {
   }
 
   sim::ApiServer api_{rbac_sim()};
-  std::string dir_, kubeconfig_;
+  std::string dir_;
+  Kubectl kubectl_;
   RenderedChart chart_;
   std::unique_ptr<ChildProcess> webhook_, operator_;
   fs::path operator_tls_;
@@ -417,5 +408,5 @@ TEST_F(ChartOnSim, the_release_namespace_is_never_sent_to_the_webhook) {
       << job.dump(2);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::testing

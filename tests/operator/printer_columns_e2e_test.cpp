@@ -16,14 +16,15 @@
 #include "core/decision.h"
 #include "operator/decision_status.h"
 #include "sim/api_server.h"
-#include "tests/support/child_process.h"
+#include "tests/support/kubectl.h"
 
 namespace commgate::op {
 namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-using testing::ChildProcess;
+using testing::Kubectl;
+using testing::KubectlResult;
 
 // A downsize from 4 to 2 nodes whose prediction at 4 nodes has the share kubectl once
 // showed in full.
@@ -52,27 +53,15 @@ class PrinterColumns : public ::testing::Test {
     if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
     api_.start();
     dir_ = api_.pki_dir();
-    kubeconfig_ = dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig_) << api_.kubeconfig();
+    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig());
   }
 
-  struct Result {
-    int code;
-    std::string output;
-  };
-  Result kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
-                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, dir_ + "/out-" + std::to_string(++calls_));
-    const int code = p.wait_exit(20s);
-    return {code, p.output()};
-  }
+  using Result = KubectlResult;
+  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
 
   sim::ApiServer api_;
   std::string dir_;
-  std::string kubeconfig_;
-  int calls_ = 0;
+  Kubectl kubectl_;
 };
 
 TEST_F(PrinterColumns, commshare_shows_the_stored_share_at_four_significant_digits) {

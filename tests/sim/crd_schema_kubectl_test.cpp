@@ -10,14 +10,15 @@
 #include <vector>
 
 #include "sim/api_server.h"
-#include "tests/support/child_process.h"
+#include "tests/support/kubectl.h"
 
 namespace commgate::sim {
 namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-using testing::ChildProcess;
+using testing::Kubectl;
+using testing::KubectlResult;
 
 class CrdSchemaKubectlTest : public ::testing::Test {
  protected:
@@ -25,8 +26,7 @@ class CrdSchemaKubectlTest : public ::testing::Test {
     if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
     api_.start();
     dir_ = api_.pki_dir();
-    kubeconfig_ = dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig_) << api_.kubeconfig();
+    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig());
     std::ofstream(dir_ + "/ns.yaml")
         << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vision\n";
     Result crd = kubectl(
@@ -35,18 +35,8 @@ class CrdSchemaKubectlTest : public ::testing::Test {
     ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/ns.yaml"}).code, 0);
   }
 
-  struct Result {
-    int code;
-    std::string output;
-  };
-  Result kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
-                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, dir_ + "/out-" + std::to_string(++calls_));
-    const int code = p.wait_exit(20s);
-    return {code, p.output()};
-  }
+  using Result = KubectlResult;
+  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   // A TrainingJob manifest with `spec` as given.
   std::string job_file(const std::string& name, const std::string& spec_yaml) {
     const std::string path = dir_ + "/" + name + ".yaml";
@@ -62,8 +52,7 @@ class CrdSchemaKubectlTest : public ::testing::Test {
 
   ApiServer api_;
   std::string dir_;
-  std::string kubeconfig_;
-  int calls_ = 0;
+  Kubectl kubectl_;
 };
 
 TEST_F(CrdSchemaKubectlTest, apply_is_refused_with_the_field_paths) {
@@ -111,5 +100,5 @@ TEST_F(CrdSchemaKubectlTest, unknown_field_is_refused_by_default_and_warned_with
   EXPECT_FALSE(json::parse(get.output)["spec"].contains("numNodez"));
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim

@@ -13,7 +13,7 @@
 
 #include "sim/api_server.h"
 #include "sim/cluster.h"
-#include "tests/support/child_process.h"
+#include "tests/support/kubectl.h"
 #include "tests/support/wait.h"
 
 namespace commgate::testing {
@@ -48,25 +48,14 @@ class DeploymentOnSim : public ::testing::Test {
     cluster_->start();
     cluster_->add_node(sim::node_spec("sim-node-0"));
     dir_ = api_.pki_dir();
-    kubeconfig_ = dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig_) << api_.kubeconfig();
+    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig(), 60s);
   }
   void TearDown() override {
     if (cluster_) cluster_->stop();
   }
 
-  struct Result {
-    int code;
-    std::string output;
-  };
-  Result kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
-                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, dir_ + "/kubectl-" + std::to_string(++calls_) + ".out");
-    const int code = p.wait_exit(60s);
-    return {code, p.output()};
-  }
+  using Result = KubectlResult;
+  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   Result apply(const json& object, const std::vector<std::string>& flags = {}) {
     const std::string file = dir_ + "/apply-" + std::to_string(++calls_) + ".json";
     std::ofstream(file) << object.dump(2);
@@ -95,7 +84,8 @@ class DeploymentOnSim : public ::testing::Test {
 
   sim::ApiServer api_;
   std::unique_ptr<sim::SimCluster> cluster_;
-  std::string dir_, kubeconfig_;
+  std::string dir_;
+  Kubectl kubectl_;
   int calls_ = 0;
 };
 

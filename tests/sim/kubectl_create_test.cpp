@@ -5,20 +5,20 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "sim/api_server.h"
-#include "tests/support/child_process.h"
+#include "tests/support/kubectl.h"
 
 namespace commgate::sim {
 namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-using testing::ChildProcess;
+using testing::Kubectl;
+using testing::KubectlResult;
 
 class KubectlCreateTest : public ::testing::Test {
  protected:
@@ -26,22 +26,11 @@ class KubectlCreateTest : public ::testing::Test {
     if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
     api_.start();
     dir_ = api_.pki_dir();
-    kubeconfig_ = dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig_) << api_.kubeconfig();
+    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig());
   }
 
-  struct Result {
-    int code;
-    std::string output;
-  };
-  Result kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
-                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, dir_ + "/out-" + std::to_string(++calls_));
-    const int code = p.wait_exit(20s);
-    return {code, p.output()};
-  }
+  using Result = KubectlResult;
+  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   json get_json(const std::vector<std::string>& what) {
     std::vector<std::string> args = {"get"};
     args.insert(args.end(), what.begin(), what.end());
@@ -52,8 +41,8 @@ class KubectlCreateTest : public ::testing::Test {
   }
 
   ApiServer api_;
-  std::string dir_, kubeconfig_;
-  int calls_ = 0;
+  std::string dir_;
+  Kubectl kubectl_;
 };
 
 TEST_F(KubectlCreateTest, create_namespace_configmap_secret_and_serviceaccount) {

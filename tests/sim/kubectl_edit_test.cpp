@@ -23,7 +23,7 @@
 #include "server/pki.h"
 #include "server/server.h"
 #include "sim/api_server.h"
-#include "tests/support/child_process.h"
+#include "tests/support/kubectl.h"
 
 namespace commgate::sim {
 namespace COMMGATE_TEST_UNIT {
@@ -31,7 +31,8 @@ namespace COMMGATE_TEST_UNIT {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
-using testing::ChildProcess;
+using testing::Kubectl;
+using testing::KubectlResult;
 
 constexpr const char* kRefusal = "data.k: must stay one";
 
@@ -95,7 +96,7 @@ class KubectlEditTest : public ::testing::TestWithParam<std::string> {
     if (!fs::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
     api_.start();
     dir_ = api_.pki_dir();
-    std::ofstream(dir_ / "kubeconfig") << api_.kubeconfig();
+    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig(), 30s);
     hook_ = std::make_unique<RefusingWebhook>(ca_, dir_);
     api_.register_service("hooks", "testing", "127.0.0.1:" + std::to_string(hook_->port()));
     // The editor: change the value, and keep each file kubectl opened it on. Opened again
@@ -107,23 +108,9 @@ class KubectlEditTest : public ::testing::TestWithParam<std::string> {
     fs::permissions(editor, fs::perms::owner_all);
   }
 
-  struct Result {
-    int code;
-    std::string output;
-  };
-  Result kubectl(std::vector<std::string> args, std::vector<std::string> env = {}) {
-    std::vector<std::string> argv = {COMMGATE_KUBECTL,
-                                     "--kubeconfig",
-                                     (dir_ / "kubeconfig").string(),
-                                     "--cache-dir",
-                                     (dir_ / "cache").string(),
-                                     "--request-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    if (!env.empty()) argv.insert(argv.begin(), env.begin(), env.end());
-    if (!env.empty()) argv.insert(argv.begin(), "/usr/bin/env");
-    ChildProcess p(argv, (dir_ / ("out-" + std::to_string(++calls_))).string());
-    const int code = p.wait_exit(30s);
-    return {code, p.output()};
+  using Result = KubectlResult;
+  Result kubectl(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    return kubectl_.run(args, env);
   }
   void apply(const json& object) {
     const fs::path file = dir_ / ("apply-" + std::to_string(++calls_) + ".json");
@@ -136,6 +123,7 @@ class KubectlEditTest : public ::testing::TestWithParam<std::string> {
   ApiServer api_;
   fs::path dir_;
   std::unique_ptr<RefusingWebhook> hook_;
+  Kubectl kubectl_;
   int calls_ = 0;
 };
 

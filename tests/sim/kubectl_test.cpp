@@ -1,6 +1,8 @@
 // End to end: the real kubectl (v1.32) against the simulated API server, as a user would
 // drive a cluster. If kubectl reads our answers as it reads kube-apiserver's, the sim
 // speaks the protocol.
+#include "tests/support/kubectl.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -25,6 +27,8 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 using testing::ChildProcess;
+using testing::Kubectl;
+using testing::KubectlResult;
 using testing::read_file;
 
 using testing::wait_until;
@@ -35,26 +39,13 @@ class KubectlTest : public ::testing::Test {
     if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
     api_.start();
     dir_ = api_.pki_dir();
-    kubeconfig_ = dir_ + "/kubeconfig";
-    std::ofstream(kubeconfig_) << api_.kubeconfig();
+    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig());
     std::ofstream(dir_ + "/ns.yaml")
         << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vision\n";
   }
 
-  struct Result {
-    int code;
-    std::string output;
-  };
-  Result kubectl(std::vector<std::string> args) {
-    // --cache-dir: discovery cached per test, never in ~/.kube where a later run on the
-    // same port would read it.
-    std::vector<std::string> argv = {COMMGATE_KUBECTL, "--kubeconfig",  kubeconfig_,
-                                     "--cache-dir",    dir_ + "/cache", "--request-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, dir_ + "/out-" + std::to_string(++calls_));
-    const int code = p.wait_exit(20s);
-    return {code, p.output()};
-  }
+  using Result = KubectlResult;
+  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   void apply_example() {
     ASSERT_EQ(kubectl({"apply", "-f",
                        std::string(COMMGATE_SOURCE_DIR) + "/crds/trainingjobs.commgate.io.yaml"})
@@ -70,8 +61,7 @@ class KubectlTest : public ::testing::Test {
 
   ApiServer api_;
   std::string dir_;
-  std::string kubeconfig_;
-  int calls_ = 0;
+  Kubectl kubectl_;
 };
 
 TEST_F(KubectlTest, apply_crd_and_trainingjob_then_get_shows_printer_columns) {
@@ -134,8 +124,8 @@ TEST_F(KubectlTest, patch_status_scale_and_delete) {
 
 TEST_F(KubectlTest, get_watch_sees_a_change) {
   apply_example();
-  ChildProcess watch({COMMGATE_KUBECTL, "--kubeconfig", kubeconfig_, "--cache-dir", dir_ + "/cache",
-                      "get", "tj", "-n", "vision", "-w"},
+  ChildProcess watch({COMMGATE_KUBECTL, "--kubeconfig", kubectl_.kubeconfig().string(),
+                      "--cache-dir", dir_ + "/cache", "get", "tj", "-n", "vision", "-w"},
                      dir_ + "/watch.out");
   ASSERT_TRUE(watch.started());
   ASSERT_TRUE(wait_until([&] { return watch.output().find("resnet-small") != std::string::npos; }))
@@ -251,5 +241,5 @@ spec:
   EXPECT_EQ(left.output.find("pod/probe-"), std::string::npos) << left.output;
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim

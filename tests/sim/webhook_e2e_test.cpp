@@ -23,6 +23,7 @@
 #include "server/pki.h"
 #include "sim/kubeconfig.h"
 #include "tests/support/child_process.h"
+#include "tests/support/kubectl.h"
 
 namespace commgate::sim {
 namespace COMMGATE_TEST_UNIT {
@@ -34,6 +35,8 @@ using namespace std::chrono_literals;
 const std::string kSource = COMMGATE_SOURCE_DIR;
 
 using testing::ChildProcess;
+using testing::Kubectl;
+using testing::KubectlResult;
 using testing::read_file;
 
 // The pool's CommProfile from a recorded probe result, measured "now".
@@ -87,10 +90,11 @@ class WebhookE2eTest : public ::testing::Test {
         webhook_->wait_for_port(std::regex("listening on 127\\.0\\.0\\.1:([0-9]+)"));
     ASSERT_NE(webhook_port, 0) << webhook_->output();
 
-    kubeconfig_ = (dir_ / "kubeconfig").string();
+    kubectl_ = Kubectl(COMMGATE_KUBECTL, dir_ / "kubeconfig", dir_);
     sim_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{
-            COMMGATE_SIM_BIN, "--port", "0", "--kubeconfig-out", kubeconfig_, "--service",
+            COMMGATE_SIM_BIN, "--port", "0", "--kubeconfig-out", kubectl_.kubeconfig().string(),
+            "--service",
             "commgate-webhook.commgate-system=127.0.0.1:" + std::to_string(webhook_port)},
         dir_ / "sim.log");
     ASSERT_NE(sim_->wait_for_port(std::regex("listening on https://[^ ]+ port ([0-9]+)")), 0)
@@ -119,19 +123,8 @@ class WebhookE2eTest : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
 
-  struct Result {
-    int code;
-    std::string output;
-  };
-  Result kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {
-        COMMGATE_KUBECTL,          "--kubeconfig",         kubeconfig_, "--cache-dir",
-        (dir_ / "cache").string(), "--request-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, dir_ / ("kubectl-" + std::to_string(++calls_) + ".out"));
-    const int code = p.wait_exit(20s);
-    return {code, p.output()};
-  }
+  using Result = KubectlResult;
+  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   json get_job(const std::string& name) {
     const auto r = kubectl({"get", "tj", "-n", "nlp", name, "-o", "json"});
     EXPECT_EQ(r.code, 0) << r.output;
@@ -140,10 +133,9 @@ class WebhookE2eTest : public ::testing::Test {
 
   server::CertificateAuthority ca_{"commgate e2e CA", 1, std::chrono::hours(24)};
   fs::path dir_;
-  std::string kubeconfig_;
   std::unique_ptr<ChildProcess> webhook_;
   std::unique_ptr<ChildProcess> sim_;
-  int calls_ = 0;
+  Kubectl kubectl_;
 };
 
 TEST_F(WebhookE2eTest, an_over_policy_job_comes_back_downsized_with_the_warning) {
@@ -315,5 +307,5 @@ TEST_F(WebhookE2eTest, a_bad_comm_policy_is_refused_by_the_policy_webhook) {
       << r.output;
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
