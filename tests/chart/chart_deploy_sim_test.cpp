@@ -39,8 +39,8 @@
 #include "sim/api_server.h"
 #include "sim/cluster.h"
 #include "tests/chart/chart_render.h"
+#include "tests/chart/chart_sim_fixture.h"
 #include "tests/support/child_process.h"
-#include "tests/support/kubectl.h"
 #include "tests/support/wait.h"
 
 namespace commgate::testing {
@@ -49,23 +49,6 @@ namespace COMMGATE_TEST_UNIT {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-constexpr const char* kOperatorUser = "system:serviceaccount:commgate-system:commgate-operator";
-constexpr const char* kWebhookUser = "system:serviceaccount:commgate-system:commgate-webhook";
-
-sim::ApiServerOptions rbac_options() {
-  sim::ApiServerOptions options;
-  options.authorization = sim::AuthorizationMode::kRbac;
-  options.users = {sim::parse_user_flag(std::string("operator-sa-token=") + kOperatorUser),
-                   sim::parse_user_flag(std::string("webhook-sa-token=") + kWebhookUser)};
-  return options;
-}
-
-json labelled_namespace(const std::string& name) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Namespace"},
-          {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/metadata.name", name}}}}}};
-}
 
 // Two emulated nodes (scripts/netsim.sh) for the test's lifetime, named after this process
 // (netsim.sh reaps the leftovers of a killed run by that owner pid); removed by the
@@ -124,11 +107,7 @@ class ChartDeployedOnSim : public ::testing::Test {
   using Result = KubectlResult;
   Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   Result apply(const std::vector<json>& objects, const std::string& name) {
-    std::string stream;
-    for (const auto& o : objects) stream += "---\n" + o.dump(2) + "\n";
-    const std::string file = dir_ + "/" + name + ".yaml";
-    std::ofstream(file) << stream;
-    return kubectl({"apply", "-f", file});
+    return apply_objects(kubectl_, dir_, objects, name);
   }
   // The logs of the pods of one of the chart's components (for failure messages).
   std::string logs(const std::string& component) {
@@ -192,7 +171,7 @@ class ChartDeployedOnSim : public ::testing::Test {
   }
 
   std::unique_ptr<Netns> netns_;  // first: removed after everything that runs in it
-  sim::ApiServerOptions options_ = rbac_options();
+  sim::ApiServerOptions options_ = chart_sim_options();
   sim::ApiServer api_{options_};
   std::unique_ptr<sim::SimCluster> cluster_;
   std::string dir_;

@@ -33,13 +33,12 @@
 #include <string>
 #include <vector>
 
-#include "core/base64.h"
 #include "sim/api_server.h"
 #include "sim/cluster.h"
 #include "sim/rbac_authorizer.h"
 #include "tests/chart/chart_render.h"
+#include "tests/chart/chart_sim_fixture.h"
 #include "tests/support/child_process.h"
-#include "tests/support/kubectl.h"
 #include "tests/support/wait.h"
 
 namespace commgate::testing {
@@ -48,9 +47,6 @@ namespace COMMGATE_TEST_UNIT {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-constexpr const char* kOperatorUser = "system:serviceaccount:commgate-system:commgate-operator";
-constexpr const char* kWebhookUser = "system:serviceaccount:commgate-system:commgate-webhook";
 
 // Grants the lifecycle above does not use, each with why it stays in the chart. A grant
 // unused and not listed here fails the test: remove it from the chart, or take the path
@@ -85,18 +81,6 @@ if [ "$RANK" = 0 ]; then
 fi
 )";
 
-std::string stream_of(const std::vector<json>& objects) {
-  std::string out;
-  for (const auto& o : objects) out += "---\n" + o.dump(2) + "\n";
-  return out;
-}
-
-json labelled_namespace(const std::string& name) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Namespace"},
-          {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/metadata.name", name}}}}}};
-}
-
 // A gated-by-default 2-node TrainingJob of the recorded probe's model on pool p.
 json training_job(const std::string& name) {
   const json container = {
@@ -116,23 +100,21 @@ json training_job(const std::string& name) {
            {{"terminationGracePeriodSeconds", 0}, {"containers", json::array({container})}}}}}}}};
 }
 
+// The chart's test cluster with OwnerReferencesPermissionEnforcement.
 sim::ApiServerOptions rbac_sim() {
-  sim::ApiServerOptions options;
-  options.authorization = sim::AuthorizationMode::kRbac;
+  sim::ApiServerOptions options = chart_sim_options();
   options.admission_plugins.owner_references_permission_enforcement = true;
-  options.users = {sim::parse_user_flag(std::string("operator-sa-token=") + kOperatorUser),
-                   sim::parse_user_flag(std::string("webhook-sa-token=") + kWebhookUser)};
   return options;
 }
 
-class ChartRbacUsage : public ::testing::Test {
+class ChartRbacUsage : public ChartSimTest {
  protected:
+  ChartRbacUsage() : ChartSimTest(rbac_sim()) {}
+
   void SetUp() override {
     if (!fs::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
     started_ = std::chrono::steady_clock::now();
-    api_.start();
-    dir_ = api_.pki_dir();
-    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig(), 30s);
+    start_sim(30s);
     std::ofstream(dir_ + "/probe.sh") << kProbeScript;
     std::ofstream(dir_ + "/result.json") << kRealResult;
     // A default policy that admits what the recorded probe measured (66% at 2 nodes), with
@@ -141,8 +123,7 @@ class ChartRbacUsage : public ::testing::Test {
     std::ofstream(dir_ + "/values.yaml")
         << "defaultPolicy: {enabled: true, maxCommShare: 0.95}\n"
            "probe: {backend: gloo, maxNodes: 2, timeoutSeconds: 60}\n";
-    chart_ = render_chart({"--include-crds", "-f", dir_ + "/values.yaml"});
-    ASSERT_EQ(chart_.exit_code, 0) << chart_.output;
+    ASSERT_NO_FATAL_FAILURE(render({"--include-crds", "-f", dir_ + "/values.yaml"}));
     cluster_ = std::make_unique<sim::SimCluster>(api_.store());
     for (const char* name : {"p-1", "p-2"}) {
       sim::NodeSpec spec = sim::node_spec(name);
@@ -158,43 +139,6 @@ class ChartRbacUsage : public ::testing::Test {
     std::printf("[ timing ] %s: %.1f s\n",
                 ::testing::UnitTest::GetInstance()->current_test_info()->name(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
-  }
-
-  using Result = KubectlResult;
-  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
-  Result apply(const std::vector<json>& objects, const std::string& name) {
-    const std::string file = dir_ + "/" + name + ".yaml";
-    std::ofstream(file) << stream_of(objects);
-    return kubectl({"apply", "-f", file});
-  }
-
-  std::string kubeconfig_of(const std::string& username) {
-    const std::string file = dir_ + "/" + username.substr(username.rfind(':') + 1) + ".kubeconfig";
-    std::ofstream(file) << api_.kubeconfig_for(username);
-    return file;
-  }
-  fs::path mount_secret(const std::string& name) {
-    const json& secret = chart_.get("Secret", name);
-    const fs::path dir = fs::path(dir_) / name;
-    fs::create_directories(dir);
-    for (const char* key : {"tls.crt", "tls.key", "ca.crt"})
-      std::ofstream(dir / key) << base64_decode(secret["data"][key].get<std::string>());
-    return dir;
-  }
-  // A commgate container's arguments with the pod's paths mapped to this machine.
-  std::vector<std::string> local_argv(const json& pod, const fs::path& tls,
-                                      const std::string& kubeconfig) {
-    std::vector<std::string> argv = {COMMGATE_BINARY};
-    for (const auto& a : pod["containers"][0]["args"]) {
-      std::string arg = a;
-      if (arg.rfind("--port=", 0) == 0) arg = "--port=0";
-      const std::string mount = "/etc/commgate/tls/";
-      if (auto at = arg.find(mount); at != std::string::npos)
-        arg.replace(at, mount.size(), tls.string() + "/");
-      argv.push_back(arg);
-    }
-    argv.insert(argv.end(), {"--address", "127.0.0.1", "--kubeconfig", kubeconfig});
-    return argv;
   }
 
   // helm install's order: CRDs, then the release (RBAC included) without the webhook
@@ -228,7 +172,8 @@ class ChartRbacUsage : public ::testing::Test {
     const json& webhook_pod =
         chart_.get("Deployment", "commgate-webhook")["spec"]["template"]["spec"];
     webhook_ = std::make_unique<ChildProcess>(
-        local_argv(webhook_pod, mount_secret("commgate-webhook-tls"), kubeconfig_of(kWebhookUser)),
+        local_argv(webhook_pod["containers"][0], mount_secret("commgate-webhook-tls"),
+                   kubeconfig_of(kWebhookUser)),
         dir_ + "/webhook.log");
     const uint16_t port =
         webhook_->wait_for_port(std::regex("listening on 127\\.0\\.0\\.1:([0-9]+)"));
@@ -240,7 +185,8 @@ class ChartRbacUsage : public ::testing::Test {
     const json& operator_pod =
         chart_.get("Deployment", "commgate-operator")["spec"]["template"]["spec"];
     std::vector<std::string> argv =
-        local_argv(operator_pod, mount_secret(operator_pod["volumes"][0]["secret"]["secretName"]),
+        local_argv(operator_pod["containers"][0],
+                   mount_secret(operator_pod["volumes"][0]["secret"]["secretName"]),
                    kubeconfig_of(kOperatorUser));
     argv.push_back("--probe-command=/bin/sh," + dir_ + "/probe.sh," + dir_);
     setenv("POD_NAME", "commgate-operator-5c7d9-x2kq4", 1);
@@ -279,11 +225,7 @@ class ChartRbacUsage : public ::testing::Test {
   }
 
   std::chrono::steady_clock::time_point started_;
-  sim::ApiServer api_{rbac_sim()};
   std::unique_ptr<sim::SimCluster> cluster_;
-  std::string dir_;
-  Kubectl kubectl_;
-  RenderedChart chart_;
   std::unique_ptr<ChildProcess> webhook_, operator_;
 };
 

@@ -31,12 +31,11 @@
 #include <string>
 #include <vector>
 
-#include "core/base64.h"
 #include "sim/api_server.h"
 #include "sim/rbac_authorizer.h"
 #include "tests/chart/chart_render.h"
+#include "tests/chart/chart_sim_fixture.h"
 #include "tests/support/child_process.h"
-#include "tests/support/kubectl.h"
 #include "tests/support/wait.h"
 
 namespace commgate::testing {
@@ -46,66 +45,12 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-// A manifest stream of the objects (JSON documents are YAML), as `helm template` prints.
-std::string stream_of(const std::vector<json>& objects) {
-  std::string out;
-  for (const auto& o : objects) out += "---\n" + o.dump(2) + "\n";
-  return out;
-}
-
-json labelled_namespace(const std::string& name) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Namespace"},
-          {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/metadata.name", name}}}}}};
-}
-
-// A commgate container's arguments (the webhook's or the operator's) with the pod's paths
-// mapped to this machine.
-std::vector<std::string> local_argv(const json& container, const fs::path& tls_dir,
-                                    const std::string& kubeconfig) {
-  std::vector<std::string> argv = {COMMGATE_BINARY};
-  for (const auto& a : container["args"]) {
-    std::string arg = a;
-    if (arg.rfind("--port=", 0) == 0) arg = "--port=0";
-    const std::string mount = "/etc/commgate/tls/";
-    if (auto at = arg.find(mount); at != std::string::npos)
-      arg.replace(at, mount.size(), tls_dir.string() + "/");
-    argv.push_back(arg);
-  }
-  argv.insert(argv.end(), {"--address", "127.0.0.1", "--kubeconfig", kubeconfig});
-  return argv;
-}
-
-constexpr const char* kOperatorUser = "system:serviceaccount:commgate-system:commgate-operator";
-constexpr const char* kWebhookUser = "system:serviceaccount:commgate-system:commgate-webhook";
-
-// The sim as the chart's test cluster: RBAC on, with a token for each of the chart's
-// ServiceAccounts.
-sim::ApiServerOptions rbac_sim() {
-  sim::ApiServerOptions options;
-  options.authorization = sim::AuthorizationMode::kRbac;
-  options.users = {sim::parse_user_flag(std::string("operator-sa-token=") + kOperatorUser),
-                   sim::parse_user_flag(std::string("webhook-sa-token=") + kWebhookUser)};
-  return options;
-}
-
-class ChartOnSim : public ::testing::Test {
+class ChartOnSim : public ChartSimTest {
  protected:
   void SetUp() override {
     if (!fs::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
-    api_.start();
-    dir_ = api_.pki_dir();
-    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig(), 30s);
-    chart_ = render_chart({"--include-crds"});
-    ASSERT_EQ(chart_.exit_code, 0) << chart_.output;
-  }
-
-  using Result = KubectlResult;
-  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
-  Result apply(const std::vector<json>& objects, const std::string& name) {
-    const std::string file = dir_ + "/" + name + ".yaml";
-    std::ofstream(file) << stream_of(objects);
-    return kubectl({"apply", "-f", file});
+    start_sim(30s);
+    ASSERT_NO_FATAL_FAILURE(render({"--include-crds"}));
   }
 
   // Installs as `helm install` does: CRDs first, then the release's objects in Helm's
@@ -121,11 +66,7 @@ class ChartOnSim : public ::testing::Test {
         apply({labelled_namespace("commgate-system"), labelled_namespace("nlp")}, "namespaces");
     ASSERT_EQ(ns.code, 0) << ns.output;
 
-    const json& secret = chart_.get("Secret", "commgate-webhook-tls");
-    const fs::path tls = fs::path(dir_) / "webhook-tls";
-    fs::create_directories(tls);
-    for (const char* key : {"tls.crt", "tls.key", "ca.crt"})
-      std::ofstream(tls / key) << base64_decode(secret["data"][key].get<std::string>());
+    const fs::path tls = mount_secret("commgate-webhook-tls");
     const json& container =
         chart_.get("Deployment", "commgate-webhook")["spec"]["template"]["spec"]["containers"][0];
     webhook_ = std::make_unique<ChildProcess>(
@@ -146,14 +87,6 @@ class ChartOnSim : public ::testing::Test {
           << o["kind"] << " " << o["metadata"]["name"] << "\n"
           << r.output;
     }
-  }
-
-  // A kubeconfig with the token of one of the chart's ServiceAccounts (in the pod: the
-  // projected token; here the sim's --user token for that name).
-  std::string kubeconfig_of(const std::string& username) {
-    const std::string file = dir_ + "/" + username.substr(username.rfind(':') + 1) + ".kubeconfig";
-    std::ofstream(file) << api_.kubeconfig_for(username);
-    return file;
   }
 
   // The chart's operator as its Deployment runs it: its container's arguments, its
@@ -191,20 +124,6 @@ class ChartOnSim : public ::testing::Test {
     return curl.output();
   }
 
-  // A Secret's tls.crt, tls.key and ca.crt as the files its volume would hold.
-  fs::path mount_secret(const std::string& name) {
-    const json& secret = chart_.get("Secret", name);
-    const fs::path dir = fs::path(dir_) / name;
-    fs::create_directories(dir);
-    for (const char* key : {"tls.crt", "tls.key", "ca.crt"})
-      std::ofstream(dir / key) << base64_decode(secret["data"][key].get<std::string>());
-    return dir;
-  }
-
-  sim::ApiServer api_{rbac_sim()};
-  std::string dir_;
-  Kubectl kubectl_;
-  RenderedChart chart_;
   std::unique_ptr<ChildProcess> webhook_, operator_;
   fs::path operator_tls_;
   int calls_ = 0;
