@@ -33,6 +33,7 @@
 #include "sim/cluster.h"
 #include "tests/support/builders.h"
 #include "tests/support/child_process.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/wait.h"
 
 namespace commgate::op {
@@ -88,7 +89,9 @@ json ddp_job(const std::string& name, int deadline_seconds) {
         // Debian bookworm's torch 1.13 under Python 3.11: torchrun's --redirects/--tee
         // default "0" crashes (Std.from_str finds no IntFlag member for 0); 1 tees stdout.
         {{"name", "PET_REDIRECTS"}, {"value", "1"}},
-        {{"name", "PET_TEE"}, {"value", "1"}}}}};
+        {{"name", "PET_TEE"}, {"value", "1"}},
+        // torchrun keeps its logs in a torchelastic_* directory under $TMPDIR: the test's.
+        {{"name", "TMPDIR"}, {"value", commgate::testing::scratch_dir().string()}}}}};
   return testing::a_training_job(name)
       .namespace_("default")
       .nodes(2)
@@ -318,5 +321,5 @@ INSTANTIATE_TEST_SUITE_P(WorkloadTorchrun, WorkloadTorchrunWrongEnv,
                                       ""}),
                          [](const ::testing::TestParamInfo<WrongEnv>& p) { return p.param.name; });
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

@@ -12,6 +12,7 @@
 
 #include "core/probe_result.h"
 #include "tests/probe/subprocess.h"
+#include "tests/support/scratch_dir.h"
 
 namespace commgate::probe {
 namespace COMMGATE_TEST_UNIT {
@@ -24,7 +25,7 @@ const std::string kNetsim = COMMGATE_NETSIM_SCRIPT;
 const std::string kResults = COMMGATE_PROBE_RESULTS_DIR;
 
 std::string scratch(const std::string& name) {
-  return ::testing::TempDir() + "/netns-" + name;
+  return (commgate::testing::scratch_dir() / ("netns-" + name)).string();
 }
 
 // N namespaces at RATE for the lifetime of the object. The prefix carries this process's
@@ -170,5 +171,5 @@ TEST(EmulatedNodes, a_wrong_master_addr_between_nodes_fails_clearly) {
   EXPECT_NE(f.err.find("198.18.0.9:29500"), std::string::npos) << f.err;
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::probe

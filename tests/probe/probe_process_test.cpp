@@ -11,6 +11,7 @@
 
 #include "core/probe_result.h"
 #include "tests/probe/subprocess.h"
+#include "tests/support/scratch_dir.h"
 
 namespace commgate::probe {
 namespace COMMGATE_TEST_UNIT {
@@ -22,7 +23,7 @@ using testing::read_file;
 const std::string kProbe = COMMGATE_PROBE_BIN;
 
 std::string scratch(const std::string& name) {
-  return ::testing::TempDir() + "/probe-" + name;
+  return (commgate::testing::scratch_dir() / ("probe-" + name)).string();
 }
 
 // A loopback port nothing listens on (bound, then released).

@@ -29,6 +29,7 @@
 #include "probe-job/report.h"
 #include "probe-job/stats.h"
 #include "tests/probe/subprocess.h"
+#include "tests/support/scratch_dir.h"
 
 namespace commgate::probe {
 namespace COMMGATE_TEST_UNIT {
@@ -284,7 +285,8 @@ def forward(self, x):
 }
 
 TEST(TorchScript, a_saved_module_is_loaded_and_trained_step_by_step) {
-  const std::string path = save_tiny_torchscript(::testing::TempDir() + "/tiny.pt");
+  const std::string path =
+      save_tiny_torchscript(commgate::testing::scratch_dir().string() + "/tiny.pt");
   auto model = load_torchscript_model(path, {8, 16}, at::Device(at::kCPU), false);
   EXPECT_DOUBLE_EQ(parameter_count(model->parameters()), 640);
   EXPECT_EQ(model->batch_size(), 8);
@@ -309,7 +311,8 @@ TEST(TorchScript, unreadable_or_parameterless_modules_are_named_in_the_error) {
               std::string::npos)
         << e.what();
   }
-  const std::string path = save_tiny_torchscript(::testing::TempDir() + "/noparams.pt", false);
+  const std::string path =
+      save_tiny_torchscript(commgate::testing::scratch_dir().string() + "/noparams.pt", false);
   try {
     load_torchscript_model(path, {8, 16}, at::Device(at::kCPU), false);
     FAIL();
@@ -320,12 +323,13 @@ TEST(TorchScript, unreadable_or_parameterless_modules_are_named_in_the_error) {
 }
 
 TEST(TorchScript, the_probe_binary_measures_a_module_across_two_local_ranks) {
-  const std::string path = save_tiny_torchscript(::testing::TempDir() + "/tiny-process.pt");
-  testing::Finished f =
-      testing::run({COMMGATE_PROBE_BIN, "--local-ranks", "2", "--torchscript", path,
-                    "--input-shape", "8,16", "--max-bytes", "64Ki", "--compute-iters", "3",
-                    "--ddp-iters", "2", "--timeout", "60", "--termination-log", ""},
-                   {}, ::testing::TempDir() + "/probe-ts", std::chrono::seconds(90));
+  const std::string path =
+      save_tiny_torchscript(commgate::testing::scratch_dir().string() + "/tiny-process.pt");
+  testing::Finished f = testing::run(
+      {COMMGATE_PROBE_BIN, "--local-ranks", "2", "--torchscript", path, "--input-shape", "8,16",
+       "--max-bytes", "64Ki", "--compute-iters", "3", "--ddp-iters", "2", "--timeout", "60",
+       "--termination-log", ""},
+      {}, commgate::testing::scratch_dir().string() + "/probe-ts", std::chrono::seconds(90));
   ASSERT_EQ(f.exit_code, 0) << f.err;
   ProbeResult r = parse_probe_result(nlohmann::json::parse(f.out));
   ASSERT_TRUE(r.compute);
@@ -487,7 +491,7 @@ ProbeResult a_full_result(int sizes) {
 }
 
 TEST(Report, the_written_json_parses_back_into_the_same_result) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = commgate::testing::scratch_dir().string();
   ProbeConfig cfg;
   cfg.output_path = dir + "/probe-roundtrip.json";
   cfg.termination_log = dir + "/probe-roundtrip.termination";
@@ -838,5 +842,5 @@ TEST(NcclBuilt, without_a_driver_the_cuda_runtime_tells_why_no_gpu_is_usable) {
   EXPECT_GT(nccl_header_version(), 0);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::probe
