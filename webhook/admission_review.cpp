@@ -12,7 +12,6 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char* kV1 = "admission.k8s.io/v1";
-constexpr const char* kV1beta1 = "admission.k8s.io/v1beta1";
 
 // base64 of the JSONPatch, appended to `out`.
 void append_base64(std::string& out, std::string_view text) {
@@ -133,86 +132,7 @@ AdmissionResponse with_warnings(AdmissionResponse response, std::vector<std::str
   return response;
 }
 
-AdmissionRequest parse_admission_review(std::string_view body) {
-  if (json_nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth) {
-    throw MalformedReview(400, "", "",
-                          "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
-  Json doc;
-  try {
-    doc = parse_json(body);
-  } catch (const Json::exception& e) {
-    // nlohmann's message names the byte offset, or the number that overflows a double
-    // ("number overflow parsing '1e999'").
-    throw MalformedReview(400, "", "", std::string("body is not valid JSON: ") + e.what());
-  }
-  if (!doc.is_object()) throw MalformedReview(400, "", "", "body is not a JSON object");
-  const std::string api_version = string_at(doc, "apiVersion");
-  if (api_version != kV1 && api_version != kV1beta1) {
-    throw MalformedReview(
-        400, "", "",
-        "apiVersion must be admission.k8s.io/v1 (or v1beta1), got \"" + api_version + "\"");
-  }
-  if (string_at(doc, "kind") != "AdmissionReview") {
-    throw MalformedReview(400, "", "",
-                          "kind must be AdmissionReview, got \"" + string_at(doc, "kind") + "\"");
-  }
-  auto req_it = doc.find("request");
-  if (req_it == doc.end() || !req_it->is_object())
-    throw MalformedReview(400, "", "", "request is missing or not an object");
-  Json& req = *req_it;  // not const: object and oldObject are moved out, not copied
-  AdmissionRequest r;
-  r.uid = string_at(req, "uid");
-  if (r.uid.empty()) throw MalformedReview(400, "", "", "request.uid is missing or empty");
-  r.api_version = api_version;
-
-  // From here the uid is known: problems are answered as allowed=false reviews.
-  auto fail = [&](const std::string& message) {
-    throw MalformedReview(200, r.uid, api_version, message);
-  };
-  r.operation = string_at(req, "operation");
-  if (r.operation != "CREATE" && r.operation != "UPDATE" && r.operation != "DELETE" &&
-      r.operation != "CONNECT") {
-    fail("request.operation must be CREATE, UPDATE, DELETE or CONNECT, got \"" + r.operation +
-         "\"");
-  }
-  if (auto k = req.find("kind"); k != req.end() && k->is_object()) r.kind = string_at(*k, "kind");
-  if (r.kind.empty()) fail("request.kind.kind is missing");
-  if (auto res = req.find("resource"); res != req.end() && res->is_object()) {
-    r.resource = {string_at(*res, "group"), string_at(*res, "version"),
-                  string_at(*res, "resource")};
-  }
-  if (r.resource.resource.empty()) fail("request.resource.resource is missing");
-  r.sub_resource = string_at(req, "subResource");
-  r.name = string_at(req, "name");
-  r.namespace_ = string_at(req, "namespace");
-  if (auto u = req.find("userInfo"); u != req.end() && u->is_object()) {
-    r.user_info.username = string_at(*u, "username");
-    r.user_info.uid = string_at(*u, "uid");
-    if (auto g = u->find("groups"); g != u->end() && g->is_array()) {
-      for (const auto& v : *g) {
-        if (v.is_string()) r.user_info.groups.push_back(v.get<std::string>());
-      }
-    }
-    if (auto e = u->find("extra"); e != u->end() && e->is_object()) {
-      for (const auto& [key, values] : e->items()) {
-        auto& out = r.user_info.extra[key];
-        if (!values.is_array()) continue;
-        for (const auto& v : values) {
-          if (v.is_string()) out.push_back(v.get<std::string>());
-        }
-      }
-    }
-  }
-  if (auto o = req.find("object"); o != req.end()) r.object = std::move(*o);
-  if (auto o = req.find("oldObject"); o != req.end()) r.old_object = std::move(*o);
-  if (auto d = req.find("dryRun"); d != req.end() && d->is_boolean()) r.dry_run = d->get<bool>();
-  if ((r.operation == "CREATE" || r.operation == "UPDATE") && !r.object.is_object())
-    fail("request.object must be an object for " + r.operation);
-  if (r.operation == "UPDATE" && !r.old_object.is_object())
-    fail("request.oldObject must be an object for UPDATE");
-  return r;
-}
+// parse_admission_review: webhook/review_parse.cpp.
 
 nlohmann::json admission_review_response(const std::string& uid, const std::string& api_version,
                                          const AdmissionResponse& response) {
