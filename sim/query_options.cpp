@@ -9,7 +9,9 @@ namespace commgate::sim {
 namespace {
 
 // strconv.Quote for the bytes a query value can hold: printable ASCII and UTF-8 kept,
-// quotes and backslashes escaped, control bytes as Go writes them.
+// quotes and backslashes escaped, control bytes as Go writes them. Not JSON's escaping
+// (core/json_write.h's append_json_string): Go writes \a, \v, \x01 and \x7f where JSON has
+// \u0007, \u000b, \u0001 and a raw DEL, so the message reads as kube-apiserver's does.
 std::string go_quote(std::string_view s) {
   std::string out = "\"";
   for (const unsigned char c : s) {

@@ -103,7 +103,17 @@ INSTANTIATE_TEST_SUITE_P(
         IntCase{"quote_in_value_is_escaped_as_go_quotes_it", "1\"", std::nullopt,
                 R"(strconv.ParseInt: parsing "1\"": invalid syntax)"},
         IntCase{"control_byte_is_escaped", "1\n", std::nullopt,
-                R"(strconv.ParseInt: parsing "1\n": invalid syntax)"}),
+                R"(strconv.ParseInt: parsing "1\n": invalid syntax)"},
+        // Go's quoting, not JSON's (core/json_write.h would write \u0007, \u0001 and a raw
+        // DEL): Go names \a and \v, writes other control bytes and DEL as \x.., keeps UTF-8.
+        IntCase{"bell_is_escaped_by_its_go_name", "1\a", std::nullopt,
+                R"(strconv.ParseInt: parsing "1\a": invalid syntax)"},
+        IntCase{"other_control_byte_is_escaped_as_go_hex", "1\x01", std::nullopt,
+                R"(strconv.ParseInt: parsing "1\x01": invalid syntax)"},
+        IntCase{"del_is_escaped_as_go_hex", "1\x7f", std::nullopt,
+                R"(strconv.ParseInt: parsing "1\x7f": invalid syntax)"},
+        IntCase{"utf8_is_kept", "1\u00e9", std::nullopt,
+                "strconv.ParseInt: parsing \"1\u00e9\": invalid syntax"}),
     [](const auto& param_info) { return param_info.param.name; });
 
 server::Request request_with_query(const std::string& query) {
@@ -212,5 +222,5 @@ TEST(DecodeDeleteQuery, reads_grace_period_and_orphan_dependents) {
   EXPECT_EQ(decode_delete_query(request_with_query("")).orphan_dependents, std::nullopt);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
