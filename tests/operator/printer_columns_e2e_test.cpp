@@ -16,15 +16,13 @@
 #include "core/decision.h"
 #include "operator/decision_status.h"
 #include "sim/api_server.h"
-#include "tests/support/kubectl.h"
+#include "tests/sim/kubectl_on_sim.h"
 
 namespace commgate::op {
 namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-using testing::Kubectl;
-using testing::KubectlResult;
 
 // A downsize from 4 to 2 nodes whose prediction at 4 nodes has the share kubectl once
 // showed in full.
@@ -47,22 +45,7 @@ Decision downsize_with_share(double share_at_requested) {
   return d;
 }
 
-class PrinterColumns : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
-    api_.start();
-    dir_ = api_.pki_dir();
-    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig());
-  }
-
-  using Result = KubectlResult;
-  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
-
-  sim::ApiServer api_;
-  std::string dir_;
-  Kubectl kubectl_;
-};
+using PrinterColumns = sim::KubectlOnSim;
 
 TEST_F(PrinterColumns, commshare_shows_the_stored_share_at_four_significant_digits) {
   ASSERT_EQ(kubectl({"apply", "-f",

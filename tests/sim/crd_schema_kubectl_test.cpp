@@ -10,23 +10,19 @@
 #include <vector>
 
 #include "sim/api_server.h"
-#include "tests/support/kubectl.h"
+#include "tests/sim/kubectl_on_sim.h"
 
 namespace commgate::sim {
 namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-using testing::Kubectl;
-using testing::KubectlResult;
 
-class CrdSchemaKubectlTest : public ::testing::Test {
+class CrdSchemaKubectlTest : public KubectlOnSim {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
-    api_.start();
-    dir_ = api_.pki_dir();
-    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig());
+    KubectlOnSim::SetUp();
+    if (IsSkipped()) return;
     std::ofstream(dir_ + "/ns.yaml")
         << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vision\n";
     Result crd = kubectl(
@@ -35,8 +31,6 @@ class CrdSchemaKubectlTest : public ::testing::Test {
     ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/ns.yaml"}).code, 0);
   }
 
-  using Result = KubectlResult;
-  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   // A TrainingJob manifest with `spec` as given.
   std::string job_file(const std::string& name, const std::string& spec_yaml) {
     const std::string path = dir_ + "/" + name + ".yaml";
@@ -49,10 +43,6 @@ class CrdSchemaKubectlTest : public ::testing::Test {
 
   static constexpr const char* kTemplate =
       "  template:\n    spec:\n      containers:\n        - name: t\n          image: i\n";
-
-  ApiServer api_;
-  std::string dir_;
-  Kubectl kubectl_;
 };
 
 TEST_F(CrdSchemaKubectlTest, apply_is_refused_with_the_field_paths) {

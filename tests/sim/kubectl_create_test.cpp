@@ -10,27 +10,16 @@
 #include <vector>
 
 #include "sim/api_server.h"
-#include "tests/support/kubectl.h"
+#include "tests/sim/kubectl_on_sim.h"
 
 namespace commgate::sim {
 namespace COMMGATE_TEST_UNIT {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-using testing::Kubectl;
-using testing::KubectlResult;
 
-class KubectlCreateTest : public ::testing::Test {
+class KubectlCreateTest : public KubectlOnSim {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
-    api_.start();
-    dir_ = api_.pki_dir();
-    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig());
-  }
-
-  using Result = KubectlResult;
-  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   json get_json(const std::vector<std::string>& what) {
     std::vector<std::string> args = {"get"};
     args.insert(args.end(), what.begin(), what.end());
@@ -39,10 +28,6 @@ class KubectlCreateTest : public ::testing::Test {
     EXPECT_EQ(r.code, 0) << r.output;
     return r.code == 0 ? json::parse(r.output) : json::object();
   }
-
-  ApiServer api_;
-  std::string dir_;
-  Kubectl kubectl_;
 };
 
 TEST_F(KubectlCreateTest, create_namespace_configmap_secret_and_serviceaccount) {

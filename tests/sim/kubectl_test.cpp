@@ -1,8 +1,6 @@
 // End to end: the real kubectl (v1.32) against the simulated API server, as a user would
 // drive a cluster. If kubectl reads our answers as it reads kube-apiserver's, the sim
 // speaks the protocol.
-#include "tests/support/kubectl.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -17,6 +15,7 @@
 
 #include "sim/api_server.h"
 #include "sim/cluster.h"
+#include "tests/sim/kubectl_on_sim.h"
 #include "tests/support/child_process.h"
 #include "tests/support/wait.h"
 
@@ -27,25 +26,19 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 using testing::ChildProcess;
-using testing::Kubectl;
-using testing::KubectlResult;
 using testing::read_file;
 
 using testing::wait_until;
 
-class KubectlTest : public ::testing::Test {
+class KubectlTest : public KubectlOnSim {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl";
-    api_.start();
-    dir_ = api_.pki_dir();
-    kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig());
+    KubectlOnSim::SetUp();
+    if (IsSkipped()) return;
     std::ofstream(dir_ + "/ns.yaml")
         << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vision\n";
   }
 
-  using Result = KubectlResult;
-  Result kubectl(const std::vector<std::string>& args) { return kubectl_.run(args); }
   void apply_example() {
     ASSERT_EQ(kubectl({"apply", "-f",
                        std::string(COMMGATE_SOURCE_DIR) + "/crds/trainingjobs.commgate.io.yaml"})
@@ -58,10 +51,6 @@ class KubectlTest : public ::testing::Test {
     EXPECT_NE(r.output.find("trainingjob.commgate.io/resnet-small created"), std::string::npos)
         << r.output;
   }
-
-  ApiServer api_;
-  std::string dir_;
-  Kubectl kubectl_;
 };
 
 TEST_F(KubectlTest, apply_crd_and_trainingjob_then_get_shows_printer_columns) {
