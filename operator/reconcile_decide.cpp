@@ -165,6 +165,7 @@ ReconcileResult TrainingJobReconciler::apply_decision(Context& ctx, const JobDec
       break;
   }
   put_decision(ctx.status, d, m, ctx.to_count);
+  settle_probed(ctx, jd);
   ctx.status.erase("nextProbeTime");
   if (d.action == commgate::Action::kDeny) {
     ctx.set_phase(phase::kRejected);

@@ -205,6 +205,18 @@ ReconcileResult TrainingJobReconciler::collect(Context& ctx, const JobDecision& 
   return apply_decision(ctx, measured);
 }
 
+void TrainingJobReconciler::settle_probed(Context& ctx, const JobDecision& jd) {
+  if (!jd.measurement || !ctx.status.contains("conditions")) return;
+  const json* probed = find_condition(ctx.status["conditions"], condition::kProbed);
+  if (probed == nullptr || probed->value("status", "") != kFalse) return;
+  const Measurement& m = *jd.measurement;
+  ctx.condition(condition::kProbed, kTrue, kReasonProbeSucceeded,
+                "pool " + jd.profile_name + " measured on " + format_nodes(m.nodes_probed) +
+                    ": all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + " (" +
+                    m.backend + (m.transport.empty() ? "" : ", " + m.transport) +
+                    "), read from CommProfile " + jd.profile_name);
+}
+
 ReconcileResult TrainingJobReconciler::probe_failed(Context& ctx, const JobDecision& jd,
                                                     const std::string& why,
                                                     const std::string& message) {

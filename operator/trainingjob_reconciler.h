@@ -150,6 +150,9 @@ class TrainingJobReconciler {
   // Deletes the probe Job `probe` as read (by its UID: never a newer one of the same
   // name) and, when it was that one, the probe's Service.
   void delete_probe(const nlohmann::json& probe);
+  // A job decided from its pool's measurement whose Probed condition still says it waits
+  // (its probe collected by another job, or by another replica): Probed=True.
+  void settle_probed(Context& ctx, const JobDecision& jd);
   // False when the Job of that name belongs to an earlier TrainingJob of the same name.
   bool ensure_workload(Context& ctx, const DecisionRecord& record);
   void patch_decision(Context& ctx, const JobDecision& jd, const DecisionRecord& record);

@@ -488,6 +488,28 @@ TEST(Reconcile, a_job_of_another_model_waits_for_the_pools_probe) {
   EXPECT_EQ(w.status("vit")["phase"], phase::kGated);
 }
 
+// A job waiting for another model's probe, then decided from the pool's measurement that
+// another job collected: its Probed condition says measured, not still waiting (a trial
+// saw Admitted=True beside Probed=False WaitingForPoolProbe).
+TEST(Reconcile, a_job_decided_from_a_probe_another_job_collected_is_probed) {
+  World w;
+  w.submit(a_job("bert"));
+  w.submit(a_job("vit").params(80e6).step_time_hint_ms(400));
+  reconcile_to_probing(w, "bert");
+  ASSERT_TRUE(w.reconcile("vit").ok());
+  ASSERT_EQ(condition_reason(w.status("vit"), condition::kProbed), op_reason::kWaitingForPoolProbe);
+
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  const auto r = w.reconcile("vit");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.status("vit")["phase"], phase::kAdmitted) << w.status("vit").dump(2);
+  EXPECT_EQ(condition_status(w.status("vit"), condition::kProbed), kTrue)
+      << w.status("vit").dump(2);
+  EXPECT_EQ(condition_reason(w.status("vit"), condition::kProbed), kReasonProbeSucceeded);
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
+}
+
 TEST(Reconcile, a_running_probe_requeues_after_the_poll) {
   World w;
   w.submit(a_job("bert"));
