@@ -192,6 +192,13 @@ const std::string kRequest =
     R"("uid":"u1","operation":"CREATE","kind":{"kind":"TrainingJob"},)"
     R"("resource":{"group":"commgate.io","version":"v1alpha1","resource":"trainingjobs"},)";
 
+// A review whose object.x holds `levels` times open ... close around 1.
+std::string nested_review(int levels, const std::string& open, const std::string& close) {
+  std::string inner = "1";
+  for (int i = 0; i < levels; ++i) inner = open + inner + close;
+  return kHead + R"("request":{)" + kRequest + R"("object":{"x":)" + inner + "}}}";
+}
+
 class ReviewParseCase : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ReviewParseCase, IsReadOrRefusedAsTheTreeReaderDid) {
@@ -236,7 +243,15 @@ INSTANTIATE_TEST_SUITE_P(
         kHead + R"("request":{)" + kRequest + R"("operation":"UPDATE","object":{}}})",
         kHead + R"("request":{)" + kRequest + R"("object":{}}} trailing)",
         std::string(R"({"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview"})"),
-        std::string(200, '[') + std::string(200, ']')));
+        std::string(200, '[') + std::string(200, ']'),
+        // At the nesting limit (128, the envelope's 3 levels included) and one past it, in
+        // arrays, objects and both; and past it after a megabyte, where the parser has grown.
+        nested_review(125, "[", "]"), nested_review(126, "[", "]"),
+        nested_review(125, "{\"a\":", "}"), nested_review(126, "{\"a\":", "}"),
+        nested_review(62, "[{\"a\":", "}]"), nested_review(63, "[{\"a\":", "}]"),
+        nested_review(63, "{\"a\":[", "]}"),
+        kHead + R"("request":{)" + kRequest + R"("name":")" + std::string(1 << 20, 'n') + R"(",)" +
+            nested_review(126, "[", "]").substr(kHead.size() + 11)));
 
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::webhook
