@@ -196,6 +196,27 @@ std::string not_scheduled_count(const json& job, const std::vector<const json*>&
          (total == 1 ? " probe pod is" : " probe pods are") + " not scheduled";
 }
 
+// What one probe pod asks the scheduler for ("memory 8Gi, nvidia.com/gpu 4"), from the
+// Job's pod template; "" when it asks for nothing. An unschedulable probe's message names
+// it: the scheduler's "Insufficient nvidia.com/gpu" does not say that the probe asked for
+// the job's numProcPerNode GPUs, nor how much memory its model needs (a trial's job of
+// 1024 processes per node and 1e15 parameters read as a riddle).
+std::string pod_requests(const json& job) {
+  const json& containers =
+      field(field(field(field(job, "spec"), "template"), "spec"), "containers");
+  if (!containers.is_array()) return "";
+  std::string out;
+  for (const auto& c : containers) {
+    const json& requests = field(field(c, "resources"), "requests");
+    if (!requests.is_object()) continue;
+    for (const auto& [resource, amount] : requests.items()) {
+      if (!amount.is_string()) continue;
+      out += (out.empty() ? "" : ", ") + resource + " " + amount.get<std::string>();
+    }
+  }
+  return out;
+}
+
 ProbeOutcome running(const json& job, const std::vector<json>& pods) {
   const auto all = ordered(pods);
   std::optional<std::string> first;
@@ -206,8 +227,13 @@ ProbeOutcome running(const json& job, const std::vector<json>& pods) {
     }
   }
   if (first) {
-    return outcome(ProbeState::kUnschedulable, kReasonProbeUnschedulable,
-                   not_scheduled_count(job, all) + ": " + *first);
+    std::string message = not_scheduled_count(job, all);
+    // Short of a resource: say how much of it each probe pod asked for.
+    if (const std::string asked = pod_requests(job);
+        !asked.empty() && first->find("Insufficient") != std::string::npos)
+      message += " (each requests " + asked + ")";
+    message += ": " + *first;
+    return outcome(ProbeState::kUnschedulable, kReasonProbeUnschedulable, message);
   }
   const json& status = field(job, "status");
   auto count = [&](const char* key) {

@@ -161,6 +161,28 @@ std::vector<Case> cases() {
                .want_state = ProbeState::kUnschedulable,
                .want_reason = "ProbeUnschedulable",
                .want_message = {"1 of 3 probe pods are not scheduled: " + kSchedulerMessage}});
+  // The scheduler's "Insufficient nvidia.com/gpu" does not say what the probe asked for: the
+  // message does (a trial's 1024-GPU, 1e15-parameter job read as a riddle). Not when the
+  // pods fit no node for another reason (the cases above, without requests in the text).
+  c.push_back(
+      {.name = "unschedulable_names_what_each_probe_pod_requests",
+       .job =
+           [] {
+             json j = a_job(2, json::array(), {{"active", 2}});
+             j["spec"]["template"]["spec"]["containers"] =
+                 json::array({{{"name", "probe"},
+                               {"resources",
+                                {{"requests", {{"memory", "9Ti"}, {"nvidia.com/gpu", "1024"}}},
+                                 {"limits", {{"memory", "9Ti"}, {"nvidia.com/gpu", "1024"}}}}}}});
+             return j;
+           }(),
+       .pods = {unschedulable(0, "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."),
+                unschedulable(1, "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.")},
+       .want_state = ProbeState::kUnschedulable,
+       .want_reason = "ProbeUnschedulable",
+       .want_message = {"2 of 2 probe pods are not scheduled (each requests memory 9Ti, "
+                        "nvidia.com/gpu 1024): 0/4 nodes are available: 4 Insufficient "
+                        "nvidia.com/gpu."}});
   // No node matches: the scheduler marks the pods Unschedulable one at a time, and the
   // count must not follow it ("1 of 2", then "2 of 2": user trial, #9).
   c.push_back({.name = "a_pod_the_scheduler_has_not_marked_yet_counts_as_not_scheduled",
