@@ -83,7 +83,7 @@ json review_for(const AdmissionAttributes& a, const std::string& uid) {
   if (!a.name.empty()) request["name"] = a.name;
   if (!a.ns.empty()) request["namespace"] = a.ns;
   request["operation"] = a.operation;
-  request["userInfo"] = {{"username", a.user.username}, {"groups", a.user.groups}};
+  request["userInfo"] = to_json(a.user);
   request["object"] = a.object;
   request["oldObject"] = a.old_object;
   request["dryRun"] = a.dry_run;

@@ -8,6 +8,7 @@
 #include "sim/crd_schema.h"
 #include "sim/discovery.h"
 #include "sim/event_views.h"
+#include "sim/impersonation.h"
 #include "sim/protobuf_body.h"
 #include "sim/query_options.h"
 #include "sim/table.h"
@@ -270,7 +271,7 @@ json self_subject_review(const UserInfo& user, TimePoint now) {
   return {{"kind", "SelfSubjectReview"},
           {"apiVersion", "authentication.k8s.io/v1"},
           {"metadata", {{"creationTimestamp", format_rfc3339(now)}}},
-          {"status", {{"userInfo", {{"username", user.username}, {"groups", user.groups}}}}}};
+          {"status", {{"userInfo", to_json(user)}}}};
 }
 
 }  // namespace
@@ -286,15 +287,27 @@ ApiHandlers::ApiHandlers(ObjectStore& store, ApiHandlerOptions options)
                    return authorize(user, request, *rbac_objects());
                  }) {}
 
-Response ApiHandlers::handle(const Request& request) {
+Response ApiHandlers::handle(const Request& request, Identity* identity) {
   Write w;
   // Who asks: the user the bearer token stands for (the admin token: kubeadm's
   // kubernetes-admin), as webhooks see it in userInfo (docs/testing.md).
   auto user = options_.authentication.authenticate(request.header("Authorization"));
+  if (identity) identity->user = user;
   if (!user) return status_response(failure_status(401, "Unauthorized", "Unauthorized"));
   w.user = std::move(*user);
   Response response;
   try {
+    // kubectl --as: from here on the request is the impersonated user, if the requester
+    // may impersonate it (impersonation.h).
+    if (auto as = impersonate(request.headers, w.user,
+                              [this](const UserInfo& requester, const RequestAttributes& a) {
+                                if (options_.authorization != AuthorizationMode::kRbac)
+                                  return Authorization{true, ""};
+                                return authorize(requester, a, *rbac_objects());
+                              })) {
+      w.user = std::move(*as);
+      if (identity) identity->impersonated = w.user;
+    }
     authorize_request(request, w.user);
     response = dispatch(request, w);
   } catch (const ApiError& e) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,15 @@ class ApiHandlers {
  public:
   ApiHandlers(ObjectStore& store, ApiHandlerOptions options);
 
-  // Never throws: every failure becomes a Status response.
-  server::Response handle(const server::Request& request);
+  // Who a request was: the user its bearer token names (nullopt: none, a 401) and, when
+  // it impersonated someone and was allowed to (impersonation.h), the user it acted as.
+  struct Identity {
+    std::optional<UserInfo> user;
+    std::optional<UserInfo> impersonated;
+  };
+  // Never throws: every failure becomes a Status response. `identity`, when given, is told
+  // who the request was (for the audit log).
+  server::Response handle(const server::Request& request, Identity* identity = nullptr);
 
   // Called periodically: ends watches past their timeoutSeconds and forgets closed ones;
   // with `send_bookmarks`, sends a BOOKMARK to the watches that allowed them.
@@ -65,9 +73,9 @@ class ApiHandlers {
     bool bookmarks = false;
   };
 
-  // One request's context: who asks (set by authentication before anything else, for
-  // admission's userInfo and an authorizer), whether a write is a dry run, the warnings
-  // admission returned (sent as Warning headers on the response, success or not).
+  // One request's context: who asks (set by authentication and impersonation before
+  // anything else, for admission's userInfo and an authorizer), whether a write is a dry run, the
+  // warnings admission returned (sent as Warning headers on the response, success or not).
   struct Write {
     UserInfo user;
     bool dry_run = false;

@@ -98,9 +98,13 @@ void ApiServer::start_serving(uint16_t port) {
   router.add("*", "/*", [this](const server::Request& r) {
     api_requests_.fetch_add(1, std::memory_order_relaxed);
     const auto received = std::chrono::system_clock::now();
-    server::Response response = serve_api(r);
-    const auto user = handlers_.authentication().authenticate(r.header("Authorization"));
-    audit_.add(audit_event(r, response, user ? user->username : "", received));
+    ApiHandlers::Identity who;
+    server::Response response = serve_api(r, who);
+    // A request a fault answered never reached authentication: who its token names.
+    if (!who.user) who.user = handlers_.authentication().authenticate(r.header("Authorization"));
+    AuditEvent event = audit_event(r, response, who.user ? who.user->username : "", received);
+    event.impersonated_user = std::move(who.impersonated);
+    audit_.add(std::move(event));
     return response;
   });
   server_ = std::make_unique<server::Server>(std::move(so), std::move(router));
@@ -108,11 +112,11 @@ void ApiServer::start_serving(uint16_t port) {
   port_ = server_->port();
 }
 
-server::Response ApiServer::serve_api(const server::Request& request) {
+server::Response ApiServer::serve_api(const server::Request& request, ApiHandlers::Identity& who) {
   if (auto failure = faults_.intercept(request)) return std::move(*failure);
   const auto delay = faults_.response_delay();
   if (delay.count() > 0) std::this_thread::sleep_for(delay);
-  return handlers_.handle(request);
+  return handlers_.handle(request, &who);
 }
 
 void ApiServer::stop() {

@@ -113,7 +113,8 @@ class ApiServer {
  private:
   void ticker();
   void start_serving(uint16_t port);
-  server::Response serve_api(const server::Request& request);  // faults, delay, handlers
+  // Faults, delay, handlers; `who`: who the request was, when it reached the handlers.
+  server::Response serve_api(const server::Request& request, ApiHandlers::Identity& who);
   server::Response handle_fault_request(const server::Request& request);
   server::Response handle_service_request(const server::Request& request);
 

@@ -110,6 +110,7 @@ nlohmann::json to_json(const AuditEvent& e) {
                         {"requestReceivedTimestamp", micro_time(e.received)},
                         {"stageTimestamp", micro_time(e.completed)}};
   if (!e.username.empty()) out["user"]["username"] = e.username;
+  if (e.impersonated_user) out["impersonatedUser"] = to_json(*e.impersonated_user);
   if (!ref.empty()) out["objectRef"] = ref;
   return out;
 }

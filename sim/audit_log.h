@@ -10,10 +10,12 @@
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "server/http.h"
+#include "sim/authentication.h"
 
 namespace commgate::sim {
 
@@ -29,7 +31,10 @@ struct AuditObjectRef {
 struct AuditEvent {
   std::string verb;  // get list watch create update patch delete deletecollection
   std::string request_uri;
-  std::string username;  // "" when no token named anyone (the 401s)
+  std::string username;  // the requester; "" when no token named anyone (the 401s)
+  // The user the request acted as when it impersonated one and was allowed to (kubectl
+  // --as; impersonation.h): the audit Event's impersonatedUser. Authorization used it.
+  std::optional<UserInfo> impersonated_user;
   AuditObjectRef object_ref;
   int code = 0;  // the response's status (a watch's 200 when it started)
   std::chrono::system_clock::time_point received;

@@ -21,6 +21,13 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
+nlohmann::json to_json(const UserInfo& user) {
+  nlohmann::json out = {{"username", user.username}, {"groups", user.groups}};
+  if (!user.uid.empty()) out["uid"] = user.uid;
+  if (!user.extra.empty()) out["extra"] = user.extra;
+  return out;
+}
+
 UserInfo with_implied_groups(UserInfo user) {
   // serviceaccount.UserInfo: "system:serviceaccount:<ns>:<name>" with both parts non-empty.
   const std::string& name = user.username;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,7 +18,15 @@ namespace commgate::sim {
 struct UserInfo {
   std::string username;
   std::vector<std::string> groups;
+  // Set only by impersonation (Impersonate-Uid, Impersonate-Extra-<key>; impersonation.h).
+  std::string uid = {};
+  std::map<std::string, std::vector<std::string>> extra = {};
 };
+
+// authentication.k8s.io/v1 UserInfo as kube-apiserver writes it (AdmissionReview's
+// request.userInfo, SelfSubjectReview's status.userInfo, the audit log's user): username and
+// groups, then uid and extra only when set.
+nlohmann::json to_json(const UserInfo& user);
 
 // One user the sim knows, by the bearer token that stands for it.
 struct TokenUser {

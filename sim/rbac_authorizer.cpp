@@ -600,7 +600,8 @@ std::map<std::string, RbacUsage> rbac_usage(const RbacObjects& rbac,
     RbacUsage& usage = out[name];
     std::set<Grant> used;
     for (const AuditEvent& e : events) {
-      if (e.username != name) continue;
+      // Authorization used the impersonated user when there was one (kubectl --as).
+      if ((e.impersonated_user ? e.impersonated_user->username : e.username) != name) continue;
       RequestUse use{e, grant_used(user, request_attributes(e), rbac)};
       if (use.grant) used.insert(*use.grant);
       usage.requests.push_back(std::move(use));

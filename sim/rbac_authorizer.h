@@ -30,8 +30,9 @@
 //    server's authorizer applies it to the stored ClusterRoles before each decision.
 // Shortcuts: the aggregated rules are computed when authorizing, not written back to the
 // stored ClusterRole (`kubectl get clusterrole edit -o yaml` shows the rules as written); no
-// impersonation, no escalation/bind checks on writes of RBAC objects, no Node or Webhook
-// authorizer.
+// escalation/bind checks on writes of RBAC objects, no Node or Webhook authorizer.
+// Impersonation (verb impersonate on users, groups, serviceaccounts, uids, userextras) is
+// checked with authorize() by impersonation.h.
 #pragma once
 
 #include <cstddef>
