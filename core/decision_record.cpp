@@ -224,4 +224,54 @@ RecordVerdict check_against_record(const DecisionRecord& record, const TrainingJ
   return RecordVerdict::kSpecChanged;
 }
 
+std::vector<std::string> decision_fields_changed(const TrainingJobSpec& before,
+                                                 const TrainingJobSpec& after) {
+  std::vector<std::string> fields;
+  auto check = [&](bool differs, const char* path) {
+    if (differs) fields.emplace_back(path);
+  };
+  check(before.num_nodes != after.num_nodes, "spec.numNodes");
+  check(before.min_nodes != after.min_nodes, "spec.minNodes");
+  check(before.num_proc_per_node != after.num_proc_per_node, "spec.numProcPerNode");
+  check(before.node_selector != after.node_selector, "spec.nodeSelector");
+  check(before.policy_ref != after.policy_ref, "spec.policyRef.name");
+  const ModelSpec& a = before.model;
+  const ModelSpec& b = after.model;
+  check(a.parameters != b.parameters, "spec.model.parameters");
+  check(a.gradient_dtype != b.gradient_dtype, "spec.model.gradientDtype");
+  check(a.torch_script != b.torch_script, "spec.model.torchScript");
+  check(a.input_shape != b.input_shape, "spec.model.inputShape");
+  check(a.batch_size != b.batch_size, "spec.model.batchSize");
+  check(a.optimizer != b.optimizer, "spec.model.optimizer");
+  check(a.step_time_hint_ms != b.step_time_hint_ms, "spec.model.stepTimeHintMs");
+  return fields;
+}
+
+bool workload_created(const Json& status) {
+  if (!status.is_object()) return false;
+  const std::string phase = status.contains("phase") && status["phase"].is_string()
+                                ? status["phase"].get<std::string>()
+                                : "";
+  if (phase == "Running" || phase == "Succeeded") return true;
+  const auto conditions = status.find("conditions");
+  if (conditions == status.end() || !conditions->is_array()) return false;
+  for (const Json& c : *conditions) {
+    if (!c.is_object() || c.value("type", Json()) != "Running") continue;
+    const Json reason = c.value("reason", Json());
+    return reason.is_string() && reason != "Suspended" && reason != "PreviousWorkloadExists";
+  }
+  return false;
+}
+
+std::string spec_change_not_applied_message(int nodes, const std::string& phase,
+                                            const std::vector<std::string>& fields) {
+  std::string names;
+  for (size_t i = 0; i < fields.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == fields.size() ? " and " : ", ") + fields[i];
+  const bool over = phase == "Succeeded" || phase == "Failed";
+  return std::string("the training Job already ") + (over ? "ran" : "runs") + " with " +
+         std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") +
+         "; delete and resubmit the TrainingJob to change " + (names.empty() ? "its spec" : names);
+}
+
 }  // namespace commgate

@@ -81,4 +81,27 @@ enum class RecordVerdict {
 };
 RecordVerdict check_against_record(const DecisionRecord& record, const TrainingJobSpec& spec);
 
+// The field paths of the decision-relevant spec (what decision_spec_hash reads) that differ
+// between `before` and `after`, in spec order: spec.numNodes, spec.minNodes,
+// spec.numProcPerNode, spec.nodeSelector, spec.policyRef.name, spec.model.<field>.
+std::vector<std::string> decision_fields_changed(const TrainingJobSpec& before,
+                                                 const TrainingJobSpec& after);
+
+// Whether a TrainingJob's status (as the operator writes it, docs/operator.md "Status")
+// says its training workload (the Job) was created: the operator sets the Running
+// condition from the Job's state once it exists (any reason but Suspended, when nothing
+// was started, and PreviousWorkloadExists, when the Job found is an earlier TrainingJob's),
+// and phase Running or Succeeded only from it. Phase Admitted or Failed alone is not
+// enough (a suspended admitted job; a probe that failed for good). From then on a change of
+// the decision-relevant spec cannot be applied: the Job's pods and their torchrun world size
+// are fixed when it is created.
+bool workload_created(const nlohmann::json& status);
+
+// The words for a spec change that cannot be applied to the running workload, e.g. "the
+// training Job already runs with 2 nodes; delete and resubmit the TrainingJob to change
+// spec.numNodes". `nodes`: the workload's (status.admittedNodes); `phase`: status.phase
+// (a Job that Succeeded or Failed "ran" rather than "runs").
+std::string spec_change_not_applied_message(int nodes, const std::string& phase,
+                                            const std::vector<std::string>& fields);
+
 }  // namespace commgate

@@ -1,5 +1,6 @@
 #include "core/training_job.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/object_reader.h"
@@ -113,6 +114,26 @@ double ModelSpec::gradient_bytes() const {
   return parameters * dtype_bytes(gradient_dtype);
 }
 
+std::string workload_name_problem(const TrainingJob& job) {
+  const std::string& name = job.metadata.name;
+  const auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  const bool dns1035 =
+      !name.empty() && name.front() >= 'a' && name.front() <= 'z' && lower_alnum(name.back()) &&
+      std::all_of(name.begin(), name.end(), [&](char c) { return lower_alnum(c) || c == '-'; });
+  if (!dns1035)
+    return "the name \"" + name +
+           "\" names the workload's headless Service, which must be a DNS-1035 label: lower-case "
+           "letters, digits and '-', starting with a letter and ending with a letter or digit";
+  const std::string last_hostname =
+      name + "-" + std::to_string(std::max(job.spec.num_nodes, 1) - 1);
+  if (last_hostname.size() > 63)
+    return "the name is " + std::to_string(name.size()) + " characters: the pod hostname \"" +
+           last_hostname + "\" of the last of " + std::to_string(job.spec.num_nodes) +
+           " nodes would exceed 63; use a name of at most " +
+           std::to_string(63 - (last_hostname.size() - name.size())) + " characters";
+  return "";
+}
+
 int dtype_bytes(const std::string& dtype) {
   if (dtype == "fp32") return 4;
   if (dtype == "fp16" || dtype == "bf16") return 2;
@@ -151,6 +172,13 @@ TrainingJob parse_training_job(const nlohmann::json& doc, ObjectSource source, V
   policy_ref.reject_unknown_fields();
   read_run_policy(spec, s.run_policy);
   spec.reject_unknown_fields();
+
+  // A name known (not generateName alone) that passed the subdomain check above but
+  // cannot name the workload: refused at submission rather than Failed after it.
+  if (source != ObjectSource::kStored && !job.metadata.name.empty()) {
+    if (const std::string problem = workload_name_problem(job); !problem.empty())
+      errors.add("metadata.name", problem);
+  }
 
   if (const Json* status = root.raw("status"); status && verbatim == Verbatim::kKeep)
     job.status = *status;

@@ -60,6 +60,10 @@ struct TrainingJob {
 enum class ObjectSource {
   kManifest,   // a file or kubectl input: metadata.name is required
   kAdmission,  // an apiserver request: generateName may stand in for the name
+  // An object already stored (the operator's read): metadata.name is required, and a
+  // name the workload cannot take is not a parse error (workload_name_problem below: the
+  // operator fails such a job with reason InvalidWorkloadName instead of InvalidSpec).
+  kStored,
 };
 
 // What the parse keeps of the parts it validates but does not interpret.
@@ -71,10 +75,21 @@ enum class Verbatim {
   kSkip,
 };
 
-// Throws ValidationError naming the field path of every problem.
+// Throws ValidationError naming the field path of every problem. For kManifest and
+// kAdmission that includes metadata.name when workload_name_problem finds one (a name
+// known: under admission, a CREATE with only generateName reaches /mutate without one;
+// the apiserver fills it in before the validating webhooks run, so /validate sees it).
 TrainingJob parse_training_job(const nlohmann::json& doc,
                                ObjectSource source = ObjectSource::kManifest,
                                Verbatim verbatim = Verbatim::kKeep);
+
+// Why the workload cannot be created under the TrainingJob's name ("" when it can), in
+// words for a condition or a field error on metadata.name: the Service is named after it,
+// so it must be a DNS-1035 label (lower-case letters, digits and '-', starting with a
+// letter, ending alphanumeric), and the pods' hostnames `<name>-<index>` must fit a
+// 63-character DNS label for every index below numNodes. The API server would refuse the
+// Service or the pods (422) otherwise, and retrying cannot help.
+std::string workload_name_problem(const TrainingJob& job);
 
 // Bytes per gradient element for a dtype name; 0 for an unknown name.
 int dtype_bytes(const std::string& dtype);

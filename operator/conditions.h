@@ -31,6 +31,11 @@ inline constexpr const char* kRunning = "Running";
 // failed, or the probe failed past the policy's retries).
 inline constexpr const char* kComplete = "Complete";
 inline constexpr const char* kFailed = "Failed";
+// A spec change the running workload cannot follow (False, reason SpecChangeNotApplied):
+// the decision-relevant spec changed after the training Job was created (no webhook, or
+// one with failurePolicy Ignore, let it through); the Job keeps its admitted size. Absent
+// otherwise.
+inline constexpr const char* kSpecApplied = "SpecApplied";
 }  // namespace condition
 
 inline constexpr const char* kTrue = "True";

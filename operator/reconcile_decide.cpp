@@ -126,7 +126,7 @@ void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
     throw;
   }
   remember_write(ctx);
-  ctx.job = parse_training_job(ctx.object);
+  ctx.job = parse_training_job(ctx.object, ObjectSource::kStored);
   // Conditions computed for the spec before this patch hold for the patched one: the
   // patch is this decision's own.
   const int64_t after = generation_of(ctx.object);

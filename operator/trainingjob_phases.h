@@ -33,6 +33,9 @@ inline constexpr const char* kMeasurementInsufficient = "MeasurementInsufficient
 // The probe failed past the policy's retryStrategy.backoffLimitCount: phase Failed.
 inline constexpr const char* kProbeFailed = "ProbeFailed";
 inline constexpr const char* kWorkloadCreated = "WorkloadCreated";
+// The decision-relevant spec changed after the workload was created: not applied, the
+// workload keeps the recorded decision's size (condition SpecApplied=False, a Warning).
+inline constexpr const char* kSpecChangeNotApplied = "SpecChangeNotApplied";
 // The TrainingJob's name cannot name its workload (operator/workload_job.h
 // workload_name_problem): phase Failed, nothing is probed or created.
 inline constexpr const char* kInvalidWorkloadName = "InvalidWorkloadName";

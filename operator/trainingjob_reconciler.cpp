@@ -122,7 +122,7 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
   const json& status = ctx.object.value("status", json::object());
   ctx.status = status.is_object() ? status : json::object();
   try {
-    ctx.job = parse_training_job(ctx.object);
+    ctx.job = parse_training_job(ctx.object, ObjectSource::kStored);
   } catch (const ValidationError& e) {
     return invalid_spec(ctx, e.what());
   }
@@ -136,6 +136,32 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
   const std::optional<DecisionRecord> record = decision_record_of(ctx.job);
   const auto verdict =
       record ? check_against_record(*record, ctx.job.spec) : RecordVerdict::kSpecChanged;
+  // The decision-relevant spec changed after the training Job was created (the webhook
+  // refuses that; without it, or with failurePolicy Ignore, it gets through): the Job's
+  // pods and torchrun world size are fixed, so the change cannot be applied, and deciding
+  // it again would show a decision (Gated, another count) the running Job does not follow.
+  // Keep following the record, and say so.
+  if (record && record->action != commgate::Action::kGate &&
+      record->action != commgate::Action::kDeny &&
+      (verdict == RecordVerdict::kSpecChanged ||
+       verdict == RecordVerdict::kNodesDifferFromRecord) &&
+      workload_created(ctx.status)) {
+    // Only numNodes when the spec with the admitted count is the one recorded.
+    std::vector<std::string> fields;
+    if (decision_spec_hash(ctx.job.spec, record->admitted_nodes) == record->spec_hash)
+      fields.push_back("spec.numNodes");
+    const std::string message =
+        spec_change_not_applied_message(record->admitted_nodes, ctx.status.value("phase", ""),
+                                        fields) +
+        " (the change is not applied: the workload keeps the size commgate admitted)";
+    if (ctx.condition(condition::kSpecApplied, kFalse, op_reason::kSpecChangeNotApplied, message))
+      event(ctx, "Warning", op_reason::kSpecChangeNotApplied, "Decide", message);
+    // Were the Job deleted by hand, it comes back at the admitted size.
+    ctx.job.spec.num_nodes = record->admitted_nodes;
+    return follow_record(ctx, *record);
+  }
+  remove_condition(ctx.status["conditions"], condition::kSpecApplied);
+  if (ctx.status["conditions"].empty()) ctx.status.erase("conditions");
   if (record && record->action != commgate::Action::kGate &&
       (verdict == RecordVerdict::kHolds || verdict == RecordVerdict::kDenied))
     return follow_record(ctx, *record);

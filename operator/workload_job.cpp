@@ -256,26 +256,6 @@ WorkloadObjects build_workload(const TrainingJob& job, const std::string& job_ui
   return {service_of(job, job_uid, settings), job_of(job, job_uid, nccl_env, settings, device)};
 }
 
-std::string workload_name_problem(const TrainingJob& job) {
-  const std::string& name = job.metadata.name;
-  const auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  const bool dns1035 =
-      !name.empty() && name.front() >= 'a' && name.front() <= 'z' && lower_alnum(name.back()) &&
-      std::all_of(name.begin(), name.end(), [&](char c) { return lower_alnum(c) || c == '-'; });
-  if (!dns1035)
-    return "the name \"" + name +
-           "\" names the workload's headless Service, which must be a DNS-1035 label: lower-case "
-           "letters, digits and '-', starting with a letter and ending with a letter or digit";
-  const std::string last_hostname =
-      name + "-" + std::to_string(std::max(job.spec.num_nodes, 1) - 1);
-  if (last_hostname.size() > 63)
-    return "the name is " + std::to_string(name.size()) + " characters: the pod hostname \"" +
-           last_hostname + "\" of the last of " + std::to_string(job.spec.num_nodes) +
-           " nodes would exceed 63; use a name of at most " +
-           std::to_string(63 - (last_hostname.size() - name.size())) + " characters";
-  return "";
-}
-
 std::vector<std::string> replaced_template_env(const TrainingJob& job) {
   std::vector<std::string> replaced;
   const json& tmpl = job.spec.pod_template;

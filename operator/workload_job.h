@@ -46,13 +46,8 @@ WorkloadObjects build_workload(const TrainingJob& job, const std::string& job_ui
                                const WorkloadSettings& settings,
                                PoolDevice device = PoolDevice::kNotMeasured);
 
-// Why the workload cannot be created under the TrainingJob's name ("" when it can), in
-// words for a condition: the Service is named after it, so it must be a DNS-1035 label
-// (lower-case letters, digits and '-', starting with a letter, ending alphanumeric), and
-// the pods' hostnames `<name>-<index>` must fit a 63-character DNS label for every index
-// below numNodes. The API server would refuse the Service or the pods (422) otherwise,
-// and retrying cannot help.
-std::string workload_name_problem(const TrainingJob& job);
+// workload_name_problem (core/training_job.h) says whether the TrainingJob's name can
+// name its workload.
 
 // The template's env entries that build_workload replaces ("<container>/<NAME>", in
 // container then env order): the torchrun variables are the operator's (its numNodes may

@@ -132,6 +132,14 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
       if (auto refused = refuse_annotation_edit(*old_job, job, snapshot, who, now)) return *refused;
       return allowed();
     }
+    // The training Job exists: a change of what the decision reads cannot be applied to it,
+    // and /validate refuses it with the fields; deciding it here would only rewrite the
+    // record (a downsize could even bring numNodes back to the stored count, which
+    // /validate would then take for no change).
+    if (old_job && request.old_object.is_object() &&
+        workload_created(request.old_object.value("status", nlohmann::json())) &&
+        !decision_fields_changed(old_job->spec, job.spec).empty())
+      return allowed();
   }
 
   const JobDecision jd = decide_for_job(job, snapshot, who, now);

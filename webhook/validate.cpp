@@ -143,6 +143,37 @@ AdmissionResponse hold_to_record(const DecisionRecord& record, const TrainingJob
   return allowed();  // not reached: the caller decides when the spec changed
 }
 
+// A change of what the decision reads once the training Job exists: its pods and their
+// torchrun world size were fixed when it was created, so the change could never be applied
+// (and deciding it again would show a decision the running Job does not follow). Refused
+// with each changed field and what to do; before the Job exists (Gated, suspended) a
+// change is decided again. nullopt: not such a change.
+std::optional<AdmissionResponse> refuse_change_of_started_job(const AdmissionRequest& request,
+                                                              const TrainingJob& old_job,
+                                                              const TrainingJob& job) {
+  const Json* status = nullptr;
+  if (request.old_object.is_object()) {
+    if (auto s = request.old_object.find("status"); s != request.old_object.end()) status = &*s;
+  }
+  if (!status || !workload_created(*status)) return std::nullopt;
+  const std::vector<std::string> fields = decision_fields_changed(old_job.spec, job.spec);
+  if (fields.empty()) return std::nullopt;  // e.g. spec.suspend alone
+  int nodes = old_job.spec.num_nodes;
+  if (auto a = status->find("admittedNodes"); a != status->end() && a->is_number_integer())
+    nodes = a->get<int>();
+  const std::string phase = status->value("phase", Json()).is_string()
+                                ? status->value("phase", std::string())
+                                : std::string();
+  if (fields.size() == 1)
+    return invalid(fields.front(), spec_change_not_applied_message(nodes, phase, fields));
+  FieldErrors errors;
+  for (const std::string& f : fields)
+    errors.add(f, spec_change_not_applied_message(nodes, phase, {f}));
+  return invalid(ValidationError(
+      "the spec change of TrainingJob " + request.name + " cannot be applied to its workload",
+      std::move(errors)));
+}
+
 // No record for this spec (the mutating webhook did not run): decide here.
 AdmissionResponse decide_here(const TrainingJob& job, const Snapshot& snapshot,
                               const Requester& who, TimePoint now) {
@@ -188,6 +219,7 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
         const auto record = decision_record_of(job);
         return with_decision(allowed(), record ? to_string(record->action) : "None");
       }
+      if (auto refused = refuse_change_of_started_job(request, old_job, job)) return *refused;
     } catch (const ValidationError&) {
       // An old object that no longer parses: check the new one as if created.
     }

@@ -67,6 +67,22 @@ TEST(EvaluateCli, every_mistake_is_listed_with_its_path) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// Newcomer trial C2: `llm.v2` is an RFC 1123 subdomain, so evaluate decided it (exit 0),
+// while the operator then failed it (InvalidWorkloadName): its Service and pod hostnames
+// need a DNS-1035 label. The same check as the webhook's, at exit 2 with the field.
+TEST(EvaluateCli, a_name_the_workload_cannot_take_exits_2_naming_metadata_name) {
+  std::string job = testing::slurp(example("jobs/resnet50-5m.yaml"));
+  job.replace(job.find("name: resnet-small"), 18, "name: llm.v2");
+  TempFile job_file(job, ".yaml");
+  CliRun r = run({"evaluate", "-f", job_file.path()});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("metadata.name: the name \"llm.v2\" names the workload's headless "
+                       "Service, which must be a DNS-1035 label"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 // A YAML .inf, -.inf or .nan where a number belongs: JSON has none, so the conversion
 // once wrote null and the user read "got number null". The field and the value instead.
 TEST(EvaluateCli, non_finite_numbers_are_named_with_their_yaml_spelling) {

@@ -263,5 +263,68 @@ INSTANTIATE_TEST_SUITE_P(
                                   false, true, RecordVerdict::kNodesDifferFromRecord}),
     [](const auto& param_info) { return param_info.param.name; });
 
+// --- A spec change once the workload exists (newcomer trial C1) ---
+
+TEST(DecisionFieldsChanged, NamesEveryFieldTheHashReads) {
+  const TrainingJobSpec a = a_training_job("bert").nodes(2).build().spec;
+  EXPECT_TRUE(decision_fields_changed(a, a).empty());
+  TrainingJobSpec b = a;
+  b.num_nodes = 4;
+  b.model.parameters *= 2;
+  b.model.optimizer = "adam";
+  b.node_selector["pool"] = "b";
+  b.policy_ref = "strict";
+  EXPECT_EQ(decision_fields_changed(a, b),
+            (std::vector<std::string>{"spec.numNodes", "spec.nodeSelector", "spec.policyRef.name",
+                                      "spec.model.parameters", "spec.model.optimizer"}));
+  // Not the decision's: suspend, the template.
+  TrainingJobSpec c = a;
+  c.suspend = !a.suspend;
+  c.pod_template = {{"metadata", {{"labels", {{"x", "y"}}}}}};
+  EXPECT_TRUE(decision_fields_changed(a, c).empty());
+  // Every field the hash reads is named: a change of the hash is a change of a field.
+  TrainingJobSpec d = a;
+  d.model.step_time_hint_ms = 123;
+  d.min_nodes = 2;
+  d.num_proc_per_node = 8;
+  d.model.batch_size = 7;
+  d.model.gradient_dtype = "bf16";
+  d.model.torch_script = "/m.pt";
+  d.model.input_shape = {3, 224, 224};
+  EXPECT_EQ(decision_fields_changed(a, d).size(), 7u);
+}
+
+TEST(WorkloadCreated, FromTheOperatorsStatus) {
+  using Json = nlohmann::json;
+  auto running_condition = [](const char* reason) {
+    return Json::array({{{"type", "Running"}, {"status", "False"}, {"reason", reason}}});
+  };
+  EXPECT_FALSE(workload_created(Json()));
+  EXPECT_FALSE(workload_created(Json::object()));
+  EXPECT_FALSE(workload_created({{"phase", "Gated"}}));
+  EXPECT_FALSE(workload_created({{"phase", "Admitted"}}));
+  EXPECT_FALSE(workload_created({{"phase", "Failed"}}));  // e.g. ProbeFailed: nothing ran
+  EXPECT_FALSE(
+      workload_created({{"phase", "Admitted"}, {"conditions", running_condition("Suspended")}}));
+  EXPECT_FALSE(workload_created(
+      {{"phase", "Admitted"}, {"conditions", running_condition("PreviousWorkloadExists")}}));
+  EXPECT_TRUE(workload_created({{"phase", "Running"}}));
+  EXPECT_TRUE(workload_created({{"phase", "Succeeded"}}));
+  EXPECT_TRUE(
+      workload_created({{"phase", "Admitted"}, {"conditions", running_condition("Pending")}}));
+  EXPECT_TRUE(workload_created(
+      {{"phase", "Failed"}, {"conditions", running_condition("BackoffLimitExceeded")}}));
+}
+
+TEST(SpecChangeNotApplied, SaysWhatToDo) {
+  EXPECT_EQ(spec_change_not_applied_message(2, "Running", {"spec.numNodes"}),
+            "the training Job already runs with 2 nodes; delete and resubmit the TrainingJob to "
+            "change spec.numNodes");
+  EXPECT_EQ(spec_change_not_applied_message(
+                1, "Succeeded", {"spec.numNodes", "spec.model.parameters", "spec.nodeSelector"}),
+            "the training Job already ran with 1 node; delete and resubmit the TrainingJob to "
+            "change spec.numNodes, spec.model.parameters and spec.nodeSelector");
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

@@ -116,6 +116,14 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"wrong_api_version", "/apiVersion", "commgate.io/v1", "apiVersion",
              "must be commgate.io/v1alpha1"},
         Case{"bad_name", "/metadata/name", "BERT_large", "metadata.name", "RFC 1123"},
+        // An RFC 1123 subdomain that cannot name the workload's Service (DNS-1035 label):
+        // refused at submission, not Failed InvalidWorkloadName a second after it.
+        Case{"name_not_a_dns1035_label", "/metadata/name", "llm.v2", "metadata.name",
+             "must be a DNS-1035 label"},
+        Case{"name_starting_with_a_digit", "/metadata/name", "1bert", "metadata.name",
+             "must be a DNS-1035 label"},
+        Case{"name_too_long_for_the_pod_hostnames", "/metadata/name", std::string(62, 'a'),
+             "metadata.name", "use a name of at most 61 characters"},
         Case{"spec_not_object", "/spec", "numNodes=4", "spec", "must be an object"},
         // Null list items are mistakes, not absences (issue 9): a [null] container list
         // used to pass the "at least one container" check.
@@ -229,6 +237,62 @@ TEST(TrainingJobParsing, admission_objects_may_use_generate_name) {
               std::string::npos)
         << e.what();
   }
+}
+
+// --- Names the workload can take (one check for evaluate, the webhook and the operator) ---
+
+TEST(WorkloadName, problem_table) {
+  struct NameCase {
+    std::string name;
+    int nodes;
+    std::string want;  // a substring of the problem; "" = none
+  } const cases[] = {
+      {"bert", 4, ""},
+      {"bert-large-2", 100, ""},
+      {std::string(61, 'a'), 10, ""},  // aaa...-9: 63 characters
+      {std::string(61, 'a'), 11, "use a name of at most 60 characters"},
+      {std::string(62, 'a'), 1, "use a name of at most 61 characters"},
+      {"1bert", 2, "DNS-1035 label"},  // a Service name starts with a letter
+      {"bert.large", 2, "DNS-1035 label"},
+      {"llm.v2-7b", 2, "DNS-1035 label"},  // a valid TrainingJob name (RFC 1123 subdomain)
+  };
+  for (const auto& c : cases) {
+    const Json doc = a_training_job(c.name).nodes(c.nodes).json();
+    const std::string got = workload_name_problem(parse_training_job(doc, ObjectSource::kStored));
+    if (c.want.empty()) {
+      EXPECT_EQ(got, "") << c.name;
+      EXPECT_NO_THROW(parse_training_job(doc, ObjectSource::kAdmission)) << c.name;
+    } else {
+      EXPECT_NE(got.find(c.want), std::string::npos) << c.name << ": " << got;
+      for (const auto source : {ObjectSource::kManifest, ObjectSource::kAdmission}) {
+        try {
+          parse_training_job(doc, source);
+          ADD_FAILURE() << c.name << " parsed";
+        } catch (const ValidationError& e) {
+          EXPECT_NE(std::string(e.what()).find("metadata.name: " + got), std::string::npos)
+              << e.what();
+        }
+      }
+    }
+  }
+}
+
+// The stored object's name is the operator's to report (InvalidWorkloadName), not a parse
+// error; a CREATE with only generateName has no name to check yet at /mutate.
+TEST(WorkloadName, not_checked_for_stored_objects_or_generate_name) {
+  EXPECT_EQ(
+      parse_training_job(a_training_job("llm.v2").json(), ObjectSource::kStored).metadata.name,
+      "llm.v2");
+  const Json generated =
+      a_training_job().remove("/metadata/name").set("/metadata/generateName", "llm.v2-").json();
+  EXPECT_NO_THROW(parse_training_job(generated, ObjectSource::kAdmission));
+}
+
+// Raising numNodes can push the last pod hostname past 63 characters.
+TEST(WorkloadName, more_nodes_can_make_the_name_too_long) {
+  const std::string name(61, 'a');
+  EXPECT_NO_THROW(parse_training_job(a_training_job(name).nodes(10).json()));
+  EXPECT_THROW(parse_training_job(a_training_job(name).nodes(11).json()), ValidationError);
 }
 
 TEST(TrainingJobParsing, keeps_pod_template_and_status_verbatim) {

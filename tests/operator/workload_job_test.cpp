@@ -227,8 +227,10 @@ INSTANTIATE_TEST_SUITE_P(
                 PoolDevice::kCpu,
                 json::array({trainer()}),
                 {""}},
-        GpuCase{
-            "unknown_device_adds_nothing", PoolDevice::kNotMeasured, json::array({trainer()}), {""}}),
+        GpuCase{"unknown_device_adds_nothing",
+                PoolDevice::kNotMeasured,
+                json::array({trainer()}),
+                {""}}),
     [](const ::testing::TestParamInfo<GpuCase>& p) { return p.param.name; });
 
 TEST(WorkloadJob, gpu_limit_keeps_the_containers_other_resources) {
@@ -404,33 +406,6 @@ TEST(WorkloadJob, is_deterministic) {
   EXPECT_EQ(a.service.dump(), b.service.dump());
 }
 
-// --- Names the workload can take ---
-
-TEST(WorkloadJob, name_problem_table) {
-  struct Case {
-    std::string name;
-    int nodes;
-    std::string want;  // a substring of the problem; "" = none
-  } const cases[] = {
-      {"bert", 4, ""},
-      {"bert-large-2", 100, ""},
-      {std::string(61, 'a'), 10, ""},  // aaa...-9: 63 characters
-      {std::string(61, 'a'), 11, "use a name of at most 60 characters"},
-      {std::string(62, 'a'), 1, "use a name of at most 61 characters"},
-      {"1bert", 2, "DNS-1035 label"},  // a Service name starts with a letter
-      {"bert.large", 2, "DNS-1035 label"},
-      {"llm.v2-7b", 2, "DNS-1035 label"},  // a valid TrainingJob name (RFC 1123 subdomain)
-  };
-  for (const auto& c : cases) {
-    const std::string got = workload_name_problem(a_training_job(c.name).nodes(c.nodes).build());
-    if (c.want.empty()) {
-      EXPECT_EQ(got, "") << c.name;
-    } else {
-      EXPECT_NE(got.find(c.want), std::string::npos) << c.name << ": " << got;
-    }
-  }
-}
-
 // --- NCCL settings from the pool's profile ---
 
 struct NcclCase {
@@ -488,5 +463,5 @@ INSTANTIATE_TEST_SUITE_P(
         NcclCase{"no_probe_yet_invents_nothing", "", "", "", {}}),
     [](const ::testing::TestParamInfo<NcclCase>& p) { return p.param.name; });
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

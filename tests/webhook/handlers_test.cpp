@@ -596,6 +596,116 @@ TEST(DecideOnce, RaisingNumNodesOnASingleNodeJobIsANewDecision) {
   EXPECT_EQ(annotation_of(a.stored, annotation::kDecision), "Downsize");
 }
 
+// Newcomer trial C1: a change of what the decision reads, once the training Job exists,
+// was admitted (and decided again) but never applied: `get tj` showed 4 nodes while the
+// Job ran 2 pods. Refused (422, the field) with what to do; before the Job exists it is
+// decided again (docs/researcher.md section 5).
+json with_status(json object, const std::string& phase, const std::string& running_reason,
+                 int admitted_nodes) {
+  object["status"] = {{"phase", phase}, {"admittedNodes", admitted_nodes}};
+  if (!running_reason.empty())
+    object["status"]["conditions"] =
+        json::array({{{"type", "Running"},
+                      {"status", running_reason == "Running" ? "True" : "False"},
+                      {"reason", running_reason}}});
+  return object;
+}
+
+TEST(StartedJob, ASpecChangeIsRefusedWithTheFieldAndWhatToDo) {
+  const Admission created = admit(a_create_of(bert(2)), kStrictSlow);
+  ASSERT_EQ(created.mutate.decision, "Admit");
+  const json running = with_status(created.stored, "Running", "Running", 2);
+  struct Change {
+    std::string pointer;
+    json value;
+    std::string field;
+  } const changes[] = {
+      {"/spec/numNodes", 4, "spec.numNodes"},
+      {"/spec/model/parameters", 200e6, "spec.model.parameters"},
+      {"/spec/numProcPerNode", 8, "spec.numProcPerNode"},
+      {"/spec/nodeSelector", {{"pool", "b"}}, "spec.nodeSelector"},
+  };
+  for (const Change& c : changes) {
+    json changed = running;
+    changed[json::json_pointer(c.pointer)] = c.value;
+    const Admission a = admit(an_update_of(running, changed).user("alice"), kStrictSlow);
+    ASSERT_TRUE(a.mutate.allowed) << c.field;
+    EXPECT_TRUE(a.mutate.patch.empty()) << c.field << ": /mutate decided it again";
+    EXPECT_FALSE(a.validate.allowed) << c.field;
+    EXPECT_EQ(a.validate.code, 422) << c.field;
+    ASSERT_EQ(a.validate.details.causes.size(), 1u) << c.field;
+    EXPECT_EQ(a.validate.details.causes[0].field, c.field);
+    EXPECT_EQ(a.validate.details.causes[0].message,
+              "the training Job already runs with 2 nodes; delete and resubmit the "
+              "TrainingJob to change " +
+                  c.field);
+  }
+}
+
+TEST(StartedJob, EveryChangedFieldIsACause) {
+  const Admission created = admit(a_create_of(bert(2)), kStrictSlow);
+  const json pending = with_status(created.stored, "Admitted", "Pending", 2);
+  json changed = pending;
+  changed["spec"]["numNodes"] = 3;
+  changed["spec"]["model"]["gradientDtype"] = "bf16";
+  const AdmissionResponse r = handle_validate(an_update_of(pending, changed).user("alice").parse(),
+                                              kStrictSlow, test_now());
+  EXPECT_FALSE(r.allowed);
+  EXPECT_EQ(r.code, 422);
+  ASSERT_EQ(r.details.causes.size(), 2u) << r.message;
+  EXPECT_EQ(r.details.causes[0].field, "spec.numNodes");
+  EXPECT_EQ(r.details.causes[1].field, "spec.model.gradientDtype");
+}
+
+TEST(StartedJob, AFinishedJobRanWithItsNodes) {
+  const Admission created = admit(a_create_of(bert(2)), kStrictSlow);
+  const json done = with_status(created.stored, "Succeeded", "Completed", 2);
+  json changed = done;
+  changed["spec"]["numNodes"] = 1;
+  const AdmissionResponse r =
+      handle_validate(an_update_of(done, changed).user("alice").parse(), kStrictSlow, test_now());
+  EXPECT_FALSE(r.allowed);
+  EXPECT_NE(r.message.find("the training Job already ran with 2 nodes"), std::string::npos)
+      << r.message;
+}
+
+TEST(StartedJob, BeforeTheJobExistsAChangeIsDecidedAgain) {
+  const Admission created = admit(a_create_of(bert(2)), kStrictSlow);
+  // Admitted but suspended (nothing started), and held by an earlier TrainingJob's Job.
+  for (const json& before : {with_status(created.stored, "Admitted", "Suspended", 2),
+                             with_status(created.stored, "Admitted", "PreviousWorkloadExists", 2),
+                             with_status(created.stored, "Gated", "", 0),
+                             with_status(created.stored, "Failed", "", 0)}) {
+    json raised = before;
+    raised["spec"]["numNodes"] = 8;
+    const Admission a = admit(an_update_of(before, raised).user("alice"), kStrictSlow);
+    EXPECT_TRUE(a.validate.allowed) << before["status"].dump() << ": " << a.validate.message;
+    EXPECT_EQ(a.stored["spec"]["numNodes"], 6) << before["status"].dump();
+  }
+}
+
+TEST(StartedJob, ALabelOrSuspendEditIsNotRefused) {
+  const Admission created = admit(a_create_of(bert(2)), kStrictSlow);
+  const json running = with_status(created.stored, "Running", "Running", 2);
+  json labelled = running;
+  labelled["metadata"]["labels"]["team"] = "nlp";
+  EXPECT_TRUE(admit(an_update_of(running, labelled).user("alice"), kStrictSlow).validate.allowed);
+}
+
+// Newcomer trial C2: a name that cannot name the workload's Service is refused at
+// submission with the field, not Failed InvalidWorkloadName a second later.
+TEST(Validate, ANameTheWorkloadCannotTakeIsInvalid) {
+  json job = bert(2);
+  job["metadata"]["name"] = "llm.v2";
+  const AdmissionResponse r =
+      handle_validate(a_create_of(job).user("alice").parse(), kStrictSlow, test_now());
+  EXPECT_FALSE(r.allowed);
+  EXPECT_EQ(r.code, 422);
+  ASSERT_EQ(r.details.causes.size(), 1u) << r.message;
+  EXPECT_EQ(r.details.causes[0].field, "metadata.name");
+  EXPECT_NE(r.details.causes[0].message.find("DNS-1035 label"), std::string::npos);
+}
+
 TEST(DecideOnce, ALabelEditOfARecordedJobIsNotDecidedAgain) {
   const Admission created = admit(a_create_of(bert(8)), kStrictSlow);
   json labelled = created.stored;
@@ -745,5 +855,5 @@ TEST(Deadline, ValidateDeniesWith503) {
   EXPECT_EQ(response.code, 503);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::webhook
