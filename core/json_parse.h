@@ -7,6 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+namespace simdjson::dom {
+class element;
+}
+
 namespace commgate {
 
 // Same result as nlohmann::json::parse(text): duplicate keys keep the last value, integers
@@ -14,5 +18,10 @@ namespace commgate {
 // refuses (malformed, or integers beyond 64 bits that nlohmann reads as doubles) goes to
 // nlohmann's parser, so errors are its nlohmann::json::parse_error with the byte offset.
 nlohmann::json parse_json(std::string_view text);
+
+// The nlohmann tree of a simdjson DOM element, as parse_json builds it (for a reader that
+// takes some fields straight from the DOM and a tree of the rest: webhook/review_parse.cpp).
+// Recursion is bounded by the parser's maximum depth.
+nlohmann::json to_nlohmann(simdjson::dom::element e);
 
 }  // namespace commgate

@@ -11,8 +11,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kV1 = "admission.k8s.io/v1";
-
 // base64 of the JSONPatch, appended to `out`.
 void append_base64(std::string& out, std::string_view text) {
   static constexpr char kAlphabet[] =
@@ -171,7 +169,7 @@ nlohmann::json admission_review_response(const std::string& uid, const std::stri
   }
   if (!response.warnings.empty()) out["warnings"] = response.warnings;
   if (!response.audit_annotations.empty()) out["auditAnnotations"] = response.audit_annotations;
-  return {{"apiVersion", api_version.empty() ? kV1 : api_version},
+  return {{"apiVersion", api_version.empty() ? kAdmissionV1 : api_version},
           {"kind", "AdmissionReview"},
           {"response", out}};
 }
@@ -217,7 +215,7 @@ std::string admission_review_response_bytes(const std::string& uid, const std::s
   std::string out;
   out.reserve(2048 + response.message.size());
   out += "{\"apiVersion\":";
-  append_json_string(out, api_version.empty() ? kV1 : api_version);
+  append_json_string(out, api_version.empty() ? kAdmissionV1 : api_version);
   out += ",\"kind\":\"AdmissionReview\",\"response\":{\"allowed\":";
   out += response.allowed ? "true" : "false";
   if (!response.audit_annotations.empty()) {

@@ -17,6 +17,10 @@
 
 namespace commgate::webhook {
 
+// The AdmissionReview versions the webhook reads; it answers in the request's.
+inline constexpr const char* kAdmissionV1 = "admission.k8s.io/v1";
+inline constexpr const char* kAdmissionV1beta1 = "admission.k8s.io/v1beta1";
+
 struct GroupVersionResource {
   std::string group, version, resource;
 };

@@ -8,6 +8,7 @@
 
 #include <new>
 
+#include "core/json_parse.h"
 #include "webhook/admission_review.h"
 
 namespace commgate::webhook {
@@ -16,46 +17,6 @@ namespace {
 using Json = nlohmann::json;
 using simdjson::dom::element;
 using simdjson::dom::element_type;
-
-constexpr const char* kV1 = "admission.k8s.io/v1";
-constexpr const char* kV1beta1 = "admission.k8s.io/v1beta1";
-
-// The same tree core's parse_json builds from the same DOM (core/json_parse.cpp): a
-// duplicate key keeps its last value, integers stay integers (unsigned above INT64_MAX).
-// Recursion is bounded by kMaxJsonDepth (parse_admission_review refuses deeper text).
-Json to_json(element e) {
-  switch (e.type()) {
-    case element_type::OBJECT: {
-      Json out = Json::object();
-      auto& fields = out.get_ref<Json::object_t&>();
-      for (auto field : simdjson::dom::object(e)) {
-        // Kubernetes writes most keys in order; a hint at the end makes those inserts O(1).
-        auto it = fields.emplace_hint(fields.end(), std::string(field.key), nullptr);
-        it->second = to_json(field.value);  // a duplicate: the last value wins
-      }
-      return out;
-    }
-    case element_type::ARRAY: {
-      Json out = Json::array();
-      auto& items = out.get_ref<Json::array_t&>();
-      for (auto item : simdjson::dom::array(e)) items.push_back(to_json(item));
-      return out;
-    }
-    case element_type::STRING:
-      return std::string(std::string_view(e));
-    case element_type::INT64:
-      return int64_t(e);
-    case element_type::UINT64:
-      return uint64_t(e);
-    case element_type::DOUBLE:
-      return double(e);
-    case element_type::BOOL:
-      return bool(e);
-    case element_type::NULL_VALUE:
-      return nullptr;
-  }
-  return nullptr;
-}
 
 // The member `key` of an object as nlohmann's find() sees it: the last one of that name.
 std::optional<element> member(simdjson::dom::object obj, std::string_view key) {
@@ -91,7 +52,7 @@ AdmissionRequest read_review(element root) {
   if (!root.is_object()) throw MalformedReview(400, "", "", "body is not a JSON object");
   const simdjson::dom::object doc(root);
   const std::string api_version = string_at(doc, "apiVersion");
-  if (api_version != kV1 && api_version != kV1beta1) {
+  if (api_version != kAdmissionV1 && api_version != kAdmissionV1beta1) {
     throw MalformedReview(
         400, "", "",
         "apiVersion must be admission.k8s.io/v1 (or v1beta1), got \"" + api_version + "\"");
@@ -137,8 +98,8 @@ AdmissionRequest read_review(element root) {
       }
     }
   }
-  if (auto o = member(*req, "object")) r.object = to_json(*o);
-  if (auto o = member(*req, "oldObject")) r.old_object = to_json(*o);
+  if (auto o = member(*req, "object")) r.object = to_nlohmann(*o);
+  if (auto o = member(*req, "oldObject")) r.old_object = to_nlohmann(*o);
   if (auto d = member(*req, "dryRun"); d && d->is_bool()) r.dry_run = bool(*d);
   if ((r.operation == "CREATE" || r.operation == "UPDATE") && !r.object.is_object())
     fail("request.object must be an object for " + r.operation);
