@@ -7,12 +7,6 @@
 namespace commgate::sim {
 namespace {
 
-constexpr std::string_view kServiceAccountPrefix = "system:serviceaccount:";
-
-void add_once(std::vector<std::string>& groups, const std::string& group) {
-  if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
-}
-
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
@@ -20,6 +14,10 @@ std::string_view trim(std::string_view s) {
 }
 
 }  // namespace
+
+void add_group_once(std::vector<std::string>& groups, const std::string& group) {
+  if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
+}
 
 nlohmann::json to_json(const UserInfo& user) {
   nlohmann::json out = {{"username", user.username}, {"groups", user.groups}};
@@ -36,11 +34,11 @@ UserInfo with_implied_groups(UserInfo user) {
     const auto colon = rest.find(':');
     if (colon != std::string::npos && colon > 0 && colon + 1 < rest.size() &&
         rest.find(':', colon + 1) == std::string::npos) {
-      add_once(user.groups, "system:serviceaccounts");
-      add_once(user.groups, "system:serviceaccounts:" + rest.substr(0, colon));
+      add_group_once(user.groups, "system:serviceaccounts");
+      add_group_once(user.groups, "system:serviceaccounts:" + rest.substr(0, colon));
     }
   }
-  add_once(user.groups, "system:authenticated");
+  add_group_once(user.groups, "system:authenticated");
   return user;
 }
 
@@ -72,7 +70,7 @@ TokenUser parse_user_flag(const std::string& text) {
     if (parts[i].empty())
       throw std::invalid_argument("--user \"" + text + "\": group " + std::to_string(i) +
                                   " is empty");
-    add_once(out.user.groups, parts[i]);
+    add_group_once(out.user.groups, parts[i]);
   }
   out.user = with_implied_groups(std::move(out.user));
   return out;

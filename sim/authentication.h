@@ -35,6 +35,11 @@ struct TokenUser {
 };
 
 inline constexpr const char* kAdminUsername = "kubernetes-admin";
+// A service account's username: system:serviceaccount:<namespace>:<name>.
+inline constexpr std::string_view kServiceAccountPrefix = "system:serviceaccount:";
+
+// Appends `group` unless `groups` holds it already (a user's groups are a set, in order).
+void add_group_once(std::vector<std::string>& groups, const std::string& group);
 
 // The groups kube-apiserver gives an authenticated user besides its own: a service
 // account's (`system:serviceaccount:<ns>:<name>` → system:serviceaccounts,

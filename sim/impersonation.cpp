@@ -13,7 +13,6 @@ constexpr std::string_view kUserHeader = "Impersonate-User";
 constexpr std::string_view kGroupHeader = "Impersonate-Group";
 constexpr std::string_view kUidHeader = "Impersonate-Uid";
 constexpr std::string_view kExtraPrefix = "Impersonate-Extra-";
-constexpr std::string_view kServiceAccountPrefix = "system:serviceaccount:";
 constexpr const char* kAuthenticationV1 = "authentication.k8s.io/v1";
 
 std::string lower(std::string s) {
@@ -90,10 +89,6 @@ std::string go_object_reference(const ImpersonationPart& p) {
   const bool v1 = p.kind == K::kUserExtra || p.kind == K::kUid;
   return std::string("{") + kind + " " + p.ns + " " + p.name + "  " +
          (v1 ? kAuthenticationV1 : "") + "  " + p.extra_key + "}";
-}
-
-void add_once(std::vector<std::string>& groups, const std::string& group) {
-  if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
 }
 
 }  // namespace
@@ -216,7 +211,7 @@ UserInfo impersonated_user(const std::vector<ImpersonationPart>& parts) {
     if (!has("system:authenticated") && !has("system:unauthenticated"))
       out.groups.push_back("system:authenticated");
   } else {
-    add_once(out.groups, "system:unauthenticated");
+    add_group_once(out.groups, "system:unauthenticated");
   }
   return out;
 }

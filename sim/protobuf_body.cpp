@@ -17,9 +17,9 @@ namespace {
 // The protobuf wire format: varints, and length-delimited fields (strings, bytes,
 // embedded messages, map entries). Fixed 32/64-bit fields are skipped (none of the
 // messages below has one).
-class Reader {
+class WireReader {
  public:
-  explicit Reader(std::string_view data) : data_(data) {}
+  explicit WireReader(std::string_view data) : data_(data) {}
   bool done() const { return pos_ >= data_.size(); }
 
   uint64_t varint() {
@@ -70,82 +70,84 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-enum class Type { kString, kBytes, kInt64, kBool, kTime, kMessage, kStringMap, kBytesMap };
+enum class WireType { kString, kBytes, kInt64, kBool, kTime, kMessage, kStringMap, kBytesMap };
 
-struct Message;
-struct Field {
+struct WireMessage;
+struct WireField {
   const char* name;
-  Type type;
+  WireType type;
   bool repeated = false;
   // The Go field is a pointer (*bool, *int64): present only when set, zero included.
   // Otherwise an empty scalar is left out, as its JSON tag's omitempty does.
   bool pointer = false;
-  const Message* message = nullptr;
+  const WireMessage* message = nullptr;
 };
-struct Message {
-  std::map<int, Field> fields;
+struct WireMessage {
+  std::map<int, WireField> fields;
 };
 
 // k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto
-const Message kOwnerReference{{{5, {"apiVersion", Type::kString}},
-                               {1, {"kind", Type::kString}},
-                               {3, {"name", Type::kString}},
-                               {4, {"uid", Type::kString}},
-                               {6, {"controller", Type::kBool, false, true}},
-                               {7, {"blockOwnerDeletion", Type::kBool, false, true}}}};
-const Message kObjectMeta{{{1, {"name", Type::kString}},
-                           {2, {"generateName", Type::kString}},
-                           {3, {"namespace", Type::kString}},
-                           {4, {"selfLink", Type::kString}},
-                           {5, {"uid", Type::kString}},
-                           {6, {"resourceVersion", Type::kString}},
-                           {7, {"generation", Type::kInt64}},
-                           {8, {"creationTimestamp", Type::kTime}},
-                           {9, {"deletionTimestamp", Type::kTime, false, true}},
-                           {10, {"deletionGracePeriodSeconds", Type::kInt64, false, true}},
-                           {11, {"labels", Type::kStringMap}},
-                           {12, {"annotations", Type::kStringMap}},
-                           {13, {"ownerReferences", Type::kMessage, true, false, &kOwnerReference}},
-                           {14, {"finalizers", Type::kString, true}}}};
+const WireMessage kOwnerReference{{{5, {"apiVersion", WireType::kString}},
+                                   {1, {"kind", WireType::kString}},
+                                   {3, {"name", WireType::kString}},
+                                   {4, {"uid", WireType::kString}},
+                                   {6, {"controller", WireType::kBool, false, true}},
+                                   {7, {"blockOwnerDeletion", WireType::kBool, false, true}}}};
+const WireMessage kObjectMeta{
+    {{1, {"name", WireType::kString}},
+     {2, {"generateName", WireType::kString}},
+     {3, {"namespace", WireType::kString}},
+     {4, {"selfLink", WireType::kString}},
+     {5, {"uid", WireType::kString}},
+     {6, {"resourceVersion", WireType::kString}},
+     {7, {"generation", WireType::kInt64}},
+     {8, {"creationTimestamp", WireType::kTime}},
+     {9, {"deletionTimestamp", WireType::kTime, false, true}},
+     {10, {"deletionGracePeriodSeconds", WireType::kInt64, false, true}},
+     {11, {"labels", WireType::kStringMap}},
+     {12, {"annotations", WireType::kStringMap}},
+     {13, {"ownerReferences", WireType::kMessage, true, false, &kOwnerReference}},
+     {14, {"finalizers", WireType::kString, true}}}};
 // k8s.io/api/core/v1/generated.proto
-const Message kNamespaceSpec{{{1, {"finalizers", Type::kString, true}}}};
-const Message kNamespaceStatus{{{1, {"phase", Type::kString}}}};
-const Message kNamespace{{{1, {"metadata", Type::kMessage, false, false, &kObjectMeta}},
-                          {2, {"spec", Type::kMessage, false, false, &kNamespaceSpec}},
-                          {3, {"status", Type::kMessage, false, false, &kNamespaceStatus}}}};
-const Message kConfigMap{{{1, {"metadata", Type::kMessage, false, false, &kObjectMeta}},
-                          {4, {"immutable", Type::kBool, false, true}},
-                          {2, {"data", Type::kStringMap}},
-                          {3, {"binaryData", Type::kBytesMap}}}};
-const Message kSecret{{{1, {"metadata", Type::kMessage, false, false, &kObjectMeta}},
-                       {5, {"immutable", Type::kBool, false, true}},
-                       {2, {"data", Type::kBytesMap}},
-                       {4, {"stringData", Type::kStringMap}},
-                       {3, {"type", Type::kString}}}};
-const Message kObjectReference{{{1, {"kind", Type::kString}},
-                                {2, {"namespace", Type::kString}},
-                                {3, {"name", Type::kString}},
-                                {4, {"uid", Type::kString}},
-                                {5, {"apiVersion", Type::kString}},
-                                {6, {"resourceVersion", Type::kString}},
-                                {7, {"fieldPath", Type::kString}}}};
-const Message kLocalObjectReference{{{1, {"name", Type::kString}}}};
-const Message kServiceAccount{
-    {{1, {"metadata", Type::kMessage, false, false, &kObjectMeta}},
-     {2, {"secrets", Type::kMessage, true, false, &kObjectReference}},
-     {3, {"imagePullSecrets", Type::kMessage, true, false, &kLocalObjectReference}},
-     {4, {"automountServiceAccountToken", Type::kBool, false, true}}}};
+const WireMessage kNamespaceSpec{{{1, {"finalizers", WireType::kString, true}}}};
+const WireMessage kNamespaceStatus{{{1, {"phase", WireType::kString}}}};
+const WireMessage kNamespace{
+    {{1, {"metadata", WireType::kMessage, false, false, &kObjectMeta}},
+     {2, {"spec", WireType::kMessage, false, false, &kNamespaceSpec}},
+     {3, {"status", WireType::kMessage, false, false, &kNamespaceStatus}}}};
+const WireMessage kConfigMap{{{1, {"metadata", WireType::kMessage, false, false, &kObjectMeta}},
+                              {4, {"immutable", WireType::kBool, false, true}},
+                              {2, {"data", WireType::kStringMap}},
+                              {3, {"binaryData", WireType::kBytesMap}}}};
+const WireMessage kSecret{{{1, {"metadata", WireType::kMessage, false, false, &kObjectMeta}},
+                           {5, {"immutable", WireType::kBool, false, true}},
+                           {2, {"data", WireType::kBytesMap}},
+                           {4, {"stringData", WireType::kStringMap}},
+                           {3, {"type", WireType::kString}}}};
+const WireMessage kObjectReference{{{1, {"kind", WireType::kString}},
+                                    {2, {"namespace", WireType::kString}},
+                                    {3, {"name", WireType::kString}},
+                                    {4, {"uid", WireType::kString}},
+                                    {5, {"apiVersion", WireType::kString}},
+                                    {6, {"resourceVersion", WireType::kString}},
+                                    {7, {"fieldPath", WireType::kString}}}};
+const WireMessage kLocalObjectReference{{{1, {"name", WireType::kString}}}};
+const WireMessage kServiceAccount{
+    {{1, {"metadata", WireType::kMessage, false, false, &kObjectMeta}},
+     {2, {"secrets", WireType::kMessage, true, false, &kObjectReference}},
+     {3, {"imagePullSecrets", WireType::kMessage, true, false, &kLocalObjectReference}},
+     {4, {"automountServiceAccountToken", WireType::kBool, false, true}}}};
 
-const std::map<std::string, const Message*> kKinds = {{"v1/Namespace", &kNamespace},
-                                                      {"v1/ConfigMap", &kConfigMap},
-                                                      {"v1/Secret", &kSecret},
-                                                      {"v1/ServiceAccount", &kServiceAccount}};
+const std::map<std::string, const WireMessage*> kKinds = {{"v1/Namespace", &kNamespace},
+                                                          {"v1/ConfigMap", &kConfigMap},
+                                                          {"v1/Secret", &kSecret},
+                                                          {"v1/ServiceAccount", &kServiceAccount}};
 
-json decode_message(std::string_view data, const Message& m, int depth);
+json decode_message(std::string_view data, const WireMessage& m, int depth);
 
 // metav1.Time: a zero time is JSON null.
 json decode_time(std::string_view data) {
-  Reader r(data);
+  WireReader r(data);
   int64_t seconds = 0;
   while (!r.done()) {
     const uint64_t key = r.varint();
@@ -161,7 +163,7 @@ json decode_time(std::string_view data) {
 
 // A map entry: key = 1, value = 2.
 std::pair<std::string, std::string> decode_entry(std::string_view data) {
-  Reader r(data);
+  WireReader r(data);
   std::string key, value;
   while (!r.done()) {
     const uint64_t tag = r.varint();
@@ -177,30 +179,30 @@ std::pair<std::string, std::string> decode_entry(std::string_view data) {
   return {key, value};
 }
 
-json decode_value(Reader& r, int wire, const Field& f, int depth) {
-  const bool varint = f.type == Type::kInt64 || f.type == Type::kBool;
+json decode_value(WireReader& r, int wire, const WireField& f, int depth) {
+  const bool varint = f.type == WireType::kInt64 || f.type == WireType::kBool;
   if (wire != (varint ? 0 : 2))
-    throw Reader::malformed(std::string("field ") + f.name + " has wire type " +
-                            std::to_string(wire));
+    throw WireReader::malformed(std::string("field ") + f.name + " has wire type " +
+                                std::to_string(wire));
   switch (f.type) {
-    case Type::kString:
+    case WireType::kString:
       return std::string(r.bytes());
-    case Type::kBytes:
+    case WireType::kBytes:
       return base64_encode(r.bytes());
-    case Type::kInt64:
+    case WireType::kInt64:
       return static_cast<int64_t>(r.varint());
-    case Type::kBool:
+    case WireType::kBool:
       return r.varint() != 0;
-    case Type::kTime:
+    case WireType::kTime:
       return decode_time(r.bytes());
-    case Type::kMessage:
+    case WireType::kMessage:
       return decode_message(r.bytes(), *f.message, depth + 1);
-    case Type::kStringMap:
-    case Type::kBytesMap:
+    case WireType::kStringMap:
+    case WireType::kBytesMap:
       break;
   }
   auto [key, value] = decode_entry(r.bytes());
-  return json::array({key, f.type == Type::kBytesMap ? base64_encode(value) : value});
+  return json::array({key, f.type == WireType::kBytesMap ? base64_encode(value) : value});
 }
 
 bool is_empty_scalar(const json& v) {
@@ -208,9 +210,9 @@ bool is_empty_scalar(const json& v) {
          (v.is_number_integer() && v.get<int64_t>() == 0) || (v.is_boolean() && !v.get<bool>());
 }
 
-json decode_message(std::string_view data, const Message& m, int depth) {
-  if (depth > 16) throw Reader::malformed("messages nested too deep");
-  Reader r(data);
+json decode_message(std::string_view data, const WireMessage& m, int depth) {
+  if (depth > 16) throw WireReader::malformed("messages nested too deep");
+  WireReader r(data);
   json out = json::object();
   while (!r.done()) {
     const uint64_t tag = r.varint();
@@ -220,13 +222,13 @@ json decode_message(std::string_view data, const Message& m, int depth) {
       r.skip(wire);
       continue;
     }
-    const Field& f = it->second;
+    const WireField& f = it->second;
     json v = decode_value(r, wire, f, depth);
-    if (f.type == Type::kStringMap || f.type == Type::kBytesMap) {
+    if (f.type == WireType::kStringMap || f.type == WireType::kBytesMap) {
       out[f.name][v[0].get<std::string>()] = v[1];
     } else if (f.repeated) {
       out[f.name].push_back(std::move(v));
-    } else if (!f.pointer && f.type != Type::kMessage && f.type != Type::kTime &&
+    } else if (!f.pointer && f.type != WireType::kMessage && f.type != WireType::kTime &&
                is_empty_scalar(v)) {
       out.erase(f.name);  // omitempty
     } else {
@@ -243,7 +245,7 @@ json decode_protobuf_object(std::string_view body) {
   if (body.substr(0, 4) != kMagic)
     throw bad_request(
         "the protobuf body could not be decoded: it does not start with \"k8s\\x00\"");
-  Reader r(body.substr(4));
+  WireReader r(body.substr(4));
   std::string api_version, kind, encoding, content_type;
   std::string_view raw;
   while (!r.done()) {
@@ -255,7 +257,7 @@ json decode_protobuf_object(std::string_view body) {
     }
     const std::string_view value = r.bytes();
     if (number == 1) {  // TypeMeta
-      Reader t(value);
+      WireReader t(value);
       while (!t.done()) {
         const uint64_t ttag = t.varint();
         if ((ttag & 7) != 2) {
