@@ -14,8 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kServiceAccountPrefix[] = "system:serviceaccount:";
-
 std::vector<std::string> strings_of(const json& rule, const char* field) {
   std::vector<std::string> out;
   const auto it = rule.find(field);
@@ -83,7 +81,7 @@ bool applies_to(const json& subject, const UserInfo& user, const std::string& bi
     std::string ns = str(subject, "namespace");
     if (ns.empty()) ns = binding_ns;
     if (ns.empty()) return false;
-    return user.username == kServiceAccountPrefix + ns + ":" + name;
+    return user.username == std::string(kServiceAccountPrefix) + ns + ":" + name;
   }
   return false;
 }
@@ -328,7 +326,7 @@ std::vector<json> aggregate_cluster_roles(std::vector<json> cluster_roles) {
 }
 
 UserInfo service_account_user(const std::string& ns, const std::string& name) {
-  return with_implied_groups({kServiceAccountPrefix + ns + ":" + name, {}});
+  return with_implied_groups({std::string(kServiceAccountPrefix) + ns + ":" + name, {}});
 }
 
 RbacObjects RbacObjects::from(const std::vector<json>& objects) {
