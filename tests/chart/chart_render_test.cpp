@@ -13,6 +13,7 @@
 
 #include "core/yaml_json.h"
 #include "tests/support/child_process.h"
+#include "tests/support/scratch_dir.h"
 
 namespace commgate::testing {
 namespace COMMGATE_TEST_UNIT {
@@ -57,7 +58,7 @@ TEST(ChartRenderer, set_types_values_as_helm_strvals_and_null_removes_a_default)
 }
 
 TEST(ChartRenderer, values_files_merge_in_order_and_set_wins) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = commgate::testing::scratch_dir().string();
   std::ofstream(dir + "/a.yaml") << "greeting: hi\nnested: {added: a}\n";
   std::ofstream(dir + "/b.yaml") << "nested: {added: b}\n";
   const auto r =
@@ -120,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& test) { return test.param.name; });
 
 TEST(ChartRenderer, refuses_hooks_it_does_not_implement) {
-  const std::string dir = ::testing::TempDir() + "/hooked";
+  const std::string dir = commgate::testing::scratch_dir().string() + "/hooked";
   std::filesystem::create_directories(dir + "/templates");
   std::ofstream(dir + "/Chart.yaml") << "apiVersion: v2\nname: hooked\nversion: 0.1.0\n";
   std::ofstream(dir + "/templates/job.yaml")
@@ -538,5 +539,5 @@ TEST(CommgateChart, notes_tell_the_admin_what_to_check) {
       << cm.notes;
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::testing
