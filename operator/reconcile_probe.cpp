@@ -9,6 +9,18 @@
 #include "operator/reconcile_context.h"
 
 namespace commgate::op {
+namespace {
+
+// "pool P measured on 2 nodes: all-reduce busbw 1.3 GB/s (gloo, loopback)": the Probed
+// condition's words for a measurement, whether this job collected it or read it.
+std::string pool_measured(const std::string& pool, int nodes, double busbw_bytes_per_s,
+                          const std::string& backend, const std::string& transport) {
+  return "pool " + pool + " measured on " + format_nodes(nodes) + ": all-reduce busbw " +
+         format_gbps(busbw_bytes_per_s) + " (" + backend +
+         (transport.empty() ? "" : ", " + transport) + ")";
+}
+
+}  // namespace
 
 using kube::Action;
 using kube::ApiError;
@@ -186,9 +198,8 @@ ReconcileResult TrainingJobReconciler::collect(Context& ctx, const JobDecision& 
   }
   ctx.status.erase("probeAttempts");
   ctx.status.erase("nextProbeTime");
-  const std::string what = "pool " + pool + " measured on " + format_nodes(result.nodes) +
-                           ": all-reduce busbw " + format_gbps(result.fit.busbw_bytes_per_s) +
-                           " (" + result.backend + ", " + result.transport + ")";
+  const std::string what = pool_measured(pool, result.nodes, result.fit.busbw_bytes_per_s,
+                                         result.backend, result.transport);
   ctx.condition(condition::kProbed, kTrue, kReasonProbeSucceeded, what);
   event(ctx, "Normal", kReasonProbeSucceeded, "Probe", what);
 
@@ -211,10 +222,9 @@ void TrainingJobReconciler::settle_probed(Context& ctx, const JobDecision& jd) {
   if (probed == nullptr || probed->value("status", "") != kFalse) return;
   const Measurement& m = *jd.measurement;
   ctx.condition(condition::kProbed, kTrue, kReasonProbeSucceeded,
-                "pool " + jd.profile_name + " measured on " + format_nodes(m.nodes_probed) +
-                    ": all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + " (" +
-                    m.backend + (m.transport.empty() ? "" : ", " + m.transport) +
-                    "), read from CommProfile " + jd.profile_name);
+                pool_measured(jd.profile_name, m.nodes_probed, m.link.busbw_bytes_per_s, m.backend,
+                              m.transport) +
+                    ", read from CommProfile " + jd.profile_name);
 }
 
 ReconcileResult TrainingJobReconciler::probe_failed(Context& ctx, const JobDecision& jd,
