@@ -5,6 +5,8 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config git
+  # CI's time is mostly the build: Ninja schedules it, lld links it (docs/testing.md "CI")
+  ninja-build lld
   # core: parsing, JSON, tests, benchmarks
   libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev
   # the webhook's allocator (cli/CMakeLists.txt says why)

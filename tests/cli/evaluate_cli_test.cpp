@@ -16,6 +16,7 @@
 #include "core/probe_result.h"
 #include "tests/cli/cli_test_support.h"
 #include "tests/support/builders.h"
+#include "tests/support/sanitizers.h"
 
 namespace commgate {
 namespace COMMGATE_TEST_UNIT {
@@ -285,7 +286,7 @@ TEST(EvaluateCli, local_probe_warns_it_measures_loopback_and_times_the_jobs_opti
     EXPECT_NE(r.err.find("this machine's loopback, not your cluster's network"), std::string::npos)
         << output << r.err;
     if (output == "json") {
-      EXPECT_NO_THROW(nlohmann::json::parse(r.out)) << r.out;
+      EXPECT_NO_THROW(static_cast<void>(nlohmann::json::parse(r.out))) << r.out;
     }
     EXPECT_NE(probe.args().find("--optimizer\nsgd\n"), std::string::npos) << probe.args();
   }
@@ -542,7 +543,7 @@ std::string yaml_alias_bomb() {
 // reserves terabytes of address space), 2 GiB of address space: without the limits on
 // YAML the bomb would grow by 300 MB/s until the machine ran out.
 CliRun run_bounded(const std::vector<std::string>& args, int seconds = 20) {
-#if defined(__SANITIZE_ADDRESS__)
+#if COMMGATE_UNDER_SANITIZER
   const std::string limit = "";
 #else
   const std::string limit = "ulimit -v 2097152; ";
@@ -575,7 +576,7 @@ void PrintTo(const BombCase& c, std::ostream* os) {
 class YamlBombCli : public ::testing::TestWithParam<BombCase> {};
 
 TEST_P(YamlBombCli, exits_2_at_once_naming_the_file) {
-#if defined(__SANITIZE_ADDRESS__)
+#if COMMGATE_UNDER_SANITIZER
   // AddressSanitizer reserves terabytes of shadow address space: it cannot run under the
   // memory cap this test sets, and its slowdown breaks the time bound.
   GTEST_SKIP() << "not under AddressSanitizer (memory cap and time bound)";
@@ -627,7 +628,9 @@ TEST(WebhookCli, alias_bomb_in_the_policy_dir_exits_2_naming_the_file) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fs::remove_all(dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_LT(seconds, 5.0);
+  // "At once" in a normal build; under the sanitizers' slowdown (9 s with clang's at -O0)
+  // only the exit and the message are checked.
+  if (!COMMGATE_UNDER_SANITIZER) EXPECT_LT(seconds, 5.0);
   EXPECT_NE(r.err.find((dir / "bomb.yaml").string() + ": line "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("an alias bomb, not a manifest"), std::string::npos) << r.err;
 }

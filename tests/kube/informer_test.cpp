@@ -84,7 +84,9 @@ TEST_F(InformerTest, SyncsOnTheFirstListAndNamesEveryListedObject) {
   put("a", "1");
   put("b", "1");
   start_informer();
-  ASSERT_TRUE(wait_until([&] { return informer_->has_synced(); }));
+  // The store is synced before its handlers hear the list (they are called outside its
+  // lock): wait for both, or a loaded machine sees the flag between the two.
+  ASSERT_TRUE(wait_until([&] { return informer_->has_synced() && notifications() >= 1; }));
   EXPECT_EQ(take_seen(), (std::vector<std::string>{"added default/a", "added default/b"}));
   EXPECT_EQ(notifications(), 1) << "one notification for the whole list";
   ASSERT_NE(informer_->store().get("default/a"), nullptr);
@@ -160,5 +162,5 @@ TEST_F(InformerTest, ReportsItsWatchUnderTheCallersPrefix) {
   EXPECT_EQ(text.find("commgate_webhook"), std::string::npos) << "no name baked in";
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::kube

@@ -19,6 +19,7 @@
 
 #include "tests/server/test_client.h"
 #include "tests/server/test_pki.h"
+#include "tests/support/sanitizers.h"
 
 namespace commgate::server {
 namespace COMMGATE_TEST_UNIT {
@@ -532,7 +533,7 @@ TEST(Server, closes_connections_over_the_limits) {
 }
 
 TEST(Server, backs_off_when_out_of_file_descriptors_and_recovers) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if COMMGATE_UNDER_SANITIZER
   // The sanitizers' runtimes need descriptors of their own (UBSan's vptr check probes memory
   // through a pipe) and report false errors while the process is out of them.
   GTEST_SKIP() << "not under sanitizers";
@@ -563,5 +564,5 @@ TEST(Server, backs_off_when_out_of_file_descriptors_and_recovers) {
   EXPECT_NE(h.log_text().find("backing off"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::server

@@ -98,9 +98,9 @@ class TestWebhook {
            {{"op", "add"}, {"path", "/metadata/labels"}, {"value", {{"patched", "yes"}}}}});
       response["patchType"] = "JSONPatch";
       response["patch"] = base64_encode(patch.dump());
-      response["warnings"] = {"spec.numNodes lowered from 4 to 2"};
+      response["warnings"] = json::array({"spec.numNodes lowered from 4 to 2"});
     } else if (r.path == "/warn") {
-      response["warnings"] = {"careful: \"quoted\""};
+      response["warnings"] = json::array({"careful: \"quoted\""});
     } else if (r.path == "/slow") {
       // A webhook that answers after the API server's timeout (the thing under test is
       // the timeout, so this sleep is the scenario, not a synchronisation).
@@ -169,13 +169,15 @@ class AdmissionTest : public ::testing::Test {
                          {"apiVersions", {"v1alpha1"}},
                          {"resources", resources}}});
   }
-  void configure(const std::string& kind, const std::string& name, json webhooks) {
+  // std::vector, not json: `{hook(...)}` as a json parameter is an array under GCC and the
+  // hook itself under clang (nlohmann's brace initialization; the sanitizer build is clang's).
+  void configure(const std::string& kind, const std::string& name, std::vector<json> webhooks) {
     const std::string plural =
         kind == "Mutating" ? "mutatingwebhookconfigurations" : "validatingwebhookconfigurations";
     const json config = {{"apiVersion", "admissionregistration.k8s.io/v1"},
                          {"kind", kind + "WebhookConfiguration"},
                          {"metadata", {{"name", name}}},
-                         {"webhooks", std::move(webhooks)}};
+                         {"webhooks", json(std::move(webhooks))}};
     const Reply r = call("POST", "/apis/admissionregistration.k8s.io/v1/" + plural, config.dump());
     ASSERT_EQ(r.status, 201) << r.body;
   }
@@ -540,5 +542,5 @@ TEST_F(AdmissionTest, dry_run_admits_and_answers_but_persists_nothing) {
   EXPECT_EQ(call("GET", "/apis/commgate.io/v1alpha1/commpolicies").status, 404);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim

@@ -49,9 +49,11 @@ json owner(const std::string& kind, const std::string& name, json block,
   if (!block.is_null()) ref["blockOwnerDeletion"] = block;
   return ref;
 }
-json object(const std::string& name, json refs) {
+// Lists as std::vector, not json: `{x}` as a json parameter is an array under GCC and x
+// itself under clang (nlohmann's brace initialization; the sanitizer build is clang's).
+json object(const std::string& name, const std::vector<json>& refs) {
   json o = {{"metadata", {{"name", name}, {"namespace", "nlp"}}}};
-  if (!refs.empty()) o["metadata"]["ownerReferences"] = refs;
+  if (!refs.empty()) o["metadata"]["ownerReferences"] = json(refs);
   return o;
 }
 
@@ -69,8 +71,11 @@ RbacObjects rbac_with(json rules) {
                                                         {"name", "operator"},
                                                         {"namespace", "ops"}}})}}});
 }
-json rule(std::string group, std::string resource, json verbs) {
-  return {{"apiGroups", {group}}, {"resources", {resource}}, {"verbs", verbs}};
+json rule(const std::string& group, const std::string& resource,
+          const std::vector<std::string>& verbs) {
+  return {{"apiGroups", json::array({group})},
+          {"resources", json::array({resource})},
+          {"verbs", verbs}};
 }
 const json kCreateJobs = rule("batch", "jobs", {"create"});
 const json kTrainingJobFinalizers = rule("commgate.io", "trainingjobs/finalizers", {"update"});
@@ -101,10 +106,10 @@ const std::vector<Case> kCases = {
      json::array({kCreateJobs, kTrainingJobFinalizers}), ""},
     {"the_finalizers_grant_by_name_is_enough", "CREATE", kJobs, "",
      object("bert", {owner("TrainingJob", "bert", true)}), nullptr,
-     json::array({json{{"apiGroups", {"commgate.io"}},
-                       {"resources", {"trainingjobs/finalizers"}},
-                       {"verbs", {"update"}},
-                       {"resourceNames", {"bert"}}}}),
+     json::array({json{{"apiGroups", json::array({"commgate.io"})},
+                       {"resources", json::array({"trainingjobs/finalizers"})},
+                       {"verbs", json::array({"update"})},
+                       {"resourceNames", json::array({"bert"})}}}),
      ""},
     {"update_on_the_owner_itself_is_not_update_on_its_finalizers", "CREATE", kJobs, "",
      object("bert", {owner("TrainingJob", "bert", true)}), nullptr,

@@ -14,20 +14,27 @@ using nlohmann::json;
 
 // ---- builders ----
 
-json rule(json groups, json resources, json verbs, json names = json::array()) {
+// Lists as std::vector, not json: `{"batch"}` as a json parameter is an array under GCC
+// and the string itself under clang (nlohmann's brace initialization), and the sanitizer
+// build is clang's.
+using Strings = std::vector<std::string>;
+using Objects = std::vector<json>;
+
+json rule(const Strings& groups, const Strings& resources, const Strings& verbs,
+          const Strings& names = {}) {
   json r = {{"apiGroups", groups}, {"resources", resources}, {"verbs", verbs}};
   if (!names.empty()) r["resourceNames"] = names;
   return r;
 }
 
-json cluster_role(const std::string& name, json rules) {
+json cluster_role(const std::string& name, const Objects& rules) {
   return {{"apiVersion", "rbac.authorization.k8s.io/v1"},
           {"kind", "ClusterRole"},
           {"metadata", {{"name", name}}},
           {"rules", rules}};
 }
 
-json role(const std::string& ns, const std::string& name, json rules) {
+json role(const std::string& ns, const std::string& name, const Objects& rules) {
   return {{"apiVersion", "rbac.authorization.k8s.io/v1"},
           {"kind", "Role"},
           {"metadata", {{"name", name}, {"namespace", ns}}},
@@ -46,7 +53,8 @@ json group(const std::string& name) {
   return {{"kind", "Group"}, {"apiGroup", "rbac.authorization.k8s.io"}, {"name", name}};
 }
 
-json cluster_binding(const std::string& name, const std::string& role_name, json subjects) {
+json cluster_binding(const std::string& name, const std::string& role_name,
+                     const Objects& subjects) {
   return {
       {"apiVersion", "rbac.authorization.k8s.io/v1"},
       {"kind", "ClusterRoleBinding"},
@@ -57,7 +65,7 @@ json cluster_binding(const std::string& name, const std::string& role_name, json
 }
 
 json binding(const std::string& ns, const std::string& name, const std::string& ref_kind,
-             const std::string& role_name, json subjects) {
+             const std::string& role_name, const Objects& subjects) {
   return {{"apiVersion", "rbac.authorization.k8s.io/v1"},
           {"kind", "RoleBinding"},
           {"metadata", {{"name", name}, {"namespace", ns}}},
@@ -101,8 +109,8 @@ RbacObjects objects() {
       cluster_role("everything", {rule({"*"}, {"*"}, {"*"})}),
       cluster_role("one-config",
                    {rule({""}, {"configmaps"}, {"get", "update", "create"}, {"settings"})}),
-      cluster_role("metrics",
-                   {{{"nonResourceURLs", {"/metrics", "/debug/*"}}, {"verbs", {"get"}}}}),
+      cluster_role("metrics", {{{"nonResourceURLs", {"/metrics", "/debug/*"}},
+                                {"verbs", json::array({"get"})}}}),
   };
   o.roles = {role("ml", "lease",
                   {rule({"coordination.k8s.io"}, {"leases"}, {"get", "update"}, {"leader"})})};
@@ -226,10 +234,10 @@ TEST(RbacAuthorize, several_errors_are_listed_as_kubernetes_aggregates_them) {
 }
 
 TEST(RbacAuthorize, objects_are_picked_by_kind_from_any_list) {
-  const auto o = RbacObjects::from({cluster_role("r", json::array()),
-                                    role("ns", "r", json::array()),
-                                    binding("ns", "b", "Role", "r", json::array()),
-                                    cluster_binding("b", "r", json::array()),
+  const auto o = RbacObjects::from({cluster_role("r", {}),
+                                    role("ns", "r", {}),
+                                    binding("ns", "b", "Role", "r", {}),
+                                    cluster_binding("b", "r", {}),
                                     {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}}});
   EXPECT_EQ(o.cluster_roles.size(), 1u);
   EXPECT_EQ(o.roles.size(), 1u);
@@ -345,5 +353,5 @@ TEST(RbacForbidden, a_subresource_and_a_non_resource_path) {
   EXPECT_EQ(s["details"], json::object());
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
