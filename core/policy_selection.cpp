@@ -1,5 +1,7 @@
 #include "core/policy_selection.h"
 
+#include <algorithm>
+
 namespace commgate {
 namespace {
 
@@ -14,7 +16,54 @@ bool stricter(const CommPolicy& a, bool a_builtin, const CommPolicy& b, bool b_b
   return a.metadata.name < b.metadata.name;
 }
 
+// How strict an action is: deny refuses, downsize cuts the job, warn and dryrun admit it.
+int action_rank(EnforcementAction a) {
+  switch (a) {
+    case EnforcementAction::kDeny:
+      return 3;
+    case EnforcementAction::kDownsize:
+      return 2;
+    case EnforcementAction::kWarn:
+      return 1;
+    case EnforcementAction::kDryRun:
+      return 0;
+  }
+  return 0;
+}
+
+int missing_measurement_rank(MissingMeasurementAction a) {
+  switch (a) {
+    case MissingMeasurementAction::kDeny:
+      return 2;
+    case MissingMeasurementAction::kGate:
+      return 1;
+    case MissingMeasurementAction::kAdmit:
+      return 0;
+  }
+  return 0;
+}
+
+bool subset(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  return std::all_of(a.begin(), a.end(), [&](const std::string& x) {
+    return std::find(b.begin(), b.end(), x) != b.end();
+  });
+}
+
 }  // namespace
+
+bool at_least_as_strict(const CommPolicy& a, const CommPolicy& b) {
+  const CommPolicySpec& x = a.spec;
+  const CommPolicySpec& y = b.spec;
+  return x.max_comm_share <= y.max_comm_share &&
+         x.min_scaling_efficiency.value_or(0) >= y.min_scaling_efficiency.value_or(0) &&
+         action_rank(x.enforcement_action) >= action_rank(y.enforcement_action) &&
+         missing_measurement_rank(x.on_missing_measurement) >=
+             missing_measurement_rank(y.on_missing_measurement) &&
+         x.measurement_ttl <= y.measurement_ttl && x.max_extrapolation <= y.max_extrapolation &&
+         subset(x.exemptions.users, y.exemptions.users) &&
+         subset(x.exemptions.groups, y.exemptions.groups) &&
+         subset(x.exemptions.service_accounts, y.exemptions.service_accounts);
+}
 
 CommPolicy strictest_policy_for_namespace(
     const std::map<std::string, std::string>& namespace_labels,
@@ -36,12 +85,12 @@ std::optional<CommPolicy> select_policy(const TrainingJob& job,
                                         const std::map<std::string, std::string>& namespace_labels,
                                         const std::vector<CommPolicy>& policies,
                                         std::string* error) {
-  if (job.spec.policy_ref.empty())
-    return strictest_policy_for_namespace(namespace_labels, policies);
+  CommPolicy governing = strictest_policy_for_namespace(namespace_labels, policies);
+  if (job.spec.policy_ref.empty()) return governing;
+  std::optional<CommPolicy> named;
   for (const auto& p : policies) {
     if (p.metadata.name != job.spec.policy_ref) continue;
-    // A reference may only choose among the policies that apply to the namespace;
-    // otherwise any job could name the loosest policy and bypass its own.
+    // A reference may only name a policy that applies to the namespace.
     if (!p.spec.namespace_selector.matches(namespace_labels)) {
       if (error) {
         *error = "spec.policyRef.name: CommPolicy \"" + p.metadata.name +
@@ -50,12 +99,17 @@ std::optional<CommPolicy> select_policy(const TrainingJob& job,
       }
       return std::nullopt;
     }
-    return p;
+    named = p;
   }
-  // The built-in default applies everywhere, so naming it chooses nothing forbidden.
-  if (job.spec.policy_ref == kDefaultPolicyName) return default_comm_policy();
-  if (error) *error = "spec.policyRef.name: CommPolicy \"" + job.spec.policy_ref + "\" not found";
-  return std::nullopt;
+  if (!named && job.spec.policy_ref == kDefaultPolicyName) named = default_comm_policy();
+  if (!named) {
+    if (error) *error = "spec.policyRef.name: CommPolicy \"" + job.spec.policy_ref + "\" not found";
+    return std::nullopt;
+  }
+  // ... and may only tighten: otherwise a job could name the loosest policy admins wrote
+  // (or the built-in default) and escape a stricter one that applies to its namespace.
+  if (at_least_as_strict(*named, governing)) return named;
+  return governing;
 }
 
 std::optional<CommPolicy> select_policy(const TrainingJob& job, const Snapshot& snapshot,

@@ -16,12 +16,12 @@ namespace commgate {
 // The name of the built-in default policy, and of the CommPolicy that replaces it.
 inline constexpr const char* kDefaultPolicyName = "default";
 
-// Chooses the policy for a job:
-// - spec.policyRef by name when set: that CommPolicy if its namespaceSelector matches the
-//   namespace (nullopt and `error` when it does not, or when no such policy exists; the
-//   name `default` without a CommPolicy of that name is the built-in default);
-// - else the strictest of the policies that apply to the namespace (see
-//   strictest_policy_for_namespace).
+// Chooses the policy for a job: the strictest of the policies that apply to the namespace
+// (see strictest_policy_for_namespace), unless spec.policyRef names one that is at least
+// as strict in every respect (at_least_as_strict): a policyRef may only tighten. A
+// policyRef naming no policy, or one whose namespaceSelector does not match the
+// namespace, is an error (nullopt and `error`); the name `default` without a CommPolicy of
+// that name is the built-in default.
 std::optional<CommPolicy> select_policy(const TrainingJob& job,
                                         const std::map<std::string, std::string>& namespace_labels,
                                         const std::vector<CommPolicy>& policies,
@@ -31,6 +31,12 @@ std::optional<CommPolicy> select_policy(const TrainingJob& job,
 // invalid_policies is told the policy exists but is invalid, and why (`invalid` set).
 std::optional<CommPolicy> select_policy(const TrainingJob& job, const Snapshot& snapshot,
                                         std::string* error, bool* invalid = nullptr);
+
+// True when `a` is at least as strict as `b` in everything that decides or admits a job:
+// maxCommShare no higher, minScalingEfficiency no lower, enforcementAction and
+// onMissingMeasurement no milder (deny > downsize > warn > dryrun; deny > gate > admit),
+// measurementTTL and maxExtrapolation no longer, and no exemption `b` lacks.
+bool at_least_as_strict(const CommPolicy& a, const CommPolicy& b);
 
 // The strictest of the policies that apply to a namespace: every CommPolicy whose
 // namespaceSelector matches its labels, and the built-in default unless a CommPolicy named

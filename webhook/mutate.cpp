@@ -69,6 +69,10 @@ std::string downsize_warning(const Decision& d, const Measurement& m) {
          " of each step would be exposed communication, over CommPolicy " + d.policy_name +
          "'s limit (measured all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + "); at " +
          format_nodes(d.admitted_nodes) + " " + format_percent(given->comm_share);
+  } else {
+    // No prediction at the requested count (beyond what any allowed probe can decide):
+    // the decision's message says why (maxExtrapolation x the probe) and what it kept.
+    w += ": " + d.message;
   }
   return w;
 }
@@ -156,6 +160,14 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
   patch.default_spec("numProcPerNode", 1);
   patch.default_model("gradientDtype", "fp32");
   std::vector<std::string> warnings;
+  // The job named a milder policy than one that applies: say which decides instead.
+  if (!job.spec.policy_ref.empty() && jd.policy->metadata.name != job.spec.policy_ref) {
+    warnings.push_back("commgate: spec.policyRef.name: CommPolicy \"" + job.spec.policy_ref +
+                       "\" is milder than \"" + jd.policy->metadata.name +
+                       "\", which applies to namespace \"" + job.metadata.namespace_ +
+                       "\"; a policyRef may only tighten, so \"" + jd.policy->metadata.name +
+                       "\" decides this job");
+  }
   switch (d.action) {
     case Action::kDeny:
       break;  // the validating endpoint refuses it with the record's message

@@ -716,7 +716,7 @@ TEST(ShownNodeCounts, every_count_up_to_16_then_powers_of_two_and_the_counts_nam
   EXPECT_LE(shown_node_counts(kMaxNodes, 4097, 4097, 3).size(), 35u);
 }
 
-TEST(PolicySelection, policy_ref_wins_then_strictest_matching_then_default) {
+TEST(PolicySelection, policy_ref_tightens_then_strictest_matching_then_default) {
   std::vector<CommPolicy> policies = {
       a_policy().named("lenient").max_comm_share(0.5).build(),
       a_policy().named("strict").max_comm_share(0.1).namespace_selector("tier", "prod").build(),
@@ -730,8 +730,12 @@ TEST(PolicySelection, policy_ref_wins_then_strictest_matching_then_default) {
   // the whole rule: tests/core/policy_selection_test.cpp).
   EXPECT_EQ(select_policy(job, {}, policies, &err)->metadata.name, "default");
   EXPECT_EQ(select_policy(job, {}, {}, &err)->metadata.name, "default");
+  // A policyRef may only tighten (issue #19 item 1): naming the lenient policy where the
+  // strict one applies is decided by the strict one.
   auto ref = a_training_job().policy_ref("lenient").build();
-  EXPECT_EQ(select_policy(ref, {{"tier", "prod"}}, policies, &err)->metadata.name, "lenient");
+  EXPECT_EQ(select_policy(ref, {{"tier", "prod"}}, policies, &err)->metadata.name, "strict");
+  auto tighter = a_training_job().policy_ref("team").build();
+  EXPECT_EQ(select_policy(tighter, {{"team", "nlp"}}, policies, &err)->metadata.name, "team");
   auto escape = a_training_job().policy_ref("strict").build();
   EXPECT_FALSE(select_policy(escape, {{"team", "nlp"}}, policies, &err));
   EXPECT_NE(err.find("does not apply to namespace \"research\""), std::string::npos) << err;

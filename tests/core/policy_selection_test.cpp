@@ -144,11 +144,57 @@ INSTANTIATE_TEST_SUITE_P(
                       "",
                       "default",
                       ""},
-        SelectionCase{"policy_ref_names_a_looser_policy_that_applies",
+        // Issue #19 item 1: a policyRef may only tighten.
+        SelectionCase{"policy_ref_cannot_loosen_the_built_in_default",
                       {team(0.5)},
                       {{"team", "nlp"}},
                       "team",
+                      "default",
+                      ""},
+        SelectionCase{"policy_ref_names_a_stricter_team_policy_under_a_loose_default",
+                      {admin_default(0.9), team(0.5)},
+                      {{"team", "nlp"}},
                       "team",
+                      "team",
+                      ""},
+        SelectionCase{"policy_ref_cannot_loosen_a_stricter_admin_policy",
+                      {admin_default(0.9), team(0.5), strict()},
+                      {{"team", "nlp"}},
+                      "team",
+                      "strict",
+                      ""},
+        SelectionCase{"policy_ref_on_a_tied_limit_may_choose_the_stricter_action",
+                      {a_policy().named("a-downsize").max_comm_share(0.2).build(),
+                       a_policy()
+                           .named("b-deny")
+                           .max_comm_share(0.2)
+                           .action(EnforcementAction::kDeny)
+                           .build()},
+                      {},
+                      "b-deny",
+                      "b-deny",
+                      ""},
+        SelectionCase{"policy_ref_on_a_tied_limit_cannot_choose_a_milder_action",
+                      {a_policy()
+                           .named("a-deny")
+                           .max_comm_share(0.2)
+                           .action(EnforcementAction::kDeny)
+                           .build(),
+                       a_policy()
+                           .named("b-dryrun")
+                           .max_comm_share(0.2)
+                           .action(EnforcementAction::kDryRun)
+                           .build()},
+                      {},
+                      "b-dryrun",
+                      "a-deny",
+                      ""},
+        SelectionCase{"policy_ref_cannot_bring_exemptions_the_governing_policy_lacks",
+                      {a_policy().named("a").max_comm_share(0.1).build(),
+                       a_policy().named("b").max_comm_share(0.1).exempt_user("carol").build()},
+                      {},
+                      "b",
+                      "a",
                       ""},
         SelectionCase{"policy_ref_cannot_escape_to_a_policy_for_other_namespaces",
                       {team(0.5)},
@@ -162,8 +208,17 @@ INSTANTIATE_TEST_SUITE_P(
                       "nope",
                       "",
                       "spec.policyRef.name: CommPolicy \"nope\" not found"},
-        SelectionCase{
-            "policy_ref_default_is_the_built_in_one", {strict()}, {}, "default", "default", ""}),
+        SelectionCase{"policy_ref_default_is_the_built_in_one", {}, {}, "default", "default", ""},
+        SelectionCase{"policy_ref_default_cannot_escape_a_stricter_policy",
+                      {a_policy()
+                           .named("strict-deny")
+                           .max_comm_share(0.05)
+                           .action(EnforcementAction::kDeny)
+                           .build()},
+                      {},
+                      "default",
+                      "strict-deny",
+                      ""}),
     [](const auto& param_info) { return param_info.param.name; });
 
 // A stored CommPolicy that does not parse (created without the webhook's or the CRD's
@@ -201,6 +256,43 @@ TEST(PolicySelection, APolicyRefToAnInvalidStoredPolicySaysItIsInvalid) {
   ASSERT_TRUE(select_policy(team, snapshot, &error, &invalid));
 }
 
+// What a policyRef may name (at_least_as_strict): each field that decides or admits a job,
+// one at a time against the same base, in both directions.
+TEST(PolicySelection, AtLeastAsStrictComparesEveryFieldThatDecides) {
+  const CommPolicy base = a_policy().named("base").max_comm_share(0.2).build();
+  auto milder_and_stricter = [&](const char* field, CommPolicy milder, CommPolicy stricter) {
+    EXPECT_FALSE(at_least_as_strict(milder, base)) << field << ": milder";
+    EXPECT_TRUE(at_least_as_strict(base, milder)) << field << ": base over milder";
+    EXPECT_TRUE(at_least_as_strict(stricter, base)) << field << ": stricter";
+    EXPECT_FALSE(at_least_as_strict(base, stricter)) << field << ": base over stricter";
+  };
+  milder_and_stricter("maxCommShare", a_policy().max_comm_share(0.3).build(),
+                      a_policy().max_comm_share(0.1).build());
+  const CommPolicy efficient = a_policy().max_comm_share(0.2).min_scaling_efficiency(0.7).build();
+  EXPECT_TRUE(at_least_as_strict(efficient, base));  // minScalingEfficiency set: stricter
+  EXPECT_FALSE(at_least_as_strict(base, efficient));
+  milder_and_stricter("enforcementAction",
+                      a_policy().max_comm_share(0.2).action(EnforcementAction::kWarn).build(),
+                      a_policy().max_comm_share(0.2).action(EnforcementAction::kDeny).build());
+  milder_and_stricter(
+      "onMissingMeasurement",
+      a_policy().max_comm_share(0.2).on_missing(MissingMeasurementAction::kAdmit).build(),
+      a_policy().max_comm_share(0.2).on_missing(MissingMeasurementAction::kDeny).build());
+  milder_and_stricter("measurementTTL",
+                      a_policy().max_comm_share(0.2).ttl(std::chrono::hours(48)).build(),
+                      a_policy().max_comm_share(0.2).ttl(std::chrono::hours(1)).build());
+  CommPolicy wider = base;
+  wider.spec.max_extrapolation = 8;
+  CommPolicy narrower = base;
+  narrower.spec.max_extrapolation = 2;
+  milder_and_stricter("maxExtrapolation", wider, narrower);
+  EXPECT_FALSE(at_least_as_strict(a_policy().max_comm_share(0.2).exempt_group("ml").build(), base));
+  EXPECT_FALSE(at_least_as_strict(
+      a_policy().max_comm_share(0.2).exempt_service_account("ns/nightly").build(), base));
+  EXPECT_TRUE(
+      at_least_as_strict(base, a_policy().max_comm_share(0.2).exempt_user("carol").build()));
+}
+
 TEST(PolicySelection, ABuiltInDefaultKeepsItsDefaults) {
   const CommPolicy p = strictest_policy_for_namespace({}, {loose()});
   EXPECT_EQ(p.metadata.name, "default");
@@ -208,5 +300,5 @@ TEST(PolicySelection, ABuiltInDefaultKeepsItsDefaults) {
   EXPECT_EQ(p.spec.enforcement_action, EnforcementAction::kDownsize);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

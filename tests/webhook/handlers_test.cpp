@@ -507,6 +507,48 @@ TEST(DecideOnce, MutateWritesTheRecordOfItsDecision) {
   EXPECT_EQ(a.validate.decision, "Downsize");
 }
 
+// Issue #20 defect 7: a downsize for the extrapolation limit said only "lowered from 8 to
+// 2"; the warning now says why, as the denial does.
+TEST(Mutate, ADownsizeBeyondTheExtrapolationLimitSaysWhy) {
+  CommPolicy narrow = strict();
+  narrow.spec.max_extrapolation = 1;
+  narrow.spec.probe.max_nodes = 2;
+  const auto response =
+      handle_mutate(a_create_of(bert(8)).parse(),
+                    snapshot_of({narrow}, {a_profile(kFastLink, test_now())}), test_now());
+  ASSERT_TRUE(response.allowed) << response.message;
+  EXPECT_EQ(response.decision, "Downsize");
+  ASSERT_EQ(response.warnings.size(), 1u);
+  EXPECT_NE(response.warnings[0].find("spec.numNodes lowered from 8 to 2: spec.numNodes 8 is more "
+                                      "than any probe CommPolicy strict allows can decide: "
+                                      "maxExtrapolation 1 x probe.maxNodes 2 = 2 nodes"),
+            std::string::npos)
+      << response.warnings[0];
+}
+
+// Issue #19 item 1: `policyRef: default` (or any milder policy) does not escape the stricter
+// policy that applies; the warning says which policy decided and why.
+TEST(DecideOnce, APolicyRefToAMilderPolicyIsDecidedByTheStricterOne) {
+  for (const char* ref : {"default", "loose"}) {
+    Snapshot snapshot = kStrictSlow;
+    snapshot.policies.push_back(a_policy().named("loose").max_comm_share(0.9).build());
+    json job = bert(8);
+    job["spec"]["policyRef"] = {{"name", ref}};
+    const Admission a = admit(a_create_of(job), snapshot);
+    ASSERT_TRUE(a.validate.allowed) << ref << ": " << a.validate.message;
+    const auto record = parse_decision_record(annotation_of(a.stored, annotation::kDecisionRecord));
+    ASSERT_TRUE(record) << ref;
+    EXPECT_EQ(record->policy.name, "strict") << ref;
+    EXPECT_EQ(record->action, Action::kDownsize) << ref;
+    EXPECT_EQ(a.stored["spec"]["numNodes"], 6) << ref;
+    ASSERT_FALSE(a.mutate.warnings.empty()) << ref;
+    EXPECT_NE(a.mutate.warnings.front().find(std::string("CommPolicy \"") + ref +
+                                             "\" is milder than \"strict\""),
+              std::string::npos)
+        << a.mutate.warnings.front();
+  }
+}
+
 // Issue 9 defect 3: /validate decided again with its own snapshot and refused what /mutate
 // admitted ("gate bypassed" when nothing was).
 struct SkewCase {
