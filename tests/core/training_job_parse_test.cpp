@@ -140,6 +140,11 @@ INSTANTIATE_TEST_SUITE_P(
              "must be one of sgd, sgd-momentum, adam, adamw, adagrad, rmsprop, got \"lbfgs\""},
         Case{"optimizer_not_a_string", "/spec/model/optimizer", 1, "spec.model.optimizer",
              "must be a string"},
+        // Issue #20 defect 8: "5m" is 5 milli; the error quotes it and says so.
+        Case{"parameters_in_milli", "/spec/model/parameters", "5m", "spec.model.parameters",
+             "must be >= 1, got 5m (m is milli, a thousandth: for 5 million write 5M)"},
+        Case{"parameters_below_one", "/spec/model/parameters", "0.5", "spec.model.parameters",
+             "must be >= 1, got 0.5"},
         // YAML's .inf and .nan (JSON has neither; dumped, they read "null").
         Case{"num_nodes_infinite", "/spec/numNodes", HUGE_VAL, "spec.numNodes",
              "must be a finite number, got .inf"},
