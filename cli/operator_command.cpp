@@ -13,6 +13,7 @@
 #include "cli/flag_reader.h"
 #include "core/log.h"
 #include "kube/cluster_config.h"
+#include "server/record_signer.h"
 
 namespace commgate {
 namespace {
@@ -55,6 +56,10 @@ Options:
   --workload-port N               the training's MASTER_PORT (default 29500)
   --log-format text|json          log lines on stderr as text (default) or one JSON
                                   object per line
+  --decision-key-file FILE        the key (at least 32 bytes) that signs decision records;
+                                  the webhook must have the same one. Without it records
+                                  are not checked, and a record a user wrote or copied past
+                                  the webhook is followed (docs/security.md)
 Durations: whole seconds, "15s", "2m" or a bare number of seconds.
 Environment: POD_NAME (Events' reportingInstance and the Lease identity; default the
 host name), POD_NAMESPACE (the default of --namespace).
@@ -137,6 +142,8 @@ OperatorFlags parse_operator_flags(const std::vector<std::string>& args,
       o.reconciler.probe.ttl_seconds_after_finished = flags.int_value(0, 1 << 30);
     } else if (flags.is("--workload-port")) {
       o.reconciler.workload.master_port = flags.int_value(1, 65535);
+    } else if (flags.is("--decision-key-file")) {
+      f.decision_key_file = flags.nonempty_value();
     } else if (flags.is("--log-format")) {
       f.log_format = flags.value();
       if (f.log_format != "text" && f.log_format != "json")
@@ -194,6 +201,19 @@ int run_operator(const std::vector<std::string>& args, std::ostream& out, std::o
   o.log =
       Logger(f.log_format == "json" ? json_log_sink(err) : text_log_sink(err, "commgate operator"));
   o.version = COMMGATE_VERSION;
+  if (!f.decision_key_file.empty()) {
+    try {
+      o.reconciler.records = std::make_shared<server::RecordSigner>(
+          server::RecordSigner::from_file(f.decision_key_file));
+    } catch (const std::exception& e) {
+      err << "commgate operator: " << e.what() << "\n";
+      return 2;
+    }
+  } else {
+    o.log.warning(
+        "no --decision-key-file: decision records are not checked, so a record written or "
+        "copied past the webhook is followed (docs/security.md)");
+  }
   try {
     o.cluster = kube::resolve_config(f.kubeconfig);
   } catch (const std::exception& e) {

@@ -16,7 +16,8 @@ struct OperatorFlags {
   bool help = false;
   std::string kubeconfig;
   std::string log_format = "text";
-  op::OperatorOptions options;  // every field but cluster, log and version
+  std::string decision_key_file;  // --decision-key-file: loaded by run_operator
+  op::OperatorOptions options;    // every field but cluster, log and version
 };
 
 // Parses `commgate operator`'s flags. `env` reads an environment variable ("" when

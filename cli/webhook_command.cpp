@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "kube/api_client.h"
 #include "kube/cluster_config.h"
+#include "server/record_signer.h"
 #include "webhook/file_policy_source.h"
 #include "webhook/kube_policy_source.h"
 #include "webhook/webhook_server.h"
@@ -41,6 +42,10 @@ Options:
                                   system:serviceaccount:commgate-system:commgate-operator)
   --log-format text|json          log lines on stderr as text (default) or one JSON
                                   object per line (time, level, msg and fields)
+  --decision-key-file FILE        the key (at least 32 bytes) that signs decision records;
+                                  the operator must have the same one. Without it records
+                                  are not signed, and a record a user wrote or copied is
+                                  held to as if commgate had written it (docs/security.md)
 )";
 
 struct UsageError : std::runtime_error {
@@ -54,6 +59,7 @@ struct Options {
   std::string policy_dir, profile_dir;
   std::string kubeconfig;
   std::string log_format = "text";
+  std::string decision_key_file;
   bool from_files() const { return !policy_dir.empty() || !profile_dir.empty(); }
 };
 
@@ -107,6 +113,9 @@ Options parse_args(const std::vector<std::string>& args) {
       o.log_format = value("--log-format");
       if (o.log_format != "text" && o.log_format != "json")
         throw UsageError("--log-format must be text or json, got \"" + o.log_format + "\"");
+    } else if (is("--decision-key-file")) {
+      o.decision_key_file = value("--decision-key-file");
+      if (o.decision_key_file.empty()) throw UsageError("--decision-key-file must not be empty");
     } else {
       throw UsageError("unknown argument \"" + a + "\"");
     }
@@ -146,6 +155,19 @@ int run_webhook(const std::vector<std::string>& args, std::ostream& out, std::os
   const Logger log(o.log_format == "json" ? json_log_sink(err)
                                           : text_log_sink(err, "commgate webhook"));
   o.server.log = log.with({{"component", "server"}});
+  if (!o.decision_key_file.empty()) {
+    try {
+      o.config.records = std::make_shared<server::RecordSigner>(
+          server::RecordSigner::from_file(o.decision_key_file));
+    } catch (const std::exception& e) {
+      err << "commgate webhook: " << e.what() << "\n";
+      return 2;
+    }
+  } else {
+    log.warning(
+        "no --decision-key-file: decision records are neither signed nor checked, so a "
+        "record written or copied past /mutate is held to (docs/security.md)");
+  }
 
   try {
     // One of the two sources; the other stays null. The API client outlives the source
@@ -187,6 +209,7 @@ int run_webhook(const std::vector<std::string>& args, std::ostream& out, std::os
       source = watched;
     }
 
+    o.config.log = log.with({{"component", "admission"}});
     webhook::WebhookServer server(o.server, source, o.config);
     server.start();
     log.info("listening on " + o.server.address + ":" + std::to_string(server.port()) + " (https)",

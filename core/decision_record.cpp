@@ -134,6 +134,10 @@ std::string to_annotation(const DecisionRecord& r) {
   out += std::to_string(r.admitted_nodes);
   out += ",\"decidedAt\":";
   append_json_string(out, format_rfc3339(r.decided_at));
+  if (!r.mac.empty()) {
+    out += ",\"mac\":";
+    append_json_string(out, r.mac);
+  }
   if (!r.message.empty()) {
     out += ",\"message\":";
     append_json_string(out, r.message);
@@ -199,6 +203,8 @@ std::optional<DecisionRecord> parse_decision_record(std::string_view text, std::
     return fail("specHash: missing or not 16 hex digits");
   if (j.contains("message") && !str_field("message", &r.message))
     return fail("message: not a string");
+  if (j.contains("mac") && (!str_field("mac", &r.mac) || r.mac.size() != 64))
+    return fail("mac: not 64 hex digits");
   return r;
 }
 
@@ -206,6 +212,29 @@ std::optional<DecisionRecord> decision_record_of(const TrainingJob& job) {
   auto it = job.metadata.annotations.find(annotation::kDecisionRecord);
   if (it == job.metadata.annotations.end()) return std::nullopt;
   return parse_decision_record(it->second);
+}
+
+std::string record_signing_text(const DecisionRecord& record, std::string_view namespace_) {
+  DecisionRecord unsigned_record = record;
+  unsigned_record.mac.clear();
+  std::string text = "commgate-decision-record-v1\n";
+  text += namespace_;
+  text += '\n';
+  text += to_annotation(unsigned_record);
+  return text;
+}
+
+std::string record_distrust(const DecisionRecord& record, const TrainingJob& job,
+                            const RecordAuthenticator* authenticator) {
+  if (!authenticator) return "";
+  if (record.mac.empty()) return "the decision record carries no signature";
+  if (!authenticator->verifies(record, job.metadata.namespace_))
+    return "the decision record's signature does not verify";
+  // A record decided before its object existed was copied from another one.
+  if (job.metadata.creation_timestamp &&
+      record.decided_at + kRecordClockSkew < *job.metadata.creation_timestamp)
+    return "the decision record was made before the job was created";
+  return "";
 }
 
 RecordVerdict check_against_record(const DecisionRecord& record, const TrainingJobSpec& spec) {

@@ -7,6 +7,7 @@
 // admitted job into a refused one). docs/webhook.md "The decision record".
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,9 @@ struct DecisionRecord {
   // Gate and Deny only: the decision's message (what the job waits for, why it was
   // refused), for the checks that must quote it without deciding again.
   std::string message;
+  // HMAC-SHA256 (64 hex digits) of record_signing_text, with the key only the webhook and
+  // the operator read; empty when the decider had no key (RecordAuthenticator).
+  std::string mac;
 
   bool operator==(const DecisionRecord&) const = default;
 };
@@ -56,7 +60,7 @@ std::string decision_spec_hash(const TrainingJobSpec& spec, int num_nodes);
 
 // Compact JSON, keys: action, admittedNodes, requestedNodes, reason, policy{name,
 // resourceVersion}, profile{name, resourceVersion} (when one was used), decidedAt,
-// specHash, message (Gate and Deny).
+// specHash, message (Gate and Deny), mac (when signed).
 std::string to_annotation(const DecisionRecord& record);
 // nullopt (and `error`, when given, says why) for anything that is not a record this
 // version wrote: a malformed record counts as no record, so the job is decided again.
@@ -70,6 +74,33 @@ std::vector<std::pair<std::string, std::string>> decision_annotations(const Deci
 
 // The record in job.metadata.annotations, or nullopt when absent or malformed.
 std::optional<DecisionRecord> decision_record_of(const TrainingJob& job);
+
+// Signs records and checks their signatures (issue #19 item 2): the record's spec hash is
+// a hash anyone can compute, so without a key a user could write or copy a record that
+// the operator would follow. server/record_signer.h implements it with HMAC-SHA256 and
+// the key in the chart's Secret; without one (tests, `commgate evaluate`), records are
+// trusted as they are.
+class RecordAuthenticator {
+ public:
+  virtual ~RecordAuthenticator() = default;
+  // Sets record.mac for a record written on a job in `namespace_`.
+  virtual void sign(DecisionRecord& record, std::string_view namespace_) const = 0;
+  virtual bool verifies(const DecisionRecord& record, std::string_view namespace_) const = 0;
+};
+
+// What a record's signature covers: a version tag, the job's namespace (a record does not
+// verify on a job of another namespace) and the record without its mac.
+std::string record_signing_text(const DecisionRecord& record, std::string_view namespace_);
+
+// How far a record's decidedAt may be before the job's creationTimestamp (clocks of the
+// webhook's and the API server's nodes): a record older than that was copied.
+inline constexpr std::chrono::minutes kRecordClockSkew{5};
+
+// Why the record on `job` is not to be followed ("" when it is): with an authenticator,
+// a record without a signature, one whose signature does not verify, or one decided
+// before the job was created. Callers decide again instead of following it.
+std::string record_distrust(const DecisionRecord& record, const TrainingJob& job,
+                            const RecordAuthenticator* authenticator);
 
 // What a record says about the object that carries it.
 enum class RecordVerdict {

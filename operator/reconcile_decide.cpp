@@ -83,7 +83,7 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
 
   if (!gate_recorded) {
     // No webhook gated it (or the spec changed without one): the operator does.
-    patch_decision(ctx, jd, record_of(jd, ctx.job, ctx.now));
+    patch_decision(ctx, jd, record_for(ctx, jd));
     event(ctx, "Normal", "Gated", "Decide", decision_event_note(jd.decision, *jd.policy, nullptr));
   }
   put_decision(ctx.status, jd.decision, jd.measurement ? &*jd.measurement : nullptr, ctx.to_count);
@@ -107,6 +107,12 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
 }
 
 // ----- decide ---------------------------------------------------------------------------
+
+DecisionRecord TrainingJobReconciler::record_for(const Context& ctx, const JobDecision& jd) const {
+  DecisionRecord record = record_of(jd, ctx.job, ctx.now);
+  if (settings_.records) settings_.records->sign(record, ctx.job.metadata.namespace_);
+  return record;
+}
 
 void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
                                            const DecisionRecord& record) {
@@ -143,7 +149,7 @@ void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
 ReconcileResult TrainingJobReconciler::apply_decision(Context& ctx, const JobDecision& jd) {
   enter(ctx, Step::kDecide);
   const Decision& d = jd.decision;
-  const DecisionRecord record = record_of(jd, ctx.job, ctx.now);
+  const DecisionRecord record = record_for(ctx, jd);
   patch_decision(ctx, jd, record);
   const Measurement* m = jd.measurement ? &*jd.measurement : nullptr;
   const std::string note = decision_event_note(d, *jd.policy, m);

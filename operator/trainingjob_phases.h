@@ -36,6 +36,8 @@ inline constexpr const char* kWorkloadCreated = "WorkloadCreated";
 // The decision-relevant spec changed after the workload was created: not applied, the
 // workload keeps the recorded decision's size (condition SpecApplied=False, a Warning).
 inline constexpr const char* kSpecChangeNotApplied = "SpecChangeNotApplied";
+// A decision record commgate did not write (no valid signature; docs/security.md).
+inline constexpr const char* kRecordNotTrusted = "DecisionRecordNotTrusted";
 // The TrainingJob's name cannot name its workload (operator/workload_job.h
 // workload_name_problem): phase Failed, nothing is probed or created.
 inline constexpr const char* kInvalidWorkloadName = "InvalidWorkloadName";

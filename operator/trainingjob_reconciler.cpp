@@ -133,7 +133,20 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
   if (const std::string problem = workload_name_problem(ctx.job); !problem.empty())
     return fail_for_good(ctx, op_reason::kInvalidWorkloadName, problem, "Validate");
 
-  const std::optional<DecisionRecord> record = decision_record_of(ctx.job);
+  std::optional<DecisionRecord> record = decision_record_of(ctx.job);
+  // Before the workload exists, a record commgate did not write is not followed: with a
+  // key, one without a valid signature (written or copied past the webhook: a namespace
+  // it does not see, or failurePolicy Ignore while it was down) is decided again. Once the
+  // workload exists it was made under a record this operator trusted.
+  if (record && !workload_created(ctx.status)) {
+    if (const std::string why = record_distrust(*record, ctx.job, settings_.records.get());
+        !why.empty()) {
+      // Once: the decision that follows writes a signed record, which verifies.
+      event(ctx, "Warning", op_reason::kRecordNotTrusted, "Decide",
+            why + "; commgate decides the job again");
+      record.reset();
+    }
+  }
   const auto verdict =
       record ? check_against_record(*record, ctx.job.spec) : RecordVerdict::kSpecChanged;
   // The decision-relevant spec changed after the training Job was created (the webhook

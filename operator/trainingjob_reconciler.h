@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "core/decision_record.h"
 #include "core/job_decision.h"
 #include "core/snapshot.h"
 #include "core/time_format.h"
@@ -68,6 +69,10 @@ struct ReconcilerSettings {
   // Requeue while a probe runs (the probe's Job and pods changing also wake the job:
   // trainingjobs_waiting_on_pool).
   std::chrono::milliseconds probe_poll{2000};
+  // Signs the decision records the operator writes and checks the records it finds before
+  // a workload exists (`--decision-key-file`): one without a valid signature is decided
+  // again. Null: records are trusted as they are (docs/security.md "Decision records").
+  std::shared_ptr<const RecordAuthenticator> records;
 };
 
 class TrainingJobReconciler {
@@ -155,6 +160,8 @@ class TrainingJobReconciler {
   void settle_probed(Context& ctx, const JobDecision& jd);
   // False when the Job of that name belongs to an earlier TrainingJob of the same name.
   bool ensure_workload(Context& ctx, const DecisionRecord& record);
+  // The record of a decision the operator writes, signed when it has a key.
+  DecisionRecord record_for(const Context& ctx, const JobDecision& jd) const;
   void patch_decision(Context& ctx, const JobDecision& jd, const DecisionRecord& record);
   void sync_status(Context& ctx);
 

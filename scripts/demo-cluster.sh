@@ -114,9 +114,12 @@ printf 'subjectAltName=DNS:commgate-webhook.commgate-system.svc\n' >"$WORK/san.e
 openssl x509 -req -in "$WORK/webhook.csr" -CA "$WORK/ca.crt" -CAkey "$WORK/ca.key" \
   -CAcreateserial -days 1 -extfile "$WORK/san.ext" -out "$WORK/webhook.crt" 2>/dev/null ||
   fail "openssl: webhook certificate"
+# The key both sign and check decision records with (the chart's <release>-decision-key).
+head -c 48 /dev/urandom | base64 >"$WORK/decision.key"
+chmod 0600 "$WORK/decision.key"
 "$CG" webhook --port 0 --address 127.0.0.1 --tls-cert-file "$WORK/webhook.crt" \
   --tls-private-key-file "$WORK/webhook.key" --kubeconfig "$WORK/webhook.kubeconfig" \
-  >"$WORK/webhook.log" 2>&1 &
+  --decision-key-file "$WORK/decision.key" >"$WORK/webhook.log" 2>&1 &
 PIDS+=($!)
 port=$(wait_for_port "$WORK/webhook.log" 'listening on 127\.0\.0\.1:([0-9]+)') || fail "the webhook did not start"
 # The sim has no cluster DNS: it learns where the webhook's Service listens.
@@ -166,7 +169,7 @@ cp "$WORK/webhook.key" "$WORK/operator.key"
 "$CG" operator --kubeconfig "$WORK/operator.kubeconfig" --namespace commgate-system \
   --probe-command "$PROBE,--threads,1" --port 0 --address 127.0.0.1 \
   --tls-cert-file "$WORK/operator.crt" --tls-private-key-file "$WORK/operator.key" \
-  >"$WORK/operator.log" 2>&1 &
+  --decision-key-file "$WORK/decision.key" >"$WORK/operator.log" 2>&1 &
 PIDS+=($!)
 wait_for_port "$WORK/operator.log" 'serving /healthz /readyz /metrics on [^ ]*:([0-9]+)' >/dev/null ||
   fail "the operator did not start"

@@ -441,6 +441,11 @@ class Connection final : public ConnectionBase,
       return send_error(400, "bad request\n");
     }
     const auto& head = parser_->get();
+    // RFC 9112 section 3.2: a server MUST answer 400 to an HTTP/1.1 request without
+    // exactly one Host header (kube-apiserver's Go server does).
+    if (head.version() == 11 && head.count(http::field::host) != 1) {
+      return send_error(400, "bad request: HTTP/1.1 needs exactly one Host header\n");
+    }
     if (const auto len = parser_->content_length(); len && *len > opts().max_body_bytes) {
       return send_error(413, "request body too large\n");
     }

@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -60,8 +61,18 @@ void usage() {
 }
 
 // Writes `content` to `path` ("" writes nothing); throws when it cannot.
+// A kubeconfig holds a bearer token: readable by its owner only (0600, as kubectl writes
+// its own), also when the file was already there with a wider mode.
 void write_file(const std::string& path, const std::string& content) {
   if (path.empty()) return;
+  {
+    std::ofstream out(path, std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + path);
+  }
+  std::error_code ec;
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
+  if (ec) throw std::runtime_error("cannot make " + path + " private: " + ec.message());
   std::ofstream out(path, std::ios::trunc);
   out << content;
   if (!out) throw std::runtime_error("cannot write " + path);

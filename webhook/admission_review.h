@@ -23,6 +23,11 @@ inline constexpr const char* kAdmissionV1beta1 = "admission.k8s.io/v1beta1";
 
 struct GroupVersionResource {
   std::string group, version, resource;
+  // commgate's own resource `name` (group commgate.io, any version): a `trainingjobs` of
+  // another API group is not a TrainingJob.
+  bool is_commgate(std::string_view name) const {
+    return group == "commgate.io" && resource == name;
+  }
 };
 
 struct UserInfo {

@@ -28,7 +28,8 @@ AdmissionResponse handle_validate(const AdmissionRequest& request, const Snapsho
 // (spec.suspend: true, reason DecisionTimeout, a decision record that /validate accepts)
 // so nothing runs unchecked and the operator decides it; anything else passes unchanged.
 AdmissionResponse gate_past_deadline(const AdmissionRequest& request, TimePoint now,
-                                     std::chrono::milliseconds deadline);
+                                     std::chrono::milliseconds deadline,
+                                     const RecordAuthenticator* records = nullptr);
 
 // What /validate answers past the deadline: a denial (503) that says so.
 AdmissionResponse deny_past_deadline(std::chrono::milliseconds deadline);

@@ -6,6 +6,7 @@
 #include "core/field_errors.h"
 #include "core/job_decision.h"
 #include "core/quantity.h"
+#include "webhook/annotation_edit.h"
 #include "webhook/handlers.h"
 
 namespace commgate::webhook {
@@ -90,29 +91,11 @@ AdmissionResponse with_decision(AdmissionResponse response, const DecisionRecord
   return response;
 }
 
-// On an UPDATE that changes nothing the decision reads, commgate writes nothing, so a
-// change to its annotations is the user's: refused unless the user is exempt under the
-// job's policy. Only /mutate sees the request as the user sent it, hence the check here.
-std::optional<AdmissionResponse> refuse_annotation_edit(const TrainingJob& old_job,
-                                                        const TrainingJob& job,
-                                                        const Snapshot& snapshot,
-                                                        const Requester& who, TimePoint now) {
-  if (!commgate_annotations_changed(old_job, job)) return std::nullopt;
-  const JobDecision jd = decide_for_job(job, snapshot, who, now);
-  if (jd.policy && jd.decision.reason == reason::kExempt) return std::nullopt;
-  AdmissionResponse r = denied(std::string("metadata.annotations: the ") + annotation::kPrefix +
-                               "* annotations record commgate's decision and may be changed only "
-                               "by commgate; change the spec instead (a new spec is decided "
-                               "again)");
-  r.decision = "Bypass";
-  return r;
-}
-
 }  // namespace
 
 AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot& snapshot,
                                 TimePoint now, const WebhookConfig& config) {
-  if (request.resource.resource != "trainingjobs" || !request.sub_resource.empty())
+  if (!request.resource.is_commgate("trainingjobs") || !request.sub_resource.empty())
     return allowed();
   if (request.operation != "CREATE" && request.operation != "UPDATE") return allowed();
   // The operator applies decisions it made itself with the same decide().
@@ -124,6 +107,7 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
   } catch (const ValidationError&) {
     return allowed();  // the validating endpoint denies it with every field path
   }
+  if (job.metadata.namespace_.empty()) job.metadata.namespace_ = request.namespace_;
   const Requester who = requester_of(request.user_info);
   std::optional<TrainingJob> old_job;
   if (request.operation == "UPDATE") {
@@ -188,14 +172,16 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
       if (d.reason == reason::kDryRun) warnings.push_back("commgate (dry run): " + d.message);
       break;
   }
-  const DecisionRecord record = record_of(jd, job, now);
+  DecisionRecord record = record_of(jd, job, now);
+  if (config.records) config.records->sign(record, job.metadata.namespace_);
   annotate_decision(patch, record);
   return with_decision(with_warnings(patched(patch.take()), std::move(warnings)), record);
 }
 
 AdmissionResponse gate_past_deadline(const AdmissionRequest& request, TimePoint now,
-                                     std::chrono::milliseconds deadline) {
-  if (request.resource.resource != "trainingjobs" || !request.sub_resource.empty() ||
+                                     std::chrono::milliseconds deadline,
+                                     const RecordAuthenticator* records) {
+  if (!request.resource.is_commgate("trainingjobs") || !request.sub_resource.empty() ||
       (request.operation != "CREATE" && request.operation != "UPDATE"))
     return allowed();
   TrainingJob job;
@@ -213,6 +199,11 @@ AdmissionResponse gate_past_deadline(const AdmissionRequest& request, TimePoint 
   record.spec_hash = decision_spec_hash(job.spec);
   record.message = "commgate could not decide within its " + std::to_string(deadline.count()) +
                    " ms deadline; the job is suspended until the operator decides it";
+  if (records) {
+    records->sign(record, job.metadata.namespace_.empty()
+                              ? std::string_view(request.namespace_)
+                              : std::string_view(job.metadata.namespace_));
+  }
   PatchBuilder patch(request.object);
   patch.set_spec("suspend", true);
   annotate_decision(patch, record);

@@ -7,6 +7,7 @@
 #include "core/policy_selection.h"
 #include "core/quantity.h"
 #include "core/training_job.h"
+#include "webhook/annotation_edit.h"
 #include "webhook/handlers.h"
 
 namespace commgate::webhook {
@@ -205,6 +206,7 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
   } catch (const ValidationError& e) {
     return invalid(e);
   }
+  if (job.metadata.namespace_.empty()) job.metadata.namespace_ = request.namespace_;
   const Requester who = requester_of(request.user_info);
   if (who.username == config.operator_service_account) return allowed();
 
@@ -217,6 +219,16 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
       // /mutate refused any edit of commgate's annotations that came without a spec change.
       if (!needs_new_decision(old_job, job)) {
         const auto record = decision_record_of(job);
+        // With a key, the annotations may change here only to a record commgate signed
+        // (/mutate's re-decision of a spec that came back to the stored one); anything else
+        // is a user's edit that /mutate did not see.
+        const bool commgates = record &&
+                               record_distrust(*record, job, config.records.get()).empty() &&
+                               annotations_agree(*record, job);
+        if (config.records && !commgates) {
+          if (auto refused = refuse_annotation_edit(old_job, job, snapshot, who, now))
+            return *refused;
+        }
         return with_decision(allowed(), record ? to_string(record->action) : "None");
       }
       if (auto refused = refuse_change_of_started_job(request, old_job, job)) return *refused;
@@ -229,8 +241,11 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
     std::string error;
     if (!select_policy(job, snapshot, &error)) return invalid_policy_ref(error);
   }
+  // A record is held to only when commgate wrote it: with a key, one whose signature does
+  // not verify (written or copied by a user past /mutate) is decided here instead.
   if (const auto record = decision_record_of(job);
-      record && check_against_record(*record, job.spec) != RecordVerdict::kSpecChanged)
+      record && check_against_record(*record, job.spec) != RecordVerdict::kSpecChanged &&
+      record_distrust(*record, job, config.records.get()).empty())
     return hold_to_record(*record, job);
   return decide_here(job, snapshot, who, now);
 }
@@ -241,11 +256,12 @@ AdmissionResponse handle_validate(const AdmissionRequest& request, const Snapsho
                                   TimePoint now, const WebhookConfig& config) {
   // Deleting never spends GPUs; CONNECT does not apply to these resources.
   if (request.operation == "DELETE" || request.operation == "CONNECT") return allowed();
-  if (request.resource.resource == "commpolicies")
+  if (request.resource.is_commgate("commpolicies"))
     return with_request_details(validate_comm_policy(request), request);
-  if (request.resource.resource != "trainingjobs") {
+  if (!request.resource.is_commgate("trainingjobs")) {
+    const std::string group = request.resource.group.empty() ? "core" : request.resource.group;
     return denied("commgate does not handle resource \"" + request.resource.resource +
-                      "\": check the webhook configuration's rules",
+                      "\" of API group \"" + group + "\": check the webhook configuration's rules",
                   400);
   }
   if (request.sub_resource == "scale")

@@ -3,7 +3,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
+
+#include "core/decision_record.h"
+#include "core/log.h"
 
 namespace commgate::webhook {
 
@@ -28,6 +32,14 @@ struct WebhookConfig {
   bool decide_on_pool = false;
   // Threads of that pool (0: one per core); none are started inline.
   size_t decision_threads = 0;
+  // Where an admission that failed inside commgate is logged with its exception: the
+  // answer itself says only that it failed and its uid (an exception's text is for the
+  // admin, not for whoever sent the request).
+  Logger log = Logger::discard();
+  // Signs the decision records /mutate writes and checks those /validate holds objects to
+  // (`--decision-key-file`): a record without a valid signature is decided again. Null:
+  // records are neither signed nor checked (docs/security.md "Decision records").
+  std::shared_ptr<const RecordAuthenticator> records;
 };
 
 }  // namespace commgate::webhook

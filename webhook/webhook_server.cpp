@@ -84,7 +84,8 @@ Response AdmissionService::admit(const Request& request, bool mutate) {
         answer = run_inline(mutate, *parsed, *snapshot, now);
       }
       if (!answer) {
-        answer = mutate ? gate_past_deadline(*parsed, now, config_.decision_deadline)
+        answer = mutate ? gate_past_deadline(*parsed, now, config_.decision_deadline,
+                                             config_.records.get())
                         : deny_past_deadline(config_.decision_deadline);
         answer->decision = "Timeout";
       }
@@ -93,10 +94,16 @@ Response AdmissionService::admit(const Request& request, bool mutate) {
     }();
   } catch (const std::exception& e) {
     // Never let an exception reach the server's generic 500: the apiserver reads an
-    // AdmissionReview with the uid it sent, and the message says what happened.
+    // AdmissionReview with the uid it sent. Its text goes to the log, not to the requester
+    // (a parser's or the cache's internals are nothing a researcher should be shown).
     decision = "Error";
-    response = review(500, try_read_uid(request.body), "",
-                      denied(std::string("commgate webhook internal error: ") + e.what(), 500));
+    const std::string uid = try_read_uid(request.body);
+    config_.log.error(std::string("admission failed: ") + e.what(),
+                      {{"endpoint", endpoint}, {"uid", uid}});
+    response = review(500, uid, "",
+                      denied("commgate webhook internal error (uid " + uid +
+                                 "); the webhook's log has the details",
+                             500));
   }
   metrics_.record_request(endpoint, decision, response.status,
                           std::chrono::steady_clock::now() - started);

@@ -155,8 +155,9 @@ void PrintTo(const ValuesCase& c, std::ostream* os) {
 class CommgateChart : public ::testing::TestWithParam<ValuesCase> {};
 
 // The webhook's and the operator's kinds (the operator adds the leader-election Role and
-// RoleBinding).
-const std::set<std::string> kReleaseKinds = {"ServiceAccount",
+// RoleBinding; the Secret is at least the decision key).
+const std::set<std::string> kReleaseKinds = {"Secret",
+                                             "ServiceAccount",
                                              "ClusterRole",
                                              "ClusterRoleBinding",
                                              "Role",
@@ -368,6 +369,41 @@ TEST(CommgateChart, replicas_without_a_leader_are_refused) {
       << r.output;
 }
 
+// Issue #19: the TLS Secret was mounted 0644; decision records were not signed. Both
+// Deployments mount the TLS Secret and the decision key 0440, readable through the pods'
+// fsGroup only, and pass the key to the binary.
+TEST(CommgateChart, the_secrets_are_mounted_0440_and_the_decision_key_reaches_both_binaries) {
+  const auto rendered = render_chart();
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
+  const json& key = rendered.get("Secret", "commgate-decision-key");
+  EXPECT_EQ(key["type"], "Opaque");
+  // 64 random characters, base64: 88.
+  EXPECT_EQ(key["data"]["key"].get<std::string>().size(), 88u);
+  EXPECT_NE(render_chart().get("Secret", "commgate-decision-key")["data"]["key"],
+            key["data"]["key"])
+      << "a fresh install draws a fresh key";
+  for (const std::string name : {"commgate-webhook", "commgate-operator"}) {
+    const json& pod = rendered.get("Deployment", name)["spec"]["template"]["spec"];
+    EXPECT_EQ(pod["securityContext"]["fsGroup"], 65532) << name;
+    ASSERT_EQ(pod["volumes"].size(), 2u) << name;
+    EXPECT_EQ(pod["volumes"][0]["name"], "tls") << name;
+    EXPECT_EQ(pod["volumes"][1]["secret"]["secretName"], "commgate-decision-key") << name;
+    for (const json& volume : pod["volumes"])
+      EXPECT_EQ(volume["secret"]["defaultMode"], 0440) << name << " " << volume["name"];
+    const json& container = pod["containers"][0];
+    const json& args = container["args"];
+    EXPECT_NE(
+        std::find(args.begin(), args.end(), "--decision-key-file=/etc/commgate/decision-key/key"),
+        args.end())
+        << name << ": " << args.dump();
+    bool mounted = false;
+    for (const json& m : container["volumeMounts"])
+      mounted |= m["name"] == "decision-key" && m["mountPath"] == "/etc/commgate/decision-key" &&
+                 m["readOnly"] == true;
+    EXPECT_TRUE(mounted) << name;
+  }
+}
+
 TEST(CommgateChart, the_operators_certificate_comes_from_the_values_choice) {
   const auto generated = render_chart();
   ASSERT_EQ(generated.exit_code, 0) << generated.output;
@@ -395,7 +431,11 @@ TEST(CommgateChart, the_operators_certificate_comes_from_the_values_choice) {
   const auto existing = render_chart({"--set", "operator.tls.existingSecret=ops-tls"});
   ASSERT_EQ(existing.exit_code, 0) << existing.output;
   EXPECT_EQ(volume_of(existing), "ops-tls");
-  EXPECT_EQ(existing.of_kind("Secret").size(), 1u) << "only the webhook's";
+  std::set<std::string> secrets;
+  for (const json& secret : existing.of_kind("Secret"))
+    secrets.insert(secret["metadata"]["name"].get<std::string>());
+  EXPECT_EQ(secrets, (std::set<std::string>{"commgate-webhook-tls", "commgate-decision-key"}))
+      << "the webhook's certificate and the decision key, not the operator's certificate";
 }
 
 struct BadValuesCase {

@@ -481,7 +481,9 @@ TEST(ChartObjects, cert_manager_certificate_covers_the_service_names_and_is_inje
       for (const auto& hook : config["webhooks"])
         EXPECT_FALSE(hook["clientConfig"].contains("caBundle")) << id(config);
     }
-  EXPECT_TRUE(r.of_kind("Secret").empty()) << "cert-manager writes the Secret";
+  const auto secrets = r.of_kind("Secret");
+  ASSERT_EQ(secrets.size(), 1u) << "cert-manager writes the certificates' Secrets";
+  EXPECT_EQ(secrets[0]["metadata"]["name"], "commgate-decision-key");
 }
 
 TEST(ChartObjects, monitoring_objects_point_at_the_webhook) {
@@ -549,5 +551,5 @@ TEST(ChartObjects, monitoring_objects_point_at_the_webhook) {
     EXPECT_NE(exprs.find(family), std::string::npos) << family;
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::testing

@@ -56,12 +56,12 @@ std::string ChartSimTest::kubeconfig_of(const std::string& username) {
   return file;
 }
 
-fs::path ChartSimTest::mount_secret(const std::string& name) {
+fs::path ChartSimTest::mount_secret(const std::string& name) const {
   const json& secret = chart_.get("Secret", name);
   const fs::path dir = fs::path(dir_) / name;
   fs::create_directories(dir);
-  for (const char* key : {"tls.crt", "tls.key", "ca.crt"})
-    std::ofstream(dir / key) << base64_decode(secret["data"][key].get<std::string>());
+  for (const auto& [key, value] : secret["data"].items())
+    std::ofstream(dir / key) << base64_decode(value.get<std::string>());
   return dir;
 }
 
@@ -74,6 +74,9 @@ std::vector<std::string> ChartSimTest::local_argv(const json& container, const f
     const std::string mount = "/etc/commgate/tls/";
     if (auto at = arg.find(mount); at != std::string::npos)
       arg.replace(at, mount.size(), tls_dir.string() + "/");
+    const std::string key_mount = "/etc/commgate/decision-key/";
+    if (auto at = arg.find(key_mount); at != std::string::npos)
+      arg.replace(at, key_mount.size(), mount_secret("commgate-decision-key").string() + "/");
     argv.push_back(arg);
   }
   argv.insert(argv.end(), {"--address", "127.0.0.1", "--kubeconfig", kubeconfig});

@@ -61,12 +61,13 @@ class ChartSimTest : public ::testing::Test {
   // A kubeconfig with the token of one of the chart's ServiceAccounts (in the pod: the
   // projected token; here the sim's --user token for that name).
   std::string kubeconfig_of(const std::string& username);
-  // The chart's Secret `name`: its tls.crt, tls.key and ca.crt as the files its volume
-  // would hold, in a directory of their own.
-  std::filesystem::path mount_secret(const std::string& name);
+  // The chart's Secret `name`: each of its keys as the file its volume would hold, in a
+  // directory of their own.
+  std::filesystem::path mount_secret(const std::string& name) const;
   // A commgate container's arguments (the webhook's or the operator's) run as the local
-  // build: --port=0, the /etc/commgate/tls/ mount mapped to `tls_dir`, listening on
-  // 127.0.0.1 with `kubeconfig` instead of the in-cluster config.
+  // build: --port=0, the /etc/commgate/tls/ mount mapped to `tls_dir`, the decision key's
+  // mount to the chart's decision-key Secret, listening on 127.0.0.1 with `kubeconfig`
+  // instead of the in-cluster config.
   std::vector<std::string> local_argv(const nlohmann::json& container,
                                       const std::filesystem::path& tls_dir,
                                       const std::string& kubeconfig) const;

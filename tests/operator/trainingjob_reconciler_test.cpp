@@ -16,6 +16,7 @@
 #include "kube/api_error.h"
 #include "kube/testing/fake_client.h"
 #include "operator/conditions.h"
+#include "server/record_signer.h"
 #include "tests/crds/schema_check.h"
 #include "tests/support/builders.h"
 
@@ -1446,6 +1447,55 @@ TEST(Reconcile, a_gate_the_webhook_wrote_past_its_deadline_is_decided_by_the_ope
   ASSERT_TRUE(w.reconcile("bert").ok());
   EXPECT_EQ(w.status("bert")["phase"], phase::kDownsized);
   EXPECT_EQ(w.job("bert")["spec"]["numNodes"], 2);
+}
+
+// Issue #19 item 2: the operator followed any record whose spec hash matched, and the hash
+// is one anyone can compute. With a key, a record without a valid signature (here written
+// by hand on a job the webhook never saw) is decided again, and the operator's own record
+// is signed.
+TEST(Reconcile, with_a_key_a_record_without_a_valid_signature_is_decided_again) {
+  World w;
+  // The pool measured: at 4 nodes a job is over the policy, 2 pass.
+  w.submit(a_job("first"));
+  reconcile_to_probing(w, "first");
+  w.finish_probe(a_probe_result(0.4, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("first").ok());
+  ASSERT_EQ(w.status("first")["phase"], phase::kDownsized);
+
+  json doc = a_job("bert").json();
+  const TrainingJob job = parse_training_job(doc);
+  DecisionRecord forged;
+  forged.action = commgate::Action::kAdmit;
+  forged.reason = reason::kWithinPolicy;
+  forged.requested_nodes = forged.admitted_nodes = 4;
+  forged.policy = {"team", ""};
+  forged.decided_at = w.now;
+  forged.spec_hash = decision_spec_hash(job.spec);
+  for (const auto& [k, v] : decision_annotations(forged)) doc["metadata"]["annotations"][k] = v;
+  w.submit_raw(doc);
+
+  const auto signer = std::make_shared<server::RecordSigner>(std::string(32, 'k'));
+  ReconcilerSettings keyed = w.settings;
+  keyed.records = signer;
+  TrainingJobReconciler reconciler{w.reader,
+                                   w.api,
+                                   w.api,
+                                   w.api,
+                                   [&w] { return w.snapshot(); },
+                                   w.recorder,
+                                   [&w] { return w.now; },
+                                   keyed};
+  const auto r = reconciler.reconcile("ml/bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.status("bert")["phase"], phase::kDownsized) << w.status("bert").dump(2);
+  EXPECT_EQ(w.job("bert")["spec"]["numNodes"], 2);
+  EXPECT_EQ(w.events_of(op_reason::kRecordNotTrusted), 1);
+  const auto record = decision_record_of(parse_training_job(w.job("bert")));
+  ASSERT_TRUE(record);
+  EXPECT_TRUE(signer->verifies(*record, "ml"));
+  // From then on the operator's own record is followed: no second warning.
+  ASSERT_TRUE(reconciler.reconcile("ml/bert").ok());
+  EXPECT_EQ(w.events_of(op_reason::kRecordNotTrusted), 1);
 }
 
 TEST(Reconcile, transient_api_errors_are_retryable_with_the_step) {

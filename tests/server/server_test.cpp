@@ -220,13 +220,19 @@ TEST(Server, answers_400_to_malformed_requests_and_closes) {
   Harness h;
   for (const std::string bad :
        {"THIS IS NOT HTTP\r\n\r\n", "GET /hello HTTP/1.1\r\nNo colon here\r\n\r\n",
-        "GET /hello HTTP/1.1\r\nContent-Length: 12abc\r\n\r\n"}) {
+        "GET /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 12abc\r\n\r\n",
+        // Issue #19: HTTP/1.1 without Host, or with two, was answered (RFC 9112 3.2: 400).
+        "GET /hello HTTP/1.1\r\n\r\n", "GET /hello HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"}) {
     auto c = h.client();
     ASSERT_TRUE(c->write_raw(bad));
     const std::string got = c->read_raw_until_closed(3s);
     EXPECT_TRUE(got.starts_with("HTTP/1.1 400")) << bad << " -> " << got;
   }
   EXPECT_EQ(h.client()->request("GET", "/hello").status, 200);
+  // HTTP/1.0 has no Host requirement.
+  auto old_client = h.client();
+  ASSERT_TRUE(old_client->write_raw("GET /hello HTTP/1.0\r\n\r\n"));
+  EXPECT_TRUE(old_client->read_raw_until_closed(3s).starts_with("HTTP/1.0 200"));
 }
 
 TEST(Server, answers_431_to_oversized_headers) {

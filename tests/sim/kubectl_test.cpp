@@ -180,6 +180,10 @@ TEST(KubectlBinary, commgate_sim_writes_a_kubeconfig_kubectl_uses) {
     EXPECT_EQ(get.wait_exit(20s), 0) << get.output();
     EXPECT_NE(get.output().find("kube-system   Active"), std::string::npos) << get.output();
     EXPECT_EQ(get.output().rfind("NAME          STATUS   AGE", 0), 0u) << get.output();
+    // Issue #19: the kubeconfig carries a bearer token, so only its owner may read it.
+    namespace fs = std::filesystem;
+    EXPECT_EQ(fs::status(kubeconfig).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write);
   }
   std::filesystem::remove_all(dir);
 }

@@ -105,14 +105,25 @@ class ThrowingSource : public PolicySource {
   }
 };
 
-TEST(AdmissionService, TurnsAnExceptionIntoAnAdmissionReview500WithTheUid) {
-  AdmissionService service(std::make_shared<ThrowingSource>(), WebhookConfig{});
+// Issue #19: the 500 carried the exception's text to the requester. It now says only that
+// commgate failed and the uid; the text is in the webhook's log with that uid.
+TEST(AdmissionService, TurnsAnExceptionIntoAnAdmissionReview500WithTheUidAndLogsIt) {
+  std::vector<std::string> logged;
+  WebhookConfig config;
+  config.log = Logger([&](const LogRecord& r) { logged.push_back(format_log_text(r, "test")); });
+  AdmissionService service(std::make_shared<ThrowingSource>(), config);
   const Response r = service.admit(post("/validate", kJob), false);
   EXPECT_EQ(r.status, 500);
   const json out = json::parse(r.body);
   EXPECT_EQ(out["response"]["uid"], "c3ce937b-1a18-4e45-a0e8-adf5c962f1e4");
-  EXPECT_NE(out["response"]["status"]["message"].get<std::string>().find("cache exploded"),
-            std::string::npos);
+  const std::string message = out["response"]["status"]["message"];
+  EXPECT_EQ(message.find("cache exploded"), std::string::npos) << message;
+  EXPECT_NE(message.find("internal error (uid c3ce937b-1a18-4e45-a0e8-adf5c962f1e4)"),
+            std::string::npos)
+      << message;
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_NE(logged[0].find("admission failed: cache exploded"), std::string::npos) << logged[0];
+  EXPECT_NE(logged[0].find("c3ce937b-1a18-4e45-a0e8-adf5c962f1e4"), std::string::npos) << logged[0];
 }
 
 TEST(AdmissionService, CountsRequestsByEndpointDecisionAndCode) {
@@ -133,5 +144,5 @@ TEST(AdmissionService, CountsRequestsByEndpointDecisionAndCode) {
   EXPECT_NE(text.find("commgate_webhook_snapshot_age_seconds"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::webhook

@@ -6,6 +6,7 @@
 #include "core/annotations.h"
 #include "core/decision_record.h"
 #include "core/job_decision.h"
+#include "server/record_signer.h"
 #include "tests/webhook/webhook_test_support.h"
 
 namespace commgate::webhook {
@@ -28,6 +29,13 @@ json bert(int nodes) {
 
 CommPolicy strict(EnforcementAction action = EnforcementAction::kDownsize) {
   return a_policy().named("strict").max_comm_share(0.10).action(action).build();
+}
+
+// Records signed with a key (--decision-key-file), as the chart runs the webhook.
+WebhookConfig with_a_decision_key() {
+  WebhookConfig config;
+  config.records = std::make_shared<server::RecordSigner>(std::string(32, 'k'));
+  return config;
 }
 
 std::string annotation_of(const json& object, const char* key) {
@@ -416,6 +424,21 @@ TEST(Validate, DeniesAnUnknownResource) {
   EXPECT_EQ(response.code, 400);
 }
 
+// Issue #19: a `trainingjobs` of another API group was handled as commgate's own.
+TEST(Validate, ATrainingJobsResourceOfAnotherGroupIsNotCommgates) {
+  const auto request = a_create_of(bert(8)).set("/request/resource/group", "kubeflow.org").parse();
+  const auto snapshot = snapshot_of({strict()}, {a_profile(kSlowLink, test_now())});
+  const auto mutated = handle_mutate(request, snapshot, test_now());
+  EXPECT_TRUE(mutated.allowed);
+  EXPECT_TRUE(mutated.patch.empty()) << "a foreign object is not patched";
+  const auto validated = handle_validate(request, snapshot, test_now());
+  EXPECT_FALSE(validated.allowed);
+  EXPECT_EQ(validated.code, 400);
+  EXPECT_NE(validated.message.find("resource \"trainingjobs\" of API group \"kubeflow.org\""),
+            std::string::npos)
+      << validated.message;
+}
+
 TEST(Validate, InvalidJobMessageNamesEveryField) {
   const auto response =
       handle_validate(a_create_of(bad_job()).parse(), snapshot_of({}, {}), test_now());
@@ -453,6 +476,27 @@ TEST(Mutate, RefusesAUserEditingCommgateAnnotationsWithoutASpecChange) {
   EXPECT_EQ(response.decision, "Bypass");
 }
 
+// Issue #19 item 2: with a key /validate refuses the same edit when /mutate did not see it
+// (failurePolicy Ignore while it was down); an exempt user may still make it.
+TEST(Validate, WithAKeyRefusesAUserEditingCommgateAnnotationsWithoutASpecChange) {
+  const WebhookConfig config = with_a_decision_key();
+  const json before = gated(bert(8));
+  const json after = annotated(gated(bert(8)), annotation::kDecision, "Admit");
+  const auto refused = handle_validate(an_update_of(before, after).user("alice").parse(),
+                                       snapshot_of({}, {}), test_now(), config);
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.code, 403);
+  EXPECT_NE(refused.message.find("metadata.annotations"), std::string::npos) << refused.message;
+  EXPECT_EQ(refused.decision, "Bypass");
+  EXPECT_TRUE(handle_validate(an_update_of(before, after).user("carol").parse(),
+                              snapshot_of({kExempt}, {}), test_now(), config)
+                  .allowed);
+  EXPECT_TRUE(handle_validate(an_update_of(before, after).user("alice").parse(),
+                              snapshot_of({}, {}), test_now())
+                  .allowed)
+      << "without a key /validate cannot tell /mutate's writes from a user's";
+}
+
 TEST(Mutate, LetsAnExemptUserEditCommgateAnnotations) {
   const auto request =
       an_update_of(gated(bert(8)), annotated(gated(bert(8)), annotation::kDecision, "Admit"))
@@ -473,18 +517,20 @@ struct Admission {
 };
 
 Admission admit(ReviewBuilder review, const Snapshot& at_mutate, TimePoint mutate_now,
-                const Snapshot& at_validate, TimePoint validate_now) {
+                const Snapshot& at_validate, TimePoint validate_now,
+                const WebhookConfig& config = {}) {
   Admission a;
   const AdmissionRequest request = review.parse();
-  a.mutate = handle_mutate(request, at_mutate, mutate_now);
+  a.mutate = handle_mutate(request, at_mutate, mutate_now, config);
   if (!a.mutate.allowed) return a;
   a.stored = apply_patch(request.object, a.mutate);
   review.object(a.stored);
-  a.validate = handle_validate(review.parse(), at_validate, validate_now);
+  a.validate = handle_validate(review.parse(), at_validate, validate_now, config);
   return a;
 }
-Admission admit(ReviewBuilder review, const Snapshot& snapshot, TimePoint now = test_now()) {
-  return admit(std::move(review), snapshot, now, snapshot, now);
+Admission admit(ReviewBuilder review, const Snapshot& snapshot, TimePoint now = test_now(),
+                const WebhookConfig& config = {}) {
+  return admit(std::move(review), snapshot, now, snapshot, now, config);
 }
 
 const Snapshot kStrictSlow = snapshot_of({strict()}, {a_profile(kSlowLink, test_now())});
@@ -608,22 +654,26 @@ TEST(DecideOnce, AMeasurementExpiringBetweenTheTwoCallsChangesNothing) {
 // downsized again with the warning, never a tampering error; the annotations /mutate
 // rewrites are not the user's change.
 TEST(DecideOnce, RaisingNumNodesOnADownsizedJobIsDownsizedAgain) {
-  const Admission created = admit(a_create_of(bert(8)), kStrictSlow);
-  ASSERT_EQ(created.stored["spec"]["numNodes"], 6);
-  for (int asked : {7, 8}) {
-    json raised = created.stored;
-    raised["spec"]["numNodes"] = asked;
-    const Admission a = admit(an_update_of(created.stored, raised).user("alice"), kStrictSlow);
-    ASSERT_TRUE(a.mutate.allowed) << a.mutate.message;
-    EXPECT_TRUE(a.validate.allowed) << asked << ": " << a.validate.message;
-    EXPECT_EQ(a.stored["spec"]["numNodes"], 6) << asked;
-    EXPECT_EQ(annotation_of(a.stored, annotation::kRequestedNodes), std::to_string(asked));
-    ASSERT_EQ(a.mutate.warnings.size(), 1u);
-    EXPECT_NE(
-        a.mutate.warnings[0].find("spec.numNodes lowered from " + std::to_string(asked) + " to 6"),
-        std::string::npos)
-        << a.mutate.warnings[0];
-    EXPECT_EQ(a.validate.decision, "Downsize");
+  // With a key too: /validate takes /mutate's new signed record for commgate's.
+  for (const WebhookConfig& config : {WebhookConfig{}, with_a_decision_key()}) {
+    const Admission created = admit(a_create_of(bert(8)), kStrictSlow, test_now(), config);
+    ASSERT_EQ(created.stored["spec"]["numNodes"], 6);
+    for (int asked : {7, 8}) {
+      json raised = created.stored;
+      raised["spec"]["numNodes"] = asked;
+      const Admission a = admit(an_update_of(created.stored, raised).user("alice"), kStrictSlow,
+                                test_now(), config);
+      ASSERT_TRUE(a.mutate.allowed) << a.mutate.message;
+      EXPECT_TRUE(a.validate.allowed) << asked << ": " << a.validate.message;
+      EXPECT_EQ(a.stored["spec"]["numNodes"], 6) << asked;
+      EXPECT_EQ(annotation_of(a.stored, annotation::kRequestedNodes), std::to_string(asked));
+      ASSERT_EQ(a.mutate.warnings.size(), 1u);
+      EXPECT_NE(a.mutate.warnings[0].find("spec.numNodes lowered from " + std::to_string(asked) +
+                                          " to 6"),
+                std::string::npos)
+          << a.mutate.warnings[0];
+      EXPECT_EQ(a.validate.decision, "Downsize");
+    }
   }
 }
 
@@ -780,6 +830,47 @@ TEST(DecideOnce, ValidateDecidesWhenTheRecordIsForAnotherSpec) {
                                         kStrictSlow, test_now());
   EXPECT_FALSE(response.allowed);
   EXPECT_NE(response.message.find("spec.numNodes"), std::string::npos) << response.message;
+}
+
+// Issue #19 item 2: a record is a hash anyone can compute. With a key, /mutate signs its
+// record and /validate holds an object only to a record whose signature verifies; a record
+// written past /mutate (failurePolicy Ignore while it was down) is decided again.
+TEST(DecideOnce, WithAKeyValidateDecidesAgainWhenTheRecordIsNotSigned) {
+  WebhookConfig config;
+  config.records = std::make_shared<server::RecordSigner>(std::string(32, 'k'));
+  // The normal path: /mutate's signed record, held to by /validate.
+  const AdmissionRequest create = a_create_of(bert(8)).parse();
+  const AdmissionResponse mutated = handle_mutate(create, kStrictSlow, test_now(), config);
+  ASSERT_TRUE(mutated.allowed);
+  const json stored = apply_patch(create.object, mutated);
+  const auto record = parse_decision_record(annotation_of(stored, annotation::kDecisionRecord));
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->mac.size(), 64u);
+  const auto held = handle_validate(a_create_of(stored).parse(), kStrictSlow, test_now(), config);
+  EXPECT_TRUE(held.allowed) << held.message;
+  EXPECT_EQ(held.decision, "Downsize");
+
+  // A record for 8 nodes admitted, written by hand (the hash computed as /mutate would),
+  // reaching /validate alone: decided here, and 8 nodes is over the policy.
+  TrainingJob job = parse_training_job(bert(8), ObjectSource::kAdmission);
+  DecisionRecord forged = *record;
+  forged.action = Action::kAdmit;
+  forged.reason = "WithinPolicy";
+  forged.admitted_nodes = forged.requested_nodes = 8;
+  forged.spec_hash = decision_spec_hash(job.spec);
+  // First with the mac of the record it was made from, then with none.
+  for (const bool keep_old_mac : {true, false}) {
+    if (!keep_old_mac) forged.mac.clear();
+    json object = bert(8);
+    for (const auto& [key, value] : decision_annotations(forged))
+      object["metadata"]["annotations"][key] = value;
+    const auto refused =
+        handle_validate(a_create_of(object).parse(), kStrictSlow, test_now(), config);
+    EXPECT_FALSE(refused.allowed) << "mac kept: " << keep_old_mac;
+    EXPECT_EQ(refused.decision, "Bypass") << refused.message;
+    // Without a key the same record is held to (the behaviour the key closes).
+    EXPECT_TRUE(handle_validate(a_create_of(object).parse(), kStrictSlow, test_now()).allowed);
+  }
 }
 
 TEST(DecideOnce, ValidateRefusesACountOtherThanTheRecordsOrRelabelledAnnotations) {

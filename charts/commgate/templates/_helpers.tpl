@@ -61,6 +61,11 @@ so it does not follow the release name; tests/chart checks the two agree. */}}
 commgate-operator
 {{- end -}}
 
+{{/* The key that signs decision records, mounted by the webhook and the operator only. */}}
+{{- define "commgate.decisionKeySecretName" -}}
+{{- printf "%s-decision-key" (include "commgate.fullname" .) -}}
+{{- end -}}
+
 {{- define "commgate.operator.tlsSecretName" -}}
 {{- .Values.operator.tls.existingSecret | default (printf "%s-operator-tls" (include "commgate.fullname" .)) -}}
 {{- end -}}
@@ -94,6 +99,8 @@ commgate-operator
 runAsNonRoot: true
 runAsUser: 65532
 runAsGroup: 65532
+# The group the kubelet gives the mounted TLS Secret's files (mode 0440).
+fsGroup: 65532
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
