@@ -3,7 +3,8 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build test test-sanitize fuzz demo bench format lint clean
+.PHONY: deps configure build test configure-sanitize build-sanitize test-sanitize build-fuzz fuzz \
+        demo bench format lint clean
 
 deps:
 	./scripts/install-deps.sh
@@ -34,22 +35,28 @@ test: build
 # CPU); GCC builds `make test`. Shared libraries: one link of each instrumented library
 # instead of one per test program. Under the sanitizers' slowdown a test that failed gets
 # one more run; a real defect fails both.
-test-sanitize: deps
+configure-sanitize: deps
 	cmake -S . -B $(BUILD_DIR)-asan -G $(GENERATOR) -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_BUILD_TYPE=Debug -DCOMMGATE_SANITIZE=ON \
 	  -DCOMMGATE_UNITY_BUILD=ON -DCOMMGATE_BUILD_PROBE=OFF -DCOMMGATE_BUILD_BENCH=OFF \
 	  -DCOMMGATE_BUILD_E2E_TESTS=OFF -DCOMMGATE_LIBRARY_TYPE=SHARED >/dev/null
+
+build-sanitize: configure-sanitize
 	cmake --build $(BUILD_DIR)-asan -j$(JOBS)
+
+test-sanitize: build-sanitize
 	cd $(BUILD_DIR)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS) -LE 'netns|scale|e2e' --repeat until-pass:2
 
 # The webhook's AdmissionReview fuzzer (clang + libFuzzer + ASan/UBSan), 60 s from the
 # seed corpus. Longer runs: docs/webhook.md.
-fuzz: deps
+build-fuzz: deps
 	cmake -S . -B $(BUILD_DIR)-fuzz -G $(GENERATOR) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
 	  -DCOMMGATE_SANITIZE=ON -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link -DCOMMGATE_UNITY_BUILD=ON \
 	  -DCOMMGATE_BUILD_PROBE=OFF -DCOMMGATE_BUILD_BENCH=OFF >/dev/null
 	cmake --build $(BUILD_DIR)-fuzz -j$(JOBS) --target webhook_fuzz
+
+fuzz: build-fuzz
 	cd $(BUILD_DIR)-fuzz && ctest --output-on-failure -L fuzz
 
 demo: build
