@@ -288,12 +288,12 @@ std::optional<double> ObjectReader::quantity(const std::string& key, Presence pr
   if (min && *value < *min) {
     // In the notation the field is written in: "-350M", not "-3.5e+08"; a string as the
     // user wrote it ("5m", not 0.0050000000000000001).
+    const std::string written = v->is_string() ? v->get<std::string>() : "";
     std::string message = "must be >= " + format_quantity(*min) + ", got " +
-                          (v->is_string() ? v->get<std::string>() : format_quantity(*value));
+                          (written.empty() ? format_quantity(*value) : written);
     // "5m" is 5 milli in Kubernetes quantities; whoever wrote it meant 5 million.
-    const std::string text = v->is_string() ? v->get<std::string>() : std::string();
-    if (text.size() > 1 && text.back() == 'm' && *value * 1e9 >= *min) {
-      const std::string digits = text.substr(0, text.size() - 1);
+    if (written.size() > 1 && written.back() == 'm' && *value * 1e9 >= *min) {
+      const std::string digits = written.substr(0, written.size() - 1);
       message += " (m is milli, a thousandth: for " + digits + " million write " + digits + "M)";
     }
     errors_->add(path_of(key), message);

@@ -334,4 +334,10 @@ Requester requester_of(const UserInfo& user) {
   return Requester{user.username, user.groups};
 }
 
+TrainingJob job_under_admission(const AdmissionRequest& request) {
+  TrainingJob job = parse_training_job(request.object, ObjectSource::kAdmission, Verbatim::kSkip);
+  if (job.metadata.namespace_.empty()) job.metadata.namespace_ = request.namespace_;
+  return job;
+}
+
 }  // namespace commgate::webhook

@@ -14,6 +14,7 @@
 
 #include "core/decision.h"
 #include "core/field_errors.h"
+#include "core/training_job.h"
 
 namespace commgate::webhook {
 
@@ -155,5 +156,11 @@ std::string json_pointer_token(std::string_view token);
 
 // Who asks, as core's decision reads it (exemptions).
 Requester requester_of(const UserInfo& user);
+
+// The TrainingJob under admission (request.object, parsed as parse_training_job does for
+// ObjectSource::kAdmission, without its verbatim template), in the request's namespace
+// when the object names none: policy selection and record signatures read it. Throws
+// ValidationError with every field path.
+TrainingJob job_under_admission(const AdmissionRequest& request);
 
 }  // namespace commgate::webhook

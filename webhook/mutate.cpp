@@ -103,11 +103,10 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
 
   TrainingJob job;
   try {
-    job = parse_training_job(request.object, ObjectSource::kAdmission, Verbatim::kSkip);
+    job = job_under_admission(request);
   } catch (const ValidationError&) {
     return allowed();  // the validating endpoint denies it with every field path
   }
-  if (job.metadata.namespace_.empty()) job.metadata.namespace_ = request.namespace_;
   const Requester who = requester_of(request.user_info);
   std::optional<TrainingJob> old_job;
   if (request.operation == "UPDATE") {
@@ -186,7 +185,7 @@ AdmissionResponse gate_past_deadline(const AdmissionRequest& request, TimePoint 
     return allowed();
   TrainingJob job;
   try {
-    job = parse_training_job(request.object, ObjectSource::kAdmission, Verbatim::kSkip);
+    job = job_under_admission(request);
   } catch (const ValidationError&) {
     return allowed();  // the validating endpoint denies it with every field path
   }
@@ -199,11 +198,7 @@ AdmissionResponse gate_past_deadline(const AdmissionRequest& request, TimePoint 
   record.spec_hash = decision_spec_hash(job.spec);
   record.message = "commgate could not decide within its " + std::to_string(deadline.count()) +
                    " ms deadline; the job is suspended until the operator decides it";
-  if (records) {
-    records->sign(record, job.metadata.namespace_.empty()
-                              ? std::string_view(request.namespace_)
-                              : std::string_view(job.metadata.namespace_));
-  }
+  if (records) records->sign(record, job.metadata.namespace_);
   PatchBuilder patch(request.object);
   patch.set_spec("suspend", true);
   annotate_decision(patch, record);

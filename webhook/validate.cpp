@@ -202,11 +202,10 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
                                         TimePoint now, const WebhookConfig& config) {
   TrainingJob job;
   try {
-    job = parse_training_job(request.object, ObjectSource::kAdmission, Verbatim::kSkip);
+    job = job_under_admission(request);
   } catch (const ValidationError& e) {
     return invalid(e);
   }
-  if (job.metadata.namespace_.empty()) job.metadata.namespace_ = request.namespace_;
   const Requester who = requester_of(request.user_info);
   if (who.username == config.operator_service_account) return allowed();
 
@@ -222,10 +221,9 @@ AdmissionResponse validate_training_job(const AdmissionRequest& request, const S
         // With a key, the annotations may change here only to a record commgate signed
         // (/mutate's re-decision of a spec that came back to the stored one); anything else
         // is a user's edit that /mutate did not see.
-        const bool commgates = record &&
-                               record_distrust(*record, job, config.records.get()).empty() &&
-                               annotations_agree(*record, job);
-        if (config.records && !commgates) {
+        if (config.records &&
+            !(record && record_distrust(*record, job, config.records.get()).empty() &&
+              annotations_agree(*record, job))) {
           if (auto refused = refuse_annotation_edit(old_job, job, snapshot, who, now))
             return *refused;
         }
