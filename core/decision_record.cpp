@@ -214,11 +214,18 @@ std::optional<DecisionRecord> decision_record_of(const TrainingJob& job) {
   return parse_decision_record(it->second);
 }
 
-std::string record_signing_text(const DecisionRecord& record, std::string_view namespace_) {
+std::string record_subject(const ObjectMeta& meta) {
+  if (meta.name.empty()) return meta.namespace_ + "/" + meta.generate_name + "*";
+  return meta.namespace_ + "/" + meta.name;
+}
+
+std::string record_signing_text(const DecisionRecord& record, std::string_view subject) {
   DecisionRecord unsigned_record = record;
   unsigned_record.mac.clear();
-  std::string text = "commgate-decision-record-v1\n";
-  text += namespace_;
+  // v2: the job's name besides its namespace (v1 signed the namespace alone, so a fresh
+  // record copied to a new job of the same spec in that namespace verified).
+  std::string text = "commgate-decision-record-v2\n";
+  text += subject;
   text += '\n';
   text += to_annotation(unsigned_record);
   return text;
@@ -228,8 +235,16 @@ std::string record_distrust(const DecisionRecord& record, const TrainingJob& job
                             const RecordAuthenticator* authenticator) {
   if (!authenticator) return "";
   if (record.mac.empty()) return "the decision record carries no signature";
-  if (!authenticator->verifies(record, job.metadata.namespace_))
-    return "the decision record's signature does not verify";
+  // A job created with generateName was decided before it had its name.
+  const ObjectMeta& meta = job.metadata;
+  ObjectMeta at_admission = meta;
+  at_admission.name.clear();
+  const bool verifies = authenticator->verifies(record, record_subject(meta)) ||
+                        (!meta.generate_name.empty() && meta.name.starts_with(meta.generate_name) &&
+                         authenticator->verifies(record, record_subject(at_admission)));
+  if (!verifies)
+    return "the decision record's signature does not verify (a record is signed for one "
+           "job: its namespace and name)";
   // A record decided before its object existed was copied from another one.
   if (job.metadata.creation_timestamp &&
       record.decided_at + kRecordClockSkew < *job.metadata.creation_timestamp)

@@ -83,14 +83,20 @@ std::optional<DecisionRecord> decision_record_of(const TrainingJob& job);
 class RecordAuthenticator {
  public:
   virtual ~RecordAuthenticator() = default;
-  // Sets record.mac for a record written on a job in `namespace_`.
-  virtual void sign(DecisionRecord& record, std::string_view namespace_) const = 0;
-  virtual bool verifies(const DecisionRecord& record, std::string_view namespace_) const = 0;
+  // Sets record.mac for a record written on the job record_subject names.
+  virtual void sign(DecisionRecord& record, std::string_view subject) const = 0;
+  virtual bool verifies(const DecisionRecord& record, std::string_view subject) const = 0;
 };
 
-// What a record's signature covers: a version tag, the job's namespace (a record does not
-// verify on a job of another namespace) and the record without its mac.
-std::string record_signing_text(const DecisionRecord& record, std::string_view namespace_);
+// The job a record is for: "<namespace>/<name>", or "<namespace>/<generateName>*" for a
+// CREATE that has only generateName (the API server picks the name after admission).
+// A record signed for one job does not verify on another: copied to a new job (another
+// name, or another namespace) it is decided again.
+std::string record_subject(const ObjectMeta& meta);
+
+// What a record's signature covers: a version tag, record_subject and the record without
+// its mac.
+std::string record_signing_text(const DecisionRecord& record, std::string_view subject);
 
 // How far a record's decidedAt may be before the job's creationTimestamp (clocks of the
 // webhook's and the API server's nodes): a record older than that was copied.

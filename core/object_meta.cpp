@@ -24,13 +24,10 @@ void read_name(ObjectReader& meta, MetadataRule rule, ObjectMeta& m) {
     m.name = *name;
   }
   auto generate_name = meta.string("generateName", Presence::kOptional);
-  if (generated && !name && meta.present()) {
-    if (generate_name)
-      m.generate_name = *generate_name;
-    else
-      meta.errors().add(meta.path_of("name"),
-                        "required field is missing (or set metadata.generateName)");
-  }
+  if (generate_name) m.generate_name = *generate_name;
+  if (generated && !name && !generate_name && meta.present())
+    meta.errors().add(meta.path_of("name"),
+                      "required field is missing (or set metadata.generateName)");
 }
 
 ObjectMeta read_object_meta(ObjectReader& root, MetadataRule rule) {

@@ -17,7 +17,7 @@ namespace commgate {
 
 struct ObjectMeta {
   std::string name;
-  std::string generate_name;  // only when name is empty (objects under admission)
+  std::string generate_name;  // metadata.generateName, when set
   std::string namespace_;     // empty for cluster-scoped objects
   std::string uid;
   std::string resource_version;

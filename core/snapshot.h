@@ -21,6 +21,9 @@ struct Snapshot {
   // their field errors joined by "; ". Not in `policies`; a spec.policyRef naming one is
   // told it exists but is invalid, not that it is missing.
   std::map<std::string, std::string> invalid_policies;
+  // Stored CommPolicies that do not parse but govern as their last valid version
+  // (kube/snapshot_cache.h LastValidPolicies), which is in `policies`: why, by name.
+  std::map<std::string, std::string> stale_policies;
   std::map<std::string, CommProfile> profiles;  // by metadata.name (pool_name())
   // Labels by namespace name, for policies' namespaceSelector. A namespace not listed
   // reads as having no labels.

@@ -8,7 +8,8 @@ namespace commgate::kube {
 using nlohmann::json;
 
 SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Objects& profiles,
-                             const Store::Objects& namespaces, TimePoint now) {
+                             const Store::Objects& namespaces, TimePoint now,
+                             const LastValidPolicies& last_valid) {
   SnapshotBuild out;
   out.snapshot = std::make_shared<Snapshot>();
   Snapshot& snap = *out.snapshot;
@@ -16,11 +17,30 @@ SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Object
                     const std::string& why) {
     out.rejected.push_back({kind, key, resource_version_of(object), why});
   };
+  static const json::json_pointer kUid("/metadata/uid");
   for (const auto& [key, stored] : policies) {
     const json& object = *stored;
+    const std::string uid = object.contains(kUid) && object.at(kUid).is_string()
+                                ? object.at(kUid).get<std::string>()
+                                : "";
     // An invalid one is kept by name, so a policyRef to it is not told "not found".
-    if (const std::string why = snap.add_policy(object, key); !why.empty())
-      reject("CommPolicy", key, object, why);
+    const std::string why = snap.add_policy(object, key);
+    if (why.empty()) {
+      out.valid[snap.policies.back().metadata.name] = {uid, snap.policies.back()};
+      continue;
+    }
+    reject("CommPolicy", key, object, why);
+    const auto kept = last_valid.find(key);
+    if (kept == last_valid.end() || kept->second.uid != uid) continue;
+    // The same object's last valid version governs in its place: dropped, a milder
+    // policy (or the built-in default) would govern its namespaces.
+    const CommPolicy& policy = kept->second.policy;
+    snap.invalid_policies.erase(key);
+    snap.stale_policies[key] = why + " (its last valid version, resourceVersion " +
+                               policy.metadata.resource_version + ", stays in force)";
+    snap.policies.push_back(policy);
+    out.valid[key] = kept->second;
+    out.rejected.back().kept_resource_version = policy.metadata.resource_version;
   }
   for (const auto& [key, stored] : profiles) {
     const json& object = *stored;
@@ -96,6 +116,10 @@ std::string SnapshotCache::metrics_text(std::string_view prefix) const {
                            "CommPolicies and CommProfiles left out of the snapshot because "
                            "they do not parse.",
                            static_cast<double>(rejected_objects()));
+  append_prometheus_sample(out, std::string(prefix) + "_policies_kept_last_valid", "gauge",
+                           "CommPolicies that no longer parse and govern as their last valid "
+                           "version (fix them: the stored object is not what is enforced).",
+                           static_cast<double>(policies_kept_last_valid()));
   return out;
 }
 
@@ -108,7 +132,8 @@ void SnapshotCache::rebuild() {
     const TimePoint now = options_.clock ? options_.clock() : std::chrono::system_clock::now();
     SnapshotBuild built =
         build_snapshot(*policies_->store().snapshot(), *profiles_->store().snapshot(),
-                       *namespaces_->store().snapshot(), now);
+                       *namespaces_->store().snapshot(), now, last_valid_);
+    last_valid_ = std::move(built.valid);
     // Logs a bad object once per resourceVersion, not on every rebuild.
     std::map<std::string, std::string> still_bad;
     for (const RejectedObject& r : built.rejected) {
@@ -117,12 +142,17 @@ void SnapshotCache::rebuild() {
       auto it = reported_.find(id);
       if (it == reported_.end() || it->second != r.resource_version)
         options_.log.error(
-            r.kind + " " + r.key + " (resourceVersion " + r.resource_version +
-                ") is left out: " + r.why,
+            r.kind + " " + r.key + " (resourceVersion " + r.resource_version + ") " +
+                (r.kept_resource_version.empty()
+                     ? "is left out: "
+                     : "does not parse, and its last valid version (resourceVersion " +
+                           r.kept_resource_version + ") stays in force: ") +
+                r.why,
             {{"kind", r.kind}, {"name", r.key}, {"resourceVersion", r.resource_version}});
     }
     reported_ = std::move(still_bad);
     rejected_ = built.rejected.size();
+    kept_ = built.snapshot->stale_policies.size();
     std::atomic_store(&snapshot_, std::shared_ptr<const Snapshot>(std::move(built.snapshot)));
     ++rebuilds_;
   }

@@ -44,18 +44,38 @@ struct RejectedObject {
   std::string key;   // the store's key (the name: both are cluster-scoped)
   std::string resource_version;
   std::string why;  // the parser's message, with field paths
+  // A CommPolicy whose last valid version stays in force instead (LastValidPolicies): its
+  // resourceVersion; empty when nothing was kept.
+  std::string kept_resource_version;
 };
+
+// The last version of each CommPolicy that parsed, by name, with the uid of the object
+// it belonged to. A policy made invalid later (written while its validating webhook, which
+// fails open, was down) keeps governing as that version instead of dropping out and
+// letting a milder policy govern (issue #19 item 6). Kept by this process only: after a
+// restart, a policy invalid from the first list has no valid version to keep
+// (docs/security.md).
+struct ValidPolicy {
+  std::string uid;
+  CommPolicy policy;
+};
+using LastValidPolicies = std::map<std::string, ValidPolicy>;
 
 struct SnapshotBuild {
   std::shared_ptr<Snapshot> snapshot;  // never null
   std::vector<RejectedObject> rejected;
+  // Every policy in the snapshot (parsed now, or kept), for the next build's `last_valid`.
+  LastValidPolicies valid;
 };
 
 // The pure part: a Snapshot from the three collections' objects (by store key), with
 // `now` as loaded_at and as the time profiles are checked against (a profile measured in
-// the future is rejected by its parser).
+// the future is rejected by its parser). A CommPolicy that does not parse is replaced by
+// its version in `last_valid` when that came from the same object (same uid), and said so
+// in snapshot->stale_policies; otherwise it is left out (snapshot->invalid_policies).
 SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Objects& profiles,
-                             const Store::Objects& namespaces, TimePoint now);
+                             const Store::Objects& namespaces, TimePoint now,
+                             const LastValidPolicies& last_valid = {});
 
 class SnapshotCache {
  public:
@@ -85,11 +105,14 @@ class SnapshotCache {
   bool has_synced() const;
   // Objects left out of the current snapshot because they do not parse.
   uint64_t rejected_objects() const { return rejected_.load(); }
+  // CommPolicies that do not parse and govern as their last valid version.
+  uint64_t policies_kept_last_valid() const { return kept_.load(); }
   uint64_t rebuilds() const { return rebuilds_.load(); }
   // The three informers (policies, profiles, namespaces): for metrics, for a cache-backed
   // reader over their stores (kube/cached_reader.h), and for tests.
   std::vector<const Informer*> informers() const;
-  // informer_metrics_text(informers(), prefix) and <prefix>_rejected_objects (gauge).
+  // informer_metrics_text(informers(), prefix), <prefix>_rejected_objects and
+  // <prefix>_policies_kept_last_valid (gauges).
   std::string metrics_text(std::string_view prefix) const;
 
  private:
@@ -102,6 +125,8 @@ class SnapshotCache {
 
   std::mutex rebuild_mu_;                        // one rebuild at a time; guards reported_
   std::map<std::string, std::string> reported_;  // "kind/key" -> resourceVersion logged
+  LastValidPolicies last_valid_;                 // guarded by rebuild_mu_
+  std::atomic<uint64_t> kept_{0};
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> rebuilds_{0};
 };

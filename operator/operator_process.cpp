@@ -63,6 +63,8 @@ std::string decision_inputs_of(const Snapshot& snapshot) {
   // An invalid policy's errors too: fixed, or broken another way, its jobs are told again.
   for (const auto& [name, why] : snapshot.invalid_policies)
     out += "invalid policy " + name + " " + why + "\n";
+  for (const auto& [name, why] : snapshot.stale_policies)
+    out += "stale policy " + name + " " + why + "\n";
   for (const auto& [name, profile] : snapshot.profiles)
     out += "profile " + name + " " + profile.metadata.resource_version + "\n";
   for (const auto& [ns, labels] : snapshot.namespace_labels) {

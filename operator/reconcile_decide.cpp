@@ -110,7 +110,7 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
 
 DecisionRecord TrainingJobReconciler::record_for(const Context& ctx, const JobDecision& jd) const {
   DecisionRecord record = record_of(jd, ctx.job, ctx.now);
-  if (settings_.records) settings_.records->sign(record, ctx.job.metadata.namespace_);
+  if (settings_.records) settings_.records->sign(record, record_subject(ctx.job.metadata));
   return record;
 }
 

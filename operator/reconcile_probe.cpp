@@ -110,9 +110,14 @@ ReconcileResult TrainingJobReconciler::probe_or_collect(Context& ctx, const JobD
   // gone"): not a failure when the measurement it left is there (seen with watches
   // dropping: the failure counted, and the pool probed again).
   if (auto decided = decided_by_newer_measurement()) return std::move(*decided);
+  // The failure is recorded (status: probeAttempts, nextProbeTime) before the probe is
+  // deleted: a status write that fails throws with the probe still there, and the next
+  // reconcile counts it. Deleted first, a lost write lost the attempt, and the next
+  // reconcile probed again at once, past the backoff (issue #19 item 10).
+  ReconcileResult result = probe_failed(
+      ctx, jd, outcome.reason.empty() ? kReasonProbeFailed : outcome.reason, outcome.message);
   delete_probe(*probe);
-  return probe_failed(ctx, jd, outcome.reason.empty() ? kReasonProbeFailed : outcome.reason,
-                      outcome.message);
+  return result;
 }
 
 ProbeOutcome TrainingJobReconciler::outcome_of(const json& probe) const {

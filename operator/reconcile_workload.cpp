@@ -79,6 +79,17 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
                       "deleted");
     return false;
   }
+  // The Job is held to the decision: an `edit` user may patch its parallelism (and an
+  // Indexed Job's completions with it), which would run more pods than commgate admitted.
+  // Restored at once; the Job controller then deletes the extra pods.
+  if (const std::string drift = workload_size_drift(*workload, record.admitted_nodes);
+      !drift.empty()) {
+    workload =
+        writer_.patch(path, kube::PatchType::kMerge, workload_size_restore(record.admitted_nodes));
+    event(ctx, "Warning", op_reason::kWorkloadResized, "Hold",
+          drift + " (changed by someone other than commgate); restored to " +
+              format_nodes(record.admitted_nodes));
+  }
   const WorkloadState state = workload_state(*workload, pods_of(*workload, ctx.ns));
   if (state.reason == op_reason::kPodsUnschedulable) {
     // Once per episode: when the Running condition does not say it yet.

@@ -44,6 +44,9 @@ inline constexpr const char* kInvalidWorkloadName = "InvalidWorkloadName";
 // The workload's name is taken by the Job of an earlier TrainingJob of the same name that
 // the garbage collector has not deleted yet.
 inline constexpr const char* kPreviousWorkloadExists = "PreviousWorkloadExists";
+// Someone other than commgate changed the workload Job's parallelism or completions: the
+// operator restores the admitted size (a Warning; docs/security.md).
+inline constexpr const char* kWorkloadResized = "WorkloadResized";
 // A pod of the workload cannot be scheduled (workload_state.h): Running=False, a Warning.
 inline constexpr const char* kPodsUnschedulable = "PodsUnschedulable";
 }  // namespace op_reason

@@ -5,6 +5,7 @@
 #include <set>
 #include <string_view>
 
+#include "core/quantity.h"
 #include "operator/gpu_resource.h"
 
 namespace commgate::op {
@@ -273,6 +274,27 @@ std::vector<std::string> replaced_template_env(const TrainingJob& job) {
         replaced.push_back(container + "/" + e["name"].get<std::string>());
   }
   return replaced;
+}
+
+std::string workload_size_drift(const json& workload, int admitted_nodes) {
+  const json spec = workload.value("spec", json::object());
+  auto differs = [&](const char* field) {
+    const auto it = spec.find(field);
+    return it == spec.end() || !it->is_number_integer() || it->get<int64_t>() != admitted_nodes;
+  };
+  if (!differs("parallelism") && !differs("completions")) return "";
+  auto shown = [&](const char* field) {
+    const auto it = spec.find(field);
+    return it == spec.end() ? std::string("unset") : it->dump();
+  };
+  const json meta = workload.value("metadata", json::object());
+  return "Job " + meta.value("namespace", "") + "/" + meta.value("name", "") + " has parallelism " +
+         shown("parallelism") + " and completions " + shown("completions") +
+         ", but commgate admitted " + format_nodes(admitted_nodes);
+}
+
+json workload_size_restore(int admitted_nodes) {
+  return {{"spec", {{"completions", admitted_nodes}, {"parallelism", admitted_nodes}}}};
 }
 
 }  // namespace commgate::op

@@ -54,4 +54,15 @@ WorkloadObjects build_workload(const TrainingJob& job, const std::string& job_ui
 // differ from what the researcher wrote), so the reconciler can say so in a Warning Event.
 std::vector<std::string> replaced_template_env(const TrainingJob& job);
 
+// How the workload Job's size differs from the admitted node count, or "" when it does
+// not: its spec.parallelism and spec.completions are both the admitted count when commgate
+// creates it, and only someone else changes them (an `edit` user may patch a Job's
+// parallelism, and an Indexed Job's completions together with it since Kubernetes 1.27).
+// E.g. "Job ns/x runs 64 pods in parallel and 64 completions".
+std::string workload_size_drift(const nlohmann::json& workload, int admitted_nodes);
+
+// The merge patch that gives the workload Job the admitted size again (completions may
+// change only together with parallelism, to the same value).
+nlohmann::json workload_size_restore(int admitted_nodes);
+
 }  // namespace commgate::op

@@ -39,12 +39,12 @@ RecordSigner RecordSigner::from_file(const std::string& path) {
   return RecordSigner(std::move(key));
 }
 
-void RecordSigner::sign(DecisionRecord& record, std::string_view namespace_) const {
-  record.mac = hmac_sha256_hex(key_, record_signing_text(record, namespace_));
+void RecordSigner::sign(DecisionRecord& record, std::string_view subject) const {
+  record.mac = hmac_sha256_hex(key_, record_signing_text(record, subject));
 }
 
-bool RecordSigner::verifies(const DecisionRecord& record, std::string_view namespace_) const {
-  const std::string want = hmac_sha256_hex(key_, record_signing_text(record, namespace_));
+bool RecordSigner::verifies(const DecisionRecord& record, std::string_view subject) const {
+  const std::string want = hmac_sha256_hex(key_, record_signing_text(record, subject));
   return record.mac.size() == want.size() &&
          CRYPTO_memcmp(record.mac.data(), want.data(), want.size()) == 0;
 }

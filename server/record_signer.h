@@ -25,9 +25,9 @@ class RecordSigner : public RecordAuthenticator {
   // the path when it cannot be read or holds fewer than kMinKeyBytes bytes.
   static RecordSigner from_file(const std::string& path);
 
-  void sign(DecisionRecord& record, std::string_view namespace_) const override;
+  void sign(DecisionRecord& record, std::string_view subject) const override;
   // In constant time: a signature is not learned byte by byte from timing.
-  bool verifies(const DecisionRecord& record, std::string_view namespace_) const override;
+  bool verifies(const DecisionRecord& record, std::string_view subject) const override;
 
  private:
   std::string key_;

@@ -9,6 +9,7 @@
 #include "sim/discovery.h"
 #include "sim/event_views.h"
 #include "sim/impersonation.h"
+#include "sim/job_update_validation.h"
 #include "sim/protobuf_body.h"
 #include "sim/query_options.h"
 #include "sim/table.h"
@@ -615,6 +616,18 @@ void apply_schema_to_update(const ResourceInfo& r, const std::string& name, cons
   object = std::move(checked);
 }
 
+// The built-in kinds' update rules (upstream's ValidateXUpdate strategies) the sim models:
+// batch/v1 Jobs (sim/job_update_validation.h). Checked on the object as the update would
+// store it, after mutating admission and before the validating webhooks, as upstream does.
+void check_builtin_update(const ResourceInfo& r, const std::string& name, const json& current,
+                          WritePart part, const json& object) {
+  if (r.custom || part != WritePart::kMain) return;
+  if (r.group == "batch" && r.plural == "jobs") {
+    const auto errors = job_update_errors(current, object);
+    if (!errors.empty()) throw invalid(r, name, errors);
+  }
+}
+
 json gvk(const ResourceInfo& r) {
   return {{"group", r.group}, {"version", r.version}, {"kind", r.kind}};
 }
@@ -696,6 +709,7 @@ json ApiHandlers::admitted_update(const Request& request, const ResourceInfo& r,
     if (asked_version.empty() && (version.is_null() || version.is_string()))
       version = resource_version_of(current);
     apply_schema_to_update(r, name, current, part, mutated);
+    check_builtin_update(r, name, current, part, mutated);
     const json would_be = store_.update(r, ns, name, mutated, part, true);
     a.object = would_be;
     admission_.validate(a, w.warnings);

@@ -306,6 +306,32 @@ std::optional<TimePoint> JobController::reconcile(const json& job, const std::ve
     status["completionTime"] = now_text;
     due = std::nullopt;
   } else if (!suspended) {
+    // More pods active than the Job wants (its parallelism or completions lowered, as
+    // upstream's manageJob handles with activePodsForRemoval): the excess is deleted, an
+    // Indexed Job's pods of an index past completions first, then the highest indexes.
+    const int done = indexed ? static_cast<int>(done_indexes.size()) : succeeded;
+    const int want_active =
+        has_completions || indexed ? std::min(parallelism, completions - done) : parallelism;
+    std::stable_sort(active.begin(), active.end(),
+                     [](const json* a, const json* b) { return index_of(*a) > index_of(*b); });
+    std::size_t excess = active.size() > static_cast<std::size_t>(std::max(want_active, 0))
+                             ? active.size() - static_cast<std::size_t>(std::max(want_active, 0))
+                             : 0;
+    for (std::size_t i = 0; i < active.size();) {
+      const int index = index_of(*active[i]);
+      if (excess == 0 && !(indexed && index >= completions)) {
+        ++i;
+        continue;
+      }
+      try {
+        store_.remove(pods_, ns, str((*active[i])["metadata"]["name"]), {Propagation::kBackground});
+      } catch (const ApiError&) {
+      }
+      active_indexes.erase(index);
+      if (condition_true(*active[i], "Ready")) --ready;
+      active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+      if (excess > 0) --excess;
+    }
     std::vector<int> create;
     if (indexed) {
       create = indexes_to_create(completions, parallelism, done_indexes, active_indexes);

@@ -25,6 +25,16 @@ bool valid_name(const std::string& name) {
   return true;
 }
 
+// rbac.authorization.k8s.io names are path segments (upstream's ValidateRBACName is
+// path.IsValidPathSegmentName), so the bootstrap roles' `system:aggregate-to-edit` is one.
+// "" when `name` is valid, else upstream's message.
+std::string rbac_name_problem(const std::string& name) {
+  if (name == "." || name == "..") return "may not be '" + name + "'";
+  if (name.find('/') != std::string::npos) return "may not contain '/'";
+  if (name.find('%') != std::string::npos) return "may not contain '%'";
+  return "";
+}
+
 const ResourceInfo& namespaces_resource() {
   static const ResourceInfo r = [] {
     ResourceInfo n;
@@ -169,12 +179,17 @@ json ObjectStore::create(const ResourceInfo& r, const std::string& ns, json obje
   if (name.empty())
     throw invalid(r, "", "metadata.name", "FieldValueRequired",
                   "Required value: name or generateName is required");
-  if (!valid_name(name))
+  if (r.group == "rbac.authorization.k8s.io") {
+    if (const std::string problem = rbac_name_problem(name); !problem.empty())
+      throw invalid(r, name, "metadata.name", "FieldValueInvalid",
+                    "Invalid value: \"" + name + "\": " + problem);
+  } else if (!valid_name(name)) {
     throw invalid(r, name, "metadata.name", "FieldValueInvalid",
                   "Invalid value: \"" + name +
                       "\": a lowercase RFC 1123 subdomain must consist of lower case "
                       "alphanumeric characters, '-' or '.', and must start and end with an "
                       "alphanumeric character");
+  }
   if (r.namespaced) {
     const std::string body_ns = meta.value("namespace", "");
     if (!body_ns.empty() && body_ns != ns)

@@ -172,7 +172,7 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
       break;
   }
   DecisionRecord record = record_of(jd, job, now);
-  if (config.records) config.records->sign(record, job.metadata.namespace_);
+  if (config.records) config.records->sign(record, record_subject(job.metadata));
   annotate_decision(patch, record);
   return with_decision(with_warnings(patched(patch.take()), std::move(warnings)), record);
 }
@@ -198,7 +198,7 @@ AdmissionResponse gate_past_deadline(const AdmissionRequest& request, TimePoint 
   record.spec_hash = decision_spec_hash(job.spec);
   record.message = "commgate could not decide within its " + std::to_string(deadline.count()) +
                    " ms deadline; the job is suspended until the operator decides it";
-  if (records) records->sign(record, job.metadata.namespace_);
+  if (records) records->sign(record, record_subject(job.metadata));
   PatchBuilder patch(request.object);
   patch.set_spec("suspend", true);
   annotate_decision(patch, record);

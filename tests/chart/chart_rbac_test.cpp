@@ -127,7 +127,8 @@ const std::vector<Request> kOperatorRequests = {
     {"reads_no_node", "get", "", "nodes", "", "", "gpu-1", false},
     {"creates_no_pod_itself", "create", "", "pods", "", "nlp", "", false},
     {"deletes_no_pod", "delete", "", "pods", "", "nlp", "bert-0", false},
-    {"changes_no_job_once_created", "patch", "batch", "jobs", "", "nlp", "bert", false},
+    // ... and gives it back its admitted size when someone else changed it
+    {"restores_a_resized_workload_job", "patch", "batch", "jobs", "", "nlp", "bert", true},
     {"deletes_no_collection_of_jobs", "deletecollection", "batch", "jobs", "", "nlp", "", false},
     {"lists_no_services", "list", "", "services", "", "", "", false},
     {"creates_no_trainingjob", "create", "commgate.io", "trainingjobs", "", "nlp", "", false},

@@ -11,7 +11,8 @@
 // log is read against the chart's Roles and bindings (sim::rbac_usage): any 403 for a
 // chart ServiceAccount fails the test (a missing rule), and each granted (rule, verb,
 // resource) no request used is printed; one not listed in kUnusedOnPurpose with its reason
-// fails it (an unneeded grant).
+// fails it (an unneeded grant). GateUnderAttack, on the same lifecycle, is a researcher
+// bound to upstream's `edit` trying to get past the gate with kubectl (issue #19).
 //
 // Shortcuts, as in chart_sim_test.cpp: the test starts the webhook and the operator itself
 // (no Deployment controller here), registers where the webhook's Service listens, and
@@ -62,6 +63,9 @@ const std::map<std::string, std::string> kUnusedOnPurpose = {
     {R"(ClusterRole "commgate-operator" rule 7: get "namespaces" in API group "")", kCacheFallback},
     {R"(ClusterRole "commgate-operator" rule 8: get "jobs" in API group "batch")", kCacheFallback},
     {R"(ClusterRole "commgate-operator" rule 10: get "pods" in API group "")", kCacheFallback},
+    {R"(ClusterRole "commgate-operator" rule 8: patch "jobs" in API group "batch")",
+     "a training Job resized by someone other than commgate gets its admitted size back "
+     "(GateUnderAttack below takes that path); nobody resizes one in this run"},
     {R"(ClusterRole "commgate-operator" rule 11: patch "events" in API group "events.k8s.io")",
      "an Event repeated for the same object and reason is patched into its series "
      "(kube/event_recorder.h); this run records no Event twice"},
@@ -100,6 +104,10 @@ json training_job(const std::string& name) {
            {{"terminationGracePeriodSeconds", 0}, {"containers", json::array({container})}}}}}}}};
 }
 
+// A researcher the admin binds to the built-in `edit` role in namespace nlp
+// (GateUnderAttack below); kubectl acts as them with --as, which the admin may.
+constexpr const char* kResearcher = "alice";
+
 // The chart's test cluster with OwnerReferencesPermissionEnforcement.
 sim::ApiServerOptions rbac_sim() {
   sim::ApiServerOptions options = chart_sim_options();
@@ -122,7 +130,8 @@ class ChartRbacUsage : public ChartSimTest {
     // (A values file: --set keeps 0.95 a string, as Helm's does.)
     std::ofstream(dir_ + "/values.yaml")
         << "defaultPolicy: {enabled: true, maxCommShare: 0.95}\n"
-           "probe: {backend: gloo, maxNodes: 2, timeoutSeconds: 60}\n";
+           "probe: {backend: gloo, maxNodes: 2, timeoutSeconds: 60}\n"
+        << extra_values();
     ASSERT_NO_FATAL_FAILURE(render({"--include-crds", "-f", dir_ + "/values.yaml"}));
     cluster_ = std::make_unique<sim::SimCluster>(api_.store());
     for (const char* name : {"p-1", "p-2"}) {
@@ -140,6 +149,9 @@ class ChartRbacUsage : public ChartSimTest {
                 ::testing::UnitTest::GetInstance()->current_test_info()->name(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   }
+
+  // More of the chart's values (YAML lines), for a fixture that needs them.
+  virtual std::string extra_values() const { return ""; }
 
   // helm install's order: CRDs, then the release (RBAC included) without the webhook
   // configurations; the webhook and the operator start as their ServiceAccounts once their
@@ -311,6 +323,178 @@ TEST_F(ChartRbacUsage, a_trainingjobs_lifecycle_meets_no_403_and_leaves_no_grant
              "kUnusedOnPurpose with the path that needs it";
     }
   }
+}
+
+// ---- A researcher bound to `edit` against the gate (issue #19; docs/security.md) ----
+
+// Upstream's `edit` as kube-apiserver bootstraps it (plugin/pkg/auth/authorizer/rbac/
+// bootstrappolicy/policy.go): an aggregating ClusterRole, and `system:aggregate-to-edit`
+// with the rules this test needs from it (writes of Jobs and Pods, impersonation of the
+// namespace's ServiceAccounts; reads as `view` gives them). The chart's roles add
+// TrainingJobs to it (aggregate-to-edit).
+std::vector<json> upstream_edit() {
+  auto rule = [](const char* group, std::vector<std::string> resources,
+                 std::vector<std::string> verbs) {
+    return json{{"apiGroups", {group}}, {"resources", resources}, {"verbs", verbs}};
+  };
+  const std::vector<std::string> write = {"create", "delete", "deletecollection", "patch",
+                                          "update"};
+  const std::vector<std::string> read = {"get", "list", "watch"};
+  json aggregating = {
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "ClusterRole"},
+      {"metadata", {{"name", "edit"}}},
+      {"aggregationRule",
+       {{"clusterRoleSelectors",
+         json::array(
+             {{{"matchLabels", {{"rbac.authorization.k8s.io/aggregate-to-edit", "true"}}}}})}}}};
+  json rules = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                {"kind", "ClusterRole"},
+                {"metadata",
+                 {{"name", "system:aggregate-to-edit"},
+                  {"labels", {{"rbac.authorization.k8s.io/aggregate-to-edit", "true"}}}}},
+                {"rules", json::array({rule("batch", {"jobs", "cronjobs"}, write),
+                                       rule("batch", {"jobs", "cronjobs"}, read),
+                                       rule("", {"pods", "services"}, write),
+                                       rule("", {"pods", "pods/log", "services", "events"}, read),
+                                       rule("", {"serviceaccounts"}, {"impersonate"})})}};
+  return {aggregating, rules};
+}
+
+class GateUnderAttack : public ChartRbacUsage {
+ protected:
+  // The webhook's failurePolicy Ignore (a value the chart offers, docs/webhook.md): when
+  // the webhook is down, TrainingJobs are stored unchecked and the operator is the gate.
+  std::string extra_values() const override { return "webhook: {failurePolicy: Ignore}\n"; }
+
+  void bind_the_researcher() {
+    json binding = {
+        {"apiVersion", "rbac.authorization.k8s.io/v1"},
+        {"kind", "RoleBinding"},
+        {"metadata", {{"name", "alice-edit"}, {"namespace", "nlp"}}},
+        {"roleRef",
+         {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "edit"}}},
+        {"subjects", json::array({{{"apiGroup", "rbac.authorization.k8s.io"},
+                                   {"kind", "User"},
+                                   {"name", kResearcher}}})}};
+    std::vector<json> objects = upstream_edit();
+    objects.push_back(binding);
+    const auto r = apply(objects, "researcher-rbac");
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  // kubectl as the researcher.
+  Result as_researcher(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--as", kResearcher});
+    return kubectl(args);
+  }
+  json workload(const std::string& name) {
+    const auto jobs = api_.store().find_resource("batch", "v1", "jobs");
+    try {
+      return api_.store().get(*jobs, "nlp", name);
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  }
+  int active_pods_of(const std::string& job) {
+    const auto pods = api_.store().find_resource("", "v1", "pods");
+    int n = 0;
+    for (const auto& p : api_.store().list(*pods, "nlp", sim::ListOptions{}).items) {
+      const json labels = p["metadata"].value("labels", json::object());
+      const std::string phase = p.value("/status/phase"_json_pointer, std::string());
+      n += labels.value("batch.kubernetes.io/job-name", "") == job && phase != "Succeeded" &&
+           phase != "Failed" && !p["metadata"].contains("deletionTimestamp");
+    }
+    return n;
+  }
+  bool has_event(const std::string& object, const std::string& reason) {
+    const auto events = api_.store().find_resource("events.k8s.io", "v1", "events");
+    for (const auto& e : api_.store().list(*events, "nlp", sim::ListOptions{}).items)
+      if (e.value("reason", "") == reason &&
+          e.value("/regarding/name"_json_pointer, std::string()) == object)
+        return true;
+    return false;
+  }
+  std::string events() {
+    const auto events = api_.store().find_resource("events.k8s.io", "v1", "events");
+    std::string out;
+    for (const auto& e : api_.store().list(*events, "nlp", sim::ListOptions{}).items)
+      out += e.value("/regarding/name"_json_pointer, std::string()) + " " + e.value("reason", "") +
+             ": " + e.value("note", "") + "\n";
+    return out;
+  }
+};
+
+// Item 3: the admitted workload Job resized by its namespace's editor (an Indexed Job's
+// completions and parallelism may be raised together since Kubernetes 1.27) is restored
+// to the admitted size by the operator, and the extra pods go.
+// Item 2: with the webhook down (failurePolicy Ignore), a new TrainingJob carrying a copy
+// of another job's real, signed decision record (an Admit the current policy would not
+// give) is decided again by the operator: a record is signed for one job.
+TEST_F(GateUnderAttack, an_editor_neither_resizes_the_workload_nor_forges_a_record) {
+  ASSERT_NO_FATAL_FAILURE(install_and_start());
+  ASSERT_NO_FATAL_FAILURE(bind_the_researcher());
+
+  // An admitted 2-node job whose training runs a while.
+  json job = training_job("bert");
+  job["spec"]["template"]["spec"]["containers"][0]["command"] = {"/bin/sleep", "60"};
+  std::ofstream(dir_ + "/bert.yaml") << job.dump(2);
+  Result r{};
+  ASSERT_TRUE(wait_until(
+      [&] {
+        r = as_researcher({"apply", "-f", dir_ + "/bert.yaml"});
+        return r.code == 0;
+      },
+      30s))
+      << r.output << logs();
+  ASSERT_TRUE(
+      wait_until([&] { return phase("bert") == "Running" && active_pods_of("bert") == 2; }, 60s))
+      << get_job("bert").dump(2) << logs();
+  EXPECT_EQ(get_job("bert").value("/status/decision/action"_json_pointer, std::string()), "Admit");
+
+  // The editor may patch the Job (upstream's edit grants it); the operator restores it.
+  r = as_researcher({"patch", "job", "bert", "-n", "nlp", "--type", "merge", "-p",
+                     R"({"spec":{"completions":6,"parallelism":6}})"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json w = workload("bert");
+        return w.is_object() && w["spec"].value("parallelism", 0) == 2 &&
+               w["spec"].value("completions", 0) == 2 && active_pods_of("bert") == 2;
+      },
+      30s))
+      << workload("bert").dump(2) << logs();
+  EXPECT_TRUE(wait_until([&] { return has_event("bert", "WorkloadResized"); }, 10s)) << events();
+
+  // The admin tightens the policy: 2 nodes of this model (66% measured) no longer pass.
+  r = kubectl({"patch", "commpolicy", "default", "--type", "merge", "-p",
+               R"({"spec":{"maxCommShare":0.5}})"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  // The webhook goes down; with failurePolicy Ignore the API server stores jobs unchecked.
+  EXPECT_EQ(webhook_->terminate(20s), 0) << webhook_->output();
+
+  // The researcher writes a job of the same spec with bert's annotations as they are: a
+  // genuine, signed Admit record seconds old, made before the policy changed.
+  json forged = training_job("forged");
+  forged["metadata"]["annotations"] = get_job("bert")["metadata"]["annotations"];
+  std::ofstream(dir_ + "/forged.yaml") << forged.dump(2);
+  r = as_researcher({"apply", "-f", dir_ + "/forged.yaml"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_TRUE(wait_until([&] { return has_event("forged", "DecisionRecordNotTrusted"); }, 30s))
+      << events() << get_job("forged").dump(2) << logs();
+  // Decided again under the current policy: not the forged Admit of 2 nodes.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json d = get_job("forged").value("/status/decision"_json_pointer, json());
+        return d.is_object() && d.contains("action");
+      },
+      30s))
+      << get_job("forged").dump(2) << logs();
+  const json decided = get_job("forged");
+  const json decision = decided["status"]["decision"];
+  EXPECT_FALSE(decision["action"] == "Admit" && decision.value("admittedNodes", 0) == 2)
+      << decided.dump(2);
+  const json w = workload("forged");
+  EXPECT_TRUE(w.is_null() || w["spec"].value("parallelism", 0) < 2) << w.dump(2);
 }
 
 }  // namespace COMMGATE_TEST_UNIT

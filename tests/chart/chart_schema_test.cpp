@@ -310,6 +310,7 @@ const std::set<Grant> kOperatorGrants = {
     {"batch", "jobs", "get"},
     {"batch", "jobs", "list"},
     {"batch", "jobs", "watch"},
+    {"batch", "jobs", "patch"},  // a training Job resized by someone else is restored
     {"batch", "jobs", "delete"},
     {"", "services", "create"},
     {"", "services", "delete"},

@@ -159,6 +159,43 @@ TEST_F(KubePolicySourceTest, LeavesOutAMalformedPolicyAndLogsItsFieldPathOnce) {
   ASSERT_TRUE(wait_until([&] { return source_->rejected_objects() == 0; }));
 }
 
+// Issue #19 item 6, through the watch: a strict policy edited into one that does not parse
+// (stored while the policy webhook, which fails open, was down) keeps governing as its
+// last valid version, logged once and counted.
+TEST_F(KubePolicySourceTest, APolicyEditedIntoAnInvalidOneGovernsAsItsLastValidVersion) {
+  apply_crds();
+  api_.store().create(resource("commpolicies"), "", policy("strict", 0.1));
+  start_source();
+  ASSERT_TRUE(wait_until([&] { return source_->snapshot() != nullptr; }));
+  ASSERT_EQ(source_->snapshot()->policies.size(), 1u);
+
+  json broken = api_.store().get(resource("commpolicies"), "", "strict");
+  broken["spec"]["maxCommShare"] = "high";
+  api_.store().update(resource("commpolicies"), "", "strict", broken, sim::WritePart::kMain);
+  ASSERT_TRUE(wait_until([&] { return source_->rejected_objects() == 1; }));
+  ASSERT_EQ(source_->snapshot()->policies.size(), 1u);
+  EXPECT_DOUBLE_EQ(source_->snapshot()->policies[0].spec.max_comm_share, 0.1);
+  EXPECT_EQ(source_->snapshot()->stale_policies.count("strict"), 1u);
+  EXPECT_NE(source_->metrics_text().find("commgate_webhook_policies_kept_last_valid 1"),
+            std::string::npos)
+      << source_->metrics_text();
+  int said = 0;
+  for (const auto& l : logs())
+    said += l.find("CommPolicy strict") != std::string::npos &&
+            l.find("its last valid version") != std::string::npos &&
+            l.find("spec.maxCommShare") != std::string::npos;
+  EXPECT_EQ(said, 1);
+
+  // Fixed: the stored version governs again, nothing kept.
+  json fixed = api_.store().get(resource("commpolicies"), "", "strict");
+  fixed["spec"]["maxCommShare"] = 0.2;
+  api_.store().update(resource("commpolicies"), "", "strict", fixed, sim::WritePart::kMain);
+  ASSERT_TRUE(wait_until([&] { return source_->rejected_objects() == 0; }));
+  EXPECT_DOUBLE_EQ(source_->snapshot()->policies[0].spec.max_comm_share, 0.2);
+  EXPECT_NE(source_->metrics_text().find("commgate_webhook_policies_kept_last_valid 0"),
+            std::string::npos);
+}
+
 // Issue 12, defect 5: a CommProfile "measured" in 2099 counted as fresh forever. The CRD
 // cannot say so (a schema has no clock), so the apiserver stores it; the webhook's reader
 // refuses it, leaves it out of the snapshot (its pool has no measurement), counts it and
@@ -197,5 +234,5 @@ TEST_F(KubePolicySourceTest, LeavesOutAProfileMeasuredInTheFutureAndCountsIt) {
   EXPECT_EQ(about_future, 1);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::webhook

@@ -104,5 +104,51 @@ TEST(BuildSnapshot, ParsesEachCollectionAndLeavesOutWhatDoesNotParse) {
   }
 }
 
-}  // namespace
+// Issue #19 item 6: a policy made invalid (stored while its validating webhook, which fails
+// open, was down) was dropped, and a milder one admitted the job. Its last valid version
+// now governs in its place, said in stale_policies and the rejection; a new object of the
+// same name (another uid) that is invalid from the start keeps nothing.
+TEST(BuildSnapshot, APolicyMadeInvalidGovernsAsItsLastValidVersion) {
+  const TimePoint now = commgate::testing::test_now();
+  json strict = policy("team", 0.1);
+  strict["metadata"]["uid"] = "uid-1";
+  const SnapshotBuild first = build_snapshot(stored_objects({{"team", strict}}), stored_objects({}),
+                                             stored_objects({}), now);
+  ASSERT_EQ(first.valid.count("team"), 1u);
+
+  json broken = policy("team", "high");
+  broken["metadata"]["uid"] = "uid-1";
+  broken["metadata"]["resourceVersion"] = "8";
+  const SnapshotBuild second = build_snapshot(
+      stored_objects({{"team", broken}}), stored_objects({}), stored_objects({}), now, first.valid);
+  ASSERT_EQ(second.snapshot->policies.size(), 1u);
+  EXPECT_DOUBLE_EQ(second.snapshot->policies[0].spec.max_comm_share, 0.1);
+  EXPECT_EQ(second.snapshot->invalid_policies.count("team"), 0u)
+      << "a policyRef to it still resolves, to the version in force";
+  ASSERT_EQ(second.snapshot->stale_policies.count("team"), 1u);
+  EXPECT_NE(second.snapshot->stale_policies.at("team").find("resourceVersion 7, stays in force"),
+            std::string::npos)
+      << second.snapshot->stale_policies.at("team");
+  ASSERT_EQ(second.rejected.size(), 1u);
+  EXPECT_EQ(second.rejected[0].resource_version, "8");
+  EXPECT_EQ(second.rejected[0].kept_resource_version, "7");
+  // Still broken on the next rebuild: still kept (the kept version carries over).
+  const SnapshotBuild third = build_snapshot(stored_objects({{"team", broken}}), stored_objects({}),
+                                             stored_objects({}), now, second.valid);
+  EXPECT_EQ(third.snapshot->policies.size(), 1u);
+
+  // Deleted and created again, invalid: not the same policy, nothing kept.
+  broken["metadata"]["uid"] = "uid-2";
+  const SnapshotBuild recreated = build_snapshot(
+      stored_objects({{"team", broken}}), stored_objects({}), stored_objects({}), now, first.valid);
+  EXPECT_TRUE(recreated.snapshot->policies.empty());
+  EXPECT_EQ(recreated.snapshot->invalid_policies.count("team"), 1u);
+  EXPECT_EQ(recreated.rejected[0].kept_resource_version, "");
+  // Deleted: gone from the next build's memory too.
+  const SnapshotBuild deleted =
+      build_snapshot(stored_objects({}), stored_objects({}), stored_objects({}), now, first.valid);
+  EXPECT_TRUE(deleted.valid.empty());
+}
+
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::kube

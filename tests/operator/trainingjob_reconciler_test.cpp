@@ -1043,6 +1043,35 @@ TEST(Reconcile, retry_waits_for_its_backoff_then_probes_again) {
   EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
 }
 
+// Issue #19 item 10: the failure of a probe is recorded before the probe is deleted. When
+// the status write of that failure fails (a 500 here, a 409 alike), the failed probe stays
+// for the next reconcile to count: it was deleted first, the attempt was lost, and the
+// next reconcile probed again at once, without backoff (unbounded GPU probes).
+TEST(Reconcile, a_failed_probe_is_deleted_only_after_its_failure_is_recorded) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.fail_probe();
+  w.api.fail_next(Method::kUpdateStatus,
+                  kube::ApiError(500, "InternalError", "etcd timeout", "PUT"));
+  const auto lost = w.reconcile("bert");
+  ASSERT_FALSE(lost.ok());
+  EXPECT_FALSE(lost.error().is_terminal);
+  EXPECT_TRUE(w.api.peek(kProbeJobs + "/" + w.probe()).has_value())
+      << "the failed probe is kept until its failure is recorded";
+  EXPECT_FALSE(w.status("bert").contains("probeAttempts"));
+
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  EXPECT_EQ(w.status("bert")["probeAttempts"], 1);
+  EXPECT_TRUE(w.status("bert").contains("nextProbeTime"));
+  EXPECT_FALSE(w.api.peek(kProbeJobs + "/" + w.probe()).has_value()) << "deleted once recorded";
+  w.remove_probe_pods();
+  // And the backoff holds: no new probe before nextProbeTime.
+  w.now += 5s;
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
+}
+
 // The retry's Warning keeps one stop between the scheduler's sentence and "retrying" (a
 // user trial saw "... nvidia.com/gpu.; retrying in 30 s").
 TEST(Reconcile, an_unschedulable_probes_retry_event_has_one_stop) {
@@ -1492,7 +1521,7 @@ TEST(Reconcile, with_a_key_a_record_without_a_valid_signature_is_decided_again) 
   EXPECT_EQ(w.events_of(op_reason::kRecordNotTrusted), 1);
   const auto record = decision_record_of(parse_training_job(w.job("bert")));
   ASSERT_TRUE(record);
-  EXPECT_TRUE(signer->verifies(*record, "ml"));
+  EXPECT_TRUE(signer->verifies(*record, "ml/bert"));
   // From then on the operator's own record is followed: no second warning.
   ASSERT_TRUE(reconciler.reconcile("ml/bert").ok());
   EXPECT_EQ(w.events_of(op_reason::kRecordNotTrusted), 1);

@@ -463,5 +463,28 @@ INSTANTIATE_TEST_SUITE_P(
         NcclCase{"no_probe_yet_invents_nothing", "", "", "", {}}),
     [](const ::testing::TestParamInfo<NcclCase>& p) { return p.param.name; });
 
+TEST(WorkloadJob, size_drift_names_what_differs_from_the_admitted_count) {
+  struct Case {
+    json spec;
+    std::string want;  // "" when the Job has the admitted size
+  };
+  const Case cases[] = {
+      {{{"parallelism", 4}, {"completions", 4}}, ""},
+      {{{"parallelism", 64}, {"completions", 64}},
+       "Job ml/bert has parallelism 64 and completions 64, but commgate admitted 4 nodes"},
+      {{{"parallelism", 8}, {"completions", 4}},
+       "Job ml/bert has parallelism 8 and completions 4, but commgate admitted 4 nodes"},
+      {{{"parallelism", 1}, {"completions", 4}},
+       "Job ml/bert has parallelism 1 and completions 4, but commgate admitted 4 nodes"},
+      {{{"completions", 4}},
+       "Job ml/bert has parallelism unset and completions 4, but commgate admitted 4 nodes"},
+  };
+  for (const auto& c : cases) {
+    const json job = {{"metadata", {{"name", "bert"}, {"namespace", "ml"}}}, {"spec", c.spec}};
+    EXPECT_EQ(workload_size_drift(job, 4), c.want) << c.spec.dump();
+  }
+  EXPECT_EQ(workload_size_restore(4), json::parse(R"({"spec":{"completions":4,"parallelism":4}})"));
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

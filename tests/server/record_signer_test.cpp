@@ -96,21 +96,48 @@ TEST(RecordSigner, RecordDistrustSaysWhyARecordIsNotFollowed) {
   const RecordSigner signer(std::string(32, 'k'));
   TrainingJob job;
   job.metadata.namespace_ = "ml";
+  job.metadata.name = "bert";
   job.metadata.creation_timestamp = TimePoint(std::chrono::seconds(1'800'000'000));
   DecisionRecord r = a_record();
   EXPECT_EQ(record_distrust(r, job, nullptr), "") << "without a key every record is followed";
   EXPECT_EQ(record_distrust(r, job, &signer), "the decision record carries no signature");
-  signer.sign(r, "ml");
+  signer.sign(r, record_subject(job.metadata));
   EXPECT_EQ(record_distrust(r, job, &signer), "");
+  const std::string not_verified =
+      "the decision record's signature does not verify (a record is signed for one job: its "
+      "namespace and name)";
   job.metadata.namespace_ = "vision";
-  EXPECT_EQ(record_distrust(r, job, &signer), "the decision record's signature does not verify");
+  EXPECT_EQ(record_distrust(r, job, &signer), not_verified) << "copied to another namespace";
   job.metadata.namespace_ = "ml";
+  job.metadata.name = "bert-again";
+  EXPECT_EQ(record_distrust(r, job, &signer), not_verified) << "copied to another job";
+  job.metadata.name = "bert";
   // Decided 6 minutes before the job existed: copied from another job.
   job.metadata.creation_timestamp = r.decided_at + std::chrono::minutes(6);
   EXPECT_EQ(record_distrust(r, job, &signer),
             "the decision record was made before the job was created");
   job.metadata.creation_timestamp = r.decided_at + std::chrono::minutes(4);
   EXPECT_EQ(record_distrust(r, job, &signer), "") << "within the clocks' skew";
+}
+
+// A CREATE with generateName reaches /mutate without a name: its record is signed for
+// "<namespace>/<generateName>*" and verifies on the job the API server then names, and on
+// no job of another prefix.
+TEST(RecordSigner, ARecordOfAGeneratedNameVerifiesOnTheNamedJob) {
+  const RecordSigner signer(std::string(32, 'k'));
+  TrainingJob job;
+  job.metadata.namespace_ = "ml";
+  job.metadata.generate_name = "sweep-";
+  DecisionRecord r = a_record();
+  EXPECT_EQ(record_subject(job.metadata), "ml/sweep-*");
+  signer.sign(r, record_subject(job.metadata));
+  EXPECT_EQ(record_distrust(r, job, &signer), "") << "at /mutate";
+  job.metadata.name = "sweep-x7k2p";
+  EXPECT_EQ(record_subject(job.metadata), "ml/sweep-x7k2p");
+  EXPECT_EQ(record_distrust(r, job, &signer), "") << "stored, with its generated name";
+  job.metadata.generate_name = "other-";
+  job.metadata.name = "other-x7k2p";
+  EXPECT_NE(record_distrust(r, job, &signer), "") << "another prefix";
 }
 
 }  // namespace COMMGATE_TEST_UNIT

@@ -101,6 +101,19 @@ TEST(ObjectStore, rejects_missing_namespace_duplicate_and_bad_names) {
   EXPECT_EQ(error_code_of([&] { store.create(cm, "default", json::object()); }), 422);
 }
 
+TEST(ObjectStore, rbac_names_are_path_segments_as_upstreams_bootstrap_roles_need) {
+  ObjectStore store;
+  auto roles = resource(store, "rbac.authorization.k8s.io", "v1", "clusterroles");
+  const json role = {{"metadata", {{"name", "system:aggregate-to-edit"}}},
+                     {"rules", json::array()}};
+  EXPECT_EQ(error_code_of([&] { store.create(roles, "", role); }), 0);
+  for (const char* bad : {"a/b", "..", "a%b"}) {
+    json r = role;
+    r["metadata"]["name"] = bad;
+    EXPECT_EQ(error_code_of([&] { store.create(roles, "", r); }), 422) << bad;
+  }
+}
+
 TEST(ObjectStore, stale_update_is_a_conflict_and_generation_follows_spec) {
   ObjectStore store;
   auto cm = resource(store, "batch", "v1", "jobs");  // a kind with metadata.generation
