@@ -6,11 +6,15 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "core/log.h"
+#include "core/quantity.h"
 #include "kube/api_client.h"
 #include "kube/cluster_config.h"
+#include "server/container_limits.h"
 #include "server/record_signer.h"
 #include "webhook/file_policy_source.h"
 #include "webhook/kube_policy_source.h"
@@ -42,6 +46,11 @@ Options:
                                   system:serviceaccount:commgate-system:commgate-operator)
   --log-format text|json          log lines on stderr as text (default) or one JSON
                                   object per line (time, level, msg and fields)
+  --memory-limit QUANTITY         the memory the webhook must stay under (e.g. 256Mi;
+                                  default: its container's cgroup limit, none outside
+                                  one): sizes the connection cap and the request bodies
+                                  in flight (docs/security.md); its CPU quota sizes the
+                                  threads
   --decision-key-file FILE        the key (at least 32 bytes) that signs decision records;
                                   the operator must have the same one. Without it records
                                   are not signed, and a record a user wrote or copied is
@@ -60,6 +69,7 @@ struct Options {
   std::string kubeconfig;
   std::string log_format = "text";
   std::string decision_key_file;
+  std::optional<uint64_t> memory_limit;  // --memory-limit; else the cgroup's
   bool from_files() const { return !policy_dir.empty() || !profile_dir.empty(); }
 };
 
@@ -113,6 +123,14 @@ Options parse_args(const std::vector<std::string>& args) {
       o.log_format = value("--log-format");
       if (o.log_format != "text" && o.log_format != "json")
         throw UsageError("--log-format must be text or json, got \"" + o.log_format + "\"");
+    } else if (is("--memory-limit")) {
+      const std::string text = value("--memory-limit");
+      std::string error;
+      const auto bytes = parse_quantity(text, &error);
+      if (!bytes || *bytes < 16 * 1024 * 1024)
+        throw UsageError("--memory-limit: \"" + text + "\" is not a memory size of at least 16Mi" +
+                         (error.empty() ? "" : " (" + error + ")"));
+      o.memory_limit = static_cast<uint64_t>(*bytes);
     } else if (is("--decision-key-file")) {
       o.decision_key_file = value("--decision-key-file");
       if (o.decision_key_file.empty()) throw UsageError("--decision-key-file must not be empty");
@@ -155,6 +173,30 @@ int run_webhook(const std::vector<std::string>& args, std::ostream& out, std::os
   const Logger log(o.log_format == "json" ? json_log_sink(err)
                                           : text_log_sink(err, "commgate webhook"));
   o.server.log = log.with({{"component", "server"}});
+  // Sized to the container, not the node (issue #19 item 8): an OOM-killed webhook under
+  // failurePolicy Fail blocks every TrainingJob write.
+  server::ContainerLimits limits = server::read_container_limits();
+  if (o.memory_limit) limits.memory_bytes = o.memory_limit;
+  const server::ServerSizing sizing =
+      server::size_server(limits, std::thread::hardware_concurrency(), o.server.max_body_bytes);
+  o.server.threads = static_cast<int>(sizing.threads);
+  o.config.decision_threads = sizing.threads;
+  o.server.max_connections = sizing.max_connections;
+  o.server.max_inflight_body_bytes = sizing.max_inflight_body_bytes;
+  o.server.release_memory_after_body_bytes = 1024 * 1024;
+  log.info(limits.memory_bytes
+               ? "sized for a memory limit of " +
+                     format_bytes(static_cast<double>(*limits.memory_bytes)) + ": " +
+                     std::to_string(sizing.max_connections) + " connections, " +
+                     format_bytes(static_cast<double>(sizing.max_inflight_body_bytes)) +
+                     " of request bodies in flight, " + std::to_string(sizing.threads) +
+                     " thread(s)"
+               : "no memory limit (none given, no cgroup limit): " +
+                     std::to_string(sizing.max_connections) + " connections, " +
+                     std::to_string(sizing.threads) + " thread(s)",
+           {{"maxConnections", sizing.max_connections},
+            {"maxInflightBodyBytes", sizing.max_inflight_body_bytes},
+            {"threads", sizing.threads}});
   if (!o.decision_key_file.empty()) {
     try {
       o.config.records = std::make_shared<server::RecordSigner>(

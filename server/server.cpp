@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "server/container_limits.h"
 #include "server/metrics.h"
 #include "server/tls_store.h"
 
@@ -39,12 +40,21 @@ constexpr std::chrono::milliseconds kTlsShutdownTimeout{500};
 constexpr std::size_t kLingerMaxBytes = 64 * 1024 * 1024;
 constexpr std::size_t kIdleReadBytes = 4096;
 
+// A connection's read buffer holds what the parser has not consumed: the request head (at
+// most max_header_bytes), a chunk-size line with its extensions, or the trailers, which
+// the parser keeps whole until their end; body bytes pass through it a read at a time
+// (Beast reads 64 KiB). Bounded, an endless chunk extension or trailer is refused at this
+// size instead of growing without limit.
+std::size_t read_buffer_limit(const ServerOptions& o) {
+  return o.max_header_bytes + 64 * 1024;
+}
+
 struct Counters {
   std::atomic<uint64_t> connections_accepted{0}, connections_rejected{0}, connections_active{0},
       accept_errors{0}, handshake_failures{0}, tls_reloads{0}, tls_reload_failures{0}, requests{0},
       handler_exceptions{0}, timeouts_handshake{0}, timeouts_idle{0}, timeouts_header{0},
       timeouts_body{0}, timeouts_write{0}, streams_active{0}, streams_dropped_slow{0},
-      bytes_read{0}, bytes_written{0};
+      bytes_read{0}, bytes_written{0}, requests_refused_busy{0}, inflight_body_bytes{0};
   std::atomic<uint64_t> by_class[5] = {0, 0, 0, 0, 0};
 };
 
@@ -300,7 +310,10 @@ class Connection final : public ConnectionBase,
 
   // For TLS: `ctx` is kept alive as long as the connection.
   Connection(Server::Impl& server, tcp::socket socket, std::shared_ptr<ssl::context> ctx)
-      : server_(server), ctx_(std::move(ctx)), stream_(make_stream(std::move(socket), ctx_)) {
+      : server_(server),
+        ctx_(std::move(ctx)),
+        stream_(make_stream(std::move(socket), ctx_)),
+        buffer_(read_buffer_limit(server.opts)) {
     error_code ec;
     const auto ep = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
     if (!ec) {
@@ -312,6 +325,7 @@ class Connection final : public ConnectionBase,
   }
 
   ~Connection() override {
+    release_body_budget();
     if (stream_state_) stream_state_->end();
     server_.unregister_connection(id_);
   }
@@ -430,7 +444,7 @@ class Connection final : public ConnectionBase,
         return close_now();
       }
       if (ec == http::error::body_limit) return send_error(413, "request body too large\n");
-      if (ec == http::error::header_limit) {
+      if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
         return send_error(431, "request header fields too large\n");
       }
       if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
@@ -450,6 +464,10 @@ class Connection final : public ConnectionBase,
       return send_error(413, "request body too large\n");
     }
     if (parser_->is_done()) return handle_request();
+    if (!reserve_body_budget()) {
+      server_.counters.requests_refused_busy.fetch_add(1, std::memory_order_relaxed);
+      return send_busy();
+    }
     if (beast::iequals(head[http::field::expect], "100-continue")) {
       static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       lowest().expires_after(opts().write_timeout);
@@ -478,6 +496,12 @@ class Connection final : public ConnectionBase,
         return close_now();
       }
       if (ec == http::error::body_limit) return send_error(413, "request body too large\n");
+      // A chunk-size line (its extensions) or the trailers longer than the read buffer:
+      // the parser keeps a line until its end, and without this bound one endless chunk
+      // extension grew the buffer by 300 MiB in 4 s (issue #19 item 8).
+      if (ec == http::error::buffer_overflow) {
+        return send_error(400, "bad request: chunk line or trailers too long\n");
+      }
       if (ec == http::error::partial_message || ec == net::error::eof ||
           ec == ssl::error::stream_truncated || ec == net::error::connection_reset) {
         return close_now();
@@ -502,6 +526,39 @@ class Connection final : public ConnectionBase,
     return r;
   }
 
+  // The in-flight body budget (ServerOptions::max_inflight_body_bytes): this request's
+  // Content-Length, or max_body_bytes for a chunked body whose size is not known yet.
+  bool reserve_body_budget() {
+    const std::size_t budget = opts().max_inflight_body_bytes;
+    if (budget == 0) return true;
+    const auto len = parser_->content_length();
+    const std::size_t want = len ? static_cast<std::size_t>(*len) : opts().max_body_bytes;
+    auto& inflight = server_.counters.inflight_body_bytes;
+    uint64_t now = inflight.load();
+    do {
+      if (now + want > budget) return false;
+    } while (!inflight.compare_exchange_weak(now, now + want));
+    reserved_body_ = want;
+    return true;
+  }
+  void release_body_budget() {
+    if (reserved_body_ == 0) return;
+    server_.counters.inflight_body_bytes.fetch_sub(reserved_body_);
+    reserved_body_ = 0;
+  }
+  // 503 and close: the sender (kube-apiserver) retries or applies its failurePolicy.
+  void send_busy() {
+    client_keep_alive_ = false;
+    Response busy = Response::text(503, "server busy: too many request bodies in flight\n");
+    busy.headers.emplace_back("Retry-After", "1");
+    method_ = to_string(parser_->get().method_string());
+    path_ = to_string(parser_->get().target());
+    version_ = parser_->get().version() == 10 ? 10 : 11;
+    parser_.reset();
+    request_start_ = Clock::now();
+    send_response(std::move(busy), false, /*drain=*/false);  // keep-alive off: closes
+  }
+
   void handle_request() {
     state_ = State::kHandling;
     ++requests_on_connection_;
@@ -509,10 +566,24 @@ class Connection final : public ConnectionBase,
     parser_.reset();
     version_ = req.version();
     client_keep_alive_ = req.keep_alive();
-    const Request request = to_request(std::move(req));
+    Response response = answer(to_request(std::move(req)));
+    if (stream_state_) return start_stream(response);
+    send_response(std::move(response), method_ == "HEAD", /*drain=*/false);
+  }
+
+  // The handler's response; the request (its body) is freed before this returns.
+  Response answer(Request request) {
     method_ = request.method;
     path_ = request.path;
+    const std::size_t body_bytes = request.body.size();
+    Response response = dispatch(std::move(request));
+    if (opts().release_memory_after_body_bytes > 0 &&
+        body_bytes >= opts().release_memory_after_body_bytes)
+      release_free_memory();
+    return response;
+  }
 
+  Response dispatch(Request request) {
     Response response;
     try {
       response = server_.router.dispatch(request);
@@ -539,8 +610,7 @@ class Connection final : public ConnectionBase,
       server_.log(LogLevel::kError, "handler for " + method_ + " " + path_ + " threw");
       response = Response::text(500, "internal server error\n");
     }
-    if (stream_state_) return start_stream(response);
-    send_response(std::move(response), request.method == "HEAD", /*drain=*/false);
+    return response;
   }
 
   bool keep_alive_after_this() const {
@@ -562,6 +632,7 @@ class Connection final : public ConnectionBase,
   // `drain`: the request body was not read; close with a lingering read so that the client
   // sees this response rather than a reset.
   void send_response(Response response, bool head_only, bool drain) {
+    release_body_budget();  // the request's body is parsed and handled, or refused
     state_ = State::kWriting;
     status_ = response.status;
     res_ = http::response<http::string_body>{};
@@ -607,6 +678,7 @@ class Connection final : public ConnectionBase,
 
   // ---- streaming --------------------------------------------------------------------------
   void start_stream(const Response& response) {
+    release_body_budget();
     state_ = State::kStreaming;
     status_ = response.status;
     server_.counters.streams_active.fetch_add(1);
@@ -752,6 +824,7 @@ class Connection final : public ConnectionBase,
   std::optional<http::response<http::empty_body>> stream_head_;
   std::optional<http::response_serializer<http::empty_body>> stream_sr_;
   std::string write_buf_;
+  std::size_t reserved_body_ = 0;  // of max_inflight_body_bytes, until the response
   bool writing_ = false;
   std::array<char, 4096> scratch_{};
   std::size_t drained_ = 0;
@@ -952,6 +1025,8 @@ ServerStats Server::stats() const {
   s.timeouts_header = c.timeouts_header.load();
   s.timeouts_body = c.timeouts_body.load();
   s.timeouts_write = c.timeouts_write.load();
+  s.requests_refused_busy = c.requests_refused_busy.load();
+  s.inflight_body_bytes = c.inflight_body_bytes.load();
   s.streams_active = c.streams_active.load();
   s.streams_dropped_slow = c.streams_dropped_slow.load();
   s.bytes_read = c.bytes_read.load();
@@ -1001,6 +1076,11 @@ std::string server_stats_prometheus(const ServerStats& s, std::string_view prefi
   for (const auto& [phase, v] : phases) {
     out += p + "_timeouts_total{phase=\"" + phase + "\"} " + std::to_string(v) + "\n";
   }
+  counter("requests_refused_busy_total",
+          "Requests answered 503: their bodies would pass the in-flight body budget.",
+          s.requests_refused_busy);
+  gauge("inflight_body_bytes", "Request body bytes reserved by requests being received.",
+        s.inflight_body_bytes);
   gauge("streams_active", "Streaming responses in progress.", s.streams_active);
   counter("streams_dropped_slow_total", "Streams dropped: the client fell too far behind.",
           s.streams_dropped_slow);

@@ -44,9 +44,18 @@ struct ServerOptions {
   bool plain_http = false;            // plain HTTP: only for tests that ask for it
   int threads = 0;                    // 0: one per core
 
-  std::size_t max_body_bytes = 7 * 1024 * 1024;        // larger: 413 and close
-  std::size_t max_header_bytes = 64 * 1024;            // request line + headers; larger: 431
-  std::size_t max_connections = 4096;                  // beyond: accepted and closed at once
+  std::size_t max_body_bytes = 7 * 1024 * 1024;  // larger: 413 and close
+  std::size_t max_header_bytes = 64 * 1024;      // request line + headers; larger: 431
+  std::size_t max_connections = 4096;            // beyond: accepted and closed at once
+  // The request bodies all connections may be receiving at once (each counted at its
+  // Content-Length, a chunked one at max_body_bytes, from its head until its response):
+  // beyond it a request is answered 503 with Retry-After and the connection closed, so
+  // that memory follows a limit and not the number of senders. 0: no budget.
+  std::size_t max_inflight_body_bytes = 0;
+  // After a request with a body this large, the allocator's free memory is handed back to
+  // the system (release_free_memory, server/container_limits.h): the memory a burst of
+  // large requests took returns once they are answered. 0: never.
+  std::size_t release_memory_after_body_bytes = 0;
   std::size_t max_requests_per_connection = 0;         // 0: unlimited; else Connection: close
   std::size_t stream_buffer_limit = 16 * 1024 * 1024;  // bytes queued on one stream
 
@@ -82,6 +91,8 @@ struct ServerStats {
   uint64_t timeouts_header = 0;
   uint64_t timeouts_body = 0;
   uint64_t timeouts_write = 0;
+  uint64_t requests_refused_busy = 0;  // 503: over max_inflight_body_bytes
+  uint64_t inflight_body_bytes = 0;    // gauge: reserved by requests being received
   uint64_t streams_active = 0;
   uint64_t streams_dropped_slow = 0;  // over stream_buffer_limit
   uint64_t bytes_read = 0;            // HTTP bytes (inside TLS)

@@ -436,8 +436,8 @@ TEST(CommgateChart, the_operators_certificate_comes_from_the_values_choice) {
   ASSERT_EQ(existing.exit_code, 0) << existing.output;
   EXPECT_EQ(volume_of(existing), "ops-tls");
   std::set<std::string> secrets;
-  for (const json& secret : existing.of_kind("Secret"))
-    secrets.insert(secret["metadata"]["name"].get<std::string>());
+  for (const json& s : existing.of_kind("Secret"))
+    secrets.insert(s["metadata"]["name"].get<std::string>());
   EXPECT_EQ(secrets, (std::set<std::string>{"commgate-webhook-tls", "commgate-decision-key"}))
       << "the webhook's certificate and the decision key, not the operator's certificate";
 }

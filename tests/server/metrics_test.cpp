@@ -109,5 +109,5 @@ TEST(Metrics, collectors_append_server_stats) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::server

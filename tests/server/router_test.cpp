@@ -76,5 +76,5 @@ TEST(Request, header_lookup_is_case_insensitive_and_query_params_are_decoded) {
   EXPECT_EQ(r.query_param("missing"), "");
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::server

@@ -243,6 +243,74 @@ TEST(Server, answers_431_to_oversized_headers) {
   EXPECT_TRUE(c->read_raw_until_closed(3s).starts_with("HTTP/1.1 431"));
 }
 
+// Issue #19 item 8: Boost 1.74's parser keeps a chunk-size line (with its extensions) and
+// the trailers whole until their end, in the connection's read buffer, which had no bound:
+// one connection sending an endless chunk extension pushed 300 MiB in 3.9 s and the
+// webhook's RSS to 836 MB. The buffer is bounded (max_header_bytes + 64 KiB): such a line
+// is answered 400 once it passes that, and the server keeps serving.
+TEST(Server, refuses_an_endless_chunk_extension_or_trailer_at_the_read_buffers_bound) {
+  Harness h;
+  const std::string head = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (const std::string& start : {head + "1;ext=", head + "0\r\nX-Trailer: "}) {
+    const uint64_t read_before = h.server->stats().bytes_read;
+    auto c = h.client();
+    ASSERT_TRUE(c->write_raw(start));
+    // Up to 16 MiB: the server answers and stops reading long before.
+    std::size_t sent = 0;
+    const std::string piece(64 * 1024, 'a');
+    while (sent < 16 * 1024 * 1024 && c->write_raw(piece, 2000ms)) sent += piece.size();
+    const std::string got = c->read_raw_until_closed(3s);
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 400") || got.starts_with("HTTP/1.1 431"))
+        << start.substr(head.size()) << " -> " << got;
+    // What the server read into its buffer (not what it drained and dropped after the 400).
+    EXPECT_LT(h.server->stats().bytes_read - read_before, 1024u * 1024)
+        << "the server kept reading the line (" << sent << " bytes sent)";
+  }
+  EXPECT_EQ(h.client()->request("GET", "/hello").status, 200);
+}
+
+// Issue #19 item 8: 60 connections each holding 7 MiB of an unfinished body took the
+// webhook to 348 MB. With max_inflight_body_bytes, a body that would pass the budget is
+// refused at its head (503, Retry-After, closed), one within it is received, and the
+// budget comes back when a request is answered or its connection closes.
+TEST(Server, refuses_bodies_past_the_in_flight_budget_and_gives_it_back) {
+  Harness h([](ServerOptions& o) {
+    o.max_body_bytes = 1024 * 1024;
+    o.max_inflight_body_bytes = 1024 * 1024;
+    o.body_timeout = 5s;
+  });
+  const std::string body(700 * 1024, 'x');
+  auto post_head = [](std::size_t length) {
+    return "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(length) +
+           "\r\n\r\n";
+  };
+  // A holds 700 KiB of the budget, its body half sent.
+  auto a = h.client();
+  ASSERT_TRUE(a->write_raw(post_head(body.size()) + body.substr(0, body.size() / 2)));
+  ASSERT_TRUE(wait_until([&] { return h.server->stats().inflight_body_bytes == body.size(); }));
+  // B's 700 KiB would pass the 1 MiB budget: refused at once, before its body.
+  auto b = h.client();
+  ASSERT_TRUE(b->write_raw(post_head(body.size())));
+  const std::string refused = b->read_raw_until_closed(3s);
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 503")) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos) << refused;
+  EXPECT_EQ(h.server->stats().requests_refused_busy, 1u);
+  // Requests without a body, and small ones, still fit.
+  EXPECT_EQ(h.client()->request("GET", "/hello").status, 200);
+  EXPECT_EQ(h.client()->request("POST", "/echo", std::string(100 * 1024, 'y')).status, 200);
+  // A's body arrives: answered, and its share is given back.
+  ASSERT_TRUE(a->write_raw(body.substr(body.size() / 2)));
+  ASSERT_TRUE(wait_until([&] { return h.server->stats().inflight_body_bytes == 0; }));
+  EXPECT_EQ(h.client()->request("POST", "/echo", body).status, 200);
+  // A connection that leaves mid-body gives its share back too.
+  {
+    auto gone = h.client();
+    ASSERT_TRUE(gone->write_raw(post_head(body.size()) + "partial"));
+    ASSERT_TRUE(wait_until([&] { return h.server->stats().inflight_body_bytes == body.size(); }));
+  }
+  EXPECT_TRUE(wait_until([&] { return h.server->stats().inflight_body_bytes == 0; }));
+}
+
 TEST(Server, cuts_off_a_slowloris_client_while_serving_others) {
   Harness h;  // header_timeout 1 s
   auto attacker = h.client();
