@@ -48,10 +48,15 @@ std::optional<int64_t> scale_replicas(const Json& scale, std::string* why) {
   return replicas->get<int64_t>();
 }
 
-// The apiserver sends only the Scale (name, spec.replicas) for trainingjobs/scale, not the
-// TrainingJob: no model, no pool, so no decision can be made here. Fewer nodes never
-// raise the communication share, so scaling down passes (the operator decides the new
-// generation); scaling up must go through spec.numNodes, where the webhook sees the job.
+// The apiserver sends only the Scale (name, spec.replicas, status.replicas) for
+// trainingjobs/scale, not the TrainingJob: no model, no pool, so no decision can be made
+// here. status.replicas is status.admittedNodes (the CRD's statusReplicasPath): once the
+// operator admitted a count, the workload keeps it, so another count through the scale
+// subresource would be stored and never applied (issue #20 defect 1: the job could then
+// only be deleted); it is refused, and a scale back to the admitted count always passes.
+// Before that, fewer nodes never raise the communication share, so scaling down passes
+// (the operator decides the new generation); scaling up must go through spec.numNodes,
+// where the webhook sees the job.
 AdmissionResponse validate_scale(const AdmissionRequest& request, const Snapshot& snapshot,
                                  const WebhookConfig& config) {
   if (request.operation != "UPDATE") return allowed();
@@ -63,10 +68,30 @@ AdmissionResponse validate_scale(const AdmissionRequest& request, const Snapshot
                                         ", got " + std::to_string(*wanted));
   }
   const auto before = scale_replicas(request.old_object, &why).value_or(0);
-  if (*wanted <= before) return with_decision(allowed(), "ScaleDown");
   const Requester who = requester_of(request.user_info);
-  if (who.username == config.operator_service_account ||
-      exempt_in_namespace(who, request.namespace_, snapshot))
+  const bool by_operator = who.username == config.operator_service_account;
+  int64_t admitted = 0;
+  if (const Json* status = request.old_object.is_object() && request.old_object.contains("status")
+                               ? &request.old_object["status"]
+                               : nullptr;
+      status && status->is_object() && status->contains("replicas") &&
+      (*status)["replicas"].is_number_integer())
+    admitted = (*status)["replicas"].get<int64_t>();
+  if (admitted > 0 && !by_operator) {
+    if (*wanted == admitted) return with_decision(allowed(), "ScaleToAdmitted");
+    return with_decision(
+        invalid("spec.replicas",
+                "TrainingJob " + request.name + " was admitted at " + format_nodes(admitted) +
+                    " (status.admittedNodes) and its workload keeps that size, so " +
+                    format_nodes(*wanted) +
+                    " through the scale subresource would never be applied; scale back to " +
+                    std::to_string(admitted) +
+                    ", or delete the job and submit it again with spec.numNodes " +
+                    std::to_string(*wanted)),
+        "ScaleAfterAdmission");
+  }
+  if (*wanted <= before) return with_decision(allowed(), "ScaleDown");
+  if (by_operator || exempt_in_namespace(who, request.namespace_, snapshot))
     return with_decision(allowed(), "Exempt");
   return with_decision(
       denied("commgate cannot decide a scale-up of TrainingJob " + request.name + " from " +
@@ -162,6 +187,10 @@ std::optional<AdmissionResponse> refuse_change_of_started_job(const AdmissionReq
   int nodes = old_job.spec.num_nodes;
   if (auto a = status->find("admittedNodes"); a != status->end() && a->is_number_integer())
     nodes = a->get<int>();
+  // Back to the count the workload runs: always allowed (a scale or patch that could not
+  // be applied is undone this way; issue #20 defect 1).
+  if (fields == std::vector<std::string>{"spec.numNodes"} && job.spec.num_nodes == nodes)
+    return std::nullopt;
   const std::string phase = status->value("phase", Json()).is_string()
                                 ? status->value("phase", std::string())
                                 : std::string();

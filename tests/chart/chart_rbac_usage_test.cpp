@@ -424,6 +424,8 @@ class GateUnderAttack : public ChartRbacUsage {
   }
 };
 
+// Issue #20 defect 1: `kubectl scale` of the running job is refused unless back to the
+// admitted count.
 // Item 3: the admitted workload Job resized by its namespace's editor (an Indexed Job's
 // completions and parallelism may be raised together since Kubernetes 1.27) is restored
 // to the admitted size by the operator, and the extra pods go.
@@ -450,6 +452,14 @@ TEST_F(GateUnderAttack, an_editor_neither_resizes_the_workload_nor_forges_a_reco
       wait_until([&] { return phase("bert") == "Running" && active_pods_of("bert") == 2; }, 60s))
       << get_job("bert").dump(2) << logs();
   EXPECT_EQ(get_job("bert").value("/status/decision/action"_json_pointer, std::string()), "Admit");
+
+  // Issue #20 defect 1: a scale of the running job to another count was stored and never
+  // applied; now refused, and a scale back to the admitted count passes.
+  r = as_researcher({"scale", "tj", "bert", "-n", "nlp", "--replicas=1"});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("would never be applied"), std::string::npos) << r.output;
+  r = as_researcher({"scale", "tj", "bert", "-n", "nlp", "--replicas=2"});
+  EXPECT_EQ(r.code, 0) << r.output;
 
   // The editor may patch the Job (upstream's edit grants it); the operator restores it.
   r = as_researcher({"patch", "job", "bert", "-n", "nlp", "--type", "merge", "-p",

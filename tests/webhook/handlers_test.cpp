@@ -251,15 +251,16 @@ json bad_job() {
       .set("/spec/model/gradientDtype", "fp64")
       .json();
 }
-json scale(int replicas) {
+// status.replicas is status.admittedNodes: 0 until the operator admits a count.
+json scale(int replicas, int admitted) {
   return {{"apiVersion", "autoscaling/v1"},
           {"kind", "Scale"},
           {"metadata", {{"name", "bert"}, {"namespace", "research"}}},
           {"spec", {{"replicas", replicas}}},
-          {"status", {{"replicas", 2}}}};
+          {"status", {{"replicas", admitted}}}};
 }
-ReviewBuilder a_scale(int from, int to) {
-  auto r = an_update_of(scale(from), scale(to));
+ReviewBuilder a_scale(int from, int to, int admitted = 0) {
+  auto r = an_update_of(scale(from, admitted), scale(to, admitted));
   r.resource("trainingjobs", "scale").kind("Scale");
   return r;
 }
@@ -390,6 +391,30 @@ INSTANTIATE_TEST_SUITE_P(
         ValidateCase{"lets_an_exempt_user_scale_up",
                      a_scale(2, 8).user("carol"),
                      {kExempt},
+                     {},
+                     true,
+                     0,
+                     ""},
+        // Issue #20 defect 1: once admitted, another count through the scale subresource
+        // was stored and never applied; a scale back to the admitted count passes.
+        ValidateCase{"denies_a_scale_down_of_an_admitted_job",
+                     a_scale(4, 2, 4).user("alice"),
+                     {},
+                     {},
+                     false,
+                     422,
+                     "was admitted at 4 nodes (status.admittedNodes) and its workload keeps that "
+                     "size, so 2 nodes through the scale subresource would never be applied"},
+        ValidateCase{"denies_a_scale_up_of_an_admitted_job_even_to_an_exempt_user",
+                     a_scale(4, 8, 4).user("carol"),
+                     {kExempt},
+                     {},
+                     false,
+                     422,
+                     "scale back to 4"},
+        ValidateCase{"allows_a_scale_back_to_the_admitted_count",
+                     a_scale(2, 4, 4).user("alice"),
+                     {},
                      {},
                      true,
                      0,
@@ -774,6 +799,25 @@ TEST(StartedJob, BeforeTheJobExistsAChangeIsDecidedAgain) {
     EXPECT_TRUE(a.validate.allowed) << before["status"].dump() << ": " << a.validate.message;
     EXPECT_EQ(a.stored["spec"]["numNodes"], 6) << before["status"].dump();
   }
+}
+
+// Issue #20 defect 1: a running job whose spec.numNodes was changed past the webhook (a
+// scale the webhook let through before) could not be patched back: the change back to the
+// count its workload runs is always allowed, another count still refused.
+TEST(StartedJob, APatchBackToTheAdmittedCountIsAllowed) {
+  const Admission created = admit(a_create_of(bert(2)), kStrictSlow);
+  json running = with_status(created.stored, "Running", "Running", 2);
+  running["spec"]["numNodes"] = 1;  // stored by the old scale check, never applied
+  json back = running;
+  back["spec"]["numNodes"] = 2;
+  const AdmissionResponse r =
+      handle_validate(an_update_of(running, back).user("alice").parse(), kStrictSlow, test_now());
+  EXPECT_TRUE(r.allowed) << r.message;
+  json other = running;
+  other["spec"]["numNodes"] = 3;
+  EXPECT_FALSE(
+      handle_validate(an_update_of(running, other).user("alice").parse(), kStrictSlow, test_now())
+          .allowed);
 }
 
 TEST(StartedJob, ALabelOrSuspendEditIsNotRefused) {
