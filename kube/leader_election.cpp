@@ -123,7 +123,7 @@ Clock::time_point LeaderElector::step() {
     leading = false;
   }
   if (attempt_due) {
-    const bool ok = try_acquire_or_renew(now);
+    const bool ok = try_acquire_or_renew();
     std::string holder;
     {
       std::lock_guard lock(mu_);
@@ -141,9 +141,14 @@ Clock::time_point LeaderElector::step() {
   return leading_ ? std::min(next_attempt_, renew_by) : next_attempt_;
 }
 
-bool LeaderElector::try_acquire_or_renew(Clock::time_point now) {
+bool LeaderElector::try_acquire_or_renew() {
   const auto& o = options_;
   const LeaseClient::Reply got = client_->get(o.lease_namespace, o.lease_name);
+  // When the reply came, not when the request went (client-go's observedTime): a read that
+  // stalled (a 429 with Retry-After, retried) judged the record by its start, and the next
+  // round, reading the same record, found it a lease old and took it from a healthy leader
+  // (issue #19 item 9).
+  const Clock::time_point now = o.clock->now();
   if (got.outcome == LeaseClient::Outcome::kNotFound) {
     const LeaseClient::Reply created = client_->create(desired_lease(
         json{{"apiVersion", "coordination.k8s.io/v1"},
@@ -156,7 +161,7 @@ bool LeaderElector::try_acquire_or_renew(Clock::time_point now) {
                                                    {"error", created.message}});
       return false;
     }
-    observe(spec_of(created.object), now);
+    observe(spec_of(created.object), o.clock->now());
     return true;
   }
   if (got.outcome != LeaseClient::Outcome::kOk) {
@@ -187,7 +192,7 @@ bool LeaderElector::try_acquire_or_renew(Clock::time_point now) {
                                                  {"error", updated.message}});
     return false;
   }
-  observe(spec_of(updated.object), now);
+  observe(spec_of(updated.object), o.clock->now());
   return true;
 }
 

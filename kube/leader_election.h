@@ -121,7 +121,7 @@ class LeaderElector {
   std::string observed_leader() const;
 
  private:
-  bool try_acquire_or_renew(Clock::time_point now);
+  bool try_acquire_or_renew();
   void observe(const nlohmann::json& spec, Clock::time_point now);
   nlohmann::json desired_lease(const nlohmann::json& current, bool renewing) const;
   void start_leading();

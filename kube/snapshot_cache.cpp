@@ -15,7 +15,7 @@ SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Object
   Snapshot& snap = *out.snapshot;
   auto reject = [&](const char* kind, const std::string& key, const json& object,
                     const std::string& why) {
-    out.rejected.push_back({kind, key, resource_version_of(object), why});
+    out.rejected.push_back({kind, key, resource_version_of(object), why, ""});
   };
   static const json::json_pointer kUid("/metadata/uid");
   for (const auto& [key, stored] : policies) {

@@ -1,5 +1,6 @@
 #include "operator/operator_process.h"
 
+#include <algorithm>
 #include <random>
 #include <stdexcept>
 
@@ -97,6 +98,8 @@ struct OperatorProcess::Parts {
   explicit Parts(const OperatorOptions& o)
       : api(o.cluster, api_options(o)),
         http(api),
+        lease_api(o.cluster, lease_api_options(o)),
+        lease_http(lease_api),
         snapshots(api, snapshot_options(o)),
         trainingjobs(api, watch_options(o, kTrainingJobsPath, "")),
         jobs(api, watch_options(o, kJobsPath, kManagedSelector,
@@ -128,6 +131,17 @@ struct OperatorProcess::Parts {
     kube::ApiClient::Options a;
     a.qps = o.kube_api_qps;
     a.burst = o.kube_api_burst;
+    return a;
+  }
+  // The Lease's own client, as client-go's leader election has: no client-side rate limit
+  // shared with the reconciles and no Retry-After retries (a renew that waited behind them
+  // or for 30 s of Retry-After never reached the renew deadline, and the old leader kept
+  // reconciling), and a timeout under the renew deadline (issue #19 item 9).
+  static kube::ApiClient::Options lease_api_options(const OperatorOptions& o) {
+    kube::ApiClient::Options a;
+    a.qps = 0;
+    a.max_retries = 0;
+    a.request_timeout = std::max(std::chrono::seconds(1), o.renew_deadline / 2);
     return a;
   }
   static kube::SnapshotCache::Options snapshot_options(const OperatorOptions& o) {
@@ -173,6 +187,8 @@ struct OperatorProcess::Parts {
 
   kube::ApiClient api;
   kube::HttpClient http;
+  kube::ApiClient lease_api;
+  kube::HttpClient lease_http;
   kube::SnapshotCache snapshots;
   kube::Informer trainingjobs, jobs, pods;
   kube::CachedReader reader;
@@ -206,7 +222,8 @@ OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(o
     le.log = options_.log.with({{"component", "leader-election"}});
     kube::validate(le);
     parts_->elector = std::make_unique<kube::LeaderElector>(
-        std::make_shared<kube::ApiLeaseClient>(parts_->http, parts_->http), std::move(le));
+        std::make_shared<kube::ApiLeaseClient>(parts_->lease_http, parts_->lease_http),
+        std::move(le));
   }
 
   server::Router router;

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
+#include <utility>
 
 #include "tests/kube/fake_lease_client.h"
 #include "tests/support/wait.h"
@@ -37,7 +39,7 @@ json a_lease(json spec) {
 // One operator replica: an elector on its own fake clock, recording its callbacks.
 class Replica {
  public:
-  Replica(std::shared_ptr<FakeLeaseClient> client, std::string identity)
+  Replica(std::shared_ptr<LeaseClient> client, std::string identity)
       : clock_(std::make_shared<FakeClock>()) {
     LeaderElectionOptions o;
     o.lease_namespace = kNamespace;
@@ -260,6 +262,50 @@ TEST(LeaderElection, ALeaderThatSeesAnotherHolderStopsAtOnce) {
   EXPECT_EQ(a.elector->observed_leader(), "intruder");
 }
 
+// A replica's view of the shared Lease whose next read stalls: `stall` runs while it is on
+// its way (time passes for every replica), then the read answers what is stored by then.
+class StallingLeaseClient final : public LeaseClient {
+ public:
+  explicit StallingLeaseClient(std::shared_ptr<FakeLeaseClient> store) : store_(std::move(store)) {}
+  void stall_next_get(std::function<void()> stall) { stall_ = std::move(stall); }
+  Reply get(const std::string& ns, const std::string& name) override {
+    if (auto stall = std::exchange(stall_, nullptr)) stall();
+    return store_->get(ns, name);
+  }
+  Reply create(const json& lease) override { return store_->create(lease); }
+  Reply update(const json& lease) override { return store_->update(lease); }
+
+ private:
+  std::shared_ptr<FakeLeaseClient> store_;
+  std::function<void()> stall_;
+};
+
+// Issue #19 item 9: a standby's Lease read that stalled (a 429 with Retry-After 30, retried
+// inside the call) was judged by the time the read started: the next round read the same
+// record again, found it 30 s old by that clock, and took the Lease from a healthy leader;
+// both wrote statuses. The observed time is taken when the reply came, as client-go does.
+TEST(LeaderElection, AStalledReadIsJudgedByWhenItsReplyCame) {
+  auto store = std::make_shared<FakeLeaseClient>();
+  auto b_view = std::make_shared<StallingLeaseClient>(store);
+  Replica a(store, "a"), b(b_view, "b");
+  run_for({&a, &b}, seconds(10));
+  ASSERT_TRUE(a.leading());
+  b_view->stall_next_get([&] {
+    // 30.5 s for both while b's read is on its way (not a multiple of a's 2 s renewals,
+    // so b's next read finds the record its stalled read returned).
+    for (int i = 0; i < 305; ++i) {
+      a.tick();
+      a.advance(milliseconds(100));
+      b.advance(milliseconds(100));
+    }
+  });
+  run_for({&a, &b}, seconds(30),
+          [&] { ASSERT_FALSE(a.leading() && b.leading()) << "two leaders"; });
+  EXPECT_EQ(b.started, 0) << "b took the Lease from a healthy leader";
+  EXPECT_EQ(a.stopped, 0);
+  EXPECT_TRUE(a.leading());
+}
+
 TEST(LeaderElection, AConflictOnRenewalIsRetriedWithoutLosingTheLead) {
   auto client = std::make_shared<FakeLeaseClient>();
   Replica a(client, "a");
@@ -365,5 +411,5 @@ TEST(LeaderElection, FormatsMicroTimeInUtcWithSixDigits) {
             "1970-01-01T00:00:00.000000Z");
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::kube
