@@ -214,8 +214,17 @@ std::optional<DecisionRecord> decision_record_of(const TrainingJob& job) {
   return parse_decision_record(it->second);
 }
 
+namespace {
+
+// The subject of a create that has only generateName (its name is given after admission).
+std::string generated_subject(const ObjectMeta& meta) {
+  return meta.namespace_ + "/" + meta.generate_name + "*";
+}
+
+}  // namespace
+
 std::string record_subject(const ObjectMeta& meta) {
-  if (meta.name.empty()) return meta.namespace_ + "/" + meta.generate_name + "*";
+  if (meta.name.empty()) return generated_subject(meta);
   return meta.namespace_ + "/" + meta.name;
 }
 
@@ -237,11 +246,9 @@ std::string record_distrust(const DecisionRecord& record, const TrainingJob& job
   if (record.mac.empty()) return "the decision record carries no signature";
   // A job created with generateName was decided before it had its name.
   const ObjectMeta& meta = job.metadata;
-  ObjectMeta at_admission = meta;
-  at_admission.name.clear();
   const bool verifies = authenticator->verifies(record, record_subject(meta)) ||
                         (!meta.generate_name.empty() && meta.name.starts_with(meta.generate_name) &&
-                         authenticator->verifies(record, record_subject(at_admission)));
+                         authenticator->verifies(record, generated_subject(meta)));
   if (!verifies)
     return "the decision record's signature does not verify (a record is signed for one "
            "job: its namespace and name)";

@@ -43,10 +43,9 @@ json to_nlohmann(simdjson::dom::element e) {
 json parse_json(std::string_view text) {
   // One parser per thread: it keeps its buffers between documents.
   thread_local simdjson::dom::parser parser;
-  // Its buffers grow to the largest document and stay: past 1 MiB they go once it is read.
   struct Shrink {
     ~Shrink() {
-      if (parser.capacity() > 1024 * 1024) parser = simdjson::dom::parser();
+      if (parser.capacity() > kKeptParserBytes) parser = simdjson::dom::parser();
     }
   } shrink;
   simdjson::dom::element root;

@@ -4,6 +4,7 @@
 // then built as nlohmann::json, which every parser in core reads.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -18,6 +19,12 @@ namespace commgate {
 // refuses (malformed, or integers beyond 64 bits that nlohmann reads as doubles) goes to
 // nlohmann's parser, so errors are its nlohmann::json::parse_error with the byte offset.
 nlohmann::json parse_json(std::string_view text);
+
+// A thread's simdjson parser keeps buffers the size of its largest document. One that grew
+// past this for a large document is replaced once that document is read (here and in
+// webhook/review_parse.cpp), so a few large requests do not hold their memory on every
+// thread (issue #19 item 8).
+inline constexpr std::size_t kKeptParserBytes = 1024 * 1024;
 
 // The nlohmann tree of a simdjson DOM element, as parse_json builds it (for a reader that
 // takes some fields straight from the DOM and a tree of the rest: webhook/review_parse.cpp).

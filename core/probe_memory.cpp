@@ -40,33 +40,43 @@ std::string cgroup_v2_path(const std::string& root) {
   return "";
 }
 
-// The limit of this process's cgroup less what it already uses; nullopt without a limit.
-std::optional<MemoryAvailable> cgroup_available(const std::string& root) {
+// The memory-limit file of this process's cgroup and the one beside it that counts its
+// usage: the first of cgroup v2's own cgroup, v2's root (a cgroup namespace's), v1.
+struct CgroupMemoryFiles {
+  std::string dir, limit_file, usage_file;
+  std::string limit_text;  // what the limit file holds
+};
+std::optional<CgroupMemoryFiles> cgroup_memory_files(const std::string& root) {
   const std::string fs = root + "/sys/fs/cgroup";
   const std::string own = cgroup_v2_path(root);
-  struct Candidate {
-    std::string dir, limit_file, usage_file, name;
+  const CgroupMemoryFiles candidates[] = {
+      {fs + (own == "/" ? "" : own), "memory.max", "memory.current", ""},
+      {fs, "memory.max", "memory.current", ""},  // a cgroup namespace's root
+      {fs + "/memory", "memory.limit_in_bytes", "memory.usage_in_bytes", ""},
   };
-  const Candidate candidates[] = {
-      {fs + (own == "/" ? "" : own), "memory.max", "memory.current", "memory.max"},
-      {fs, "memory.max", "memory.current", "memory.max"},  // a cgroup namespace's root
-      {fs + "/memory", "memory.limit_in_bytes", "memory.usage_in_bytes", "memory.limit_in_bytes"},
-  };
-  for (const Candidate& c : candidates) {
-    const auto text = read_small_file(c.dir + "/" + c.limit_file);
-    if (!text) continue;
-    const auto limit = parse_cgroup_memory_limit(*text);
-    if (!limit) return std::nullopt;  // the file says unlimited
-    double used = 0;
-    if (const auto usage = read_small_file(c.dir + "/" + c.usage_file)) {
-      used = parse_bytes(*usage).value_or(0);
+  for (const CgroupMemoryFiles& c : candidates) {
+    if (auto text = read_small_file(c.dir + "/" + c.limit_file)) {
+      CgroupMemoryFiles found = c;
+      found.limit_text = std::move(*text);
+      return found;
     }
-    return MemoryAvailable{std::max(0.0, *limit - used), "the container's cgroup memory limit (" +
-                                                             c.name + ", " + format_memory(*limit) +
-                                                             ", less " + format_memory(used) +
-                                                             " in use)"};
   }
   return std::nullopt;
+}
+
+// The limit of this process's cgroup less what it already uses; nullopt without a limit.
+std::optional<MemoryAvailable> cgroup_available(const std::string& root) {
+  const auto files = cgroup_memory_files(root);
+  if (!files) return std::nullopt;
+  const auto limit = parse_cgroup_memory_limit(files->limit_text);
+  if (!limit) return std::nullopt;  // the file says unlimited
+  double used = 0;
+  if (const auto usage = read_small_file(files->dir + "/" + files->usage_file)) {
+    used = parse_bytes(*usage).value_or(0);
+  }
+  return MemoryAvailable{std::max(0.0, *limit - used),
+                         "the container's cgroup memory limit (" + files->limit_file + ", " +
+                             format_memory(*limit) + ", less " + format_memory(used) + " in use)"};
 }
 
 }  // namespace
@@ -126,6 +136,11 @@ std::optional<double> parse_mem_available(const std::string& meminfo) {
     if (kb) return *kb * 1024;
   }
   return std::nullopt;
+}
+
+std::optional<double> cgroup_memory_limit(const std::string& root) {
+  const auto files = cgroup_memory_files(root);
+  return files ? parse_cgroup_memory_limit(files->limit_text) : std::nullopt;
 }
 
 std::optional<MemoryAvailable> memory_available(const std::string& root) {

@@ -64,6 +64,12 @@ struct MemoryAvailable {
 std::optional<double> parse_cgroup_memory_limit(const std::string& text);
 std::optional<double> parse_mem_available(const std::string& meminfo);
 
+// The memory limit of this process's cgroup (cgroup v2's memory.max of its own cgroup, or
+// of a cgroup namespace's root, else v1's memory.limit_in_bytes) under `root` ("/" in
+// production), in bytes; nullopt when none is set or none can be read. What the servers
+// size themselves by (server/container_limits.h).
+std::optional<double> cgroup_memory_limit(const std::string& root = "/");
+
 // Reads the limits under `root` ("/" in production): /proc/meminfo, /proc/self/cgroup,
 // cgroup v2's memory.max (and memory.current) of this process's cgroup, else v1's
 // memory/memory.limit_in_bytes (and memory.usage_in_bytes). nullopt when nothing is known.

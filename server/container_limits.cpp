@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/probe_memory.h"
+
 namespace commgate::server {
 
 namespace {
@@ -38,15 +40,6 @@ std::optional<std::string> read_text(const std::string& path) {
 
 }  // namespace
 
-std::optional<uint64_t> parse_cgroup_memory_limit(std::string_view text) {
-  text = trim(text);
-  if (text == "max") return std::nullopt;
-  const auto v = parse_u64(text);
-  // v1 writes "no limit" as the largest page-aligned int64 (9223372036854771712).
-  if (!v || *v == 0 || *v >= (uint64_t{1} << 62)) return std::nullopt;
-  return v;
-}
-
 std::optional<double> parse_cgroup_cpu_max(std::string_view text) {
   text = trim(text);
   const auto space = text.find(' ');
@@ -59,15 +52,14 @@ std::optional<double> parse_cgroup_cpu_max(std::string_view text) {
 
 ContainerLimits read_container_limits(const std::string& root) {
   ContainerLimits limits;
-  if (const auto v2 = read_text(root + "/memory.max")) {
-    limits.memory_bytes = parse_cgroup_memory_limit(*v2);
-  } else if (const auto v1 = read_text(root + "/memory/memory.limit_in_bytes")) {
-    limits.memory_bytes = parse_cgroup_memory_limit(*v1);
+  if (const auto bytes = cgroup_memory_limit(root)) {
+    limits.memory_bytes = static_cast<uint64_t>(*bytes);
   }
-  if (const auto v2 = read_text(root + "/cpu.max")) {
+  const std::string fs = root + "/sys/fs/cgroup";
+  if (const auto v2 = read_text(fs + "/cpu.max")) {
     limits.cpus = parse_cgroup_cpu_max(*v2);
-  } else if (const auto quota = read_text(root + "/cpu/cpu.cfs_quota_us")) {
-    const auto period = read_text(root + "/cpu/cpu.cfs_period_us");
+  } else if (const auto quota = read_text(fs + "/cpu/cpu.cfs_quota_us")) {
+    const auto period = read_text(fs + "/cpu/cpu.cfs_period_us");
     // v1 writes "no quota" as -1, which parse_u64 refuses.
     if (period) limits.cpus = parse_cgroup_cpu_max(std::string(trim(*quota)) + " " + *period);
   }

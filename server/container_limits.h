@@ -18,15 +18,14 @@ struct ContainerLimits {
   std::optional<double> cpus;            // quota / period; nullopt: no quota
 };
 
-// cgroup v2 memory.max ("max" or bytes) or v1 memory.limit_in_bytes (no limit reads as
-// a number near 2^63). nullopt for no limit or text that is not a limit.
-std::optional<uint64_t> parse_cgroup_memory_limit(std::string_view text);
 // cgroup v2 cpu.max ("max 100000" or "150000 100000"): quota / period, nullopt for none.
 std::optional<double> parse_cgroup_cpu_max(std::string_view text);
 
-// From <root>/memory.max and <root>/cpu.max (v2), else <root>/memory/memory.limit_in_bytes
-// and <root>/cpu/cpu.cfs_quota_us / cpu.cfs_period_us (v1). Missing files: no limit.
-ContainerLimits read_container_limits(const std::string& root = "/sys/fs/cgroup");
+// Under `root` ("/" in production): the memory limit as core's cgroup_memory_limit reads it
+// (core/probe_memory.h: this process's cgroup, v2 then v1), the CPU quota from
+// <root>/sys/fs/cgroup/cpu.max (v2), else cpu/cpu.cfs_quota_us and cpu.cfs_period_us (v1).
+// Missing files: no limit.
+ContainerLimits read_container_limits(const std::string& root = "/");
 
 struct ServerSizing {
   std::size_t threads = 1;

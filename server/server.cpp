@@ -464,10 +464,7 @@ class Connection final : public ConnectionBase,
       return send_error(413, "request body too large\n");
     }
     if (parser_->is_done()) return handle_request();
-    if (!reserve_body_budget()) {
-      server_.counters.requests_refused_busy.fetch_add(1, std::memory_order_relaxed);
-      return send_busy();
-    }
+    if (!reserve_body_budget()) return send_busy();
     if (beast::iequals(head[http::field::expect], "100-continue")) {
       static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       lowest().expires_after(opts().write_timeout);
@@ -548,15 +545,11 @@ class Connection final : public ConnectionBase,
   }
   // 503 and close: the sender (kube-apiserver) retries or applies its failurePolicy.
   void send_busy() {
-    client_keep_alive_ = false;
+    server_.counters.requests_refused_busy.fetch_add(1, std::memory_order_relaxed);
+    client_keep_alive_ = false;  // closes after the answer, its body unread
     Response busy = Response::text(503, "server busy: too many request bodies in flight\n");
     busy.headers.emplace_back("Retry-After", "1");
-    method_ = to_string(parser_->get().method_string());
-    path_ = to_string(parser_->get().target());
-    version_ = parser_->get().version() == 10 ? 10 : 11;
-    parser_.reset();
-    request_start_ = Clock::now();
-    send_response(std::move(busy), false, /*drain=*/false);  // keep-alive off: closes
+    refuse(std::move(busy), /*drain=*/false);
   }
 
   void handle_request() {
@@ -651,6 +644,11 @@ class Connection final : public ConnectionBase,
   }
 
   void send_error(int status, std::string body) {
+    refuse(Response::text(status, std::move(body)), /*drain=*/true);
+  }
+
+  // Answers a request the handler never sees, named by what its head says (if it was read).
+  void refuse(Response response, bool drain) {
     method_.clear();
     path_.clear();
     if (parser_) {
@@ -660,7 +658,7 @@ class Connection final : public ConnectionBase,
     }
     parser_.reset();
     request_start_ = Clock::now();
-    send_response(Response::text(status, std::move(body)), false, /*drain=*/true);
+    send_response(std::move(response), false, drain);
   }
 
   void on_write(error_code ec, std::size_t n, bool drain) {

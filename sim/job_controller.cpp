@@ -244,13 +244,14 @@ std::optional<TimePoint> JobController::reconcile(const json& job, const std::ve
   }
 
   json conditions = at(status, "conditions").is_array() ? status["conditions"] : json::array();
-  auto delete_active = [&] {
-    for (const json* p : active) {
-      try {
-        store_.remove(pods_, ns, str((*p)["metadata"]["name"]), {Propagation::kBackground});
-      } catch (const ApiError&) {
-      }
+  auto delete_pod = [&](const json& pod) {
+    try {
+      store_.remove(pods_, ns, str(pod["metadata"]["name"]), {Propagation::kBackground});
+    } catch (const ApiError&) {
     }
+  };
+  auto delete_active = [&] {
+    for (const json* p : active) delete_pod(*p);
     active.clear();
     ready = 0;
   };
@@ -314,19 +315,15 @@ std::optional<TimePoint> JobController::reconcile(const json& job, const std::ve
         has_completions || indexed ? std::min(parallelism, completions - done) : parallelism;
     std::stable_sort(active.begin(), active.end(),
                      [](const json* a, const json* b) { return index_of(*a) > index_of(*b); });
-    std::size_t excess = active.size() > static_cast<std::size_t>(std::max(want_active, 0))
-                             ? active.size() - static_cast<std::size_t>(std::max(want_active, 0))
-                             : 0;
+    const auto keep = static_cast<std::size_t>(std::max(want_active, 0));
+    std::size_t excess = active.size() > keep ? active.size() - keep : 0;
     for (std::size_t i = 0; i < active.size();) {
       const int index = index_of(*active[i]);
       if (excess == 0 && !(indexed && index >= completions)) {
         ++i;
         continue;
       }
-      try {
-        store_.remove(pods_, ns, str((*active[i])["metadata"]["name"]), {Propagation::kBackground});
-      } catch (const ApiError&) {
-      }
+      delete_pod(*active[i]);
       active_indexes.erase(index);
       if (condition_true(*active[i], "Ready")) --ready;
       active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));

@@ -120,17 +120,12 @@ static simdjson::dom::parser bounded_parser() {
   return parser;
 }
 
-// A parser's buffers grow to its largest document and stay: past this, a parser is made
-// anew once its document is read, so that a few large reviews do not hold their memory on
-// every server thread (issue #19 item 8: 4 reviews of 2.8 MB kept the webhook at 301 MB).
-constexpr std::size_t kParserKeptBytes = 1024 * 1024;
-
 AdmissionRequest parse_admission_review(std::string_view body) {
   // One parser per thread: it keeps its buffers between documents.
   thread_local simdjson::dom::parser bounded = bounded_parser();
   struct Shrink {
     ~Shrink() {
-      if (bounded.capacity() > kParserKeptBytes) bounded = bounded_parser();
+      if (bounded.capacity() > kKeptParserBytes) bounded = bounded_parser();
     }
   } shrink;
   element root;

@@ -29,11 +29,12 @@ bool exempt_in_namespace(const Requester& who, const std::string& ns, const Snap
   return is_exempt(who, policy.spec.exemptions);
 }
 
-// spec.replicas of an autoscaling/v1 Scale, or nullopt (`why` says what is wrong with it).
-std::optional<int64_t> scale_replicas(const Json& scale, std::string* why) {
+// `part`.replicas of an autoscaling/v1 Scale ("spec" or "status"), or nullopt (`why` says
+// what is wrong with it).
+std::optional<int64_t> scale_replicas(const Json& scale, const char* part, std::string* why) {
   const Json* replicas = nullptr;
   if (scale.is_object()) {
-    if (auto s = scale.find("spec"); s != scale.end() && s->is_object()) {
+    if (auto s = scale.find(part); s != scale.end() && s->is_object()) {
       if (auto r = s->find("replicas"); r != s->end()) replicas = &*r;
     }
   }
@@ -61,22 +62,16 @@ AdmissionResponse validate_scale(const AdmissionRequest& request, const Snapshot
                                  const WebhookConfig& config) {
   if (request.operation != "UPDATE") return allowed();
   std::string why;
-  const auto wanted = scale_replicas(request.object, &why);
+  const auto wanted = scale_replicas(request.object, "spec", &why);
   if (!wanted) return invalid("spec.replicas", why);
   if (*wanted < 1 || *wanted > kMaxNodes) {
     return invalid("spec.replicas", "must be between 1 and " + std::to_string(kMaxNodes) +
                                         ", got " + std::to_string(*wanted));
   }
-  const auto before = scale_replicas(request.old_object, &why).value_or(0);
+  const auto before = scale_replicas(request.old_object, "spec", &why).value_or(0);
+  const auto admitted = scale_replicas(request.old_object, "status", &why).value_or(0);
   const Requester who = requester_of(request.user_info);
   const bool by_operator = who.username == config.operator_service_account;
-  int64_t admitted = 0;
-  if (const Json* status = request.old_object.is_object() && request.old_object.contains("status")
-                               ? &request.old_object["status"]
-                               : nullptr;
-      status && status->is_object() && status->contains("replicas") &&
-      (*status)["replicas"].is_number_integer())
-    admitted = (*status)["replicas"].get<int64_t>();
   if (admitted > 0 && !by_operator) {
     if (*wanted == admitted) return with_decision(allowed(), "ScaleToAdmitted");
     return with_decision(

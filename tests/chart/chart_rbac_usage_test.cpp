@@ -215,22 +215,29 @@ class ChartRbacUsage : public ChartSimTest {
     ASSERT_EQ(r.code, 0) << r.output;
   }
 
-  json get_job(const std::string& name) {
-    const auto tj = api_.store().find_resource("commgate.io", "v1alpha1", "trainingjobs");
+  // The stored object (null when absent) and the objects in `ns`, of group/version/plural.
+  json stored(const std::string& group, const std::string& version, const std::string& plural,
+              const std::string& ns, const std::string& name) {
+    const auto resource = api_.store().find_resource(group, version, plural);
     try {
-      return api_.store().get(*tj, "nlp", name);
+      return api_.store().get(*resource, ns, name);
     } catch (const std::exception&) {
       return nullptr;
     }
+  }
+  std::vector<json> listed(const std::string& group, const std::string& version,
+                           const std::string& plural, const std::string& ns) {
+    const auto resource = api_.store().find_resource(group, version, plural);
+    return api_.store().list(*resource, ns, sim::ListOptions{}).items;
+  }
+  json get_job(const std::string& name) {
+    return stored("commgate.io", "v1alpha1", "trainingjobs", "nlp", name);
   }
   std::string phase(const std::string& name) {
     const json tj = get_job(name);
     return tj.is_object() ? tj.value("/status/phase"_json_pointer, std::string()) : "";
   }
-  std::size_t jobs_in(const std::string& ns) {
-    const auto jobs = api_.store().find_resource("batch", "v1", "jobs");
-    return api_.store().list(*jobs, ns, sim::ListOptions{}).items.size();
-  }
+  std::size_t jobs_in(const std::string& ns) { return listed("batch", "v1", "jobs", ns).size(); }
   std::string logs() {
     return "operator:\n" + (operator_ ? operator_->output() : "") + "webhook:\n" +
            (webhook_ ? webhook_->output() : "");
@@ -387,18 +394,10 @@ class GateUnderAttack : public ChartRbacUsage {
     args.insert(args.begin(), {"--as", kResearcher});
     return kubectl(args);
   }
-  json workload(const std::string& name) {
-    const auto jobs = api_.store().find_resource("batch", "v1", "jobs");
-    try {
-      return api_.store().get(*jobs, "nlp", name);
-    } catch (const std::exception&) {
-      return nullptr;
-    }
-  }
+  json workload(const std::string& name) { return stored("batch", "v1", "jobs", "nlp", name); }
   int active_pods_of(const std::string& job) {
-    const auto pods = api_.store().find_resource("", "v1", "pods");
     int n = 0;
-    for (const auto& p : api_.store().list(*pods, "nlp", sim::ListOptions{}).items) {
+    for (const auto& p : listed("", "v1", "pods", "nlp")) {
       const json labels = p["metadata"].value("labels", json::object());
       const std::string phase = p.value("/status/phase"_json_pointer, std::string());
       n += labels.value("batch.kubernetes.io/job-name", "") == job && phase != "Succeeded" &&
@@ -407,17 +406,15 @@ class GateUnderAttack : public ChartRbacUsage {
     return n;
   }
   bool has_event(const std::string& object, const std::string& reason) {
-    const auto events = api_.store().find_resource("events.k8s.io", "v1", "events");
-    for (const auto& e : api_.store().list(*events, "nlp", sim::ListOptions{}).items)
+    for (const auto& e : listed("events.k8s.io", "v1", "events", "nlp"))
       if (e.value("reason", "") == reason &&
           e.value("/regarding/name"_json_pointer, std::string()) == object)
         return true;
     return false;
   }
   std::string events() {
-    const auto events = api_.store().find_resource("events.k8s.io", "v1", "events");
     std::string out;
-    for (const auto& e : api_.store().list(*events, "nlp", sim::ListOptions{}).items)
+    for (const auto& e : listed("events.k8s.io", "v1", "events", "nlp"))
       out += e.value("/regarding/name"_json_pointer, std::string()) + " " + e.value("reason", "") +
              ": " + e.value("note", "") + "\n";
     return out;

@@ -8,17 +8,21 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/probe_memory.h"
+
 namespace commgate::server {
 namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
 
 TEST(ContainerLimits, ParsesCgroupV2AndV1Files) {
-  EXPECT_EQ(parse_cgroup_memory_limit("268435456\n"), 268435456u);
-  EXPECT_EQ(parse_cgroup_memory_limit("max\n"), std::nullopt);
-  EXPECT_EQ(parse_cgroup_memory_limit("9223372036854771712\n"), std::nullopt) << "v1's no limit";
-  EXPECT_EQ(parse_cgroup_memory_limit("lots"), std::nullopt);
-  EXPECT_EQ(parse_cgroup_memory_limit(""), std::nullopt);
+  // The memory limit is core's parser (core/probe_memory.h), which the probe uses too.
+  EXPECT_EQ(commgate::parse_cgroup_memory_limit("268435456\n"), 268435456.0);
+  EXPECT_EQ(commgate::parse_cgroup_memory_limit("max\n"), std::nullopt);
+  EXPECT_EQ(commgate::parse_cgroup_memory_limit("9223372036854771712\n"), std::nullopt)
+      << "v1's no limit";
+  EXPECT_EQ(commgate::parse_cgroup_memory_limit("lots"), std::nullopt);
+  EXPECT_EQ(commgate::parse_cgroup_memory_limit(""), std::nullopt);
   EXPECT_EQ(parse_cgroup_cpu_max("max 100000\n"), std::nullopt);
   EXPECT_DOUBLE_EQ(parse_cgroup_cpu_max("150000 100000\n").value_or(0), 1.5);
   EXPECT_DOUBLE_EQ(parse_cgroup_cpu_max("50000 100000").value_or(0), 0.5);
@@ -28,17 +32,18 @@ TEST(ContainerLimits, ParsesCgroupV2AndV1Files) {
 
 TEST(ContainerLimits, ReadsV2ThenV1FromTheRootGiven) {
   const fs::path root = fs::temp_directory_path() / ("cg-limits-" + std::to_string(getpid()));
-  fs::create_directories(root / "memory");
-  fs::create_directories(root / "cpu");
+  const fs::path cgroup = root / "sys" / "fs" / "cgroup";
+  fs::create_directories(cgroup / "memory");
+  fs::create_directories(cgroup / "cpu");
   EXPECT_EQ(read_container_limits(root.string()).memory_bytes, std::nullopt) << "no files";
-  std::ofstream(root / "memory" / "memory.limit_in_bytes") << "536870912\n";
-  std::ofstream(root / "cpu" / "cpu.cfs_quota_us") << "200000\n";
-  std::ofstream(root / "cpu" / "cpu.cfs_period_us") << "100000\n";
+  std::ofstream(cgroup / "memory" / "memory.limit_in_bytes") << "536870912\n";
+  std::ofstream(cgroup / "cpu" / "cpu.cfs_quota_us") << "200000\n";
+  std::ofstream(cgroup / "cpu" / "cpu.cfs_period_us") << "100000\n";
   ContainerLimits v1 = read_container_limits(root.string());
   EXPECT_EQ(v1.memory_bytes, 536870912u);
   EXPECT_DOUBLE_EQ(v1.cpus.value_or(0), 2.0);
-  std::ofstream(root / "memory.max") << "268435456\n";
-  std::ofstream(root / "cpu.max") << "100000 100000\n";
+  std::ofstream(cgroup / "memory.max") << "268435456\n";
+  std::ofstream(cgroup / "cpu.max") << "100000 100000\n";
   ContainerLimits v2 = read_container_limits(root.string());
   EXPECT_EQ(v2.memory_bytes, 268435456u);
   EXPECT_DOUBLE_EQ(v2.cpus.value_or(0), 1.0);
