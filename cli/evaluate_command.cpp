@@ -1,5 +1,7 @@
 #include "cli/evaluate_command.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -12,6 +14,8 @@
 #include "core/decision.h"
 #include "core/field_errors.h"
 #include "core/job_decision.h"
+#include "core/policy_selection.h"
+#include "core/snapshot.h"
 #include "core/yaml_json.h"
 
 namespace commgate {
@@ -28,6 +32,10 @@ Options:
                           allowed; a CommPolicy among them is used as the policy)
       --policy FILE       CommPolicy manifest (default: the embedded default policy:
                           maxCommShare 0.30, downsize, gate, measurementTTL 24h)
+      --policy-dir DIR    choose each job's policy as the cluster would, from the
+                          CommPolicy documents in DIR's *.yaml, *.yml and *.json files
+                          and the labels of the Namespace documents there (kubectl get
+                          commpolicies,namespaces -o yaml > DIR/cluster.yaml)
       --measurement FILE  a commgate-probe result (JSON) or a CommProfile; without
                           it, commgate-probe runs here (--local-ranks ranks)
       --probe PATH        the commgate-probe binary (default: next to commgate, $PATH)
@@ -46,6 +54,7 @@ Exit codes: 0 admitted (admit, downsize, warn, gate), 1 denied, 2 bad input,
 struct Options {
   std::vector<std::string> job_files;
   std::string policy_file;
+  std::string policy_dir;
   std::string measurement_file;
   std::string output = "table";
   std::string now;
@@ -75,6 +84,8 @@ Options parse_args(const std::vector<std::string>& args) {
       o.job_files.push_back(value());
     } else if (flag == "--policy") {
       o.policy_file = value();
+    } else if (flag == "--policy-dir") {
+      o.policy_dir = value();
     } else if (flag == "--measurement") {
       o.measurement_file = value();
     } else if (flag == "--probe") {
@@ -105,6 +116,8 @@ Options parse_args(const std::vector<std::string>& args) {
     }
   }
   if (!o.help && o.job_files.empty()) throw UsageError("-f JOB.yaml is required");
+  if (!o.policy_dir.empty() && !o.policy_file.empty())
+    throw UsageError("--policy and --policy-dir choose the policy in two ways: give one");
   return o;
 }
 
@@ -132,6 +145,75 @@ void require_same_pool(const CommProfile& profile, const std::string& file,
   }
 }
 
+// The policies and namespaces of --policy-dir, as the cluster's snapshot would hold them
+// (a `kubectl get -o yaml` List is read item by item). A policy that does not parse is an
+// error here: the cluster would leave it out (or keep its last valid version), and a
+// decision without it would not be the cluster's.
+Snapshot read_policy_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw UsageError("--policy-dir " + dir + ": not a directory");
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string ext = entry.path().extension().string();
+    if (entry.is_regular_file(ec) && (ext == ".yaml" || ext == ".yml" || ext == ".json"))
+      files.push_back(entry.path().string());
+  }
+  if (ec) throw UsageError("--policy-dir " + dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  Snapshot snapshot;
+  for (const std::string& file : files) {
+    std::vector<nlohmann::json> docs;
+    for (auto& doc : read_manifests(file)) {
+      if (kind_of(doc).ends_with("List") && doc.contains("items") && doc["items"].is_array()) {
+        for (auto& item : doc["items"]) docs.push_back(std::move(item));
+      } else {
+        docs.push_back(std::move(doc));
+      }
+    }
+    for (const auto& doc : docs) {
+      const std::string kind = kind_of(doc);
+      if (kind == "CommPolicy") {
+        try {
+          snapshot.policies.push_back(parse_comm_policy(doc));
+        } catch (const ValidationError& e) {
+          rethrow_with_file(file, "CommPolicy", e);
+        }
+      } else if (kind == "Namespace") {
+        const auto meta = doc.find("metadata");
+        if (meta == doc.end() || !meta->is_object() || !meta->contains("name") ||
+            !(*meta)["name"].is_string())
+          throw UsageError(file + ": a Namespace without metadata.name");
+        auto& labels = snapshot.namespace_labels[(*meta)["name"].get<std::string>()];
+        if (auto l = meta->find("labels"); l != meta->end() && l->is_object()) {
+          for (const auto& [k, v] : l->items())
+            if (v.is_string()) labels[k] = v.get<std::string>();
+        }
+      }
+      // Other kinds (a TrainingJob, a CommProfile kept beside them) are not policy input.
+    }
+  }
+  return snapshot;
+}
+
+// "chosen as the cluster would: governs namespace nlp-a (3 CommPolicies in policies/)",
+// or why the job's policyRef named another.
+std::string policy_chosen_text(const TrainingJob& job, const CommPolicy& chosen,
+                               const Snapshot& snapshot, const std::string& dir) {
+  const std::string& ns = job.metadata.namespace_;
+  const size_t n = snapshot.policies.size();
+  const std::string in =
+      " (" + std::to_string(n) + (n == 1 ? " CommPolicy" : " CommPolicies") + " in " + dir +
+      (snapshot.namespace_labels.count(ns) ? "" : "; no Namespace " + ns + " there: no labels") +
+      ")";
+  const std::string governing =
+      governing_policy(snapshot.labels_of(ns), snapshot.policies).metadata.name;
+  if (chosen.metadata.name == governing)
+    return "chosen as the cluster would: governs namespace " + ns + in;
+  return "chosen as the cluster would: spec.policyRef names it, and it is at least as strict as " +
+         policy_label(governing) + ", which governs namespace " + ns + in;
+}
+
 }  // namespace
 
 int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -141,6 +223,7 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
   std::optional<ProbeResult> probe_result;
   std::optional<CommProfile> profile;
   std::optional<TimePoint> now;
+  std::optional<Snapshot> policy_snapshot;  // --policy-dir
   try {
     opts = parse_args(args);
     if (opts.help) {
@@ -181,6 +264,19 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
         policy = parse_comm_policy(docs[0]);
       } catch (const ValidationError& e) {
         rethrow_with_file(opts.policy_file, "CommPolicy", e);
+      }
+    }
+    if (!opts.policy_dir.empty()) {
+      if (!policy_in.empty())
+        throw UsageError(policy_in +
+                         " holds a CommPolicy, and --policy-dir chooses the policy: " + "give one");
+      policy_snapshot = read_policy_dir(opts.policy_dir);
+      for (auto& job : jobs) {
+        // kubectl puts a job without a namespace in its context's, usually `default`.
+        if (job.metadata.namespace_.empty()) job.metadata.namespace_ = "default";
+        std::string error;
+        auto chosen = select_policy(job, *policy_snapshot, &error);
+        if (!chosen) throw UsageError(job_name(job) + ": " + error);
       }
     }
     if (!policy) policy = default_comm_policy();
@@ -261,15 +357,20 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
       judged_at = measurement->oldest_measured_at();  // the link's or the compute's
       note = "measurementTTL not applied to a measurement file (use --now to apply it)";
     }
+    std::optional<CommPolicy> chosen;
+    if (policy_snapshot) chosen = select_policy(job, *policy_snapshot, nullptr);
+    const CommPolicy& job_policy = chosen ? *chosen : *policy;
     DecisionInput in;
     in.job = &job;
-    in.policy = &*policy;
+    in.policy = &job_policy;
     in.measurement = measurement ? &*measurement : nullptr;
     in.requester = opts.requester;
     in.now = judged_at;
     Evaluation e;
     e.job = &job;
-    e.policy = &*policy;
+    e.policy = &job_policy;
+    if (chosen)
+      e.policy_chosen = policy_chosen_text(job, *chosen, *policy_snapshot, opts.policy_dir);
     e.measurement = in.measurement;
     e.decision = decide(in);
     e.note = note;

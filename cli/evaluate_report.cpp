@@ -24,12 +24,12 @@ std::string counted(int64_t n, const std::string& noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
+}  // namespace
+
 std::string job_name(const TrainingJob& j) {
   return (j.metadata.namespace_.empty() ? "default" : j.metadata.namespace_) + "/" +
          j.metadata.name;
 }
-
-}  // namespace
 
 std::string shown_counts_text(const Decision& d) {
   const int n = d.requested_nodes;
@@ -68,6 +68,7 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
     out << ", minScalingEfficiency " << fmt("%.0f%%", *p.min_scaling_efficiency * 100);
   out << ", enforcementAction " << to_string(p.enforcement_action) << ", onMissingMeasurement "
       << to_string(p.on_missing_measurement) << "\n";
+  if (!e.policy_chosen.empty()) out << "            " << e.policy_chosen << "\n";
   if (const Measurement* m = e.measurement) {
     out << "Measurement " << m->source << " (link measured at " << format_rfc3339(m->measured_at)
         << "): " << format_nodes(m->nodes_probed) << " probed, " << m->backend;
@@ -133,6 +134,7 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
 
 nlohmann::json evaluation_to_json(const Evaluation& e) {
   nlohmann::json j = {{"job", job_name(*e.job)}, {"policy", e.policy->metadata.name}};
+  if (!e.policy_chosen.empty()) j["policyChosen"] = e.policy_chosen;
   if (const Measurement* m = e.measurement) {
     nlohmann::json mj = {{"source", m->source},
                          {"measuredAt", format_rfc3339(m->measured_at)},  // the link's

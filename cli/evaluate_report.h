@@ -19,11 +19,17 @@ struct Evaluation {
   const Measurement* measurement = nullptr;  // may be null
   Decision decision;
   std::string note;  // e.g. "measurement TTL not applied to a file"
+  // How the policy was chosen, when it was chosen as the cluster would (--policy-dir):
+  // "governs namespace nlp-a (3 CommPolicies in policies/)".
+  std::string policy_chosen;
 };
 
 // Both show the decision's predictions[], the same rows (core's shown_node_counts), and
 // say which counts they are.
 void print_evaluation_table(const Evaluation& e, std::ostream& out);
+
+// "namespace/name", with `default` for a job without a namespace (where kubectl puts it).
+std::string job_name(const TrainingJob& job);
 nlohmann::json evaluation_to_json(const Evaluation& e);
 
 // Which node counts a decision's predictions show, in words: "every count from 1 to 4",

@@ -19,8 +19,12 @@ const char* to_string(MissingMeasurementAction a) {
 
 CommPolicy default_comm_policy() {
   CommPolicy p;
-  p.metadata.name = "default";
+  p.metadata.name = kBuiltinPolicyName;
   return p;
+}
+
+std::string policy_label(const std::string& name) {
+  return name == kBuiltinPolicyName ? "the built-in default policy" : "CommPolicy " + name;
 }
 
 CommPolicy parse_comm_policy(const nlohmann::json& doc) {

@@ -81,9 +81,17 @@ struct CommPolicy {
   CommPolicySpec spec;
 };
 
-// The policy commgate applies when no CommPolicy exists: at most 30% of each step
-// spent exposed in communication, downsize when over, gate until measured, 24h TTL.
+// The built-in default policy's name: one no CommPolicy object can have (a space is not
+// allowed in object names), so decisions, records and counters never confuse it with an
+// admin's CommPolicy named `default`.
+inline constexpr const char* kBuiltinPolicyName = "built-in default";
+
+// The policy commgate applies where no CommPolicy selects a namespace: at most 30% of each
+// step spent exposed in communication, downsize when over, gate until measured, 24h TTL.
 CommPolicy default_comm_policy();
+
+// How messages name a policy: "CommPolicy team-nlp", or "the built-in default policy".
+std::string policy_label(const std::string& name);
 
 // Throws ValidationError naming the field path of every problem.
 CommPolicy parse_comm_policy(const nlohmann::json& doc);

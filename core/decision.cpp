@@ -129,8 +129,8 @@ std::string staleness(const Measurement& m, TimePoint now, std::chrono::nanoseco
 }
 
 std::string policy_limits(const CommPolicySpec& p, const std::string& name) {
-  std::string s = "CommPolicy " + name + " allows at most " + format_percent(p.max_comm_share) +
-                  " communication";
+  std::string s =
+      policy_label(name) + " allows at most " + format_percent(p.max_comm_share) + " communication";
   if (p.min_scaling_efficiency)
     s += " and requires scaling efficiency >= " + format_percent(*p.min_scaling_efficiency);
   return s;
@@ -201,13 +201,13 @@ Reach reach_of(const CommPolicySpec& policy, int nodes_probed) {
   return r;
 }
 
-// "spec.numNodes 10000 is more than any probe CommPolicy default allows can decide:
+// "spec.numNodes 10000 is more than any probe the built-in default policy allows can decide:
 // maxExtrapolation 4 x probe.maxNodes 4 = 16 nodes"
 std::string beyond_reach_text(int requested, const CommPolicySpec& policy,
                               const std::string& policy_name, const Reach& reach) {
-  std::string s = "spec.numNodes " + std::to_string(requested) +
-                  " is more than any probe CommPolicy " + policy_name +
-                  " allows can decide: maxExtrapolation " + std::to_string(reach.k) + " x ";
+  std::string s = "spec.numNodes " + std::to_string(requested) + " is more than any probe " +
+                  policy_label(policy_name) + " allows can decide: maxExtrapolation " +
+                  std::to_string(reach.k) + " x ";
   s += reach.largest_probe > policy.probe.max_nodes
            ? "the " + format_nodes(reach.largest_probe) + " probed"
            : "probe.maxNodes " + std::to_string(policy.probe.max_nodes);
@@ -351,8 +351,8 @@ Decision decide(const DecisionInput& in) {
     d.admitted_nodes = job.num_nodes;
     // Names the entry that matched: a requester exempt by group may have no user name
     // (`commgate evaluate --group`).
-    d.message = "admitted without a communication check: " + exemption +
-                " is exempt under CommPolicy " + d.policy_name;
+    d.message = "admitted without a communication check: " + exemption + " is exempt under " +
+                policy_label(d.policy_name);
     return d;
   }
   if (job.num_nodes == 1) {
@@ -410,8 +410,8 @@ Decision decide(const DecisionInput& in) {
     d.admitted_nodes = d.requested_nodes;
     const int needed = static_cast<int>((job.num_nodes + reach.k - 1) / reach.k);
     d.message =
-        "spec.numNodes " + std::to_string(job.num_nodes) + " is more than " + "CommPolicy " +
-        d.policy_name + " maxExtrapolation " + std::to_string(reach.k) + " x the " +
+        "spec.numNodes " + std::to_string(job.num_nodes) + " is more than " +
+        policy_label(d.policy_name) + "'s maxExtrapolation " + std::to_string(reach.k) + " x the " +
         format_nodes(m->nodes_probed) + " probed (" + std::to_string(reach.decided) +
         "); the job is suspended until a probe of at least " + format_nodes(needed) +
         " measures the link (" + prediction_text(*requested, d.nodes_probed) + ")." + fit_warning;

@@ -30,6 +30,23 @@ std::string format_node_selector(const std::map<std::string, std::string>& selec
 JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
                            const Requester& requester, TimePoint now) {
   JobDecision out;
+  const std::string& ns = job.metadata.namespace_;
+  if (snapshot.namespaces_listed && !snapshot.namespace_labels.count(ns)) {
+    // No policy is known to govern; the record names the built-in default, and the
+    // decision says why it stands for none.
+    out.policy = default_comm_policy();
+    out.profile_name = pool_name(job.spec.node_selector);
+    Decision& d = out.decision;
+    d.action = Action::kGate;
+    d.reason = reason::kNamespaceUnknown;
+    d.requested_nodes = d.admitted_nodes = job.spec.num_nodes;
+    d.policy_name = out.policy->metadata.name;
+    d.message = "namespace " + ns +
+                " is not in commgate's cache of Namespaces yet, so which CommPolicy governs it "
+                "is not known; the job is suspended until commgate sees the namespace and "
+                "decides it";
+    return out;
+  }
   out.policy = select_policy(job, snapshot, &out.policy_error, &out.policy_invalid);
   if (!out.policy) return out;
   out.profile_name = pool_name(job.spec.node_selector);

@@ -18,6 +18,11 @@ namespace reason {
 // The decision did not finish within the webhook's per-request deadline: the job is
 // gated (admitted suspended) and the operator decides it.
 inline constexpr const char* kDecisionTimeout = "DecisionTimeout";
+// The job's namespace is not in the decider's cache of Namespaces yet (it was created a
+// moment ago): its labels, and so the policy that governs it, are unknown. The job is
+// gated until a decider sees the namespace (issue #19 item 6: a namespace read as
+// unlabelled could fall to a milder policy than its own).
+inline constexpr const char* kNamespaceUnknown = "NamespaceUnknown";
 }  // namespace reason
 
 struct JobDecision {

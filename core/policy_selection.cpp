@@ -5,17 +5,6 @@
 namespace commgate {
 namespace {
 
-// True when `a` is stricter than `b` (see strictest_policy_for_namespace).
-bool stricter(const CommPolicy& a, bool a_builtin, const CommPolicy& b, bool b_builtin) {
-  if (a.spec.max_comm_share != b.spec.max_comm_share)
-    return a.spec.max_comm_share < b.spec.max_comm_share;
-  const double ea = a.spec.min_scaling_efficiency.value_or(0);
-  const double eb = b.spec.min_scaling_efficiency.value_or(0);
-  if (ea != eb) return ea > eb;
-  if (a_builtin != b_builtin) return b_builtin;
-  return a.metadata.name < b.metadata.name;
-}
-
 // How strict an action is: deny refuses, downsize cuts the job, warn and dryrun admit it.
 int action_rank(EnforcementAction a) {
   switch (a) {
@@ -49,7 +38,70 @@ bool subset(const std::vector<std::string>& a, const std::vector<std::string>& b
   });
 }
 
+size_t exemption_count(const CommPolicySpec& p) {
+  return p.exemptions.users.size() + p.exemptions.groups.size() +
+         p.exemptions.service_accounts.size();
+}
+
+// -1 when `a` is stricter in what decides a job, 1 when `b` is, 0 when they are equal in
+// all of it (governing_policy's order, without the name).
+int compare_strictness(const CommPolicySpec& a, const CommPolicySpec& b) {
+  auto order = [](auto x, auto y) { return x < y ? -1 : (y < x ? 1 : 0); };
+  if (int c = order(a.max_comm_share, b.max_comm_share)) return c;
+  if (int c = order(b.min_scaling_efficiency.value_or(0), a.min_scaling_efficiency.value_or(0)))
+    return c;
+  if (int c = order(action_rank(b.enforcement_action), action_rank(a.enforcement_action))) return c;
+  if (int c = order(missing_measurement_rank(b.on_missing_measurement),
+                    missing_measurement_rank(a.on_missing_measurement)))
+    return c;
+  if (int c = order(a.max_extrapolation, b.max_extrapolation)) return c;
+  if (int c = order(a.measurement_ttl, b.measurement_ttl)) return c;
+  return order(exemption_count(a), exemption_count(b));
+}
+
+// True when every label set that meets `narrow`'s requirements meets `r` too (a sufficient
+// test: it never claims too much).
+bool implied(const LabelRequirement& r, const LabelSelector& narrow) {
+  auto contains = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  if (auto it = narrow.match_labels.find(r.key); it != narrow.match_labels.end()) {
+    if (r.op == "Exists") return true;
+    if (r.op == "In" && contains(r.values, it->second)) return true;
+    if (r.op == "NotIn" && !contains(r.values, it->second)) return true;
+  }
+  return std::any_of(narrow.match_expressions.begin(), narrow.match_expressions.end(),
+                     [&](const LabelRequirement& n) {
+                       if (n.key != r.key) return false;
+                       if (n.op == "In" && r.op == "Exists") return true;
+                       if (n.op == "In" && r.op == "In")  // narrow's values within wide's
+                         return std::all_of(n.values.begin(), n.values.end(),
+                                            [&](const auto& v) { return contains(r.values, v); });
+                       if (n.op == r.op && (n.op == "Exists" || n.op == "DoesNotExist"))
+                         return true;
+                       if (n.op == "NotIn" && r.op == "NotIn")  // wide's values within narrow's
+                         return std::all_of(r.values.begin(), r.values.end(),
+                                            [&](const auto& v) { return contains(n.values, v); });
+                       return false;
+                     });
+}
+
+// `wide` matches every label set `narrow` matches: each of its requirements is implied by
+// `narrow`'s.
+bool selects_all_of(const LabelSelector& wide, const LabelSelector& narrow) {
+  for (const auto& [key, value] : wide.match_labels)
+    if (!implied(LabelRequirement{key, "In", {value}}, narrow)) return false;
+  for (const auto& w : wide.match_expressions)
+    if (!implied(w, narrow)) return false;
+  return true;
+}
+
 }  // namespace
+
+bool governs_over(const CommPolicy& a, const CommPolicy& b) {
+  if (int c = compare_strictness(a.spec, b.spec)) return c < 0;
+  return a.metadata.name < b.metadata.name;
+}
 
 bool at_least_as_strict(const CommPolicy& a, const CommPolicy& b) {
   const CommPolicySpec& x = a.spec;
@@ -65,27 +117,54 @@ bool at_least_as_strict(const CommPolicy& a, const CommPolicy& b) {
          subset(x.exemptions.service_accounts, y.exemptions.service_accounts);
 }
 
-CommPolicy strictest_policy_for_namespace(
-    const std::map<std::string, std::string>& namespace_labels,
-    const std::vector<CommPolicy>& policies) {
+CommPolicy governing_policy(const std::map<std::string, std::string>& namespace_labels,
+                            const std::vector<CommPolicy>& policies) {
   const CommPolicy* best = nullptr;
-  bool default_replaced = false;
   for (const auto& p : policies) {
     if (!p.spec.namespace_selector.matches(namespace_labels)) continue;
-    if (p.metadata.name == kDefaultPolicyName) default_replaced = true;
-    if (!best || stricter(p, false, *best, false)) best = &p;
+    if (!best || governs_over(p, *best)) best = &p;
   }
-  if (default_replaced) return *best;
-  const CommPolicy builtin = default_comm_policy();
-  if (!best || stricter(builtin, true, *best, false)) return builtin;
-  return *best;
+  // The built-in default only where no admin's policy applies: an admin who selects a
+  // namespace decides its limit, looser or stricter than the built-in one.
+  return best ? *best : default_comm_policy();
+}
+
+std::map<std::string, PolicyGovernance> governance_of(
+    const std::vector<CommPolicy>& policies,
+    const std::map<std::string, std::map<std::string, std::string>>& namespaces) {
+  std::map<std::string, PolicyGovernance> out;
+  for (const auto& p : policies) out[p.metadata.name];
+  for (const auto& [ns, labels] : namespaces) {
+    const std::string winner = governing_policy(labels, policies).metadata.name;
+    for (const auto& p : policies) {
+      if (!p.spec.namespace_selector.matches(labels)) continue;
+      if (p.metadata.name == winner)
+        out[p.metadata.name].governed.push_back(ns);
+      else
+        out[p.metadata.name].shadowed_in.emplace_back(ns, winner);
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> never_governs_because(const CommPolicy& policy,
+                                                 const std::vector<CommPolicy>& others) {
+  const CommPolicy* shadow = nullptr;
+  for (const auto& o : others) {
+    if (o.metadata.name == policy.metadata.name) continue;
+    if (!selects_all_of(o.spec.namespace_selector, policy.spec.namespace_selector)) continue;
+    if (!governs_over(o, policy)) continue;
+    if (!shadow || governs_over(o, *shadow)) shadow = &o;
+  }
+  if (!shadow) return std::nullopt;
+  return shadow->metadata.name;
 }
 
 std::optional<CommPolicy> select_policy(const TrainingJob& job,
                                         const std::map<std::string, std::string>& namespace_labels,
                                         const std::vector<CommPolicy>& policies,
                                         std::string* error) {
-  CommPolicy governing = strictest_policy_for_namespace(namespace_labels, policies);
+  CommPolicy governing = governing_policy(namespace_labels, policies);
   if (job.spec.policy_ref.empty()) return governing;
   std::optional<CommPolicy> named;
   for (const auto& p : policies) {

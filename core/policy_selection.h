@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/comm_policy.h"
@@ -13,15 +14,16 @@
 
 namespace commgate {
 
-// The name of the built-in default policy, and of the CommPolicy that replaces it.
+// The name a policyRef may use for the built-in default policy when no CommPolicy is
+// named `default`.
 inline constexpr const char* kDefaultPolicyName = "default";
 
-// Chooses the policy for a job: the strictest of the policies that apply to the namespace
-// (see strictest_policy_for_namespace), unless spec.policyRef names one that is at least
-// as strict in every respect (at_least_as_strict): a policyRef may only tighten. A
-// policyRef naming no policy, or one whose namespaceSelector does not match the
-// namespace, is an error (nullopt and `error`); the name `default` without a CommPolicy of
-// that name is the built-in default.
+// Chooses the policy for a job: the one that governs its namespace (see
+// governing_policy), unless spec.policyRef names one that is at least as strict in every
+// respect (at_least_as_strict): a policyRef may only tighten. A policyRef naming no
+// policy, or one whose namespaceSelector does not match the namespace, is an error
+// (nullopt and `error`); the name `default` without a CommPolicy of that name is the
+// built-in default.
 std::optional<CommPolicy> select_policy(const TrainingJob& job,
                                         const std::map<std::string, std::string>& namespace_labels,
                                         const std::vector<CommPolicy>& policies,
@@ -38,14 +40,37 @@ std::optional<CommPolicy> select_policy(const TrainingJob& job, const Snapshot& 
 // measurementTTL and maxExtrapolation no longer, and no exemption `b` lacks.
 bool at_least_as_strict(const CommPolicy& a, const CommPolicy& b);
 
-// The strictest of the policies that apply to a namespace: every CommPolicy whose
-// namespaceSelector matches its labels, and the built-in default unless a CommPolicy named
-// `default` applies there (it replaces the built-in one). Strictest: the lowest
-// maxCommShare; on a tie the higher minScalingEfficiency, then an admin's CommPolicy
-// before the built-in default, then the name. So adding a policy can tighten a
-// namespace's limit, never loosen it.
-CommPolicy strictest_policy_for_namespace(
-    const std::map<std::string, std::string>& namespace_labels,
-    const std::vector<CommPolicy>& policies);
+// The rule, in three lines (docs/policy.md "Which policy governs a namespace"):
+// - the CommPolicies whose namespaceSelector matches the namespace's labels apply to it;
+//   the built-in default applies only where none does;
+// - of those, the strictest governs: the lowest maxCommShare; on equal limits the higher
+//   minScalingEfficiency, then the stricter enforcementAction (deny > downsize > warn >
+//   dryrun), then the stricter onMissingMeasurement (deny > gate > admit), then the lower
+//   maxExtrapolation, then the shorter measurementTTL, then fewer exemptions; the name
+//   only between policies equal in all of these;
+// - a job's policyRef may only name an applicable policy at least as strict.
+CommPolicy governing_policy(const std::map<std::string, std::string>& namespace_labels,
+                            const std::vector<CommPolicy>& policies);
+
+// True when `a` wins over `b` where both apply (the order above).
+bool governs_over(const CommPolicy& a, const CommPolicy& b);
+
+// Which namespaces each policy governs, for CommPolicy status: `namespaces` maps each
+// namespace to its labels. A policy that applies to some namespaces and governs none is
+// shadowed there: `shadowed_in` names, for each, the policy that governs it.
+struct PolicyGovernance {
+  std::vector<std::string> governed;                             // sorted
+  std::vector<std::pair<std::string, std::string>> shadowed_in;  // namespace, governing policy
+};
+std::map<std::string, PolicyGovernance> governance_of(
+    const std::vector<CommPolicy>& policies,
+    const std::map<std::string, std::map<std::string, std::string>>& namespaces);
+
+// The name of another policy that applies to every namespace `policy` can apply to (its
+// selector's requirements are a subset of `policy`'s) and wins over it there: then
+// `policy` can never govern any namespace. nullopt when there is none (it may still be
+// shadowed in the namespaces that exist today: see governance_of).
+std::optional<std::string> never_governs_because(const CommPolicy& policy,
+                                                 const std::vector<CommPolicy>& others);
 
 }  // namespace commgate

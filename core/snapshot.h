@@ -28,6 +28,10 @@ struct Snapshot {
   // Labels by namespace name, for policies' namespaceSelector. A namespace not listed
   // reads as having no labels.
   std::map<std::string, std::map<std::string, std::string>> namespace_labels;
+  // True when namespace_labels holds every Namespace of the cluster (a watch of them, not
+  // files): a namespace missing from it is one the cache has not seen yet, whose labels,
+  // and so whose policy, are unknown (decide_for_job gates such a job).
+  bool namespaces_listed = false;
   TimePoint loaded_at{};  // when this snapshot was built (for the snapshot-age metric)
 
   // Parses a stored CommPolicy into `policies`, or records it in `invalid_policies` under

@@ -60,6 +60,7 @@ SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Object
     for (const auto& [k, v] : object.at(kLabels).items())
       if (v.is_string()) labels[k] = v.get<std::string>();
   }
+  snap.namespaces_listed = true;
   snap.loaded_at = now;
   return out;
 }

@@ -63,7 +63,7 @@ Decision decision_of_record(const DecisionRecord& r) {
       r.message.empty() ? std::string("decided at admission by commgate's webhook") : r.message;
   d.requested_nodes = r.requested_nodes;
   d.admitted_nodes = r.admitted_nodes;
-  d.policy_name = r.policy.name.empty() ? "default" : r.policy.name;
+  d.policy_name = r.policy.name.empty() ? kBuiltinPolicyName : r.policy.name;
   return d;
 }
 
@@ -127,7 +127,7 @@ std::string decision_event_note(const Decision& d, const CommPolicy& policy, con
                   " at " + format_nodes(d.admitted_nodes);
         }
       }
-      return note + " (CommPolicy " + d.policy_name + busbw + ")";
+      return note + " (" + policy_label(d.policy_name) + busbw + ")";
     }
     case commgate::Action::kAdmit:
       return "admitted at " + format_nodes(d.admitted_nodes) + ": " + d.message;

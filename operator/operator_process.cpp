@@ -15,12 +15,16 @@
 #include "kube/runner.h"
 #include "kube/snapshot_cache.h"
 #include "kube/work_queue.h"
+#include "operator/policy_status.h"
 #include "operator/probe_job.h"
 
 namespace commgate::op {
 namespace {
 
 using nlohmann::json;
+
+// The policy-status queue's one key: each pass writes every CommPolicy that needs it.
+constexpr const char* kPolicyStatusKey = "commpolicies";
 
 std::string label(const json& object, const char* key) {
   const json::json_pointer p("/metadata/labels");
@@ -125,7 +129,31 @@ struct OperatorProcess::Parts {
                        {{"trainingjob", key}});
                  return result;
                },
-               {o.concurrency, std::string(kMetricsPrefix) + "_controller"}) {}
+               {o.concurrency, std::string(kMetricsPrefix) + "_controller"}),
+        policy_status_queue(std::make_shared<kube::WorkQueue>(kube::steady_clock())),
+        policy_status_runner(policy_status_queue, kube::steady_clock(),
+                             [this, log = o.log.with({{"component", "policy-status"}})](
+                                 const std::string&) { return write_policy_status(log); },
+                             {1, std::string(kMetricsPrefix) + "_policy_status"}) {}
+
+  // One pass over every CommPolicy (the key is always kPolicyStatusKey): the status says
+  // what the current snapshot says of each (operator/policy_status.h).
+  kube::ReconcileResult write_policy_status(const Logger& log) {
+    const auto snapshot = snapshots.snapshot();
+    if (!snapshot) return kube::Action::await_change();
+    const auto objects = snapshots.informers()[0]->store().snapshot();
+    try {
+      const size_t written =
+          write_policy_statuses(*objects, *snapshot, http, std::chrono::system_clock::now());
+      if (written > 0)
+        log.info("wrote the status of " + std::to_string(written) + " CommPolic" +
+                 (written == 1 ? "y" : "ies"));
+    } catch (const std::exception& e) {
+      log.warning(std::string("writing CommPolicy status failed, will retry: ") + e.what());
+      return kube::ReconcileError::retryable(e.what());
+    }
+    return kube::Action::await_change();
+  }
 
   static kube::ApiClient::Options api_options(const OperatorOptions& o) {
     kube::ApiClient::Options a;
@@ -196,6 +224,8 @@ struct OperatorProcess::Parts {
   TrainingJobReconciler reconciler;
   std::shared_ptr<kube::WorkQueue> queue;
   kube::Runner runner;
+  std::shared_ptr<kube::WorkQueue> policy_status_queue;
+  kube::Runner policy_status_runner;
   std::unique_ptr<kube::LeaderElector> elector;  // with leader election only
   std::unique_ptr<server::Server> server;
 };
@@ -299,6 +329,8 @@ void OperatorProcess::on_managed_change(const kube::Store& store,
 void OperatorProcess::on_snapshot() {
   const auto snapshot = parts_->snapshots.snapshot();
   if (!snapshot) return;
+  // Any change of policies or namespaces may change what a policy governs.
+  parts_->policy_status_queue->add(kPolicyStatusKey);
   std::string inputs = decision_inputs_of(*snapshot);
   {
     std::lock_guard lock(inputs_mu_);
@@ -359,6 +391,8 @@ void OperatorProcess::start_leading() {
   std::lock_guard lock(mu_);
   if (stopping_ || lost_ || runner_started_) return;
   parts_->runner.start();
+  parts_->policy_status_runner.start();
+  parts_->policy_status_queue->add(kPolicyStatusKey);
   runner_started_ = true;
   leading_ = true;
   options_.log.info("started reconciling (" + std::to_string(options_.concurrency) + " workers)",
@@ -373,6 +407,7 @@ void OperatorProcess::stop_leading() {
   }
   leading_ = false;
   parts_->runner.stop();  // no new key; the reconciles in flight finish
+  parts_->policy_status_runner.stop();
   if (stopping) return;
   options_.log.error(
       "leader election lost: stopped reconciling; exiting so that Kubernetes restarts this "
@@ -400,6 +435,7 @@ void OperatorProcess::shutdown() {
   if (parts_->elector) parts_->elector->stop();
   if (control_.joinable()) control_.join();
   parts_->runner.stop();
+  parts_->policy_status_runner.stop();
   leading_ = false;
   parts_->pods.stop();
   parts_->jobs.stop();
@@ -436,6 +472,7 @@ std::string OperatorProcess::metrics_text() const {
                            "1 once every watched collection has completed its first list.",
                            ready() ? 1 : 0);
   out += parts_->runner.metrics_text();
+  out += parts_->policy_status_runner.metrics_text();
   out += parts_->reconciler.metrics_text();
   out += kube::informer_metrics_text(parts_->informers(), p);
   append_prometheus_sample(out, p + "_rejected_objects", "gauge",

@@ -63,7 +63,7 @@ json PolicyCounters::read(const std::string& path) {
 
 PolicyCounters::Outcome PolicyCounters::count(const std::string& policy_name,
                                               const Decision& decision, TimePoint now) {
-  if (policy_name.empty()) return Outcome::kNoPolicyObject;
+  if (policy_name.empty() || policy_name == kBuiltinPolicyName) return Outcome::kNoPolicyObject;
   const std::vector<std::string> counters = counters_for(decision);
   const std::string path = policy_path(policy_name);
   std::lock_guard lock(mu_);

@@ -72,6 +72,18 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
     return ReconcileError::terminal(jd.policy_error);
   }
   if (jd.decision.action != commgate::Action::kGate) return apply_decision(ctx, jd);
+  if (jd.decision.reason == reason::kNamespaceUnknown) {
+    // Not a matter of measurement: no profile, no probe. The namespace's arrival in the
+    // cache brings the job back (it is a decision input); the requeue is for a cache
+    // that never shows it.
+    if (!gate_recorded) patch_decision(ctx, jd, record_for(ctx, jd));
+    put_decision(ctx.status, jd.decision, nullptr, ctx.to_count);
+    ctx.status.erase("admittedNodes");
+    ctx.condition(condition::kAdmitted, kFalse, jd.decision.reason, jd.decision.message);
+    ctx.set_phase(phase::kGated);
+    sync_status(ctx);
+    return Action::requeue_after(std::chrono::seconds(10));
+  }
 
   // Still gated: make sure the pool's CommProfile exists, and decide again with it as
   // just read (the cache the snapshot comes from may lag behind it).

@@ -279,8 +279,8 @@ std::optional<std::string> TrainingJobReconciler::beyond_probe_reach(const Conte
   if (jd.measurement->nodes_probed < reach) return std::nullopt;  // a larger probe helps
   const int k = std::max(1, jd.policy->spec.max_extrapolation);
   return jd.decision.message + " The pool was probed on " +
-         format_nodes(jd.measurement->nodes_probed) + ", as many as CommPolicy " +
-         jd.policy->metadata.name + " lets a probe take (probe.maxNodes " +
+         format_nodes(jd.measurement->nodes_probed) + ", as many as " +
+         policy_label(jd.policy->metadata.name) + " lets a probe take (probe.maxNodes " +
          std::to_string(probe.max_nodes) + "), so no probe can decide " +
          format_nodes(ctx.job.spec.num_nodes) + ": ask for at most " +
          std::to_string(static_cast<int64_t>(k) * jd.measurement->nodes_probed) +

@@ -58,7 +58,7 @@ class PatchBuilder {
 };
 
 // "commgate: spec.numNodes lowered from 8 to 2: at 8 nodes 71.2% of each step would be
-// exposed communication, over CommPolicy default's 30.0% (measured busbw 0.118 GB/s);
+// exposed communication, over the built-in default policy's limit (measured busbw 0.118 GB/s);
 // at 2 nodes 24.9%."
 std::string downsize_warning(const Decision& d, const Measurement& m) {
   const StepPrediction* asked = d.prediction_for(d.requested_nodes);
@@ -67,7 +67,7 @@ std::string downsize_warning(const Decision& d, const Measurement& m) {
                   " to " + std::to_string(d.admitted_nodes);
   if (asked && given) {
     w += ": at " + format_nodes(d.requested_nodes) + " " + format_percent(asked->comm_share) +
-         " of each step would be exposed communication, over CommPolicy " + d.policy_name +
+         " of each step would be exposed communication, over " + policy_label(d.policy_name) +
          "'s limit (measured all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + "); at " +
          format_nodes(d.admitted_nodes) + " " + format_percent(given->comm_share);
   } else {

@@ -24,8 +24,7 @@ AdmissionResponse with_decision(AdmissionResponse r, std::string decision) {
 // one that applies to the namespace. Its exemptions count; those of policies that do not
 // apply to the namespace never do.
 bool exempt_in_namespace(const Requester& who, const std::string& ns, const Snapshot& snapshot) {
-  const CommPolicy policy =
-      strictest_policy_for_namespace(snapshot.labels_of(ns), snapshot.policies);
+  const CommPolicy policy = governing_policy(snapshot.labels_of(ns), snapshot.policies);
   return is_exempt(who, policy.spec.exemptions);
 }
 
@@ -98,14 +97,27 @@ AdmissionResponse validate_scale(const AdmissionRequest& request, const Snapshot
       "Bypass");
 }
 
-AdmissionResponse validate_comm_policy(const AdmissionRequest& request) {
+// A valid CommPolicy is admitted; one that another policy shadows wherever it could
+// apply is admitted with a warning that names that policy, since it can never govern a
+// namespace (issue #19: an admin's team policy that a stricter `default` silently
+// overruled). Where it is shadowed in today's namespaces only, its status says so.
+AdmissionResponse validate_comm_policy(const AdmissionRequest& request, const Snapshot& snapshot) {
   if (request.operation != "CREATE" && request.operation != "UPDATE") return allowed();
+  CommPolicy policy;
   try {
-    parse_comm_policy(request.object);
+    policy = parse_comm_policy(request.object);
   } catch (const ValidationError& e) {
     return invalid(e);
   }
-  return allowed();
+  AdmissionResponse r = allowed();
+  if (const auto shadow = never_governs_because(policy, snapshot.policies)) {
+    r.warnings.push_back(
+        "commgate: CommPolicy " + policy.metadata.name + " can never govern a namespace: " +
+        "CommPolicy " + *shadow + " applies to every namespace it selects and wins there " +
+        "(a lower maxCommShare, or on equal limits a stricter action; docs/policy.md " +
+        "\"Which policy governs a namespace\")");
+  }
+  return r;
 }
 
 // The display annotations agree with the record (commgate writes them together), so a
@@ -279,7 +291,7 @@ AdmissionResponse handle_validate(const AdmissionRequest& request, const Snapsho
   // Deleting never spends GPUs; CONNECT does not apply to these resources.
   if (request.operation == "DELETE" || request.operation == "CONNECT") return allowed();
   if (request.resource.is_commgate("commpolicies"))
-    return with_request_details(validate_comm_policy(request), request);
+    return with_request_details(validate_comm_policy(request, snapshot), request);
   if (!request.resource.is_commgate("trainingjobs")) {
     const std::string group = request.resource.group.empty() ? "core" : request.resource.group;
     return denied("commgate does not handle resource \"" + request.resource.resource +

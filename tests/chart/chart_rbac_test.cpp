@@ -119,8 +119,9 @@ const std::vector<Request> kOperatorRequests = {
      false},
     {"patches_no_profiles_status", "patch", "commgate.io", "commprofiles", "status", "",
      "pool-1a2b", false},
-    {"patches_no_policys_counters", "patch", "commgate.io", "commpolicies", "status", "", "default",
-     false},
+    // What each policy governs (operator/policy_status.h): a merge patch of its status.
+    {"patches_a_policys_governance", "patch", "commgate.io", "commpolicies", "status", "",
+     "default", true},
     {"reads_no_secret", "get", "", "secrets", "", "commgate-system", "commgate-webhook-tls", false},
     {"lists_no_secrets", "list", "", "secrets", "", "", "", false},
     {"reads_no_configmap", "get", "", "configmaps", "", "nlp", "settings", false},

@@ -269,6 +269,42 @@ TEST_F(ChartRbacUsage, a_trainingjobs_lifecycle_meets_no_403_and_leaves_no_grant
   // The finished probe is deleted by the operator.
   ASSERT_TRUE(wait_until([&] { return jobs_in("commgate-system") == 0; }, 30s)) << logs();
 
+  // 1b. What each policy governs (issue #19 "a policy model an admin can predict"): a team
+  // policy looser than the chart's `default` (no selector) can never govern; the webhook
+  // warns when it is applied, and the operator's status says where it is overruled.
+  const std::string team = dir_ + "/team-nlp.yaml";
+  std::ofstream(team) << R"({"apiVersion": "commgate.io/v1alpha1", "kind": "CommPolicy",
+    "metadata": {"name": "team-nlp"},
+    "spec": {"maxCommShare": 0.99, "namespaceSelector": {"matchLabels":
+      {"kubernetes.io/metadata.name": "nlp"}}}})";
+  r = kubectl({"apply", "-f", team});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("Warning: commgate: CommPolicy team-nlp can never govern a namespace: "
+                          "CommPolicy default applies to every namespace it selects"),
+            std::string::npos)
+      << r.output;
+  json governance;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        governance = stored("commgate.io", "v1alpha1", "commpolicies", "", "team-nlp");
+        return governance.contains("status") && governance["status"].contains("governance");
+      },
+      20s))
+      << governance.dump(2) << logs();
+  EXPECT_EQ(governance["status"]["governance"]["governedNamespaceCount"], 0);
+  r = kubectl({"get", "cpol", "team-nlp", "-o",
+               R"(jsonpath={.status.conditions[?(@.type=="Shadowed")].message})"});
+  EXPECT_EQ(r.output,
+            "governs no namespace: a policy with a lower maxCommShare (or, on equal limits, a "
+            "stricter action) governs the namespace it selects: nlp (CommPolicy default)")
+      << r.output;
+  r = kubectl({"get", "cpol", "default", "-o", "jsonpath={.status.governance.governedNamespaces}"});
+  EXPECT_NE(r.output.find("\"nlp\""), std::string::npos) << r.output;
+  r = kubectl({"get", "cpol"});
+  EXPECT_NE(r.output.find("GOVERNS"), std::string::npos) << r.output;
+  r = kubectl({"delete", "cpol", "team-nlp"});
+  ASSERT_EQ(r.code, 0) << r.output;
+
   // 2. The policy changes (the webhook's and the operator's watches see it); a second job
   // is decided at admission from the pool's profile, with no probe.
   r = kubectl({"patch", "commpolicy", "default", "--type", "merge", "-p",

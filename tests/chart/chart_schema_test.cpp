@@ -303,6 +303,7 @@ const std::set<Grant> kOperatorGrants = {
     {"commgate.io", "commpolicies", "list"},
     {"commgate.io", "commpolicies", "watch"},
     {"commgate.io", "commpolicies/status", "update"},
+    {"commgate.io", "commpolicies/status", "patch"},  // status.governance
     {"", "namespaces", "get"},
     {"", "namespaces", "list"},
     {"", "namespaces", "watch"},

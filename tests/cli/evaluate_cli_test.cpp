@@ -160,6 +160,64 @@ TEST(EvaluateCli, downsizes_over_policy_job_from_measurement_file) {
   EXPECT_NE(r.out.find("<- admitted"), std::string::npos);
 }
 
+// --policy-dir chooses each job's policy as the cluster does (issue #19 "a policy model
+// an admin can predict"): the trial's three teams, from one `kubectl get -o yaml` List.
+TEST(EvaluateCli, policy_dir_chooses_the_policy_as_the_cluster_does) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("cg-policy-dir-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "cluster.yaml") << R"(apiVersion: v1
+kind: List
+items:
+- {apiVersion: commgate.io/v1alpha1, kind: CommPolicy, metadata: {name: default},
+   spec: {maxCommShare: 0.3}}
+- {apiVersion: commgate.io/v1alpha1, kind: CommPolicy, metadata: {name: team-risky},
+   spec: {maxCommShare: 0.3, enforcementAction: deny,
+          namespaceSelector: {matchLabels: {team: risky}}}}
+- {apiVersion: v1, kind: Namespace, metadata: {name: risky-a, labels: {team: risky}}}
+- {apiVersion: v1, kind: Namespace, metadata: {name: research}}
+)";
+  TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
+  auto job_in = [&](const std::string& ns) {
+    return testing::a_training_job("bert").namespace_(ns).nodes(4).params(25e6).json().dump();
+  };
+  TempFile research(job_in("research")), risky(job_in("risky-a"));
+
+  CliRun r = run({"evaluate", "-f", research.path(), "--measurement", m.path(), "--policy-dir",
+                  dir.string(), "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["policy"], "default");
+  EXPECT_EQ(j["decision"]["action"], "Downsize");
+  EXPECT_NE(j["policyChosen"].get<std::string>().find("governs namespace research (2 "
+                                                      "CommPolicies in "),
+            std::string::npos)
+      << j["policyChosen"];
+
+  // The tie at 0.3 goes to team-risky's deny: refused (exit 1), not downsized.
+  r = run(
+      {"evaluate", "-f", risky.path(), "--measurement", m.path(), "--policy-dir", dir.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("Policy      team-risky: maxCommShare 30%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chosen as the cluster would: governs namespace risky-a"), std::string::npos)
+      << r.out;
+
+  // A policy that does not parse names its file and field; two ways to choose are refused.
+  std::ofstream(dir / "broken.yaml")
+      << "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata: {name: b}\n"
+         "spec: {maxCommShare: 2}\n";
+  r = run(
+      {"evaluate", "-f", research.path(), "--measurement", m.path(), "--policy-dir", dir.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("broken.yaml: invalid CommPolicy:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("spec.maxCommShare"), std::string::npos) << r.err;
+  r = run({"evaluate", "-f", research.path(), "--policy", (dir / "broken.yaml").string(),
+           "--policy-dir", dir.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--policy and --policy-dir"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 TEST(EvaluateCli, json_output_is_machine_readable) {
   TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
   TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump());

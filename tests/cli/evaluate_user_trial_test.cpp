@@ -75,9 +75,10 @@ TEST(EvaluateUserTrial, a_request_no_allowed_probe_can_decide_is_not_gated_for_o
   CliRun r = evaluate(job_yaml(10000), profile_yaml(), "2026-11-30T19:00:00Z");
   EXPECT_EQ(r.out.find("at least 2500 nodes"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("Decision: Gate"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("spec.numNodes 10000 is more than any probe CommPolicy default allows "
-                       "can decide: maxExtrapolation 4 x probe.maxNodes 4 = 16 nodes"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("spec.numNodes 10000 is more than any probe the built-in default policy allows "
+                 "can decide: maxExtrapolation 4 x probe.maxNodes 4 = 16 nodes"),
+      std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("Decision: Downsize to 1 node [OverPolicyDownsized]"), std::string::npos)
       << r.out;

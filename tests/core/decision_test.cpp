@@ -301,9 +301,10 @@ std::vector<Case> cases() {
                .want_action = Action::kGate,
                .want_admitted = 9,
                .want_reason = reason::kExtrapolationTooFar,
-               .want_message = "spec.numNodes 9 is more than CommPolicy default maxExtrapolation "
-                               "4 x the 2 nodes probed (8); the job is suspended until a probe "
-                               "of at least 3 nodes measures the link"});
+               .want_message =
+                   "spec.numNodes 9 is more than the built-in default policy's maxExtrapolation "
+                   "4 x the 2 nodes probed (8); the job is suspended until a probe "
+                   "of at least 3 nodes measures the link"});
   c.push_back({.name = "extrapolation_up_to_max_extrapolation_is_decided",
                .job = a_training_job("bert").nodes(8).params(25e6),
                .want_action = Action::kDownsize,
@@ -336,11 +337,12 @@ std::vector<Case> cases() {
        .want_action = Action::kGate,
        .want_admitted = 1000,
        .want_reason = reason::kExtrapolationTooFar,
-       .want_message = "spec.numNodes 1000 is more than any probe CommPolicy default allows can "
-                       "decide: maxExtrapolation 4 x probe.maxNodes 4 = 16 nodes. The job is "
-                       "suspended until a probe of 4 nodes measures the link; then it is "
-                       "downsized to the largest count from spec.minNodes (1) to 16 that "
-                       "passes"});
+       .want_message =
+           "spec.numNodes 1000 is more than any probe the built-in default policy allows can "
+           "decide: maxExtrapolation 4 x probe.maxNodes 4 = 16 nodes. The job is "
+           "suspended until a probe of 4 nodes measures the link; then it is "
+           "downsized to the largest count from spec.minNodes (1) to 16 that "
+           "passes"});
   c.push_back({.name = "beyond_every_allowed_probe_under_deny_is_denied_at_admission",
                .job = a_training_job("bert").nodes(10000).params(25e6),
                .policy = a_policy().action(EnforcementAction::kDeny).build(),
@@ -363,10 +365,11 @@ std::vector<Case> cases() {
                .want_action = Action::kDownsize,
                .want_admitted = 16,
                .want_reason = reason::kDownsized,
-               .want_message = "spec.numNodes 10000 is more than any probe CommPolicy default "
-                               "allows can decide: maxExtrapolation 4 x probe.maxNodes 4 = 16 "
-                               "nodes; nothing beyond it can be shown to meet the policy; measured "
-                               "all-reduce busbw 5 GB/s"});
+               .want_message =
+                   "spec.numNodes 10000 is more than any probe the built-in default policy "
+                   "allows can decide: maxExtrapolation 4 x probe.maxNodes 4 = 16 "
+                   "nodes; nothing beyond it can be shown to meet the policy; measured "
+                   "all-reduce busbw 5 GB/s"});
   c.push_back(
       {.name = "beyond_every_allowed_probe_after_the_largest_one_downsizes_to_what_passes",
        .job = a_training_job("bert").nodes(10000).params(25e6),
@@ -414,11 +417,12 @@ std::vector<Case> cases() {
                .want_action = Action::kGate,
                .want_admitted = 10000,
                .want_reason = reason::kNoMeasurement,
-               .want_message = "no measurement of the link between these nodes yet. "
-                               "spec.numNodes 10000 is more than any probe CommPolicy default "
-                               "allows can decide: maxExtrapolation 4 x probe.maxNodes 4 = 16 "
-                               "nodes. The job is suspended until a probe of 4 nodes measures "
-                               "the link"});
+               .want_message =
+                   "no measurement of the link between these nodes yet. "
+                   "spec.numNodes 10000 is more than any probe the built-in default policy "
+                   "allows can decide: maxExtrapolation 4 x probe.maxNodes 4 = 16 "
+                   "nodes. The job is suspended until a probe of 4 nodes measures "
+                   "the link"});
   c.push_back({.name = "no_measurement_beyond_every_allowed_probe_under_deny_is_denied",
                .job = a_training_job("bert").nodes(10000).params(25e6),
                .policy = a_policy().action(EnforcementAction::kDeny).build(),
@@ -726,10 +730,11 @@ TEST(PolicySelection, policy_ref_tightens_then_strictest_matching_then_default) 
   EXPECT_EQ(select_policy(job, {{"team", "nlp"}}, policies, &err)->metadata.name, "team");
   EXPECT_EQ(select_policy(job, {{"tier", "prod"}, {"team", "nlp"}}, policies, &err)->metadata.name,
             "strict");
-  // The built-in default (0.30) still applies beside the looser one (issue 12 defect 3;
-  // the whole rule: tests/core/policy_selection_test.cpp).
-  EXPECT_EQ(select_policy(job, {}, policies, &err)->metadata.name, "default");
-  EXPECT_EQ(select_policy(job, {}, {}, &err)->metadata.name, "default");
+  // A policy for every namespace replaces the built-in default; the built-in default
+  // governs only where no policy applies (issue #19; the whole rule:
+  // tests/core/policy_selection_test.cpp).
+  EXPECT_EQ(select_policy(job, {}, policies, &err)->metadata.name, "lenient");
+  EXPECT_EQ(select_policy(job, {}, {}, &err)->metadata.name, kBuiltinPolicyName);
   // A policyRef may only tighten (issue #19 item 1): naming the lenient policy where the
   // strict one applies is decided by the strict one.
   auto ref = a_training_job().policy_ref("lenient").build();

@@ -1,6 +1,6 @@
 // Which CommPolicy governs a job (core/policy_selection.h; docs/api.md "Which policy
-// applies"): the strictest applicable limit wins, the built-in default included unless a
-// CommPolicy named `default` replaces it where it applies.
+// applies"): the strictest applicable policy governs (limit, then action, never the name
+// first); the built-in default only where no CommPolicy applies.
 #include "core/policy_selection.h"
 
 #include <gtest/gtest.h>
@@ -58,23 +58,43 @@ CommPolicy admin_default(double share) {
   return a_policy().named("default").max_comm_share(share).build();
 }
 
+constexpr const char* kBuiltin = kBuiltinPolicyName;
+
+// Equal in everything that decides, different in what it may probe.
+CommPolicy probing_at_most(CommPolicy p, int nodes) {
+  p.spec.probe.max_nodes = nodes;
+  return p;
+}
+
+CommPolicy team_risky_deny() {
+  return a_policy()
+      .named("team-risky")
+      .max_comm_share(0.5)
+      .action(EnforcementAction::kDeny)
+      .namespace_selector("team", "risky")
+      .exempt_user("carol")
+      .build();
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, PolicySelection,
     ::testing::Values(
-        SelectionCase{"no_policies_the_built_in_default", {}, {}, "", "default", ""},
-        SelectionCase{"a_loose_policy_everywhere_does_not_loosen_the_default",
+        SelectionCase{"no_policies_the_built_in_default", {}, {}, "", kBuiltin, ""},
+        // Issue #19 "a policy model an admin can predict": the built-in default takes part
+        // only where no CommPolicy applies.
+        SelectionCase{"a_loose_policy_everywhere_replaces_the_built_in_default",
                       {loose()},
                       {},
                       "",
-                      "default",
+                      "loose",
                       ""},
         SelectionCase{
             "a_stricter_policy_everywhere_tightens", {loose(), strict()}, {}, "", "strict", ""},
-        SelectionCase{"a_loose_team_policy_does_not_loosen_the_teams_namespace",
+        SelectionCase{"a_looser_team_policy_governs_the_teams_namespace",
                       {team(0.5)},
                       {{"team", "nlp"}},
                       "",
-                      "default",
+                      "team",
                       ""},
         SelectionCase{"a_strict_team_policy_tightens_the_teams_namespace",
                       {team(0.2)},
@@ -82,27 +102,17 @@ INSTANTIATE_TEST_SUITE_P(
                       "",
                       "team",
                       ""},
-        SelectionCase{"a_team_policy_stays_out_of_other_namespaces",
+        SelectionCase{"the_built_in_default_governs_where_no_policy_applies",
                       {team(0.2)},
                       {{"team", "vision"}},
                       "",
-                      "default",
+                      kBuiltin,
                       ""},
         SelectionCase{"the_strictest_of_several_matching",
                       {team(0.2), strict(), loose()},
                       {{"team", "nlp"}},
                       "",
                       "strict",
-                      ""},
-        SelectionCase{"a_tie_with_the_default_goes_to_the_admins_policy",
-                      {a_policy()
-                           .named("a-deny")
-                           .max_comm_share(0.3)
-                           .action(EnforcementAction::kDeny)
-                           .build()},
-                      {},
-                      "",
-                      "a-deny",
                       ""},
         SelectionCase{
             "a_tie_goes_to_the_one_that_also_bounds_efficiency",
@@ -112,28 +122,58 @@ INSTANTIATE_TEST_SUITE_P(
             "",
             "b",
             ""},
-        SelectionCase{"a_tie_otherwise_goes_by_name",
+        // The trial's case: `default` 0.5/downsize everywhere and `team-risky` 0.5/deny; the
+        // tie went to the name, risky jobs were downsized and carol's exemption did nothing.
+        SelectionCase{"a_tie_in_limits_goes_to_the_stricter_action_not_the_name",
+                      {admin_default(0.5), team_risky_deny()},
+                      {{"team", "risky"}},
+                      "",
+                      "team-risky",
+                      ""},
+        SelectionCase{"a_tie_in_limits_and_action_goes_to_the_stricter_missing_measurement_action",
+                      {a_policy().named("a").max_comm_share(0.2).build(),
+                       a_policy()
+                           .named("b")
+                           .max_comm_share(0.2)
+                           .on_missing(MissingMeasurementAction::kDeny)
+                           .build()},
+                      {},
+                      "",
+                      "b",
+                      ""},
+        SelectionCase{"a_tie_in_what_decides_goes_to_fewer_exemptions",
+                      {a_policy().named("a").max_comm_share(0.2).exempt_user("carol").build(),
+                       a_policy().named("b").max_comm_share(0.2).build()},
+                      {},
+                      "",
+                      "b",
+                      ""},
+        SelectionCase{"a_tie_in_everything_goes_by_name",
                       {a_policy().named("b").max_comm_share(0.2).build(),
                        a_policy().named("a").max_comm_share(0.2).build()},
                       {},
                       "",
                       "a",
                       ""},
-        SelectionCase{"a_commpolicy_named_default_replaces_the_built_in_one",
+        SelectionCase{"a_commpolicy_named_default_is_a_policy_like_any_other",
                       {admin_default(0.5)},
                       {},
                       "",
                       "default",
                       ""},
-        SelectionCase{
-            "a_replaced_default_can_loosen", {admin_default(0.5), loose()}, {}, "", "default", ""},
-        SelectionCase{"a_replaced_default_lets_a_looser_team_policy_apply",
+        SelectionCase{"an_admin_default_and_a_looser_one_the_stricter_governs",
+                      {admin_default(0.5), loose()},
+                      {},
+                      "",
+                      "default",
+                      ""},
+        SelectionCase{"a_team_policy_under_a_loose_admin_default",
                       {admin_default(0.9), team(0.5)},
                       {{"team", "nlp"}},
                       "",
                       "team",
                       ""},
-        SelectionCase{"a_default_with_a_selector_replaces_the_built_in_only_where_it_applies",
+        SelectionCase{"an_admin_default_with_a_selector_applies_only_where_it_selects",
                       {a_policy()
                            .named("default")
                            .max_comm_share(0.9)
@@ -142,20 +182,31 @@ INSTANTIATE_TEST_SUITE_P(
                        team(0.5)},
                       {{"team", "nlp"}},
                       "",
-                      "default",
+                      "team",
+                      ""},
+        SelectionCase{"an_admin_default_with_a_selector_leaves_the_built_in_one_elsewhere",
+                      {a_policy()
+                           .named("default")
+                           .max_comm_share(0.9)
+                           .namespace_selector("tier", "sandbox")
+                           .build(),
+                       team(0.5)},
+                      {{"team", "vision"}},
+                      "",
+                      kBuiltin,
                       ""},
         // Issue #19 item 1: a policyRef may only tighten.
-        SelectionCase{"policy_ref_cannot_loosen_the_built_in_default",
+        SelectionCase{"policy_ref_naming_the_governing_policy",
                       {team(0.5)},
                       {{"team", "nlp"}},
                       "team",
-                      "default",
+                      "team",
                       ""},
-        SelectionCase{"policy_ref_names_a_stricter_team_policy_under_a_loose_default",
-                      {admin_default(0.9), team(0.5)},
+        SelectionCase{"policy_ref_default_may_tighten_to_the_built_in_one",
+                      {team(0.5)},
                       {{"team", "nlp"}},
-                      "team",
-                      "team",
+                      "default",
+                      kBuiltin,
                       ""},
         SelectionCase{"policy_ref_cannot_loosen_a_stricter_admin_policy",
                       {admin_default(0.9), team(0.5), strict()},
@@ -163,16 +214,12 @@ INSTANTIATE_TEST_SUITE_P(
                       "team",
                       "strict",
                       ""},
-        SelectionCase{"policy_ref_on_a_tied_limit_may_choose_the_stricter_action",
-                      {a_policy().named("a-downsize").max_comm_share(0.2).build(),
-                       a_policy()
-                           .named("b-deny")
-                           .max_comm_share(0.2)
-                           .action(EnforcementAction::kDeny)
-                           .build()},
+        SelectionCase{"policy_ref_on_a_tie_in_what_decides_may_choose_either",
+                      {a_policy().named("a").max_comm_share(0.2).build(),
+                       probing_at_most(a_policy().named("b").max_comm_share(0.2).build(), 2)},
                       {},
-                      "b-deny",
-                      "b-deny",
+                      "b",
+                      "b",
                       ""},
         SelectionCase{"policy_ref_on_a_tied_limit_cannot_choose_a_milder_action",
                       {a_policy()
@@ -208,7 +255,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "nope",
                       "",
                       "spec.policyRef.name: CommPolicy \"nope\" not found"},
-        SelectionCase{"policy_ref_default_is_the_built_in_one", {}, {}, "default", "default", ""},
+        SelectionCase{"policy_ref_default_is_the_built_in_one", {}, {}, "default", kBuiltin, ""},
         SelectionCase{"policy_ref_default_cannot_escape_a_stricter_policy",
                       {a_policy()
                            .named("strict-deny")
@@ -294,10 +341,49 @@ TEST(PolicySelection, AtLeastAsStrictComparesEveryFieldThatDecides) {
 }
 
 TEST(PolicySelection, ABuiltInDefaultKeepsItsDefaults) {
-  const CommPolicy p = strictest_policy_for_namespace({}, {loose()});
-  EXPECT_EQ(p.metadata.name, "default");
+  const CommPolicy p = governing_policy({}, {team(0.1)});
+  EXPECT_EQ(p.metadata.name, kBuiltinPolicyName);
+  EXPECT_EQ(policy_label(p.metadata.name), "the built-in default policy");
+  EXPECT_EQ(policy_label("default"), "CommPolicy default");
   EXPECT_DOUBLE_EQ(p.spec.max_comm_share, 0.30);
   EXPECT_EQ(p.spec.enforcement_action, EnforcementAction::kDownsize);
+}
+
+// CommPolicy status (issue #19): which namespaces each policy governs, and where it is
+// shadowed by which policy.
+TEST(PolicyGovernance, SaysWhichNamespacesEachPolicyGovernsAndWhereItIsShadowed) {
+  const std::vector<CommPolicy> policies = {admin_default(0.5), team_risky_deny(), team(0.6)};
+  const std::map<std::string, Labels> namespaces = {{"risky-a", {{"team", "risky"}}},
+                                                    {"nlp-a", {{"team", "nlp"}}},
+                                                    {"nlp-b", {{"team", "nlp"}}},
+                                                    {"other", {}}};
+  auto g = governance_of(policies, namespaces);
+  EXPECT_EQ(g["default"].governed, (std::vector<std::string>{"nlp-a", "nlp-b", "other"}));
+  EXPECT_EQ(g["team-risky"].governed, (std::vector<std::string>{"risky-a"}));
+  EXPECT_TRUE(g["team-risky"].shadowed_in.empty());
+  EXPECT_TRUE(g["team"].governed.empty());
+  using Shadow = std::pair<std::string, std::string>;
+  EXPECT_EQ(g["team"].shadowed_in,
+            (std::vector<Shadow>{{"nlp-a", "default"}, {"nlp-b", "default"}}));
+  EXPECT_EQ(g["default"].shadowed_in, (std::vector<Shadow>{{"risky-a", "team-risky"}}));
+  EXPECT_EQ(governance_of({}, namespaces).size(), 0u);
+}
+
+TEST(PolicyGovernance, APolicyThatCanNeverGovernIsNamed) {
+  // default (0.5, every namespace) wins over team (0.6, team=nlp) wherever team applies.
+  EXPECT_EQ(never_governs_because(team(0.6), {admin_default(0.5), team(0.6)}), "default");
+  // A stricter team policy wins where it applies: nothing shadows it.
+  EXPECT_EQ(never_governs_because(team(0.4), {admin_default(0.5)}), std::nullopt);
+  // A policy for other namespaces cannot shadow it.
+  EXPECT_EQ(never_governs_because(team(0.6), {team_risky_deny()}), std::nullopt);
+  // The broad policy is not shadowed by a narrower stricter one (it governs elsewhere).
+  EXPECT_EQ(never_governs_because(admin_default(0.5), {team(0.1)}), std::nullopt);
+  // A selector with the same requirement written as matchExpressions In counts.
+  CommPolicy in_nlp = a_policy().named("in-nlp").max_comm_share(0.1).build();
+  in_nlp.spec.namespace_selector.match_expressions.push_back({"team", "In", {"nlp"}});
+  EXPECT_EQ(never_governs_because(team(0.6), {in_nlp}), "in-nlp");
+  // Of several that shadow it, the one that would govern is named.
+  EXPECT_EQ(never_governs_because(team(0.6), {admin_default(0.5), strict()}), "strict");
 }
 
 }  // namespace COMMGATE_TEST_UNIT

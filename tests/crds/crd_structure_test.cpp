@@ -47,7 +47,7 @@ const std::vector<CrdCase> kCrds = {
      "commpolicy",
      "cpol",
      "Cluster",
-     {"MaxCommShare", "Action", "OnMissing", "TTL", "Age"}},
+     {"MaxCommShare", "Action", "OnMissing", "TTL", "Governs", "Age"}},
     {"commprofiles.commgate.io.yaml",
      "CommProfile",
      "commprofiles",
@@ -214,5 +214,5 @@ TEST(TrainingJobCrd, template_keeps_the_pod_template_verbatim) {
   }
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

@@ -128,7 +128,7 @@ TEST(DecisionStatus, a_webhook_record_stands_for_its_decision) {
   const Decision d = decision_of_record(r);
   EXPECT_EQ(d.action, Action::kDownsize);
   EXPECT_EQ(d.admitted_nodes, 2);
-  EXPECT_EQ(d.policy_name, "default");  // the built-in policy has no name in the record
+  EXPECT_EQ(d.policy_name, kBuiltinPolicyName);  // the built-in policy has no name in the record
   EXPECT_EQ(d.message, "decided at admission by commgate's webhook");
   EXPECT_TRUE(d.predictions.empty());
 }

@@ -185,6 +185,8 @@ struct World {
   kube::EventRecorder recorder{sink, kube::EventRecorderOptions{}};
   TimePoint now = test_now();
   bool cache_lags = false;  // the snapshot misses every CommProfile (an informer behind)
+  // The namespaces the cache has listed (namespaces_listed); nullopt: none listed.
+  std::optional<std::vector<std::string>> namespaces;
   ReconcilerSettings settings = [] {
     ReconcilerSettings s;
     s.probe_poll = 2s;
@@ -212,6 +214,10 @@ struct World {
         } catch (const ValidationError&) {
         }
       }
+    }
+    if (namespaces) {
+      s->namespaces_listed = true;
+      for (const std::string& ns : *namespaces) s->namespace_labels[ns];
     }
     s->loaded_at = now;
     return s;
@@ -354,15 +360,20 @@ struct World {
   }
 };
 
-std::string condition_reason(const json& status, const std::string& type) {
+// A field of the condition of `type` in `status`, "" when there is none.
+std::string condition_field(const json& status, const std::string& type, const char* field) {
   const json conditions = status.value("conditions", json::array());
   const json* c = find_condition(conditions, type);
-  return c ? c->value("reason", "") : "";
+  return c ? c->value(field, "") : "";
+}
+std::string condition_reason(const json& status, const std::string& type) {
+  return condition_field(status, type, "reason");
 }
 std::string condition_status(const json& status, const std::string& type) {
-  const json conditions = status.value("conditions", json::array());
-  const json* c = find_condition(conditions, type);
-  return c ? c->value("status", "") : "";
+  return condition_field(status, type, "status");
+}
+std::string condition_message(const json& status, const std::string& type) {
+  return condition_field(status, type, "message");
 }
 
 std::optional<std::chrono::seconds> requeue_of(const kube::ReconcileResult& r) {
@@ -415,6 +426,32 @@ TEST(Reconcile, gated_job_gets_the_pools_profile_and_one_probe) {
   EXPECT_FALSE(status.contains("admittedNodes"));
   EXPECT_EQ(w.event_reasons(), std::vector<std::string>{"ProbeCreated"});
   EXPECT_EQ(w.job("bert")["spec"]["suspend"], true);
+}
+
+// Issue #19 item 6: a job in a namespace the operator's cache has not listed yet is not
+// decided (its policy is unknown) and not probed; once the namespace is listed it is.
+TEST(Reconcile, a_job_whose_namespace_the_cache_has_not_seen_is_gated_without_a_probe) {
+  World w;
+  w.namespaces = std::vector<std::string>{"other"};
+  w.submit_raw(a_job("bert").json());  // no webhook saw it: not suspended
+  const auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(requeue_of(r), 10s);
+  EXPECT_EQ(w.job("bert")["spec"]["suspend"], true);
+  const json status = w.status("bert");
+  EXPECT_EQ(status["phase"], phase::kGated);
+  EXPECT_EQ(condition_reason(status, condition::kAdmitted), reason::kNamespaceUnknown);
+  EXPECT_NE(condition_message(status, condition::kAdmitted)
+                .find("namespace ml is not in commgate's cache of Namespaces yet"),
+            std::string::npos)
+      << status.dump(2);
+  EXPECT_FALSE(w.probe_job());
+  EXPECT_FALSE(w.api.peek(kProfiles + "/" + w.pool()));
+  EXPECT_FALSE(w.api.peek(kWorkloadJobs + "/bert"));
+
+  w.namespaces->push_back("ml");
+  reconcile_to_probing(w, "bert");
+  EXPECT_EQ(condition_reason(w.status("bert"), condition::kAdmitted), reason::kNoMeasurement);
 }
 
 TEST(Reconcile, a_suspended_job_no_webhook_saw_is_gated_by_the_operator) {

@@ -161,6 +161,39 @@ TEST(Mutate, RecordsADenialForTheValidatingEndpointToRefuse) {
   EXPECT_NE(record->message.find("busbw 1 GB/s"), std::string::npos) << record->message;
 }
 
+// Issue #19 item 6: a namespace the webhook's cache has not seen yet has unknown labels,
+// so its policy is unknown: gated for the operator, never decided as if unlabelled (a
+// team's strict policy selects it by label; unlabelled, a milder one would govern).
+TEST(Mutate, GatesAJobWhoseNamespaceTheCacheHasNotSeen) {
+  const CommPolicy team_deny = a_policy()
+                                   .named("team-deny")
+                                   .max_comm_share(0.01)
+                                   .action(EnforcementAction::kDeny)
+                                   .namespace_selector("team", "research")
+                                   .build();
+  const CommPolicy everyone = a_policy().named("everyone").max_comm_share(0.9).build();
+  Snapshot snapshot = snapshot_of({team_deny, everyone}, {a_profile(kSlowLink, test_now())});
+  snapshot.namespaces_listed = true;
+  snapshot.namespace_labels["other"] = {};
+  const auto request = a_create_of(bert(8)).parse();
+  const auto gated = handle_mutate(request, snapshot, test_now());
+  ASSERT_TRUE(gated.allowed);
+  const json after = apply_patch(request.object, gated);
+  EXPECT_EQ(after["spec"]["suspend"], true);
+  EXPECT_EQ(annotation_of(after, annotation::kReason), "NamespaceUnknown");
+  // What /validate sees next: the gate it holds to.
+  EXPECT_TRUE(handle_validate(a_create_of(after).parse(), snapshot, test_now()).allowed);
+  // Once the namespace is in the cache, its own policy decides: refused.
+  snapshot.namespace_labels["research"] = {{"team", "research"}};
+  const json decided = apply_patch(request.object, handle_mutate(request, snapshot, test_now()));
+  EXPECT_EQ(annotation_of(decided, annotation::kDecision), "Deny");
+  // Policies read from files list no namespaces: an absent one has no labels, as before.
+  snapshot.namespaces_listed = false;
+  snapshot.namespace_labels.erase("research");
+  const json unlabelled = apply_patch(request.object, handle_mutate(request, snapshot, test_now()));
+  EXPECT_EQ(annotation_of(unlabelled, annotation::kDecision), "Admit");
+}
+
 TEST(Mutate, LeavesAnInvalidJobForTheValidatingEndpoint) {
   const auto request = a_create_of(a_training_job().set("/spec/numNodes", "four").json()).parse();
   const auto response = handle_mutate(request, snapshot_of({}, {}), test_now());
@@ -993,16 +1026,22 @@ TEST(Validate, AnExemptionForAnotherNamespaceDoesNotLetAScaleUpThrough) {
   const auto in_nlp = handle_validate(in("nlp").parse(), snapshot, test_now());
   EXPECT_FALSE(in_nlp.allowed);
   EXPECT_NE(in_nlp.message.find("change spec.numNodes instead"), std::string::npos);
-  // The sandbox policy is looser than the built-in default there, so the default governs.
-  EXPECT_FALSE(handle_validate(in("play").parse(), snapshot, test_now()).allowed);
-  // Where the exempting policy is the one that governs, the exemption holds.
+  // Where the exempting policy is the one that governs, the exemption holds: the sandbox
+  // policy is the only one that applies there, so it governs (the built-in default takes
+  // part only where no CommPolicy applies).
+  EXPECT_TRUE(handle_validate(in("play").parse(), snapshot, test_now()).allowed);
+  // Not where a stricter policy without the exemption also applies.
+  const CommPolicy everyone = a_policy().named("everyone").max_comm_share(0.3).build();
+  Snapshot overruled = snapshot_of({sandbox, everyone}, {});
+  overruled.namespace_labels = snapshot.namespace_labels;
+  EXPECT_FALSE(handle_validate(in("play").parse(), overruled, test_now()).allowed);
   const CommPolicy strict_sandbox = a_policy()
                                         .named("sandbox")
                                         .max_comm_share(0.1)
                                         .namespace_selector("team", "sandbox")
                                         .exempt_group("system:masters")
                                         .build();
-  Snapshot governed = snapshot_of({strict_sandbox}, {});
+  Snapshot governed = snapshot_of({strict_sandbox, everyone}, {});
   governed.namespace_labels = snapshot.namespace_labels;
   EXPECT_TRUE(handle_validate(in("play").parse(), governed, test_now()).allowed);
   EXPECT_FALSE(handle_validate(in("nlp").parse(), governed, test_now()).allowed);
