@@ -76,6 +76,16 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
   ps.backend = probe.one_of("backend", P::kOptional, {"auto", "nccl", "gloo"}).value_or(ps.backend);
   ps.max_nodes = static_cast<int>(
       probe.integer("maxNodes", P::kOptional, 2, kMaxNodes).value_or(ps.max_nodes));
+  if (auto keys = probe.string_list("tolerationKeys", P::kOptional)) {
+    for (size_t i = 0; i < keys->size(); ++i) {
+      const std::string& k = (*keys)[i];
+      const bool blank = k.empty() || k.find_first_of(" \t\r\n=:") != std::string::npos;
+      if (blank || k.size() > 316)
+        errors.add(index_path("spec.probe.tolerationKeys", i),
+                   "must be a taint key such as nvidia.com/gpu, got \"" + k + "\"");
+    }
+    ps.toleration_keys = std::move(*keys);
+  }
   probe.reject_unknown_fields();
 
   auto ex = spec.object("exemptions");
@@ -129,7 +139,8 @@ nlohmann::json to_json(const CommPolicy& p) {
                            {"iterations", s.probe.iterations},
                            {"warmupIterations", s.probe.warmup_iterations},
                            {"backend", s.probe.backend},
-                           {"maxNodes", s.probe.max_nodes}}},
+                           {"maxNodes", s.probe.max_nodes},
+                           {"tolerationKeys", s.probe.toleration_keys}}},
                          {"retryStrategy",
                           {{"backoffLimitCount", s.retry_strategy.backoff_limit_count},
                            {"backoffBaseSeconds", s.retry_strategy.backoff_base_seconds},

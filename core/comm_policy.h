@@ -43,6 +43,12 @@ struct ProbeSettings {
   int warmup_iterations = 5;
   std::string backend = "auto";  // auto | nccl | gloo
   int max_nodes = 4;             // nodes a probe may take at most
+  // The taint keys whose tolerations a probe takes from the job that asked for it
+  // (spec.probe.tolerationKeys). The probe runs in the release namespace, outside the
+  // job's namespace's PodTolerationRestriction: without this list a researcher's
+  // toleration of any taint (the control plane's, say) would follow it there (issue #19
+  // item 7). A toleration without a key (every taint) is never taken.
+  std::vector<std::string> toleration_keys = {"nvidia.com/gpu"};
 };
 
 struct Exemptions {

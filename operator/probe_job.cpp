@@ -248,4 +248,52 @@ ProbeObjects build_probe(const ProbeRequest& request, const ProbeLaunchSettings&
   return out;
 }
 
+std::string probe_slot_refusal(const std::vector<json>& probes, const std::string& pool,
+                               const std::string& job_namespace,
+                               const ProbeLaunchSettings& settings) {
+  int running = 0, in_namespace = 0;
+  for (const json& probe : probes) {
+    const json meta = probe.value("metadata", json::object());
+    const json labels = meta.value("labels", json::object());
+    if (labels.is_object() && labels.value(kPoolLabel, "") == pool) return "";
+    bool finished = false;
+    for (const json& c : probe.value("/status/conditions"_json_pointer, json::array()))
+      finished |= c.is_object() && c.value("status", "") == "True" &&
+                  (c.value("type", "") == "Complete" || c.value("type", "") == "Failed");
+    if (finished) continue;
+    ++running;
+    const json annotations = meta.value("annotations", json::object());
+    const std::string for_job =
+        annotations.is_object() ? annotations.value(kProbeForAnnotation, "") : "";
+    if (for_job.substr(0, for_job.find('/')) == job_namespace) ++in_namespace;
+  }
+  if (settings.max_per_namespace > 0 && in_namespace >= settings.max_per_namespace)
+    return "waiting for a probe slot: " + std::to_string(in_namespace) +
+           " probes run for jobs of namespace " + job_namespace + ", at most " +
+           std::to_string(settings.max_per_namespace) +
+           " at once (the operator's --max-probes-per-namespace)";
+  if (settings.max_concurrent > 0 && running >= settings.max_concurrent)
+    return "waiting for a probe slot: " + std::to_string(running) + " probes run, at most " +
+           std::to_string(settings.max_concurrent) +
+           " at once (the operator's --max-concurrent-probes)";
+  return "";
+}
+
+ProbeTolerations probe_tolerations(const json& job_tolerations,
+                                   const std::vector<std::string>& allowed_keys) {
+  ProbeTolerations out;
+  if (!job_tolerations.is_array()) return out;
+  for (const json& t : job_tolerations) {
+    const std::string key = t.is_object() ? t.value("key", "") : "";
+    if (!key.empty() &&
+        std::find(allowed_keys.begin(), allowed_keys.end(), key) != allowed_keys.end()) {
+      out.kept.push_back(t);
+      continue;
+    }
+    const std::string effect = t.is_object() ? t.value("effect", "") : "";
+    out.dropped.push_back(key.empty() ? "every taint" : key + (effect.empty() ? "" : ":" + effect));
+  }
+  return out;
+}
+
 }  // namespace commgate::op

@@ -28,6 +28,12 @@ struct ProbeLaunchSettings {
   // do not collide.
   int port = 29501;
   int ttl_seconds_after_finished = 600;
+  // Probes running at once, in all and for the jobs of one namespace
+  // (`--max-concurrent-probes`, `--max-probes-per-namespace`): each takes GPU nodes
+  // outside the namespace's ResourceQuota, and one researcher's jobs with ten
+  // nodeSelectors would otherwise start ten (issue #19 item 7). 0: no bound.
+  int max_concurrent = 8;
+  int max_per_namespace = 2;
 };
 
 struct ProbeRequest {
@@ -74,5 +80,23 @@ std::string probe_model_annotation(const ModelSpec& model);
 
 // The probe's headless Service and Indexed Job. Deterministic (see the file comment).
 ProbeObjects build_probe(const ProbeRequest& request, const ProbeLaunchSettings& settings);
+
+// The job's tolerations (spec.tolerations, validated) a probe takes: those whose key is
+// in `allowed_keys` (the policy's spec.probe.tolerationKeys). `dropped` names the others
+// for the user ("node-role.kubernetes.io/control-plane:NoSchedule", "every taint").
+struct ProbeTolerations {
+  nlohmann::json kept = nlohmann::json::array();
+  std::vector<std::string> dropped;
+};
+ProbeTolerations probe_tolerations(const nlohmann::json& job_tolerations,
+                                   const std::vector<std::string>& allowed_keys);
+
+// Whether a new probe of `pool` for a job of `job_namespace` may start beside `probes`
+// (the probe Jobs in the release namespace, role=probe): "" when it may (also when the
+// pool's own probe is among them: creating it again is a no-op), else why not, for the
+// job's Probed condition. Finished probes (Complete or Failed) do not count.
+std::string probe_slot_refusal(const std::vector<nlohmann::json>& probes, const std::string& pool,
+                               const std::string& job_namespace,
+                               const ProbeLaunchSettings& settings);
 
 }  // namespace commgate::op

@@ -21,6 +21,8 @@ inline constexpr const char* kReasonProbeFailed = "ProbeFailed";
 inline constexpr const char* kReasonProbeDeadlineExceeded = "ProbeDeadlineExceeded";
 inline constexpr const char* kReasonProbeUnschedulable = "ProbeUnschedulable";
 inline constexpr const char* kReasonProbeResultInvalid = "ProbeResultInvalid";
+// Not a probe's outcome: the pool's probe waits for a slot (probe_slot_refusal).
+inline constexpr const char* kReasonProbeQueued = "ProbeQueued";
 
 struct ProbeOutcome {
   ProbeState state = ProbeState::kRunning;

@@ -20,6 +20,19 @@ std::string pool_measured(const std::string& pool, int nodes, double busbw_bytes
          (transport.empty() ? "" : ", " + transport) + ")";
 }
 
+// "; the job's tolerations of node-role.kubernetes.io/control-plane:NoSchedule are not the
+// probe's (CommPolicy team's probe.tolerationKeys: nvidia.com/gpu)", or "".
+std::string dropped_tolerations_note(const std::vector<std::string>& dropped,
+                                     const CommPolicy& policy) {
+  if (dropped.empty()) return "";
+  std::string what, keys;
+  for (const auto& d : dropped) what += (what.empty() ? "" : ", ") + d;
+  for (const auto& k : policy.spec.probe.toleration_keys) keys += (keys.empty() ? "" : ", ") + k;
+  return "; the job's tolerations of " + what + " are not the probe's (" +
+         policy_label(policy.metadata.name) +
+         "'s probe.tolerationKeys: " + (keys.empty() ? "none" : keys) + ")";
+}
+
 }  // namespace
 
 using kube::Action;
@@ -140,12 +153,29 @@ ReconcileResult TrainingJobReconciler::start_probe(Context& ctx, const JobDecisi
           std::chrono::duration_cast<kube::Clock::duration>(*at - ctx.now));
     }
   }
+  {
+    kube::ListOptions probes;
+    probes.label_selector = std::string(kRoleLabel) + "=probe";
+    const std::string why =
+        probe_slot_refusal(reader_.list(jobs_collection(settings_.probe.ns), probes).items, pool,
+                           ctx.job.metadata.namespace_, settings_.probe);
+    if (!why.empty()) {
+      // Polled: a slot frees when another pool's probe finishes, which does not wake
+      // this job (it waits on its own pool).
+      ctx.set_phase(phase::kGated);
+      ctx.condition(condition::kProbed, kFalse, kReasonProbeQueued, why);
+      sync_status(ctx);
+      return Action::requeue_after(std::chrono::seconds(15));
+    }
+  }
   const CommPolicy& policy = *jd.policy;
   ProbeRequest request;
   request.pool = pool;
   request.profile_uid = meta_string(profile, "uid");
   request.node_selector = ctx.job.spec.node_selector;
-  request.tolerations = ctx.job.spec.tolerations;
+  const ProbeTolerations tolerations =
+      probe_tolerations(ctx.job.spec.tolerations, policy.spec.probe.toleration_keys);
+  request.tolerations = tolerations.kept;
   request.nodes = probe_node_count(ctx.job.spec.num_nodes, policy.spec.probe);
   request.procs_per_node = ctx.job.spec.num_proc_per_node;
   request.model = ctx.job.spec.model;
@@ -159,7 +189,8 @@ ReconcileResult TrainingJobReconciler::start_probe(Context& ctx, const JobDecisi
   const int attempts = policy.spec.retry_strategy.backoff_limit_count + 1;
   const std::string what = "probe " + ns + "/" + probe_job_name(pool) + " measures pool " + pool +
                            " on " + format_nodes(request.nodes) + " (attempt " +
-                           std::to_string(attempt) + " of " + std::to_string(attempts) + ")";
+                           std::to_string(attempt) + " of " + std::to_string(attempts) + ")" +
+                           dropped_tolerations_note(tolerations.dropped, policy);
   if (created) {
     {
       std::lock_guard lock(metrics_mu_);

@@ -202,12 +202,15 @@ TEST(Images, tags_match_the_charts_default_values) {
   const json values = yaml_documents_to_json(read_file(chart_dir() + "/values.yaml")).at(0);
   const std::string version = chart["appVersion"];
   EXPECT_EQ(values["image"]["tag"], "") << "empty: the appVersion";
+  EXPECT_EQ(values["image"]["probeRepository"], "") << "empty: image.repository + -probe";
   EXPECT_EQ(version_arg("commgate.Dockerfile"), version);
   EXPECT_EQ(version_arg("commgate-probe.Dockerfile"), version);
   const std::string docs = read_file(source_path("docs/install.md"));
   for (const auto& [file, repository] : std::vector<std::pair<std::string, std::string>>{
            {"commgate.Dockerfile", values["image"]["repository"]},
-           {"commgate-probe.Dockerfile", values["image"]["probeRepository"]}}) {
+           // probeRepository "" : image.repository + "-probe" (commgate.probeImage).
+           {"commgate-probe.Dockerfile",
+            values["image"]["repository"].get<std::string>() + "-probe"}}) {
     const std::string build =
         "docker build -f images/" + file + " -t " + repository + ":" + version + " .";
     EXPECT_NE(docs.find(build), std::string::npos) << "docs/install.md lacks: " << build;
@@ -230,5 +233,5 @@ TEST(Images, the_parser_reads_continuations_comments_and_stages) {
   EXPECT_EQ(all_of(stages[1], "USER"), std::vector<std::string>{"1:1"});
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::testing

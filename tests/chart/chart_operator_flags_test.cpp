@@ -55,6 +55,7 @@ struct FlagsCase {
   double want_qps;
   int want_burst, want_concurrency, want_port;
   std::string want_probe_image, want_log_format;
+  int want_max_probes = 8, want_max_probes_per_namespace = 2;
 };
 
 void PrintTo(const FlagsCase& c, std::ostream* os) {
@@ -91,6 +92,8 @@ TEST_P(ChartOperatorFlags, the_operator_reads_the_charts_arguments_as_meant) {
   EXPECT_EQ(o.kube_api_burst, c.want_burst);
   EXPECT_EQ(o.concurrency, c.want_concurrency);
   EXPECT_EQ(o.reconciler.probe.image, c.want_probe_image);
+  EXPECT_EQ(o.reconciler.probe.max_concurrent, c.want_max_probes);
+  EXPECT_EQ(o.reconciler.probe.max_per_namespace, c.want_max_probes_per_namespace);
   EXPECT_EQ(o.reconciler.probe.command, std::vector<std::string>{"/usr/local/bin/commgate-probe"});
   EXPECT_EQ(f.log_format, c.want_log_format);
   EXPECT_TRUE(f.kubeconfig.empty()) << "in the pod: the service account's in-cluster config";
@@ -143,7 +146,8 @@ INSTANTIATE_TEST_SUITE_P(
                   {"--set",
                    "operator.replicas=1,operator.leaderElection.enabled=false,operator.port=9444,"
                    "operator.kubeApiQPS=50,operator.kubeApiBurst=100,operator.concurrency=16,"
-                   "operator.logFormat=text,probe.image=registry.example/probe:cuda12"},
+                   "operator.logFormat=text,probe.image=registry.example/probe:cuda12,"
+                   "operator.maxConcurrentProbes=3,operator.maxProbesPerNamespace=0"},
                   "commgate-system",
                   false,
                   50,
@@ -151,8 +155,10 @@ INSTANTIATE_TEST_SUITE_P(
                   16,
                   9444,
                   "registry.example/probe:cuda12",
-                  "text"}),
+                  "text",
+                  3,
+                  0}),
     [](const auto& test) { return test.param.name; });
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::testing

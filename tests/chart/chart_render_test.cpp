@@ -120,6 +120,34 @@ INSTANTIATE_TEST_SUITE_P(
                     "(use -f)\n"}),
     [](const auto& test) { return test.param.name; });
 
+// Issue #20 defect 6: docs/install.md's values file, as written there, moves both images to
+// the admin's registry (it sets only image.repository; the probe image is derived).
+TEST(ChartRenderer, the_install_guides_values_file_renders_as_the_guide_says) {
+  std::ifstream in(source_path("docs/install.md"));
+  std::stringstream doc;
+  doc << in.rdbuf();
+  const std::string text = doc.str();
+  const std::string start = "```yaml\n# my-values.yaml\n";
+  const size_t from = text.find(start);
+  ASSERT_NE(from, std::string::npos) << "docs/install.md lost its my-values.yaml block";
+  const size_t body = from + start.size();
+  const std::string values = text.substr(body, text.find("```", body) - body);
+  const std::string file = commgate::testing::scratch_dir().string() + "/my-values.yaml";
+  std::ofstream(file) << values;
+  const auto r = render_chart({"-f", file});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto& op = r.get("Deployment", "commgate-operator")["spec"]["template"]["spec"];
+  const std::string image = op["containers"][0]["image"];
+  const auto args = op["containers"][0]["args"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(args.begin(), args.end(),
+                      "--probe-image=" + image.substr(0, image.rfind(':')) + "-probe" +
+                          image.substr(image.rfind(':'))),
+            args.end())
+      << image << "\n"
+      << ::testing::PrintToString(args);
+  EXPECT_EQ(image.rfind("registry.example/", 0), 0u) << image;
+}
+
 TEST(ChartRenderer, refuses_hooks_it_does_not_implement) {
   const std::string dir = commgate::testing::scratch_dir().string() + "/hooked";
   std::filesystem::create_directories(dir + "/templates");
@@ -305,7 +333,8 @@ INSTANTIATE_TEST_SUITE_P(
                           "--port=8443", "--tls-cert-file=/etc/commgate/tls/tls.crt",
                           "--tls-private-key-file=/etc/commgate/tls/tls.key",
                           "--decision-key-file=/etc/commgate/decision-key/key", "--kube-api-qps=20",
-                          "--kube-api-burst=30", "--concurrency=4", "--log-format=json"}},
+                          "--kube-api-burst=30", "--concurrency=4", "--max-concurrent-probes=8",
+                          "--max-probes-per-namespace=2", "--log-format=json"}},
         OperatorArgsCase{"tuned_and_one_replica_without_leader_election",
                          {"--set",
                           "operator.replicas=1,operator.leaderElection.enabled=false,operator."
@@ -317,7 +346,8 @@ INSTANTIATE_TEST_SUITE_P(
                           "--port=9444", "--tls-cert-file=/etc/commgate/tls/tls.crt",
                           "--tls-private-key-file=/etc/commgate/tls/tls.key",
                           "--decision-key-file=/etc/commgate/decision-key/key", "--kube-api-qps=50",
-                          "--kube-api-burst=100", "--concurrency=16", "--log-format=text"}},
+                          "--kube-api-burst=100", "--concurrency=16", "--max-concurrent-probes=8",
+                          "--max-probes-per-namespace=2", "--log-format=text"}},
         OperatorArgsCase{"a_probe_image_of_its_own",
                          {"--set",
                           "probe.image=registry.example/probe:cuda12,image.probeRepository="
@@ -327,7 +357,8 @@ INSTANTIATE_TEST_SUITE_P(
                           "--port=8443", "--tls-cert-file=/etc/commgate/tls/tls.crt",
                           "--tls-private-key-file=/etc/commgate/tls/tls.key",
                           "--decision-key-file=/etc/commgate/decision-key/key", "--kube-api-qps=20",
-                          "--kube-api-burst=30", "--concurrency=4", "--log-format=json"}},
+                          "--kube-api-burst=30", "--concurrency=4", "--max-concurrent-probes=8",
+                          "--max-probes-per-namespace=2", "--log-format=json"}},
         OperatorArgsCase{
             "another_release_and_namespace",
             {"--name", "gate", "--namespace", "ml-infra"},
@@ -335,7 +366,8 @@ INSTANTIATE_TEST_SUITE_P(
              "--leader-elect=true", "--port=8443", "--tls-cert-file=/etc/commgate/tls/tls.crt",
              "--tls-private-key-file=/etc/commgate/tls/tls.key",
              "--decision-key-file=/etc/commgate/decision-key/key", "--kube-api-qps=20",
-             "--kube-api-burst=30", "--concurrency=4", "--log-format=json"}}),
+             "--kube-api-burst=30", "--concurrency=4", "--max-concurrent-probes=8",
+             "--max-probes-per-namespace=2", "--log-format=json"}}),
     [](const auto& test) { return test.param.name; });
 
 // The webhook lets exactly the operator's ServiceAccount through its checks: the user name

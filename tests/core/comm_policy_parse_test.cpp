@@ -89,6 +89,11 @@ INSTANTIATE_TEST_SUITE_P(
              "must be <= spec.probe.sizes.max"},
         Case{"probe_max_nodes_one", "/spec/probe", Json{{"maxNodes", 1}}, "spec.probe.maxNodes",
              "must be >= 2"},
+        Case{"toleration_key_blank", "/spec/probe",
+             Json{{"tolerationKeys", {"nvidia.com/gpu", ""}}}, "spec.probe.tolerationKeys[1]",
+             "must be a taint key such as nvidia.com/gpu"},
+        Case{"toleration_keys_not_a_list", "/spec/probe", Json{{"tolerationKeys", "a"}},
+             "spec.probe.tolerationKeys", "must be a list of strings"},
         Case{"service_account_without_namespace", "/spec/exemptions",
              Json{{"serviceAccounts", {"nightly"}}}, "spec.exemptions.serviceAccounts[0]",
              "must be \"namespace/name\""},
@@ -120,6 +125,7 @@ TEST(CommPolicyParsing, applies_defaults) {
   EXPECT_FALSE(p.spec.min_scaling_efficiency);
   EXPECT_EQ(p.spec.probe.backend, "auto");
   EXPECT_EQ(p.spec.probe.max_nodes, 4);
+  EXPECT_EQ(p.spec.probe.toleration_keys, std::vector<std::string>{"nvidia.com/gpu"});
   EXPECT_TRUE(p.spec.namespace_selector.empty());
   EXPECT_EQ(p.spec.max_extrapolation, 4);
   EXPECT_EQ(p.spec.max_extrapolation, default_comm_policy().spec.max_extrapolation);
@@ -202,5 +208,5 @@ TEST(CommPolicyParsing, non_finite_yaml_numbers_are_named) {
   }
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

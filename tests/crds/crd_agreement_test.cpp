@@ -164,7 +164,7 @@ Kind comm_policy_kind() {
       "measurementTTL": "12h", "onMissingMeasurement": "deny", "maxExtrapolation": 8,
       "probe": {"image": "registry.example/commgate-probe:0.1", "timeoutSeconds": 600,
                 "sizes": {"min": "16Ki", "max": "128Mi"}, "iterations": 30, "warmupIterations": 3,
-                "backend": "nccl", "maxNodes": 8},
+                "backend": "nccl", "maxNodes": 8, "tolerationKeys": ["nvidia.com/gpu", "pool"]},
       "exemptions": {"users": ["alice"], "groups": ["ml-platform-admins"],
                      "serviceAccounts": ["benchmarks/nightly"]},
       "retryStrategy": {"backoffLimitCount": 5, "backoffBaseSeconds": 10, "backoffMaxSeconds": 300}
@@ -670,6 +670,7 @@ TEST(CrdDefaults, name_the_parser_defaults_field_by_field) {
       {"spec.probe.warmupIterations", p.probe.warmup_iterations},
       {"spec.probe.backend", p.probe.backend},
       {"spec.probe.maxNodes", p.probe.max_nodes},
+      {"spec.probe.tolerationKeys", p.probe.toleration_keys},
       {"spec.retryStrategy", Json::object()},
       {"spec.retryStrategy.backoffLimitCount", p.retry_strategy.backoff_limit_count},
       {"spec.retryStrategy.backoffBaseSeconds", p.retry_strategy.backoff_base_seconds},

@@ -455,6 +455,57 @@ TEST(ProbeJob, the_selectors_key_order_does_not_change_the_objects) {
   EXPECT_EQ(build_probe(a, {}).job.dump(), build_probe(b, {}).job.dump());
 }
 
+// Issue #19 item 7: the probe runs in commgate's namespace, so it takes only the job's
+// tolerations of taints the policy lists (spec.probe.tolerationKeys).
+TEST(ProbeJob, takes_only_the_tolerations_of_the_policys_taint_keys) {
+  const json gpu = {{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
+  const json control_plane = {{"key", "node-role.kubernetes.io/control-plane"},
+                              {"operator", "Exists"},
+                              {"effect", "NoSchedule"}};
+  const json everything = {{"operator", "Exists"}};
+  const json pool = {{"key", "pool"}, {"operator", "Equal"}, {"value", "a100"}};
+  const auto t = probe_tolerations(json::array({gpu, control_plane, everything, pool}),
+                                   {"nvidia.com/gpu", "pool"});
+  EXPECT_EQ(t.kept, json::array({gpu, pool}));
+  EXPECT_EQ(t.dropped, (std::vector<std::string>{"node-role.kubernetes.io/control-plane:NoSchedule",
+                                                 "every taint"}));
+  // No keys listed: none taken; not a list: none, nothing to say.
+  EXPECT_EQ(probe_tolerations(json::array({gpu}), {}).kept, json::array());
+  EXPECT_EQ(probe_tolerations(json::array({gpu}), {}).dropped,
+            std::vector<std::string>{"nvidia.com/gpu:NoSchedule"});
+  EXPECT_TRUE(probe_tolerations(nullptr, {"nvidia.com/gpu"}).dropped.empty());
+}
+
+// Issue #19 item 7: ten jobs with ten nodeSelectors made ten probes. Probes are bounded in
+// all and per namespace of the jobs that ask; a pool's own probe is never refused.
+TEST(ProbeJob, probe_slots_are_bounded_in_all_and_per_namespace) {
+  auto probe = [](const std::string& pool, const std::string& for_job, bool finished = false) {
+    json j = {
+        {"metadata",
+         {{"labels", {{kPoolLabel, pool}}}, {"annotations", {{kProbeForAnnotation, for_job}}}}}};
+    if (finished)
+      j["status"]["conditions"] = json::array({{{"type", "Complete"}, {"status", "True"}}});
+    return j;
+  };
+  ProbeLaunchSettings s;
+  s.max_concurrent = 3;
+  s.max_per_namespace = 2;
+  const std::vector<json> two_of_alice = {probe("pool-a", "alice/j1"), probe("pool-b", "alice/j2")};
+  EXPECT_EQ(probe_slot_refusal(two_of_alice, "pool-c", "alice", s),
+            "waiting for a probe slot: 2 probes run for jobs of namespace alice, at most 2 at "
+            "once (the operator's --max-probes-per-namespace)");
+  EXPECT_EQ(probe_slot_refusal(two_of_alice, "pool-c", "bob", s), "");
+  EXPECT_EQ(probe_slot_refusal(two_of_alice, "pool-a", "alice", s), "") << "its own pool's";
+  std::vector<json> three = two_of_alice;
+  three.push_back(probe("pool-d", "carol/j"));
+  EXPECT_NE(probe_slot_refusal(three, "pool-e", "bob", s).find("3 probes run, at most 3"),
+            std::string::npos);
+  three[0] = probe("pool-a", "alice/j1", true);  // finished: not counted
+  EXPECT_EQ(probe_slot_refusal(three, "pool-e", "bob", s), "");
+  s.max_concurrent = s.max_per_namespace = 0;  // no bound
+  EXPECT_EQ(probe_slot_refusal(two_of_alice, "pool-c", "alice", s), "");
+}
+
 TEST(ProbeJob, tolerations_that_are_not_a_list_become_none) {
   ProbeRequest r = a_request();
   r.tolerations = nullptr;

@@ -454,6 +454,58 @@ TEST(Reconcile, a_job_whose_namespace_the_cache_has_not_seen_is_gated_without_a_
   EXPECT_EQ(condition_reason(w.status("bert"), condition::kAdmitted), reason::kNoMeasurement);
 }
 
+// Issue #19 item 7: a researcher's toleration of the control plane does not follow the
+// probe into commgate's namespace; the GPU taint's (the policy's default key) does.
+TEST(Reconcile, the_probe_takes_only_the_tolerations_the_policy_lists) {
+  World w;
+  w.submit(a_job("bert").set("/spec/tolerations",
+                             json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}},
+                                          {{"key", "node-role.kubernetes.io/control-plane"},
+                                           {"operator", "Exists"},
+                                           {"effect", "NoSchedule"}}})));
+  reconcile_to_probing(w, "bert");
+  EXPECT_EQ((*w.probe_job())["spec"]["template"]["spec"]["tolerations"],
+            json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}}));
+  const auto created = w.event("ProbeCreated");
+  ASSERT_TRUE(created);
+  EXPECT_NE((*created)["note"].get<std::string>().find(
+                "the job's tolerations of node-role.kubernetes.io/control-plane:NoSchedule are "
+                "not the probe's (CommPolicy team's probe.tolerationKeys: nvidia.com/gpu)"),
+            std::string::npos)
+      << created->dump();
+}
+
+// Issue #19 item 7: a job whose pool's probe would exceed the namespace's probe slots
+// waits (polled), with the reason in its Probed condition; then it probes.
+TEST(Reconcile, a_probe_waits_for_a_slot_when_its_namespace_has_its_share) {
+  World w;
+  ReconcilerSettings one_slot = w.settings;
+  one_slot.probe.max_per_namespace = 1;
+  TrainingJobReconciler reconciler{w.reader,
+                                   w.api,
+                                   w.api,
+                                   w.api,
+                                   [&w] { return w.snapshot(); },
+                                   w.recorder,
+                                   [&w] { return w.now; },
+                                   one_slot};
+  w.submit(a_job("bert"));
+  ASSERT_TRUE(reconciler.reconcile("ml/bert").ok());
+  ASSERT_EQ(w.status("bert").value("phase", ""), phase::kProbing);
+  w.submit(a_job("gpt").set("/spec/nodeSelector", {{"pool", "other"}}));
+  const auto r = reconciler.reconcile("ml/gpt");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(requeue_of(r), 15s);
+  const json status = w.status("gpt");
+  EXPECT_EQ(status["phase"], phase::kGated);
+  EXPECT_EQ(condition_reason(status, condition::kProbed), kReasonProbeQueued);
+  EXPECT_NE(condition_message(status, condition::kProbed)
+                .find("1 probes run for jobs of namespace ml, at most 1 at once"),
+            std::string::npos)
+      << status.dump(2);
+  EXPECT_EQ(w.api.list(kProbeJobs).items.size(), 1u) << "only bert's pool's probe";
+}
+
 TEST(Reconcile, a_suspended_job_no_webhook_saw_is_gated_by_the_operator) {
   World w;
   w.submit_raw(a_job("bert").set("/spec/suspend", true).json());

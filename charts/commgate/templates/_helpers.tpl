@@ -89,9 +89,10 @@ commgate-operator
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 
-{{/* The probe image the operator runs (--probe-image): probe.image, else image.probeRepository at the chart's tag. A CommPolicy's spec.probe.image still wins per policy. */}}
+{{/* The probe image the operator runs (--probe-image): probe.image, else image.probeRepository (empty: image.repository + "-probe") at the chart's tag. A CommPolicy's spec.probe.image still wins per policy. */}}
 {{- define "commgate.probeImage" -}}
-{{- .Values.probe.image | default (printf "%s:%s" .Values.image.probeRepository (default .Chart.AppVersion .Values.image.tag)) -}}
+{{- $repository := .Values.image.probeRepository | default (printf "%s-probe" .Values.image.repository) -}}
+{{- .Values.probe.image | default (printf "%s:%s" $repository (default .Chart.AppVersion .Values.image.tag)) -}}
 {{- end -}}
 
 {{/* Pod Security "restricted": the pod's part. */}}
