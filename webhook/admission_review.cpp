@@ -62,6 +62,10 @@ std::string string_at(const Json& obj, const char* key) {
 
 }  // namespace
 
+std::string decision_label(const std::string& action, const std::string& reason) {
+  return reason == reason::kExempt ? "Exempt" : action;
+}
+
 AdmissionResponse allowed() {
   return AdmissionResponse{};
 }

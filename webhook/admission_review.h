@@ -92,6 +92,11 @@ struct AdmissionResponse {
   std::string decision = "None";
 };
 
+// The `decision` a commgate decision is counted as: its action ("Admit", "Downsize", ...),
+// or "Exempt" for an admission of an exempt requester (reason Exempt), as docs/webhook.md
+// lists them.
+std::string decision_label(const std::string& action, const std::string& reason);
+
 // Builders, so handlers read as what they answer.
 AdmissionResponse allowed();
 AdmissionResponse denied(std::string message, int code = 403);

@@ -85,7 +85,7 @@ void annotate_decision(PatchBuilder& patch, const DecisionRecord& record) {
 }
 
 AdmissionResponse with_decision(AdmissionResponse response, const DecisionRecord& record) {
-  response.decision = to_string(record.action);
+  response.decision = decision_label(to_string(record.action), record.reason);
   response.audit_annotations["decision"] = to_string(record.action);
   response.audit_annotations["reason"] = record.reason;
   return response;

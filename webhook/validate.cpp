@@ -169,7 +169,7 @@ AdmissionResponse hold_to_record(const DecisionRecord& record, const TrainingJob
                    "commgate writes them"),
             "Bypass");
       }
-      return with_decision(allowed(), to_string(record.action));
+      return with_decision(allowed(), decision_label(to_string(record.action), record.reason));
     case RecordVerdict::kSpecChanged:
       break;
   }
@@ -229,7 +229,7 @@ AdmissionResponse decide_here(const TrainingJob& job, const Snapshot& snapshot,
       return with_decision(denied("spec.numNodes: " + d.message), "Bypass");
     case Action::kAdmit:
     case Action::kWarn:
-      return with_decision(allowed(), to_string(d.action));
+      return with_decision(allowed(), decision_label(to_string(d.action), d.reason));
   }
   return allowed();
 }

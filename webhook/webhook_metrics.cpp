@@ -23,6 +23,12 @@ void WebhookMetrics::record_request(const std::string& endpoint, const std::stri
                "AdmissionReview requests answered, by endpoint, decision and HTTP code.",
                {{"endpoint", endpoint}, {"decision", decision}, {"code", std::to_string(code)}})
       .inc();
+  if (endpoint == "validate")
+    registry_
+        .counter("commgate_webhook_admissions_total",
+                 "Admissions decided, once each (their /validate answers), by decision.",
+                 {{"decision", decision}})
+        .inc();
   const double seconds = std::chrono::duration<double>(duration).count();
   (endpoint == "mutate" ? mutate_latency_ : validate_latency_).observe(seconds);
 }

@@ -13,7 +13,9 @@
 #include "tests/kube/kube_test_support.h"
 #include "tests/server/test_client.h"
 #include "tests/server/test_pki.h"
+#include "tests/support/builders.h"
 #include "tests/support/child_process.h"
+#include "tests/webhook/webhook_test_support.h"
 
 namespace commgate::kube {
 namespace COMMGATE_TEST_UNIT {
@@ -72,6 +74,35 @@ TEST(WebhookKubeMode, BecomesReadyOnceTheClusterIsListed) {
   EXPECT_NE(p.output().find("watching policies and profiles through " + api.url()),
             std::string::npos)
       << p.output();
+
+  // One admission, as the API server makes it: /mutate, then /validate. Issue #20 defect
+  // 9: it is one admission in commgate_webhook_admissions_total, and every family the
+  // chart's dashboard reads is on /metrics.
+  const std::string review =
+      webhook::testing::a_create_of(
+          commgate::testing::a_training_job("bert").nodes(4).set("/spec/suspend", true).json())
+          .body();
+  server::testing::Client c(port, pki.ca_file());
+  ASSERT_EQ(c.connect(), "");
+  const std::vector<std::pair<std::string, std::string>> json_body = {
+      {"Content-Type", "application/json"}};
+  EXPECT_EQ(c.request("POST", "/mutate", review, json_body).status, 200);
+  EXPECT_EQ(c.request("POST", "/validate", review, json_body).status, 200);
+  const std::string metrics = c.request("GET", "/metrics").body;
+  EXPECT_NE(metrics.find("commgate_webhook_admissions_total{decision=\"Gate\"} 1\n"),
+            std::string::npos)
+      << metrics;
+  std::ifstream in(std::string(COMMGATE_SOURCE_DIR) + "/charts/commgate/dashboards/commgate.json");
+  std::stringstream dashboard;
+  dashboard << in.rdbuf();
+  const std::string text = dashboard.str();
+  const std::regex family("commgate_webhook_[a-z_]+");
+  int families = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), family);
+       it != std::sregex_iterator(); ++it, ++families)
+    EXPECT_NE(metrics.find("\n" + it->str()), std::string::npos)
+        << "the dashboard reads " << it->str() << ", which the webhook's /metrics lacks";
+  EXPECT_GE(families, 8);
   EXPECT_EQ(p.terminate(), 0) << p.output();
 }
 
@@ -96,5 +127,5 @@ TEST(WebhookKubeMode, ConflictingOrBrokenConfigurationIsFatal) {
   }
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::kube

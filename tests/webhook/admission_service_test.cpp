@@ -126,6 +126,28 @@ TEST(AdmissionService, TurnsAnExceptionIntoAnAdmissionReview500WithTheUidAndLogs
   EXPECT_NE(logged[0].find("c3ce937b-1a18-4e45-a0e8-adf5c962f1e4"), std::string::npos) << logged[0];
 }
 
+// docs/webhook.md lists `Exempt`: an exempt requester's admission is counted as such, not
+// as a plain Admit (issue #20 defect 9).
+TEST(AdmissionService, CountsAnExemptAdmissionAsExempt) {
+  auto source = std::make_shared<StaticPolicySource>(std::make_shared<Snapshot>(snapshot_of(
+      {commgate::testing::a_policy().named("p").max_comm_share(0.1).exempt_user("carol").build()},
+      {})));
+  AdmissionService service{source, WebhookConfig{}, [] { return test_now(); }};
+  server::Router router = service.router();
+  const std::string body = a_create_of(a_training_job("bert").nodes(4).json()).user("carol").body();
+  router.dispatch(post("/mutate", body));
+  router.dispatch(post("/validate", body));
+  const std::string text = router.dispatch(get("/metrics")).body;
+  EXPECT_NE(text.find(R"(commgate_webhook_admissions_total{decision="Exempt"} 1)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find(
+          R"(commgate_webhook_requests_total{endpoint="mutate",decision="Exempt",code="200"} 1)"),
+      std::string::npos)
+      << text;
+}
+
 TEST(AdmissionService, CountsRequestsByEndpointDecisionAndCode) {
   Fixture f;
   f.router.dispatch(post("/mutate", kJob));
@@ -141,6 +163,12 @@ TEST(AdmissionService, CountsRequestsByEndpointDecisionAndCode) {
           R"(commgate_webhook_requests_total{endpoint="validate",decision="Malformed",code="400"} 1)"),
       std::string::npos);
   EXPECT_NE(text.find("commgate_webhook_request_duration_seconds_bucket"), std::string::npos);
+  // Issue #20 defect 9: each admission once, by its /validate answer (the malformed one).
+  EXPECT_NE(text.find(R"(commgate_webhook_admissions_total{decision="Malformed"} 1)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(R"(commgate_webhook_admissions_total{decision="Gate"})"), std::string::npos)
+      << "a /mutate answer is not an admission of its own";
   EXPECT_NE(text.find("commgate_webhook_snapshot_age_seconds"), std::string::npos);
 }
 
