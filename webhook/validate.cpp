@@ -110,6 +110,16 @@ AdmissionResponse validate_comm_policy(const AdmissionRequest& request, const Sn
     return invalid(e);
   }
   AdmissionResponse r = allowed();
+  // Issue #19 item 5: upstream's edit and admin roles may impersonate the namespace's
+  // service accounts, so such an exemption is every editor's of that namespace.
+  const auto& accounts = policy.spec.exemptions.service_accounts;
+  for (size_t i = 0; i < accounts.size(); ++i) {
+    const std::string ns = accounts[i].substr(0, accounts[i].find('/'));
+    r.warnings.push_back("commgate: spec.exemptions.serviceAccounts[" + std::to_string(i) + "] " +
+                         accounts[i] + ": whoever may impersonate service accounts in " +
+                         "namespace " + ns + " (Kubernetes' edit and admin roles may) is " +
+                         "exempt through it; prefer users or groups (docs/security.md)");
+  }
   if (const auto shadow = never_governs_because(policy, snapshot.policies)) {
     r.warnings.push_back(
         "commgate: CommPolicy " + policy.metadata.name + " can never govern a namespace: " +

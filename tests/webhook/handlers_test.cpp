@@ -1009,6 +1009,23 @@ TEST(Mutate, AGateNamesTheCommProfileItLookedFor) {
       << response.warnings[0];
 }
 
+// Issue #19 item 5: upstream's edit may impersonate the namespace's service accounts, so a
+// service-account exemption is every editor's: the admin is told when writing it.
+TEST(Validate, AServiceAccountExemptionIsAdmittedWithAWarningThatEditorsCanBorrowIt) {
+  const auto r = handle_validate(
+      a_policy_create(
+          {{"maxCommShare", 0.3},
+           {"exemptions", {{"users", {"carol"}}, {"serviceAccounts", {"benchmarks/nightly"}}}}})
+          .parse(),
+      snapshot_of({}, {}), test_now());
+  EXPECT_TRUE(r.allowed);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_EQ(r.warnings[0],
+            "commgate: spec.exemptions.serviceAccounts[0] benchmarks/nightly: whoever may "
+            "impersonate service accounts in namespace benchmarks (Kubernetes' edit and admin "
+            "roles may) is exempt through it; prefer users or groups (docs/security.md)");
+}
+
 // Issue 12 defect 4: an exemption applies only where its policy applies, also on scale.
 TEST(Validate, AnExemptionForAnotherNamespaceDoesNotLetAScaleUpThrough) {
   const CommPolicy sandbox = a_policy()
