@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -162,6 +163,8 @@ Snapshot read_policy_dir(const std::string& dir) {
   if (ec) throw UsageError("--policy-dir " + dir + ": " + ec.message());
   std::sort(files.begin(), files.end());
   Snapshot snapshot;
+  std::map<std::string, std::string> seen;  // "CommPolicy x" -> the file it came from
+  std::vector<std::string> problems;        // every one, each naming its file and object
   for (const std::string& file : files) {
     std::vector<nlohmann::json> docs;
     for (auto& doc : read_manifests(file)) {
@@ -173,25 +176,49 @@ Snapshot read_policy_dir(const std::string& dir) {
     }
     for (const auto& doc : docs) {
       const std::string kind = kind_of(doc);
+      if (kind != "CommPolicy" && kind != "Namespace") continue;  // not policy input
+      const auto meta = doc.find("metadata");
+      const std::string name = meta != doc.end() && meta->is_object() && meta->contains("name") &&
+                                       (*meta)["name"].is_string()
+                                   ? (*meta)["name"].get<std::string>()
+                                   : "";
+      if (name.empty()) {
+        problems.push_back(file + ": a " + kind + " without metadata.name");
+        continue;
+      }
+      // A cluster holds one object of a name: two here (a stale export beside a new one)
+      // would be decided from whichever came last.
+      const std::string id = kind + " " + name;
+      if (auto [it, fresh] = seen.emplace(id, file); !fresh) {
+        problems.push_back(file + ": " + id + " is also in " + it->second +
+                           " (a cluster holds one; remove the stale copy)");
+        continue;
+      }
       if (kind == "CommPolicy") {
         try {
           snapshot.policies.push_back(parse_comm_policy(doc));
         } catch (const ValidationError& e) {
-          rethrow_with_file(file, "CommPolicy", e);
+          std::string why;
+          for (const auto& fe : e.errors().all()) why += "\n    " + fe.to_string();
+          problems.push_back(file + ": CommPolicy " + name + " is invalid:" + why);
         }
-      } else if (kind == "Namespace") {
-        const auto meta = doc.find("metadata");
-        if (meta == doc.end() || !meta->is_object() || !meta->contains("name") ||
-            !(*meta)["name"].is_string())
-          throw UsageError(file + ": a Namespace without metadata.name");
-        auto& labels = snapshot.namespace_labels[(*meta)["name"].get<std::string>()];
-        if (auto l = meta->find("labels"); l != meta->end() && l->is_object()) {
-          for (const auto& [k, v] : l->items())
-            if (v.is_string()) labels[k] = v.get<std::string>();
-        }
+        continue;
       }
-      // Other kinds (a TrainingJob, a CommProfile kept beside them) are not policy input.
+      auto& labels = snapshot.namespace_labels[name];
+      if (auto l = meta->find("labels"); l != meta->end() && !l->is_null()) {
+        if (!l->is_object()) {
+          problems.push_back(file + ": Namespace " + name + ": metadata.labels: must be a map");
+          continue;
+        }
+        for (const auto& [k, v] : l->items())
+          if (v.is_string()) labels[k] = v.get<std::string>();
+      }
     }
+  }
+  if (!problems.empty()) {
+    std::string message = "--policy-dir " + dir + ":";
+    for (const auto& p : problems) message += "\n  " + p;
+    throw UsageError(message);
   }
   return snapshot;
 }
@@ -208,8 +235,14 @@ std::string policy_chosen_text(const TrainingJob& job, const CommPolicy& chosen,
       ")";
   const std::string governing =
       governing_policy(snapshot.labels_of(ns), snapshot.policies).metadata.name;
-  if (chosen.metadata.name == governing)
-    return "chosen as the cluster would: governs namespace " + ns + in;
+  if (chosen.metadata.name == governing) {
+    std::string text = "chosen as the cluster would: governs namespace " + ns + in;
+    if (!job.spec.policy_ref.empty() && job.spec.policy_ref != chosen.metadata.name)
+      text += "; spec.policyRef names CommPolicy " + job.spec.policy_ref +
+              ", which is not at least as strict in every field that decides, so this one " +
+              "decides (the webhook warns the same)";
+    return text;
+  }
   return "chosen as the cluster would: spec.policyRef names it, and it is at least as strict as " +
          policy_label(governing) + ", which governs namespace " + ns + in;
 }
@@ -271,6 +304,9 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
         throw UsageError(policy_in +
                          " holds a CommPolicy, and --policy-dir chooses the policy: " + "give one");
       policy_snapshot = read_policy_dir(opts.policy_dir);
+      if (policy_snapshot->policies.empty())
+        err << "commgate evaluate: warning: no CommPolicy in " << opts.policy_dir
+            << ": the built-in default governs every namespace\n";
       for (auto& job : jobs) {
         // kubectl puts a job without a namespace in its context's, usually `default`.
         if (job.metadata.namespace_.empty()) job.metadata.namespace_ = "default";

@@ -57,6 +57,10 @@ Options:
   --max-probes-per-namespace N    probes running at once for the jobs of one namespace
                                   (default 2; 0: no bound)
   --workload-port N               the training's MASTER_PORT (default 29500)
+  --workload-unschedulable-timeout D
+                                  how long a training pod may wait for the scheduler
+                                  before the training is stopped and fails (default
+                                  10m; 0: never)
   --log-format text|json          log lines on stderr as text (default) or one JSON
                                   object per line
   --decision-key-file FILE        the key (at least 32 bytes) that signs decision records;
@@ -147,6 +151,8 @@ OperatorFlags parse_operator_flags(const std::vector<std::string>& args,
       o.reconciler.probe.max_concurrent = flags.int_value(0, 100000);
     } else if (flags.is("--max-probes-per-namespace")) {
       o.reconciler.probe.max_per_namespace = flags.int_value(0, 100000);
+    } else if (flags.is("--workload-unschedulable-timeout")) {
+      o.reconciler.workload.unschedulable_timeout = flags.seconds_value(std::chrono::seconds(0));
     } else if (flags.is("--workload-port")) {
       o.reconciler.workload.master_port = flags.int_value(1, 65535);
     } else if (flags.is("--decision-key-file")) {

@@ -43,8 +43,9 @@ bool at_least_as_strict(const CommPolicy& a, const CommPolicy& b);
 // The rule, in three lines (docs/policy.md "Which policy governs a namespace"):
 // - the CommPolicies whose namespaceSelector matches the namespace's labels apply to it;
 //   the built-in default applies only where none does;
-// - of those, the strictest governs: the lowest maxCommShare; on equal limits the higher
-//   minScalingEfficiency, then the stricter enforcementAction (deny > downsize > warn >
+// - of those, the strictest governs: one that enforces (deny, downsize) before one that
+//   only reports (warn, dryrun); then the lowest maxCommShare; on equal limits the higher
+//   minScalingEfficiency, then the stricter enforcementAction (deny > downsize, warn >
 //   dryrun), then the stricter onMissingMeasurement (deny > gate > admit), then the lower
 //   maxExtrapolation, then the shorter measurementTTL, then fewer exemptions; the name
 //   only between policies equal in all of these;
@@ -54,6 +55,11 @@ CommPolicy governing_policy(const std::map<std::string, std::string>& namespace_
 
 // True when `a` wins over `b` where both apply (the order above).
 bool governs_over(const CommPolicy& a, const CommPolicy& b);
+
+// Why `winner` wins over `loser`, in words: the first field of the order above in which
+// they differ ("a lower maxCommShare (0.3 against 0.5)", "it enforces (deny) where the
+// other only reports (dryrun)"), or "its name, all else being equal".
+std::string why_governs_over(const CommPolicy& winner, const CommPolicy& loser);
 
 // Which namespaces each policy governs, for CommPolicy status: `namespaces` maps each
 // namespace to its labels. A policy that applies to some namespaces and governs none is

@@ -8,9 +8,16 @@
 #include <optional>
 #include <string>
 
+#include "core/time_format.h"
+
 namespace commgate::op {
 
 // The scheduler's message when `pod` cannot be placed; nullopt otherwise.
 std::optional<std::string> unschedulable_message(const nlohmann::json& pod);
+
+// Since when the scheduler has not placed `pod`: its PodScheduled=False condition's
+// lastTransitionTime, else its creationTimestamp; nullopt when it is not unschedulable or
+// neither time reads.
+std::optional<TimePoint> unschedulable_since(const nlohmann::json& pod);
 
 }  // namespace commgate::op

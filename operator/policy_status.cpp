@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "kube/api_error.h"
 #include "operator/conditions.h"
 #include "operator/policy_counters.h"
 
@@ -23,26 +24,48 @@ std::string namespaces_word(size_t n) {
   return std::to_string(n) + (n == 1 ? " namespace" : " namespaces");
 }
 
-Condition shadowed_condition(const PolicyGovernance& g, int64_t generation) {
+// "nlp-a, nlp-b under CommPolicy default, with a lower maxCommShare (0.5 against 0.6)":
+// the namespaces where `policy` is shadowed, grouped by the policy that governs them.
+std::string shadowed_text(const CommPolicy* policy, const PolicyGovernance& g,
+                          const Snapshot& snapshot) {
+  std::map<std::string, std::vector<std::string>> by_winner;
+  for (const auto& [ns, winner] : g.shadowed_in) by_winner[winner].push_back(ns);
+  std::string out;
+  for (const auto& [winner, namespaces] : by_winner) {
+    out += (out.empty() ? "" : "; ") + listed(namespaces) + " under " + policy_label(winner);
+    const auto w = std::find_if(snapshot.policies.begin(), snapshot.policies.end(),
+                                [&](const CommPolicy& p) { return p.metadata.name == winner; });
+    if (policy && w != snapshot.policies.end()) out += ", with " + why_governs_over(*w, *policy);
+  }
+  return out;
+}
+
+Condition shadowed_condition(const std::string& name, const PolicyGovernance& g,
+                             const Snapshot& snapshot, int64_t generation) {
   Condition c{policy_condition::kShadowed, kFalse, "", "", generation};
-  std::vector<std::string> shadowed;
-  for (const auto& [ns, winner] : g.shadowed_in)
-    shadowed.push_back(ns + " (" + policy_label(winner) + ")");
+  const auto self = std::find_if(snapshot.policies.begin(), snapshot.policies.end(),
+                                 [&](const CommPolicy& p) { return p.metadata.name == name; });
+  if (self == snapshot.policies.end()) {
+    // Not in the snapshot: it does not parse and no valid version of it is kept.
+    c.reason = "NotValid";
+    c.message = "governs no namespace: it does not parse (condition Valid)";
+    return c;
+  }
+  const std::string shadowed = shadowed_text(&*self, g, snapshot);
   if (!g.governed.empty()) {
     c.reason = "Governs";
     c.message = "governs " + namespaces_word(g.governed.size()) + ": " + listed(g.governed);
     if (!shadowed.empty())
-      c.message += "; in " + namespaces_word(shadowed.size()) +
-                   " it selects, a policy that wins there governs: " + listed(shadowed);
+      c.message += "; of the " + namespaces_word(g.shadowed_in.size()) +
+                   " it selects besides, a policy that wins there governs: " + shadowed;
   } else if (!shadowed.empty()) {
     c.status = kTrue;
     c.reason = "ShadowedEverywhere";
     c.message =
-        "governs no namespace: a policy with a lower maxCommShare (or, on equal "
-        "limits, a stricter action) governs " +
-        (shadowed.size() == 1 ? std::string("the namespace")
-                              : "each of the " + namespaces_word(shadowed.size())) +
-        " it selects: " + listed(shadowed);
+        "governs no namespace: another policy governs " +
+        (g.shadowed_in.size() == 1 ? std::string("the namespace")
+                                   : "each of the " + namespaces_word(g.shadowed_in.size())) +
+        " it selects: " + shadowed;
   } else {
     c.reason = "SelectsNoNamespace";
     c.message = "its namespaceSelector matches no namespace";
@@ -82,7 +105,7 @@ json policy_status_patch(const json& policy, const Snapshot& snapshot,
                                   {"shadowedNamespaceCount", g.shadowed_in.size()}};
 
   json conditions = status.value("conditions", json::array());
-  bool changed = set_condition(conditions, shadowed_condition(g, generation), now);
+  bool changed = set_condition(conditions, shadowed_condition(name, g, snapshot, generation), now);
   changed |= set_condition(conditions, valid_condition(name, snapshot, generation), now);
   changed |= status.value("governance", json()) != wanted_governance;
   if (!changed) return nullptr;
@@ -100,6 +123,9 @@ size_t write_policy_statuses(const kube::Store::Objects& policies, const Snapsho
     try {
       writer.patch_status(PolicyCounters::policy_path(name), kube::PatchType::kMerge, patch);
       ++written;
+    } catch (const kube::ApiError& e) {
+      // Deleted since the cache showed it: nothing to say on it.
+      if (!e.not_found() && !first_error) first_error = std::current_exception();
     } catch (...) {
       if (!first_error) first_error = std::current_exception();
     }

@@ -267,13 +267,13 @@ std::string probe_slot_refusal(const std::vector<json>& probes, const std::strin
         annotations.is_object() ? annotations.value(kProbeForAnnotation, "") : "";
     if (for_job.substr(0, for_job.find('/')) == job_namespace) ++in_namespace;
   }
+  auto run = [](int n) { return std::to_string(n) + (n == 1 ? " probe runs" : " probes run"); };
   if (settings.max_per_namespace > 0 && in_namespace >= settings.max_per_namespace)
-    return "waiting for a probe slot: " + std::to_string(in_namespace) +
-           " probes run for jobs of namespace " + job_namespace + ", at most " +
-           std::to_string(settings.max_per_namespace) +
+    return "waiting for a probe slot: " + run(in_namespace) + " for jobs of namespace " +
+           job_namespace + ", at most " + std::to_string(settings.max_per_namespace) +
            " at once (the operator's --max-probes-per-namespace)";
   if (settings.max_concurrent > 0 && running >= settings.max_concurrent)
-    return "waiting for a probe slot: " + std::to_string(running) + " probes run, at most " +
+    return "waiting for a probe slot: " + run(running) + ", at most " +
            std::to_string(settings.max_concurrent) +
            " at once (the operator's --max-concurrent-probes)";
   return "";
@@ -291,7 +291,8 @@ ProbeTolerations probe_tolerations(const json& job_tolerations,
       continue;
     }
     const std::string effect = t.is_object() ? t.value("effect", "") : "";
-    out.dropped.push_back(key.empty() ? "every taint" : key + (effect.empty() ? "" : ":" + effect));
+    out.dropped.push_back(key.empty() ? "the one of every taint (no key)"
+                                      : key + (effect.empty() ? "" : ":" + effect));
   }
   return out;
 }

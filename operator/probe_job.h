@@ -83,7 +83,8 @@ ProbeObjects build_probe(const ProbeRequest& request, const ProbeLaunchSettings&
 
 // The job's tolerations (spec.tolerations, validated) a probe takes: those whose key is
 // in `allowed_keys` (the policy's spec.probe.tolerationKeys). `dropped` names the others
-// for the user ("node-role.kubernetes.io/control-plane:NoSchedule", "every taint").
+// for the user ("node-role.kubernetes.io/control-plane:NoSchedule", "the one of every
+// taint (no key)").
 struct ProbeTolerations {
   nlohmann::json kept = nlohmann::json::array();
   std::vector<std::string> dropped;

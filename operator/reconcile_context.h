@@ -56,6 +56,9 @@ struct TrainingJobReconciler::Context {
   // A decision newly put in status.decision: counted on its policy once the status is
   // written.
   std::optional<Decision> to_count;
+  // Look again after this long although nothing may change (a workload pod that waits
+  // for the scheduler, bounded by --workload-unschedulable-timeout).
+  std::optional<kube::Clock::duration> recheck_in;
 
   // True when the condition changed (a new type, status, reason, message or generation).
   bool condition(const char* type, const char* status_value, const std::string& reason,

@@ -20,15 +20,15 @@ std::string pool_measured(const std::string& pool, int nodes, double busbw_bytes
          (transport.empty() ? "" : ", " + transport) + ")";
 }
 
-// "; the job's tolerations of node-role.kubernetes.io/control-plane:NoSchedule are not the
-// probe's (CommPolicy team's probe.tolerationKeys: nvidia.com/gpu)", or "".
+// "; not given to the probe, of the job's tolerations: node-role.kubernetes.io/control-
+// plane:NoSchedule (CommPolicy team's probe.tolerationKeys: nvidia.com/gpu)", or "".
 std::string dropped_tolerations_note(const std::vector<std::string>& dropped,
                                      const CommPolicy& policy) {
   if (dropped.empty()) return "";
   std::string what, keys;
   for (const auto& d : dropped) what += (what.empty() ? "" : ", ") + d;
   for (const auto& k : policy.spec.probe.toleration_keys) keys += (keys.empty() ? "" : ", ") + k;
-  return "; the job's tolerations of " + what + " are not the probe's (" +
+  return "; not given to the probe, of the job's tolerations: " + what + " (" +
          policy_label(policy.metadata.name) +
          "'s probe.tolerationKeys: " + (keys.empty() ? "none" : keys) + ")";
 }
@@ -156,9 +156,11 @@ ReconcileResult TrainingJobReconciler::start_probe(Context& ctx, const JobDecisi
   {
     kube::ListOptions probes;
     probes.label_selector = std::string(kRoleLabel) + "=probe";
+    // From the API server, not the cache: a probe created a moment ago by another job's
+    // reconcile must count (the trial saw a cache 200 ms behind let a second one start).
     const std::string why =
-        probe_slot_refusal(reader_.list(jobs_collection(settings_.probe.ns), probes).items, pool,
-                           ctx.job.metadata.namespace_, settings_.probe);
+        probe_slot_refusal(live_reader_.list(jobs_collection(settings_.probe.ns), probes).items,
+                           pool, ctx.job.metadata.namespace_, settings_.probe);
     if (!why.empty()) {
       // Polled: a slot frees when another pool's probe finishes, which does not wake
       // this job (it waits on its own pool).

@@ -28,6 +28,7 @@ ReconcileResult TrainingJobReconciler::launch_and_sync(Context& ctx, const Decis
   const bool ours = ensure_workload(ctx, record);
   sync_status(ctx);
   if (!ours) return Action::requeue_after(settings_.probe_poll);
+  if (ctx.recheck_in) return Action::requeue_after(*ctx.recheck_in);
   return Action::await_change();
 }
 
@@ -97,6 +98,15 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
     const json* running = find_condition(conditions, condition::kRunning);
     if (!running || running->value("reason", "") != op_reason::kPodsUnschedulable)
       event(ctx, "Warning", op_reason::kPodsUnschedulable, "Launch", state.message);
+    const auto timeout = settings_.workload.unschedulable_timeout;
+    if (timeout.count() > 0 && state.unschedulable_since) {
+      const auto waited = ctx.now - *state.unschedulable_since;
+      if (waited >= timeout) {
+        stop_unschedulable_workload(ctx, *workload, state);
+        return true;
+      }
+      ctx.recheck_in = std::chrono::duration_cast<kube::Clock::duration>(timeout - waited);
+    }
   }
   const std::string detail =
       "Job " + ctx.ns + "/" + ctx.name + ": " + std::to_string(state.active) + " active, " +
@@ -126,6 +136,24 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
       break;
   }
   return true;
+}
+
+void TrainingJobReconciler::stop_unschedulable_workload(Context& ctx, const json& workload,
+                                                        const WorkloadState& state) {
+  kube::DeleteOptions options;
+  options.propagation_policy = "Background";  // its pods with it: they hold nodes
+  options.precondition_uid = meta_string(workload, "uid");
+  remove_if_present(writer_, jobs_collection(ctx.ns) + "/" + ctx.name, options);
+  const std::string message =
+      "stopped after " + format_duration(settings_.workload.unschedulable_timeout) + ": " +
+      state.message + ". The pool " + format_node_selector(ctx.job.spec.node_selector) +
+      " has fewer free nodes than spec.numNodes (" + std::to_string(ctx.job.spec.num_nodes) +
+      ") asks, so the pods that started held their nodes for nothing; submit it again with " +
+      "fewer nodes, or when the pool has room";
+  ctx.set_phase(phase::kFailed);
+  ctx.condition(condition::kRunning, kFalse, op_reason::kWorkloadUnschedulable, message);
+  ctx.condition(condition::kFailed, kTrue, op_reason::kWorkloadUnschedulable, message);
+  event(ctx, "Warning", op_reason::kWorkloadUnschedulable, "Stop", message);
 }
 
 }  // namespace commgate::op

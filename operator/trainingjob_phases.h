@@ -49,6 +49,9 @@ inline constexpr const char* kPreviousWorkloadExists = "PreviousWorkloadExists";
 inline constexpr const char* kWorkloadResized = "WorkloadResized";
 // A pod of the workload cannot be scheduled (workload_state.h): Running=False, a Warning.
 inline constexpr const char* kPodsUnschedulable = "PodsUnschedulable";
+// A pod of the workload stayed unschedulable past --workload-unschedulable-timeout: the
+// workload Job is deleted so the pods that did start free their nodes; phase Failed.
+inline constexpr const char* kWorkloadUnschedulable = "WorkloadUnschedulable";
 }  // namespace op_reason
 
 }  // namespace commgate::op

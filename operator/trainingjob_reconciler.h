@@ -60,6 +60,7 @@
 #include "operator/probe_retry.h"
 #include "operator/trainingjob_phases.h"
 #include "operator/workload_job.h"
+#include "operator/workload_state.h"
 
 namespace commgate::op {
 
@@ -139,6 +140,11 @@ class TrainingJobReconciler {
   // as large as probe.maxNodes lets it be), or nullopt.
   std::optional<std::string> beyond_probe_reach(const Context& ctx, const JobDecision& jd) const;
   kube::ReconcileResult launch_and_sync(Context& ctx, const DecisionRecord& record);
+  // Deletes the workload Job `workload` (its pods with it) whose pods the scheduler could
+  // not place for --workload-unschedulable-timeout; phase Failed, reason
+  // WorkloadUnschedulable.
+  void stop_unschedulable_workload(Context& ctx, const nlohmann::json& workload,
+                                   const WorkloadState& state);
 
   ProbeOutcome outcome_of(const nlohmann::json& probe) const;
   // The pods of batch/v1 Job `job` in `ns` (by job-name label, this Job's controller-uid),

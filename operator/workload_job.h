@@ -6,6 +6,7 @@
 // Pure: no I/O; docs/operator.md "The training workload" states every rule.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,6 +19,11 @@ namespace commgate::op {
 
 struct WorkloadSettings {
   int master_port = 29500;  // MASTER_ADDR's port: the Service's port and MASTER_PORT
+  // How long a pod of the workload may stay unschedulable before the workload is stopped
+  // (`--workload-unschedulable-timeout`; 0: never). torchrun waits for every node, so the
+  // pods that did start hold their nodes, on a real cluster their GPUs, and train nothing
+  // (issue #20 defect 2: a 6-node job on a 2-node pool).
+  std::chrono::seconds unschedulable_timeout{600};
 };
 
 struct WorkloadObjects {

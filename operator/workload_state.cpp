@@ -69,6 +69,9 @@ WorkloadState workload_state(const nlohmann::json& job, const std::vector<nlohma
   for (const json& pod : pods) {
     if (auto m = unschedulable_message(pod)) {
       if (unschedulable++ == 0) scheduler_says = *m;
+      if (auto since = op::unschedulable_since(pod);
+          since && (!state.unschedulable_since || *since < *state.unschedulable_since))
+        state.unschedulable_since = since;
     }
   }
   if (unschedulable > 0) {

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/time_format.h"
 
 namespace commgate::op {
 
@@ -19,6 +22,9 @@ struct WorkloadState {
   // (docs/operator.md "The training workload").
   std::string reason, message;
   int active = 0, succeeded = 0, failed = 0;
+  // PodsUnschedulable: since when the longest-waiting of those pods has waited
+  // (unschedulable_since), when it reads.
+  std::optional<TimePoint> unschedulable_since;
 };
 
 // `job`: a batch/v1 Job as read (status may be absent: a Job just created).

@@ -143,11 +143,13 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
   patch.default_spec("numProcPerNode", 1);
   patch.default_model("gradientDtype", "fp32");
   std::vector<std::string> warnings;
-  // The job named a milder policy than one that applies: say which decides instead.
+  // The job named a policy not at least as strict as the one that governs: say which
+  // decides instead.
   if (!job.spec.policy_ref.empty() && jd.policy->metadata.name != job.spec.policy_ref) {
     warnings.push_back("commgate: spec.policyRef.name: CommPolicy \"" + job.spec.policy_ref +
-                       "\" is milder than \"" + jd.policy->metadata.name +
-                       "\", which applies to namespace \"" + job.metadata.namespace_ +
+                       "\" is not at least as strict as \"" + jd.policy->metadata.name +
+                       "\" in every field that decides, and \"" + jd.policy->metadata.name +
+                       "\" governs namespace \"" + job.metadata.namespace_ +
                        "\"; a policyRef may only tighten, so \"" + jd.policy->metadata.name +
                        "\" decides this job");
   }
@@ -157,7 +159,10 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
     case Action::kGate:
       if (user_unsuspends) break;
       patch.set_spec("suspend", true);
-      warnings.push_back("commgate: suspended until measured: " + d.message);
+      warnings.push_back(std::string(d.reason == reason::kNamespaceUnknown
+                                         ? "commgate: suspended until commgate sees the namespace: "
+                                         : "commgate: suspended until measured: ") +
+                         d.message);
       break;
     case Action::kDownsize:
       patch.set_spec("numNodes", d.admitted_nodes);

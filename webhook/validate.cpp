@@ -1,5 +1,7 @@
 // handle_validate: see handlers.h.
 
+#include <algorithm>
+
 #include "core/annotations.h"
 #include "core/decision_record.h"
 #include "core/field_errors.h"
@@ -120,12 +122,20 @@ AdmissionResponse validate_comm_policy(const AdmissionRequest& request, const Sn
                          "namespace " + ns + " (Kubernetes' edit and admin roles may) is " +
                          "exempt through it; prefer users or groups (docs/security.md)");
   }
-  if (const auto shadow = never_governs_because(policy, snapshot.policies)) {
+  if (policy.spec.probe.toleration_keys.empty())
     r.warnings.push_back(
-        "commgate: CommPolicy " + policy.metadata.name + " can never govern a namespace: " +
-        "CommPolicy " + *shadow + " applies to every namespace it selects and wins there " +
-        "(a lower maxCommShare, or on equal limits a stricter action; docs/policy.md " +
-        "\"Which policy governs a namespace\")");
+        "commgate: spec.probe.tolerationKeys is empty: probes take none of the jobs' "
+        "tolerations, so a pool whose nodes are tainted (GPU nodes often are, nvidia.com/gpu) "
+        "cannot be probed");
+  if (const auto shadow = never_governs_because(policy, snapshot.policies)) {
+    const auto winner =
+        std::find_if(snapshot.policies.begin(), snapshot.policies.end(),
+                     [&](const CommPolicy& p) { return p.metadata.name == *shadow; });
+    r.warnings.push_back("commgate: CommPolicy " + policy.metadata.name +
+                         " can never govern a namespace: CommPolicy " + *shadow +
+                         " applies to every namespace it selects and wins there with " +
+                         why_governs_over(*winner, policy) +
+                         " (docs/policy.md \"Which policy governs a namespace\")");
   }
   return r;
 }

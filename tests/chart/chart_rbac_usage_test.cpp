@@ -295,8 +295,8 @@ TEST_F(ChartRbacUsage, a_trainingjobs_lifecycle_meets_no_403_and_leaves_no_grant
   r = kubectl({"get", "cpol", "team-nlp", "-o",
                R"(jsonpath={.status.conditions[?(@.type=="Shadowed")].message})"});
   EXPECT_EQ(r.output,
-            "governs no namespace: a policy with a lower maxCommShare (or, on equal limits, a "
-            "stricter action) governs the namespace it selects: nlp (CommPolicy default)")
+            "governs no namespace: another policy governs the namespace it selects: nlp under "
+            "CommPolicy default, with a lower maxCommShare (0.95 against 0.99)")
       << r.output;
   r = kubectl({"get", "cpol", "default", "-o", "jsonpath={.status.governance.governedNamespaces}"});
   EXPECT_NE(r.output.find("\"nlp\""), std::string::npos) << r.output;

@@ -334,7 +334,8 @@ INSTANTIATE_TEST_SUITE_P(
                           "--tls-private-key-file=/etc/commgate/tls/tls.key",
                           "--decision-key-file=/etc/commgate/decision-key/key", "--kube-api-qps=20",
                           "--kube-api-burst=30", "--concurrency=4", "--max-concurrent-probes=8",
-                          "--max-probes-per-namespace=2", "--log-format=json"}},
+                          "--max-probes-per-namespace=2", "--workload-unschedulable-timeout=10m",
+                          "--log-format=json"}},
         OperatorArgsCase{"tuned_and_one_replica_without_leader_election",
                          {"--set",
                           "operator.replicas=1,operator.leaderElection.enabled=false,operator."
@@ -347,7 +348,8 @@ INSTANTIATE_TEST_SUITE_P(
                           "--tls-private-key-file=/etc/commgate/tls/tls.key",
                           "--decision-key-file=/etc/commgate/decision-key/key", "--kube-api-qps=50",
                           "--kube-api-burst=100", "--concurrency=16", "--max-concurrent-probes=8",
-                          "--max-probes-per-namespace=2", "--log-format=text"}},
+                          "--max-probes-per-namespace=2", "--workload-unschedulable-timeout=10m",
+                          "--log-format=text"}},
         OperatorArgsCase{"a_probe_image_of_its_own",
                          {"--set",
                           "probe.image=registry.example/probe:cuda12,image.probeRepository="
@@ -358,7 +360,8 @@ INSTANTIATE_TEST_SUITE_P(
                           "--tls-private-key-file=/etc/commgate/tls/tls.key",
                           "--decision-key-file=/etc/commgate/decision-key/key", "--kube-api-qps=20",
                           "--kube-api-burst=30", "--concurrency=4", "--max-concurrent-probes=8",
-                          "--max-probes-per-namespace=2", "--log-format=json"}},
+                          "--max-probes-per-namespace=2", "--workload-unschedulable-timeout=10m",
+                          "--log-format=json"}},
         OperatorArgsCase{
             "another_release_and_namespace",
             {"--name", "gate", "--namespace", "ml-infra"},
@@ -367,7 +370,8 @@ INSTANTIATE_TEST_SUITE_P(
              "--tls-private-key-file=/etc/commgate/tls/tls.key",
              "--decision-key-file=/etc/commgate/decision-key/key", "--kube-api-qps=20",
              "--kube-api-burst=30", "--concurrency=4", "--max-concurrent-probes=8",
-             "--max-probes-per-namespace=2", "--log-format=json"}}),
+             "--max-probes-per-namespace=2", "--workload-unschedulable-timeout=10m",
+             "--log-format=json"}}),
     [](const auto& test) { return test.param.name; });
 
 // The webhook lets exactly the operator's ServiceAccount through its checks: the user name

@@ -209,9 +209,18 @@ items:
   r = run(
       {"evaluate", "-f", research.path(), "--measurement", m.path(), "--policy-dir", dir.string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("broken.yaml: invalid CommPolicy:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("broken.yaml: CommPolicy b is invalid:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("spec.maxCommShare"), std::string::npos) << r.err;
-  r = run({"evaluate", "-f", research.path(), "--policy", (dir / "broken.yaml").string(),
+  // A second copy of a policy (a stale export) is refused, naming both files.
+  fs::remove(dir / "broken.yaml");
+  std::ofstream(dir / "stale.yaml")
+      << "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata: {name: team-risky}\n"
+         "spec: {maxCommShare: 0.9}\n";
+  r = run(
+      {"evaluate", "-f", risky.path(), "--measurement", m.path(), "--policy-dir", dir.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("stale.yaml: CommPolicy team-risky is also in"), std::string::npos) << r.err;
+  r = run({"evaluate", "-f", research.path(), "--policy", (dir / "stale.yaml").string(),
            "--policy-dir", dir.string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--policy and --policy-dir"), std::string::npos) << r.err;

@@ -148,6 +148,37 @@ INSTANTIATE_TEST_SUITE_P(
                       "",
                       "b",
                       ""},
+        // The trial's defect: a dryrun policy for every namespace with a lower limit, added
+        // to observe, stopped team-risky's deny; reporting policies never displace
+        // enforcing ones.
+        SelectionCase{"a_reporting_policy_with_a_lower_limit_does_not_stop_enforcement",
+                      {team_risky_deny(), a_policy()
+                                              .named("observe")
+                                              .max_comm_share(0.25)
+                                              .action(EnforcementAction::kDryRun)
+                                              .build()},
+                      {{"team", "risky"}},
+                      "",
+                      "team-risky",
+                      ""},
+        SelectionCase{"a_reporting_policy_governs_where_nothing_enforces",
+                      {team_risky_deny(), a_policy()
+                                              .named("observe")
+                                              .max_comm_share(0.25)
+                                              .action(EnforcementAction::kDryRun)
+                                              .build()},
+                      {{"team", "nlp"}},
+                      "",
+                      "observe",
+                      ""},
+        SelectionCase{
+            "a_warn_policy_with_a_lower_limit_does_not_stop_a_downsize",
+            {a_policy().named("down").max_comm_share(0.3).build(),
+             a_policy().named("warn").max_comm_share(0.2).action(EnforcementAction::kWarn).build()},
+            {},
+            "",
+            "down",
+            ""},
         SelectionCase{"a_tie_in_everything_goes_by_name",
                       {a_policy().named("b").max_comm_share(0.2).build(),
                        a_policy().named("a").max_comm_share(0.2).build()},
@@ -367,6 +398,34 @@ TEST(PolicyGovernance, SaysWhichNamespacesEachPolicyGovernsAndWhereItIsShadowed)
             (std::vector<Shadow>{{"nlp-a", "default"}, {"nlp-b", "default"}}));
   EXPECT_EQ(g["default"].shadowed_in, (std::vector<Shadow>{{"risky-a", "team-risky"}}));
   EXPECT_EQ(governance_of({}, namespaces).size(), 0u);
+}
+
+// What the warning and the Shadowed condition say: the field that decided, with both
+// values (the trial read "a lower maxCommShare" for a policy that lost on exemptions).
+TEST(PolicyGovernance, SaysWhichFieldDecided) {
+  const CommPolicy base = a_policy().named("base").max_comm_share(0.3).build();
+  auto with = [&](auto change) {
+    CommPolicy p = base;
+    change(p.spec);
+    return p;
+  };
+  EXPECT_EQ(why_governs_over(base, with([](CommPolicySpec& s) { s.max_comm_share = 0.5; })),
+            "a lower maxCommShare (0.3 against 0.5)");
+  EXPECT_EQ(why_governs_over(base, with([](CommPolicySpec& s) {
+                               s.max_comm_share = 0.1;
+                               s.enforcement_action = EnforcementAction::kDryRun;
+                             })),
+            "it enforces (downsize) where the other only reports (dryrun)");
+  EXPECT_EQ(
+      why_governs_over(
+          with([](CommPolicySpec& s) { s.enforcement_action = EnforcementAction::kDeny; }), base),
+      "a stricter enforcementAction (deny against downsize)");
+  EXPECT_EQ(why_governs_over(
+                base, with([](CommPolicySpec& s) { s.measurement_ttl = std::chrono::hours(48); })),
+            "a shorter measurementTTL (24h against 48h)");
+  EXPECT_EQ(why_governs_over(base, with([](CommPolicySpec& s) { s.exemptions.users = {"carol"}; })),
+            "fewer exemptions (0 against 1)");
+  EXPECT_EQ(why_governs_over(base, base), "its name, all else being equal");
 }
 
 TEST(PolicyGovernance, APolicyThatCanNeverGovernIsNamed) {

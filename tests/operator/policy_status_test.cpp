@@ -76,9 +76,9 @@ TEST(PolicyStatus, APolicyOverruledWhereverItAppliesIsShadowed) {
   EXPECT_EQ((*shadowed)["status"], "True");
   EXPECT_EQ((*shadowed)["reason"], "ShadowedEverywhere");
   EXPECT_EQ((*shadowed)["message"],
-            "governs no namespace: a policy with a lower maxCommShare (or, on equal limits, a "
-            "stricter action) governs each of the 2 namespaces it selects: "
-            "nlp-a (CommPolicy default), nlp-b (CommPolicy default)");
+            "governs no namespace: another policy governs each of the 2 namespaces it selects: "
+            "nlp-a, nlp-b under CommPolicy default, with a lower maxCommShare (0.5 against "
+            "0.6)");
   expect_schema_valid(status);
 }
 
@@ -91,8 +91,11 @@ TEST(PolicyStatus, APolicyThatGovernsListsItsNamespacesAndWhereItIsOverruled) {
   ASSERT_TRUE(shadowed);
   EXPECT_EQ((*shadowed)["status"], "False");
   EXPECT_EQ((*shadowed)["reason"], "Governs");
-  EXPECT_NE((*shadowed)["message"].get<std::string>().find("risky-a (CommPolicy team-risky)"),
-            std::string::npos);
+  EXPECT_NE((*shadowed)["message"].get<std::string>().find(
+                "risky-a under CommPolicy team-risky, with a stricter enforcementAction (deny "
+                "against downsize)"),
+            std::string::npos)
+      << (*shadowed)["message"];
   const json* valid = condition(status, "Valid");
   ASSERT_TRUE(valid);
   EXPECT_EQ((*valid)["status"], "True");
@@ -139,6 +142,9 @@ TEST(PolicyStatus, AnInvalidPolicySaysWhetherItsLastValidVersionGoverns) {
                  {"spec", {{"enforcementAktion", "deny"}}}};
   const json status = c.patch_for(broken)["status"];
   EXPECT_EQ((*condition(status, "Valid"))["reason"], "Invalid");
+  // It selects no namespace only because it does not parse (the trial read
+  // SelectsNoNamespace for a policy that selects two).
+  EXPECT_EQ((*condition(status, "Shadowed"))["reason"], "NotValid");
   EXPECT_EQ(status["governance"]["governedNamespaceCount"], 0);
   expect_schema_valid(status);
 }

@@ -469,8 +469,9 @@ TEST(Reconcile, the_probe_takes_only_the_tolerations_the_policy_lists) {
   const auto created = w.event("ProbeCreated");
   ASSERT_TRUE(created);
   EXPECT_NE((*created)["note"].get<std::string>().find(
-                "the job's tolerations of node-role.kubernetes.io/control-plane:NoSchedule are "
-                "not the probe's (CommPolicy team's probe.tolerationKeys: nvidia.com/gpu)"),
+                "not given to the probe, of the job's tolerations: "
+                "node-role.kubernetes.io/control-plane:NoSchedule (CommPolicy team's "
+                "probe.tolerationKeys: nvidia.com/gpu)"),
             std::string::npos)
       << created->dump();
 }
@@ -500,7 +501,7 @@ TEST(Reconcile, a_probe_waits_for_a_slot_when_its_namespace_has_its_share) {
   EXPECT_EQ(status["phase"], phase::kGated);
   EXPECT_EQ(condition_reason(status, condition::kProbed), kReasonProbeQueued);
   EXPECT_NE(condition_message(status, condition::kProbed)
-                .find("1 probes run for jobs of namespace ml, at most 1 at once"),
+                .find("1 probe runs for jobs of namespace ml, at most 1 at once"),
             std::string::npos)
       << status.dump(2);
   EXPECT_EQ(w.api.list(kProbeJobs).items.size(), 1u) << "only bert's pool's probe";
@@ -910,6 +911,59 @@ TEST(Reconcile, a_workload_pod_the_scheduler_cannot_place_is_said_not_running) {
   int warnings = 0;
   for (const std::string& r : w.event_reasons()) warnings += r == op_reason::kPodsUnschedulable;
   EXPECT_EQ(warnings, 1);
+}
+
+// Issue #20 defect 2: a 6-node job on a 2-node pool held its 2 nodes for ever. A workload
+// pod the scheduler has not placed for --workload-unschedulable-timeout (10 min) stops the
+// training: the workload Job is deleted (its pods with it) and the job fails with why.
+TEST(Reconcile, a_workload_unschedulable_past_the_timeout_is_stopped_and_fails) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(0.4, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  json workload = *w.api.peek(kWorkloadJobs + "/bert");
+  workload["status"] = {{"active", 2}, {"ready", 1}};
+  w.api.update_status(kWorkloadJobs + "/bert", workload);
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", "bert-1-x"},
+                {"labels",
+                 {{kJobNameLabel, "bert"},
+                  {"batch.kubernetes.io/controller-uid", workload["metadata"]["uid"]}}}}},
+              {"status",
+               {{"phase", "Pending"},
+                {"conditions",
+                 {{{"type", "PodScheduled"},
+                   {"status", "False"},
+                   {"reason", "Unschedulable"},
+                   {"lastTransitionTime", format_rfc3339(w.now - 4min)},
+                   {"message", "0/2 nodes are available: 2 node(s) were in use."}}}}}}};
+  w.api.seed("/api/v1/namespaces/ml/pods", pod);
+
+  auto r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(requeue_of(r), 6min) << "looked at again when the 10 minutes are up";
+  EXPECT_TRUE(w.api.peek(kWorkloadJobs + "/bert"));
+
+  w.now += 6min;
+  r = w.reconcile("bert");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(w.api.peek(kWorkloadJobs + "/bert")) << "deleted: its pods free their nodes";
+  const json status = w.status("bert");
+  EXPECT_EQ(status["phase"], phase::kFailed);
+  EXPECT_EQ(condition_reason(status, condition::kFailed), op_reason::kWorkloadUnschedulable);
+  const std::string message = condition_message(status, condition::kFailed);
+  EXPECT_NE(message.find("stopped after 10m: 1 of 1 pod(s) cannot be scheduled: 0/2 nodes are "
+                         "available: 2 node(s) were in use."),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(w.event(op_reason::kWorkloadUnschedulable));
+  // Not started again.
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  EXPECT_FALSE(w.api.peek(kWorkloadJobs + "/bert"));
+  EXPECT_EQ(w.status("bert")["phase"], phase::kFailed);
 }
 
 TEST(Reconcile, a_job_being_deleted_is_left_to_the_garbage_collector) {

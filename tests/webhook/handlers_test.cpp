@@ -647,7 +647,7 @@ TEST(DecideOnce, APolicyRefToAMilderPolicyIsDecidedByTheStricterOne) {
     EXPECT_EQ(a.stored["spec"]["numNodes"], 6) << ref;
     ASSERT_FALSE(a.mutate.warnings.empty()) << ref;
     EXPECT_NE(a.mutate.warnings.front().find(std::string("CommPolicy \"") + ref +
-                                             "\" is milder than \"strict\""),
+                                             "\" is not at least as strict as \"strict\""),
               std::string::npos)
         << a.mutate.warnings.front();
   }
@@ -1024,6 +1024,18 @@ TEST(Validate, AServiceAccountExemptionIsAdmittedWithAWarningThatEditorsCanBorro
             "commgate: spec.exemptions.serviceAccounts[0] benchmarks/nightly: whoever may "
             "impersonate service accounts in namespace benchmarks (Kubernetes' edit and admin "
             "roles may) is exempt through it; prefer users or groups (docs/security.md)");
+}
+
+// The trial: `tolerationKeys: []` was accepted silently; probes of tainted pools then never
+// schedule.
+TEST(Validate, AnEmptyListOfProbeTolerationKeysIsAdmittedWithAWarning) {
+  const auto r = handle_validate(
+      a_policy_create({{"maxCommShare", 0.3}, {"probe", {{"tolerationKeys", json::array()}}}})
+          .parse(),
+      snapshot_of({}, {}), test_now());
+  EXPECT_TRUE(r.allowed);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("spec.probe.tolerationKeys is empty"), std::string::npos);
 }
 
 // Issue 12 defect 4: an exemption applies only where its policy applies, also on scale.
