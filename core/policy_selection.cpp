@@ -46,14 +46,6 @@ size_t exemption_count(const CommPolicySpec& p) {
          p.exemptions.service_accounts.size();
 }
 
-// Which of two policies wins where both apply, and the field that decided, in words for
-// the winner ("a lower maxCommShare (0.3 against 0.5)"). order: -1 when `a` wins, 1 when
-// `b` does, 0 when they are equal in everything that decides (then the name does).
-struct Comparison {
-  int order = 0;
-  std::string why;
-};
-
 bool enforces(EnforcementAction a) {
   return a == EnforcementAction::kDeny || a == EnforcementAction::kDownsize;
 }
@@ -64,42 +56,73 @@ std::string number(double v) {
   return buf;
 }
 
-Comparison compare_strictness(const CommPolicySpec& a, const CommPolicySpec& b) {
+// Which of two policies wins where both apply: -1 when `a` does, 1 when `b` does, 0 when
+// they are equal in everything that decides (then the name does). With `why`, also the
+// field that decided, in words for the winner ("a lower maxCommShare (0.3 against 0.5)"),
+// formatted only when asked for: selection runs on every admission.
+int compare_strictness(const CommPolicySpec& a, const CommPolicySpec& b, std::string* why) {
   auto order = [](auto x, auto y) { return x < y ? -1 : (y < x ? 1 : 0); };
-  auto pick = [](int c, auto on_a, auto on_b) { return c < 0 ? on_a : on_b; };
+  // The winner (pick(c, a, b)) or the loser (pick(c, b, a)) of comparison `c`.
+  auto pick = [](int c, const CommPolicySpec& x, const CommPolicySpec& y) -> const CommPolicySpec& {
+    return c < 0 ? x : y;
+  };
   // An enforcing policy (deny, downsize) before one that only reports (warn, dryrun):
   // otherwise a dryrun policy with a lower limit, added to observe, would stop the
   // enforcement of every namespace it selects (issue #19, trial of the policy model).
-  if (int c = order(enforces(b.enforcement_action), enforces(a.enforcement_action)))
-    return {c, "it enforces (" + std::string(to_string(pick(c, a, b).enforcement_action)) +
-                   ") where the other only reports (" +
-                   to_string(pick(c, b, a).enforcement_action) + ")"};
-  if (int c = order(a.max_comm_share, b.max_comm_share))
-    return {c, "a lower maxCommShare (" + number(pick(c, a, b).max_comm_share) + " against " +
-                   number(pick(c, b, a).max_comm_share) + ")"};
-  if (int c = order(b.min_scaling_efficiency.value_or(0), a.min_scaling_efficiency.value_or(0)))
-    return {c, "a higher minScalingEfficiency (" +
-                   number(pick(c, a, b).min_scaling_efficiency.value_or(0)) + " against " +
-                   number(pick(c, b, a).min_scaling_efficiency.value_or(0)) + ")"};
-  if (int c = order(action_rank(b.enforcement_action), action_rank(a.enforcement_action)))
-    return {c, "a stricter enforcementAction (" +
-                   std::string(to_string(pick(c, a, b).enforcement_action)) + " against " +
-                   to_string(pick(c, b, a).enforcement_action) + ")"};
+  if (int c = order(enforces(b.enforcement_action), enforces(a.enforcement_action))) {
+    if (why)
+      *why = "it enforces (" + std::string(to_string(pick(c, a, b).enforcement_action)) +
+             ") where the other only reports (" + to_string(pick(c, b, a).enforcement_action) + ")";
+    return c;
+  }
+  if (int c = order(a.max_comm_share, b.max_comm_share)) {
+    if (why)
+      *why = "a lower maxCommShare (" + number(pick(c, a, b).max_comm_share) + " against " +
+             number(pick(c, b, a).max_comm_share) + ")";
+    return c;
+  }
+  if (int c = order(b.min_scaling_efficiency.value_or(0), a.min_scaling_efficiency.value_or(0))) {
+    if (why)
+      *why = "a higher minScalingEfficiency (" +
+             number(pick(c, a, b).min_scaling_efficiency.value_or(0)) + " against " +
+             number(pick(c, b, a).min_scaling_efficiency.value_or(0)) + ")";
+    return c;
+  }
+  if (int c = order(action_rank(b.enforcement_action), action_rank(a.enforcement_action))) {
+    if (why)
+      *why = "a stricter enforcementAction (" +
+             std::string(to_string(pick(c, a, b).enforcement_action)) + " against " +
+             to_string(pick(c, b, a).enforcement_action) + ")";
+    return c;
+  }
   if (int c = order(missing_measurement_rank(b.on_missing_measurement),
-                    missing_measurement_rank(a.on_missing_measurement)))
-    return {c, "a stricter onMissingMeasurement (" +
-                   std::string(to_string(pick(c, a, b).on_missing_measurement)) + " against " +
-                   to_string(pick(c, b, a).on_missing_measurement) + ")"};
-  if (int c = order(a.max_extrapolation, b.max_extrapolation))
-    return {c, "a lower maxExtrapolation (" + std::to_string(pick(c, a, b).max_extrapolation) +
-                   " against " + std::to_string(pick(c, b, a).max_extrapolation) + ")"};
-  if (int c = order(a.measurement_ttl, b.measurement_ttl))
-    return {c, "a shorter measurementTTL (" + format_duration(pick(c, a, b).measurement_ttl) +
-                   " against " + format_duration(pick(c, b, a).measurement_ttl) + ")"};
-  if (int c = order(exemption_count(a), exemption_count(b)))
-    return {c, "fewer exemptions (" + std::to_string(exemption_count(pick(c, a, b))) + " against " +
-                   std::to_string(exemption_count(pick(c, b, a))) + ")"};
-  return {0, "its name, all else being equal"};
+                    missing_measurement_rank(a.on_missing_measurement))) {
+    if (why)
+      *why = "a stricter onMissingMeasurement (" +
+             std::string(to_string(pick(c, a, b).on_missing_measurement)) + " against " +
+             to_string(pick(c, b, a).on_missing_measurement) + ")";
+    return c;
+  }
+  if (int c = order(a.max_extrapolation, b.max_extrapolation)) {
+    if (why)
+      *why = "a lower maxExtrapolation (" + std::to_string(pick(c, a, b).max_extrapolation) +
+             " against " + std::to_string(pick(c, b, a).max_extrapolation) + ")";
+    return c;
+  }
+  if (int c = order(a.measurement_ttl, b.measurement_ttl)) {
+    if (why)
+      *why = "a shorter measurementTTL (" + format_duration(pick(c, a, b).measurement_ttl) +
+             " against " + format_duration(pick(c, b, a).measurement_ttl) + ")";
+    return c;
+  }
+  if (int c = order(exemption_count(a), exemption_count(b))) {
+    if (why)
+      *why = "fewer exemptions (" + std::to_string(exemption_count(pick(c, a, b))) + " against " +
+             std::to_string(exemption_count(pick(c, b, a))) + ")";
+    return c;
+  }
+  if (why) *why = "its name, all else being equal";
+  return 0;
 }
 
 // True when every label set that meets `narrow`'s requirements meets `r` too (a sufficient
@@ -142,12 +165,14 @@ bool selects_all_of(const LabelSelector& wide, const LabelSelector& narrow) {
 }  // namespace
 
 bool governs_over(const CommPolicy& a, const CommPolicy& b) {
-  if (int c = compare_strictness(a.spec, b.spec).order) return c < 0;
+  if (int c = compare_strictness(a.spec, b.spec, nullptr)) return c < 0;
   return a.metadata.name < b.metadata.name;
 }
 
 std::string why_governs_over(const CommPolicy& winner, const CommPolicy& loser) {
-  return compare_strictness(winner.spec, loser.spec).why;
+  std::string why;
+  compare_strictness(winner.spec, loser.spec, &why);
+  return why;
 }
 
 bool at_least_as_strict(const CommPolicy& a, const CommPolicy& b) {

@@ -201,6 +201,13 @@ struct World {
   }
   explicit World(const json& policy) { api.seed(kPolicies, policy); }
 
+  // A reconciler over this world with other settings (a decision key, probe slots).
+  std::unique_ptr<TrainingJobReconciler> reconciler_with(ReconcilerSettings other) {
+    return std::make_unique<TrainingJobReconciler>(
+        reader, api, api, api, [this] { return snapshot(); }, recorder, [this] { return now; },
+        std::move(other));
+  }
+
   // What the informers would hold: every policy and profile as stored.
   std::shared_ptr<const Snapshot> snapshot() const {
     auto s = std::make_shared<Snapshot>();
@@ -482,19 +489,12 @@ TEST(Reconcile, a_probe_waits_for_a_slot_when_its_namespace_has_its_share) {
   World w;
   ReconcilerSettings one_slot = w.settings;
   one_slot.probe.max_per_namespace = 1;
-  TrainingJobReconciler reconciler{w.reader,
-                                   w.api,
-                                   w.api,
-                                   w.api,
-                                   [&w] { return w.snapshot(); },
-                                   w.recorder,
-                                   [&w] { return w.now; },
-                                   one_slot};
+  const auto reconciler = w.reconciler_with(one_slot);
   w.submit(a_job("bert"));
-  ASSERT_TRUE(reconciler.reconcile("ml/bert").ok());
+  ASSERT_TRUE(reconciler->reconcile("ml/bert").ok());
   ASSERT_EQ(w.status("bert").value("phase", ""), phase::kProbing);
   w.submit(a_job("gpt").set("/spec/nodeSelector", {{"pool", "other"}}));
-  const auto r = reconciler.reconcile("ml/gpt");
+  const auto r = reconciler->reconcile("ml/gpt");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(requeue_of(r), 15s);
   const json status = w.status("gpt");
@@ -1649,15 +1649,8 @@ TEST(Reconcile, with_a_key_a_record_without_a_valid_signature_is_decided_again) 
   const auto signer = std::make_shared<server::RecordSigner>(std::string(32, 'k'));
   ReconcilerSettings keyed = w.settings;
   keyed.records = signer;
-  TrainingJobReconciler reconciler{w.reader,
-                                   w.api,
-                                   w.api,
-                                   w.api,
-                                   [&w] { return w.snapshot(); },
-                                   w.recorder,
-                                   [&w] { return w.now; },
-                                   keyed};
-  const auto r = reconciler.reconcile("ml/bert");
+  const auto reconciler = w.reconciler_with(keyed);
+  const auto r = reconciler->reconcile("ml/bert");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(w.status("bert")["phase"], phase::kDownsized) << w.status("bert").dump(2);
   EXPECT_EQ(w.job("bert")["spec"]["numNodes"], 2);
@@ -1666,7 +1659,7 @@ TEST(Reconcile, with_a_key_a_record_without_a_valid_signature_is_decided_again) 
   ASSERT_TRUE(record);
   EXPECT_TRUE(signer->verifies(*record, "ml/bert"));
   // From then on the operator's own record is followed: no second warning.
-  ASSERT_TRUE(reconciler.reconcile("ml/bert").ok());
+  ASSERT_TRUE(reconciler->reconcile("ml/bert").ok());
   EXPECT_EQ(w.events_of(op_reason::kRecordNotTrusted), 1);
 }
 
