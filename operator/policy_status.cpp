@@ -31,8 +31,9 @@ std::string shadowed_text(const CommPolicy* policy, const PolicyGovernance& g,
   std::map<std::string, std::vector<std::string>> by_winner;
   for (const auto& [ns, winner] : g.shadowed_in) by_winner[winner].push_back(ns);
   std::string out;
-  for (const auto& [winner, namespaces] : by_winner) {
-    out += (out.empty() ? "" : "; ") + listed(namespaces) + " under " + policy_label(winner);
+  for (const auto& entry : by_winner) {
+    const std::string& winner = entry.first;  // a name a lambda can capture
+    out += (out.empty() ? "" : "; ") + listed(entry.second) + " under " + policy_label(winner);
     const auto w = std::find_if(snapshot.policies.begin(), snapshot.policies.end(),
                                 [&](const CommPolicy& p) { return p.metadata.name == winner; });
     if (policy && w != snapshot.policies.end()) out += ", with " + why_governs_over(*w, *policy);
