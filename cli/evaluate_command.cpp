@@ -257,6 +257,7 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
   std::optional<CommProfile> profile;
   std::optional<TimePoint> now;
   std::optional<Snapshot> policy_snapshot;  // --policy-dir
+  std::vector<CommPolicy> chosen;           // --policy-dir: each job's, in the order of jobs
   try {
     opts = parse_args(args);
     if (opts.help) {
@@ -311,8 +312,9 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
         // kubectl puts a job without a namespace in its context's, usually `default`.
         if (job.metadata.namespace_.empty()) job.metadata.namespace_ = "default";
         std::string error;
-        auto chosen = select_policy(job, *policy_snapshot, &error);
-        if (!chosen) throw UsageError(job_name(job) + ": " + error);
+        auto selected = select_policy(job, *policy_snapshot, &error);
+        if (!selected) throw UsageError(job_name(job) + ": " + error);
+        chosen.push_back(std::move(*selected));
       }
     }
     if (!policy) policy = default_comm_policy();
@@ -357,7 +359,8 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
   int exit_code = kExitAdmitted;
   nlohmann::json items = nlohmann::json::array();
   std::ostringstream tables;
-  for (const auto& job : jobs) {
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const TrainingJob& job = jobs[j];
     std::optional<Measurement> measurement;
     std::string note;
     if (probe_result) {
@@ -393,9 +396,7 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
       judged_at = measurement->oldest_measured_at();  // the link's or the compute's
       note = "measurementTTL not applied to a measurement file (use --now to apply it)";
     }
-    std::optional<CommPolicy> chosen;
-    if (policy_snapshot) chosen = select_policy(job, *policy_snapshot, nullptr);
-    const CommPolicy& job_policy = chosen ? *chosen : *policy;
+    const CommPolicy& job_policy = chosen.empty() ? *policy : chosen[j];
     DecisionInput in;
     in.job = &job;
     in.policy = &job_policy;
@@ -405,8 +406,8 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
     Evaluation e;
     e.job = &job;
     e.policy = &job_policy;
-    if (chosen)
-      e.policy_chosen = policy_chosen_text(job, *chosen, *policy_snapshot, opts.policy_dir);
+    if (!chosen.empty())
+      e.policy_chosen = policy_chosen_text(job, chosen[j], *policy_snapshot, opts.policy_dir);
     e.measurement = in.measurement;
     e.decision = decide(in);
     e.note = note;

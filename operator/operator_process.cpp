@@ -329,8 +329,6 @@ void OperatorProcess::on_managed_change(const kube::Store& store,
 void OperatorProcess::on_snapshot() {
   const auto snapshot = parts_->snapshots.snapshot();
   if (!snapshot) return;
-  // Any change of policies or namespaces may change what a policy governs.
-  parts_->policy_status_queue->add(kPolicyStatusKey);
   std::string inputs = decision_inputs_of(*snapshot);
   {
     std::lock_guard lock(inputs_mu_);
@@ -338,6 +336,10 @@ void OperatorProcess::on_snapshot() {
     decision_inputs_ = std::move(inputs);
   }
   enqueue_suspended();
+  // What a policy governs follows from the policies and namespaces, which the decision
+  // inputs include: a rebuild for a status write alone (each decision's counter) needs no
+  // pass over every policy.
+  parts_->policy_status_queue->add(kPolicyStatusKey);
 }
 
 void OperatorProcess::enqueue_suspended() {

@@ -6,6 +6,7 @@
 #include "core/probe_memory.h"
 #include "core/quantity.h"
 #include "operator/gpu_resource.h"
+#include "operator/workload_state.h"
 
 namespace commgate::op {
 namespace {
@@ -256,11 +257,8 @@ std::string probe_slot_refusal(const std::vector<json>& probes, const std::strin
     const json meta = probe.value("metadata", json::object());
     const json labels = meta.value("labels", json::object());
     if (labels.is_object() && labels.value(kPoolLabel, "") == pool) return "";
-    bool finished = false;
-    for (const json& c : probe.value("/status/conditions"_json_pointer, json::array()))
-      finished |= c.is_object() && c.value("status", "") == "True" &&
-                  (c.value("type", "") == "Complete" || c.value("type", "") == "Failed");
-    if (finished) continue;
+    const WorkloadPhase phase = workload_state(probe).phase;  // a batch/v1 Job's, any Job's
+    if (phase == WorkloadPhase::kSucceeded || phase == WorkloadPhase::kFailed) continue;
     ++running;
     const json annotations = meta.value("annotations", json::object());
     const std::string for_job =
