@@ -17,6 +17,10 @@ const char* to_string(MissingMeasurementAction a) {
   return name_of(kMissingMeasurementActions, a);
 }
 
+const char* to_string(UnmanagedWorkloads a) {
+  return name_of(kUnmanagedWorkloadsActions, a);
+}
+
 CommPolicy default_comm_policy() {
   CommPolicy p;
   p.metadata.name = kBuiltinPolicyName;
@@ -55,6 +59,9 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
           .value_or(s.on_missing_measurement);
   s.max_extrapolation = static_cast<int>(
       spec.integer("maxExtrapolation", P::kOptional, 1, kMaxNodes).value_or(s.max_extrapolation));
+  s.unmanaged_workloads =
+      spec.enumeration("unmanagedWorkloads", P::kOptional, kUnmanagedWorkloadsActions)
+          .value_or(s.unmanaged_workloads);
 
   auto probe = spec.object("probe");
   ProbeSettings& ps = s.probe;
@@ -131,6 +138,7 @@ nlohmann::json to_json(const CommPolicy& p) {
                          {"measurementTTL", format_duration(s.measurement_ttl)},
                          {"onMissingMeasurement", to_string(s.on_missing_measurement)},
                          {"maxExtrapolation", s.max_extrapolation},
+                         {"unmanagedWorkloads", to_string(s.unmanaged_workloads)},
                          {"probe",
                           {{"timeoutSeconds", s.probe.timeout_seconds},
                            {"sizes",

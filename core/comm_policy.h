@@ -16,6 +16,11 @@ namespace commgate {
 
 enum class EnforcementAction { kDownsize, kDeny, kWarn, kDryRun };
 enum class MissingMeasurementAction { kGate, kAdmit, kDeny };
+// spec.unmanagedWorkloads: whether multi-node GPU workloads that commgate did not create
+// (Jobs, CronJobs, JobSets, PyTorchJobs, bare Pods: core/workload_shape.h) may be created
+// in the namespaces the policy applies to (issue #19 item 4; Kueue's
+// manageJobsWithoutQueueName plays this part there).
+enum class UnmanagedWorkloads { kAllow, kDeny };
 
 // The names spec.enforcementAction and spec.onMissingMeasurement take: the parser reads
 // and to_string prints from these tables, and the CRD's enums must list the same names.
@@ -31,7 +36,13 @@ inline constexpr std::array<EnumName<MissingMeasurementAction>, 3> kMissingMeasu
     {MissingMeasurementAction::kDeny, "deny"},
 }};
 
+inline constexpr std::array<EnumName<UnmanagedWorkloads>, 2> kUnmanagedWorkloadsActions = {{
+    {UnmanagedWorkloads::kAllow, "Allow"},
+    {UnmanagedWorkloads::kDeny, "Deny"},
+}};
+
 const char* to_string(EnforcementAction a);
+const char* to_string(UnmanagedWorkloads a);
 const char* to_string(MissingMeasurementAction a);
 
 struct ProbeSettings {
@@ -80,6 +91,10 @@ struct CommPolicySpec {
   // node count are decided from the measurement; beyond that the job is gated until a
   // probe at a larger count (spec.maxExtrapolation, >= 1).
   int max_extrapolation = kDefaultMaxExtrapolation;
+  // Allow (the default): commgate decides TrainingJobs only. Deny: a multi-node GPU
+  // workload of another kind is refused in every namespace this policy applies to, unless
+  // commgate's operator created it or its requester is exempt here (docs/policy.md).
+  UnmanagedWorkloads unmanaged_workloads = UnmanagedWorkloads::kAllow;
 };
 
 struct CommPolicy {

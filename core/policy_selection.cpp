@@ -201,6 +201,19 @@ CommPolicy governing_policy(const std::map<std::string, std::string>& namespace_
   return best ? *best : default_comm_policy();
 }
 
+std::optional<CommPolicy> unmanaged_workload_policy(
+    const std::map<std::string, std::string>& namespace_labels,
+    const std::vector<CommPolicy>& policies) {
+  const CommPolicy* best = nullptr;
+  for (const auto& p : policies) {
+    if (p.spec.unmanaged_workloads != UnmanagedWorkloads::kDeny) continue;
+    if (!p.spec.namespace_selector.matches(namespace_labels)) continue;
+    if (!best || governs_over(p, *best)) best = &p;
+  }
+  if (!best) return std::nullopt;
+  return *best;
+}
+
 std::map<std::string, PolicyGovernance> governance_of(
     const std::vector<CommPolicy>& policies,
     const std::map<std::string, std::map<std::string, std::string>>& namespaces) {

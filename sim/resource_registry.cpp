@@ -65,6 +65,9 @@ ResourceRegistry::ResourceRegistry() {
   add(builtin("", "v1", "events", "event", "Event", true, {"ev"}));
   add(builtin("batch", "v1", "jobs", "job", "Job", true, {}, {"all"}, true));
   resources_.back().generation = true;
+  // Stored, never run (no CronJob controller): the workload gate reads them (issue #19).
+  add(builtin("batch", "v1", "cronjobs", "cronjob", "CronJob", true, {"cj"}, {"all"}, true));
+  resources_.back().generation = true;
   add(builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true));
   add(builtin("events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}));
   add(builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",

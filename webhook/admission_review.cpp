@@ -129,6 +129,11 @@ AdmissionResponse patched(std::vector<JsonPatchOp> ops) {
   return r;
 }
 
+AdmissionResponse with_decision(AdmissionResponse response, std::string decision) {
+  response.decision = std::move(decision);
+  return response;
+}
+
 AdmissionResponse with_warnings(AdmissionResponse response, std::vector<std::string> warnings) {
   for (auto& w : warnings) response.warnings.push_back(std::move(w));
   return response;

@@ -110,6 +110,8 @@ AdmissionResponse invalid(std::string field, std::string message);
 AdmissionResponse with_request_details(AdmissionResponse response, const AdmissionRequest& request);
 AdmissionResponse patched(std::vector<JsonPatchOp> ops);
 AdmissionResponse with_warnings(AdmissionResponse response, std::vector<std::string> warnings);
+// The response with its `decision` label (the admissions counter's) set.
+AdmissionResponse with_decision(AdmissionResponse response, std::string decision);
 
 // Why an envelope could not be read. `http_status` 400 means the body is not an
 // AdmissionReview we can answer (no readable uid); otherwise the review is answered with

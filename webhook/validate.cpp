@@ -11,16 +11,12 @@
 #include "core/training_job.h"
 #include "webhook/annotation_edit.h"
 #include "webhook/handlers.h"
+#include "webhook/validate_workload.h"
 
 namespace commgate::webhook {
 namespace {
 
 using Json = nlohmann::json;
-
-AdmissionResponse with_decision(AdmissionResponse r, std::string decision) {
-  r.decision = std::move(decision);
-  return r;
-}
 
 // The Scale names no policyRef: the job's policy is, as far as the webhook can tell, the
 // one that applies to the namespace. Its exemptions count; those of policies that do not
@@ -312,6 +308,10 @@ AdmissionResponse handle_validate(const AdmissionRequest& request, const Snapsho
   if (request.operation == "DELETE" || request.operation == "CONNECT") return allowed();
   if (request.resource.is_commgate("commpolicies"))
     return with_request_details(validate_comm_policy(request, snapshot), request);
+  if (request.resource.group != "commgate.io") {
+    if (const auto kind = workload_kind_of(request.resource.group, request.kind))
+      return with_request_details(validate_workload(request, *kind, snapshot, config), request);
+  }
   if (!request.resource.is_commgate("trainingjobs")) {
     const std::string group = request.resource.group.empty() ? "core" : request.resource.group;
     return denied("commgate does not handle resource \"" + request.resource.resource +

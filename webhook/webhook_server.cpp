@@ -47,7 +47,10 @@ AdmissionService::AdmissionService(std::shared_ptr<const PolicySource> source, W
 
 Response AdmissionService::admit(const Request& request, bool mutate) {
   const auto started = std::chrono::steady_clock::now();
-  const std::string endpoint = mutate ? "mutate" : "validate";
+  // Workload-gate checks (Jobs, Pods, ...: webhook/validate_workload.h) are counted as
+  // their own endpoint, "workloads": every Pod write of a gated namespace is one, and
+  // commgate_webhook_admissions_total counts TrainingJob decisions only.
+  std::string endpoint = mutate ? "mutate" : "validate";
   std::string decision = "Malformed";
   Response response;
   try {
@@ -65,6 +68,7 @@ Response AdmissionService::admit(const Request& request, bool mutate) {
         if (e.http_status() == 400) return Response::text(400, std::string(e.what()) + "\n");
         return review(200, e.uid(), e.api_version(), denied(e.what(), 400));
       }
+      if (!mutate && parsed->resource.group != "commgate.io") endpoint = "workloads";
       const auto snapshot = source_->snapshot();
       if (!snapshot) {
         decision = "NotReady";

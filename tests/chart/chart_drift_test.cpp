@@ -36,14 +36,10 @@ std::map<std::string, std::map<std::string, json>> webhooks_by_config(
   return out;
 }
 
-TEST(ChartDrift, webhook_configurations_match_the_deploy_file) {
-  const auto deployed = webhooks_by_config(
-      parse_manifests(read_file(source_path("deploy/webhook-configurations.yaml"))));
-  ASSERT_FALSE(deployed.empty());
-  const auto r = render_chart();  // release "commgate" in "commgate-system", as the file assumes
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto charted = webhooks_by_config(r.objects);
-
+// Every webhook of the deploy file's configurations is the chart's, but for what the chart
+// adds for a release.
+void expect_same_webhooks(const std::map<std::string, std::map<std::string, json>>& deployed,
+                          const std::map<std::string, std::map<std::string, json>>& charted) {
   std::set<std::string> deployed_configs, charted_configs;
   for (const auto& [name, _] : deployed) deployed_configs.insert(name);
   for (const auto& [name, _] : charted) charted_configs.insert(name);
@@ -71,6 +67,29 @@ TEST(ChartDrift, webhook_configurations_match_the_deploy_file) {
                                        << file_copy.dump(2);
     }
   }
+}
+
+TEST(ChartDrift, webhook_configurations_match_the_deploy_file) {
+  const auto deployed = webhooks_by_config(
+      parse_manifests(read_file(source_path("deploy/webhook-configurations.yaml"))));
+  ASSERT_FALSE(deployed.empty());
+  const auto r = render_chart();  // release "commgate" in "commgate-system", as the file assumes
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same_webhooks(deployed, webhooks_by_config(r.objects));
+}
+
+// The workload gate (issue #19 item 4): off by default, deploy/workload-gate.yaml when on.
+TEST(ChartDrift, the_workload_gate_matches_its_deploy_file) {
+  auto deployed = webhooks_by_config(
+      parse_manifests(read_file(source_path("deploy/webhook-configurations.yaml"))));
+  for (auto& [name, hooks] :
+       webhooks_by_config(parse_manifests(read_file(source_path("deploy/workload-gate.yaml")))))
+    deployed[name] = hooks;
+  const auto r = render_chart({"--set", "webhook.workloadGate.enabled=true"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto charted = webhooks_by_config(r.objects);
+  ASSERT_TRUE(charted.contains("ValidatingWebhookConfiguration/commgate-workloads"));
+  expect_same_webhooks(deployed, charted);
 }
 
 TEST(ChartDrift, every_webhook_gets_the_release_options) {
@@ -113,5 +132,5 @@ TEST(ChartDrift, the_charts_crds_are_byte_for_byte_the_crds) {
         << ": copy it again (cp crds/*.yaml charts/commgate/crds/)";
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::testing

@@ -460,8 +460,9 @@ class GateUnderAttack : public ChartRbacUsage {
 // Issue #20 defect 1: `kubectl scale` of the running job is refused unless back to the
 // admitted count.
 // Item 3: the admitted workload Job resized by its namespace's editor (an Indexed Job's
-// completions and parallelism may be raised together since Kubernetes 1.27) is restored
-// to the admitted size by the operator, and the extra pods go.
+// completions and parallelism may be raised together since Kubernetes 1.27) is refused by
+// the webhook, and with the webhook down restored to the admitted size by the operator,
+// and the extra pods go.
 // Item 2: with the webhook down (failurePolicy Ignore), a new TrainingJob carrying a copy
 // of another job's real, signed decision record (an Admit the current policy would not
 // give) is decided again by the operator: a record is signed for one job.
@@ -494,7 +495,22 @@ TEST_F(GateUnderAttack, an_editor_neither_resizes_the_workload_nor_forges_a_reco
   r = as_researcher({"scale", "tj", "bert", "-n", "nlp", "--replicas=2"});
   EXPECT_EQ(r.code, 0) << r.output;
 
-  // The editor may patch the Job (upstream's edit grants it); the operator restores it.
+  // Upstream's edit grants patch on Jobs; the webhook refuses a resize of commgate's.
+  r = as_researcher({"patch", "job", "bert", "-n", "nlp", "--type", "merge", "-p",
+                     R"({"spec":{"completions":6,"parallelism":6}})"});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("runs TrainingJob bert at the size commgate admitted"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(workload("bert")["spec"].value("parallelism", 0), 2);
+
+  // The admin tightens the policy: 2 nodes of this model (66% measured) no longer pass.
+  r = kubectl({"patch", "commpolicy", "default", "--type", "merge", "-p",
+               R"({"spec":{"maxCommShare":0.5}})"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  // The webhook goes down; with failurePolicy Ignore the API server stores jobs unchecked.
+  EXPECT_EQ(webhook_->terminate(20s), 0) << webhook_->output();
+
+  // Now the resize is stored; the operator restores it.
   r = as_researcher({"patch", "job", "bert", "-n", "nlp", "--type", "merge", "-p",
                      R"({"spec":{"completions":6,"parallelism":6}})"});
   ASSERT_EQ(r.code, 0) << r.output;
@@ -507,13 +523,6 @@ TEST_F(GateUnderAttack, an_editor_neither_resizes_the_workload_nor_forges_a_reco
       30s))
       << workload("bert").dump(2) << logs();
   EXPECT_TRUE(wait_until([&] { return has_event("bert", "WorkloadResized"); }, 10s)) << events();
-
-  // The admin tightens the policy: 2 nodes of this model (66% measured) no longer pass.
-  r = kubectl({"patch", "commpolicy", "default", "--type", "merge", "-p",
-               R"({"spec":{"maxCommShare":0.5}})"});
-  ASSERT_EQ(r.code, 0) << r.output;
-  // The webhook goes down; with failurePolicy Ignore the API server stores jobs unchecked.
-  EXPECT_EQ(webhook_->terminate(20s), 0) << webhook_->output();
 
   // The researcher writes a job of the same spec with bert's annotations as they are: a
   // genuine, signed Admit record seconds old, made before the policy changed.
@@ -538,6 +547,102 @@ TEST_F(GateUnderAttack, an_editor_neither_resizes_the_workload_nor_forges_a_reco
       << decided.dump(2);
   const json w = workload("forged");
   EXPECT_TRUE(w.is_null() || w["spec"].value("parallelism", 0) < 2) << w.dump(2);
+}
+
+// Item 4: with the workload gate on (webhook.workloadGate.enabled and the default policy's
+// unmanagedWorkloads: Deny), the editor's multi-node GPU Job, CronJob and bare torchrun
+// pod are refused through kubectl; one-node GPU work and the TrainingJob
+// path are not.
+class WorkloadGateOn : public GateUnderAttack {
+ protected:
+  std::string extra_values() const override { return "webhook: {workloadGate: {enabled: true}}\n"; }
+};
+
+json gpu_job(const std::string& name, int parallelism) {
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", name}, {"namespace", "nlp"}}},
+          {"spec",
+           {{"parallelism", parallelism},
+            {"completions", parallelism},
+            {"completionMode", "Indexed"},
+            {"template",
+             {{"spec",
+               {{"restartPolicy", "Never"},
+                {"containers",
+                 json::array({{{"name", "train"},
+                               {"image", "trainer:1"},
+                               {"command", {"/bin/true"}},
+                               {"resources", {{"limits", {{"nvidia.com/gpu", "8"}}}}}}})}}}}}}}};
+}
+
+TEST_F(WorkloadGateOn, an_editor_cannot_run_multi_node_gpu_training_past_commgate) {
+  ASSERT_NO_FATAL_FAILURE(install_and_start());
+  ASSERT_NO_FATAL_FAILURE(bind_the_researcher());
+  Result r = kubectl({"patch", "commpolicy", "default", "--type", "merge", "-p",
+                      R"({"spec":{"unmanagedWorkloads":"Deny"}})"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  // The 64-pod x 8-GPU Job of the review.
+  std::ofstream(dir_ + "/big.yaml") << gpu_job("big", 64).dump(2);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        r = as_researcher({"create", "-f", dir_ + "/big.yaml"});
+        return r.output.find("spec.unmanagedWorkloads: Deny") != std::string::npos;
+      },
+      30s))
+      << r.output << logs();
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("Job big asks for 64 nodes with 8 GPUs each at once (spec.parallelism)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(workload("big").is_null());
+  // Grown to multi-node after creation: refused too.
+  std::ofstream(dir_ + "/one.yaml") << gpu_job("one", 1).dump(2);
+  r = as_researcher({"create", "-f", dir_ + "/one.yaml"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = as_researcher({"patch", "job", "one", "-n", "nlp", "--type", "merge", "-p",
+                     R"({"spec":{"parallelism":4,"completions":4}})"});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_EQ(workload("one")["spec"].value("parallelism", 0), 1);
+  // A CronJob that would create the same.
+  json cron = {
+      {"apiVersion", "batch/v1"},
+      {"kind", "CronJob"},
+      {"metadata", {{"name", "nightly"}, {"namespace", "nlp"}}},
+      {"spec", {{"schedule", "@daily"}, {"jobTemplate", {{"spec", gpu_job("x", 4)["spec"]}}}}}};
+  std::ofstream(dir_ + "/cron.yaml") << cron.dump(2);
+  r = as_researcher({"create", "-f", dir_ + "/cron.yaml"});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("spec.jobTemplate.spec.parallelism"), std::string::npos) << r.output;
+  // A bare pod that says it is one node of four.
+  r = as_researcher({"run", "rank0", "-n", "nlp", "--image", "trainer:1", "--restart", "Never",
+                     "--overrides",
+                     R"({"spec":{"containers":[{"name":"rank0","image":"trainer:1",)"
+                     R"("command":["torchrun","--nnodes=4","train.py"],)"
+                     R"("resources":{"limits":{"nvidia.com/gpu":"8"}}}]}})"});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("Pod rank0 asks for 4 nodes"), std::string::npos) << r.output;
+  // Impersonating the namespace's service account does not make the editor a controller.
+  json owned = gpu_job("owned", 4);
+  owned["metadata"]["ownerReferences"] =
+      json::array({{{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+                    {"kind", "JobSet"},
+                    {"name", "some-jobset"},
+                    {"uid", "6f0c7b1e-0000-4000-8000-000000000001"},
+                    {"controller", true}}});
+  std::ofstream(dir_ + "/owned.yaml") << owned.dump(2);
+  r = as_researcher(
+      {"create", "-f", dir_ + "/owned.yaml", "--as", "system:serviceaccount:nlp:default"});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_TRUE(workload("owned").is_null());
+
+  // The TrainingJob path still runs: the operator's Job and its pods pass the gate.
+  json job = training_job("bert");
+  std::ofstream(dir_ + "/bert.yaml") << job.dump(2);
+  r = as_researcher({"apply", "-f", dir_ + "/bert.yaml"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_TRUE(wait_until([&] { return phase("bert") == "Succeeded"; }, 90s))
+      << get_job("bert").dump(2) << logs();
 }
 
 }  // namespace COMMGATE_TEST_UNIT

@@ -147,13 +147,39 @@ TEST(ResearcherRbac, turned_off_the_chart_renders_no_researcher_role) {
   for (const char* kind : {"ClusterRole", "ClusterRoleBinding"})
     for (const auto& o : r.of_kind(kind))
       EXPECT_NE(component(o), "researcher-access") << o["metadata"]["name"];
-  EXPECT_EQ(r.of_kind("ClusterRole").size(), 2u);  // the operator's and the webhook's
+  // The operator's, the webhook's and commgate-researcher (rbac.researcherRole).
+  EXPECT_EQ(r.of_kind("ClusterRole").size(), 3u);
   // The reader alone, when groups are named.
   const auto reader = render_chart({"-f", kReaders, "--set", "rbac.aggregateToDefaultRoles=false"});
   ASSERT_EQ(reader.exit_code, 0) << reader.output;
   EXPECT_NO_THROW(reader.get("ClusterRole", "commgate-policy-reader"));
   EXPECT_NO_THROW(reader.get("ClusterRoleBinding", "commgate-policy-reader"));
-  EXPECT_TRUE(reader.of_kind("ClusterRole").size() == 3u) << reader.output;
+  EXPECT_TRUE(reader.of_kind("ClusterRole").size() == 4u) << reader.output;
+}
+
+// Issue #19 item 4: a role to bind instead of edit, without writes of any workload kind.
+TEST(ResearcherRbac, the_researcher_role_writes_trainingjobs_and_no_workload) {
+  const auto r = render_chart();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json& role = r.get("ClusterRole", "commgate-researcher");
+  EXPECT_EQ(component(role), "researcher-role");
+  EXPECT_FALSE(role.contains("aggregationRule"));
+  for (const auto& [key, value] : role["metadata"]["labels"].items())
+    EXPECT_NE(key.rfind("rbac.authorization.k8s.io/", 0), 0u) << key << ": not aggregated";
+  const std::set<std::string> writes = {"create", "update", "patch", "delete", "deletecollection"};
+  std::set<std::string> written;
+  for (const auto& [group, resource, verb] : grants_of(role)) {
+    EXPECT_EQ(resource.find('*'), std::string::npos);
+    EXPECT_EQ(verb.find('*'), std::string::npos);
+    EXPECT_NE(verb, "impersonate");
+    if (writes.contains(verb)) written.insert(group + "/" + resource);
+  }
+  EXPECT_EQ(written,
+            (std::set<std::string>{"commgate.io/trainingjobs", "commgate.io/trainingjobs/scale",
+                                   "/configmaps", "/persistentvolumeclaims"}));
+  const auto off = render_chart({"--set", "rbac.researcherRole.enabled=false"});
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_THROW(off.get("ClusterRole", "commgate-researcher"), std::exception);
 }
 
 TEST(ResearcherRbac, the_values_schema_refuses_a_wrong_type) {

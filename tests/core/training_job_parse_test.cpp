@@ -71,6 +71,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"procs_per_node_zero", "/spec/numProcPerNode", 0, "spec.numProcPerNode",
              "must be >= 1"},
         Case{"suspend_not_bool", "/spec/suspend", "yes", "spec.suspend", "must be true or false"},
+        // Issue #19 item 4: the template's own GPUs against numProcPerNode (1 here).
+        Case{"template_gpus_other_than_procs_per_node",
+             "/spec/template/spec/containers/0/resources",
+             Json{{"limits", {{"nvidia.com/gpu", "8"}}}}, "spec.template.spec.containers",
+             "the containers ask for 8 accelerators per pod, but spec.numProcPerNode is 1"},
         Case{"missing_model", "/spec/model", std::nullopt, "spec.model",
              "required field is missing"},
         Case{"missing_parameters", "/spec/model/parameters", std::nullopt, "spec.model.parameters",
@@ -155,6 +160,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"template_value_infinite", "/spec/template/spec/activeDeadlineSeconds", HUGE_VAL,
              "spec.template.spec.activeDeadlineSeconds", "must be a finite number, got .inf"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
+
+TEST(TrainingJobParsing, template_gpus_equal_to_procs_per_node_pass) {
+  auto b = a_training_job("bert");
+  b.set("/spec/numProcPerNode", 8);
+  b.set("/spec/template/spec/containers/0/resources", Json{{"limits", {{"nvidia.com/gpu", 8}}}});
+  EXPECT_EQ(b.build().spec.num_proc_per_node, 8);
+}
 
 TEST(TrainingJobParsing, applies_defaults) {
   TrainingJob j = a_training_job("bert").nodes(4).build();
@@ -303,6 +315,7 @@ TEST(WorkloadName, more_nodes_can_make_the_name_too_long) {
 TEST(TrainingJobParsing, keeps_pod_template_and_status_verbatim) {
   auto doc =
       a_training_job()
+          .set("/spec/numProcPerNode", 8)
           .set("/spec/template/spec/containers/0/resources", {{"limits", {{"nvidia.com/gpu", 8}}}})
           .set("/status", {{"phase", "Gated"}})
           .json();

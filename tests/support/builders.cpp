@@ -95,6 +95,10 @@ PolicyBuilder& PolicyBuilder::namespace_selector(const std::string& key, const s
   policy_.spec.namespace_selector.match_labels[key] = value;
   return *this;
 }
+PolicyBuilder& PolicyBuilder::unmanaged_workloads(UnmanagedWorkloads u) {
+  policy_.spec.unmanaged_workloads = u;
+  return *this;
+}
 PolicyBuilder a_policy() {
   return PolicyBuilder();
 }

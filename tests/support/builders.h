@@ -48,6 +48,7 @@ class PolicyBuilder {
   PolicyBuilder& exempt_service_account(const std::string& ns_name);
   PolicyBuilder& named(const std::string& name);
   PolicyBuilder& namespace_selector(const std::string& key, const std::string& value);
+  PolicyBuilder& unmanaged_workloads(UnmanagedWorkloads u);
   CommPolicy build() const { return policy_; }
 
  private:

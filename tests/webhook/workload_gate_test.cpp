@@ -1,0 +1,295 @@
+// /validate for workloads commgate did not create (webhook/validate_workload.h): the
+// workload gate of CommPolicy spec.unmanagedWorkloads (issue #19 item 4) and the size of
+// the Job the operator created for a TrainingJob (item 3), over real apiserver envelopes.
+#include <gtest/gtest.h>
+
+#include "tests/webhook/webhook_test_support.h"
+#include "webhook/handlers.h"
+
+namespace commgate::webhook {
+namespace COMMGATE_TEST_UNIT {
+
+using commgate::testing::a_policy;
+using commgate::testing::test_now;
+using nlohmann::json;
+using namespace commgate::webhook::testing;
+
+constexpr const char* kResearcher = "alice";
+constexpr const char* kNamespace = "team-a";
+
+json gpu_container(int gpus, json extra = json::object()) {
+  json c = {{"name", "train"}, {"image", "trainer:1"}};
+  if (gpus > 0) c["resources"]["limits"]["nvidia.com/gpu"] = std::to_string(gpus);
+  c.update(extra);
+  return c;
+}
+
+json pod_spec(int gpus, json extra = json::object()) {
+  return {{"restartPolicy", "Never"}, {"containers", json::array({gpu_container(gpus, extra)})}};
+}
+
+json job_spec(int parallelism, int gpus) {
+  return {{"parallelism", parallelism},
+          {"completions", parallelism},
+          {"completionMode", "Indexed"},
+          {"template", {{"spec", pod_spec(gpus)}}}};
+}
+
+json object_of(const std::string& api_version, const std::string& kind, json spec,
+               json owner = nullptr) {
+  json o = {{"apiVersion", api_version},
+            {"kind", kind},
+            {"metadata", {{"name", "run"}, {"namespace", kNamespace}}},
+            {"spec", std::move(spec)}};
+  if (!owner.is_null()) o["metadata"]["ownerReferences"] = json::array({owner});
+  return o;
+}
+
+json a_job(int parallelism, int gpus, json owner = nullptr) {
+  return object_of("batch/v1", "Job", job_spec(parallelism, gpus), std::move(owner));
+}
+
+json owner(const std::string& api_version, const std::string& kind) {
+  return {{"apiVersion", api_version}, {"kind", kind},       {"name", "parent"},
+          {"uid", "0b5e0f36-1"},       {"controller", true}, {"blockOwnerDeletion", true}};
+}
+
+struct Resource {
+  std::string group, version, resource, kind;
+};
+const Resource kJobs{"batch", "v1", "jobs", "Job"};
+const Resource kCronJobs{"batch", "v1", "cronjobs", "CronJob"};
+const Resource kPods{"", "v1", "pods", "Pod"};
+const Resource kJobSets{"jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet"};
+const Resource kPyTorchJobs{"kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"};
+
+// A write of `object` to `r` by `user`, from the real minikube-user Pod CREATE envelope.
+ReviewBuilder a_write(const Resource& r, const json& object, const std::string& user = kResearcher,
+                      const json& old_object = nullptr) {
+  ReviewBuilder b("request-v1-create-pod-minikube-user");
+  b.set("/request/resource", {{"group", r.group}, {"version", r.version}, {"resource", r.resource}})
+      .set("/request/kind", {{"group", r.group}, {"version", r.version}, {"kind", r.kind}})
+      .set("/request/namespace", kNamespace)
+      .set("/request/name", "run")
+      .set("/request/userInfo", {{"username", user}, {"groups", {"system:authenticated"}}})
+      .object(object);
+  if (!old_object.is_null()) b.operation("UPDATE").old_object(old_object);
+  return b;
+}
+
+CommPolicy gate_on() {
+  return a_policy()
+      .named("gpu-gate")
+      .unmanaged_workloads(UnmanagedWorkloads::kDeny)
+      .exempt_user("carol")
+      .build();
+}
+
+struct GateCase {
+  std::string name;
+  Resource resource;
+  json object;
+  std::string user;
+  std::vector<CommPolicy> policies;
+  bool want_allowed;
+  std::string want_decision;
+  std::string want_message_part;  // "" : not checked
+};
+
+class WorkloadGate : public ::testing::TestWithParam<GateCase> {};
+
+TEST_P(WorkloadGate, DecidesTheWrite) {
+  const GateCase& c = GetParam();
+  const auto request = a_write(c.resource, c.object, c.user).parse();
+  const auto response = handle_validate(request, snapshot_of(c.policies, {}), test_now());
+  EXPECT_EQ(response.allowed, c.want_allowed) << response.message;
+  EXPECT_EQ(response.decision, c.want_decision) << response.message;
+  if (!c.want_allowed) EXPECT_EQ(response.code, 403);
+  EXPECT_NE(response.message.find(c.want_message_part), std::string::npos) << response.message;
+}
+
+json jobset(int replicas, int parallelism, int gpus) {
+  return object_of(
+      "jobset.x-k8s.io/v1alpha2", "JobSet",
+      {{"replicatedJobs",
+        json::array(
+            {{{"name", "leader"}, {"replicas", 1}, {"template", {{"spec", job_spec(1, 0)}}}},
+             {{"name", "workers"},
+              {"replicas", replicas},
+              {"template", {{"spec", job_spec(parallelism, gpus)}}}}})}});
+}
+
+json pytorchjob(int workers, int gpus) {
+  json replica = {{"replicas", 1}, {"template", {{"spec", pod_spec(gpus)}}}};
+  json w = replica;
+  w["replicas"] = workers;
+  return object_of("kubeflow.org/v1", "PyTorchJob",
+                   {{"pytorchReplicaSpecs", {{"Master", replica}, {"Worker", w}}}});
+}
+
+json a_pod(int gpus, json extra = json::object(), json pod_owner = nullptr) {
+  return object_of("v1", "Pod", pod_spec(gpus, std::move(extra)), std::move(pod_owner));
+}
+
+const std::string kJobSetController = "system:serviceaccount:jobset-system:jobset-controller";
+const std::string kOperatorUser = kOperator;
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, WorkloadGate,
+    ::testing::Values(
+        GateCase{"OffByDefault", kJobs, a_job(64, 8), kResearcher, {}, true, "Allow", ""},
+        GateCase{"OffWherePoliciesLeaveItAtAllow", kJobs, a_job(64, 8), kResearcher,
+                 {a_policy().named("loose").build()}, true, "Allow", ""},
+        GateCase{"RefusesAMultiNodeGpuJob", kJobs, a_job(64, 8), kResearcher, {gate_on()}, false,
+                 "Unmanaged",
+                 "Job run asks for 64 nodes with 8 GPUs each at once (spec.parallelism): "
+                 "CommPolicy gpu-gate (spec.unmanagedWorkloads: Deny)"},
+        GateCase{"ASingleNodeGpuJobPasses", kJobs, a_job(1, 8), kResearcher, {gate_on()}, true,
+                 "SingleNode", ""},
+        GateCase{"ACpuJobPasses", kJobs, a_job(64, 0), kResearcher, {gate_on()}, true,
+                 "SingleNode", ""},
+        GateCase{"TheOperatorsJobPasses", kJobs,
+                 a_job(4, 8, owner("commgate.io/v1alpha1", "TrainingJob")), kOperatorUser,
+                 {gate_on()}, true, "Managed", ""},
+        GateCase{"AForgedTrainingJobOwnerDoesNotPass", kJobs,
+                 a_job(4, 8, owner("commgate.io/v1alpha1", "TrainingJob")), kResearcher,
+                 {gate_on()}, false, "Unmanaged", ""},
+        GateCase{"AnExemptUserPasses", kJobs, a_job(4, 8), "carol", {gate_on()}, true, "Exempt",
+                 ""},
+        GateCase{"ExemptionsOfAnotherPolicyDoNotCount", kJobs, a_job(4, 8), "dave",
+                 {gate_on(), a_policy().named("other").exempt_user("dave").build()}, false,
+                 "Unmanaged", ""},
+        GateCase{"APolicyOfAnotherNamespaceDoesNotApply", kJobs, a_job(4, 8), kResearcher,
+                 {a_policy()
+                      .named("nlp-only")
+                      .namespace_selector("team", "nlp")
+                      .unmanaged_workloads(UnmanagedWorkloads::kDeny)
+                      .build()},
+                 true, "Allow", ""},
+        // A stricter-limit policy that leaves the switch at Allow does not switch it off.
+        GateCase{"AnyApplicablePolicyMaySwitchItOn", kJobs, a_job(4, 8), kResearcher,
+                 {gate_on(), a_policy().named("strict").max_comm_share(0.05).build()}, false,
+                 "Unmanaged", "CommPolicy gpu-gate"},
+        GateCase{"RefusesACronJob", kCronJobs,
+                 object_of("batch/v1", "CronJob",
+                           {{"schedule", "@daily"},
+                            {"jobTemplate", {{"spec", job_spec(2, 1)}}}}),
+                 kResearcher, {gate_on()}, false, "Unmanaged",
+                 "(spec.jobTemplate.spec.parallelism)"},
+        GateCase{"RefusesAJobSetCountingItsGpuReplicas", kJobSets, jobset(2, 1, 8), kResearcher,
+                 {gate_on()}, false, "Unmanaged",
+                 "JobSet run asks for 2 nodes with 8 GPUs each at once "
+                 "(spec.replicatedJobs[1].replicas x "
+                 "spec.replicatedJobs[1].template.spec.parallelism)"},
+        GateCase{"ASingleGpuJobSetPasses", kJobSets, jobset(1, 1, 8), kResearcher, {gate_on()},
+                 true, "SingleNode", ""},
+        GateCase{"RefusesAPyTorchJob", kPyTorchJobs, pytorchjob(3, 8), kResearcher, {gate_on()},
+                 false, "Unmanaged", "asks for 4 nodes"},
+        GateCase{"ABarePodIsOneNode", kPods, a_pod(8), kResearcher, {gate_on()}, true,
+                 "SingleNode", ""},
+        GateCase{"ABarePodThatSaysItIsOneOfFourIsRefused", kPods,
+                 a_pod(8, {{"command", {"torchrun", "--nnodes=4", "--nproc-per-node=8", "t.py"}}}),
+                 kResearcher, {gate_on()}, false, "Unmanaged",
+                 "asks for 4 nodes with 8 GPUs each at once (spec.containers[0].command[1])"},
+        GateCase{"ABarePodWithPetNnodesIsRefused", kPods,
+                 a_pod(1, {{"env", {{{"name", "PET_NNODES"}, {"value", "2:8"}}}}}), kResearcher,
+                 {gate_on()}, false, "Unmanaged", "asks for 8 nodes"},
+        GateCase{"APodOfACheckedParentIsLeftToIt", kPods,
+                 a_pod(8, {{"env", {{{"name", "PET_NNODES"}, {"value", "4"}}}}},
+                       owner("kubeflow.org/v1", "PyTorchJob")),
+                 "system:serviceaccount:kubeflow:training-operator", {gate_on()}, true, "Child",
+                 ""},
+        GateCase{"AJobSetsJobCreatedByItsControllerIsLeftToIt", kJobs,
+                 a_job(4, 8, owner("jobset.x-k8s.io/v1alpha2", "JobSet")), kJobSetController,
+                 {gate_on()}, true, "Child", ""},
+        GateCase{"AJobClaimingAJobSetParentIsCheckedWhenAUserWritesIt", kJobs,
+                 a_job(4, 8, owner("jobset.x-k8s.io/v1alpha2", "JobSet")), kResearcher,
+                 {gate_on()}, false, "Unmanaged", ""},
+        // The built-in edit role may impersonate the namespace's own service accounts.
+        GateCase{"AServiceAccountOfTheNamespaceIsNotAController", kJobs,
+                 a_job(4, 8, owner("jobset.x-k8s.io/v1alpha2", "JobSet")),
+                 "system:serviceaccount:team-a:default", {gate_on()}, false, "Unmanaged", ""},
+        // TrainJob is not read: its JobSet is checked as any other (fails closed).
+        GateCase{"ATrainJobsJobSetIsChecked", kJobSets,
+                 [] {
+                   json j = jobset(4, 1, 8);
+                   j["metadata"]["ownerReferences"] =
+                       json::array({owner("trainer.kubeflow.org/v1alpha1", "TrainJob")});
+                   return j;
+                 }(),
+                 "system:serviceaccount:kubeflow-system:kubeflow-trainer-controller-manager",
+                 {gate_on()}, false, "Unmanaged", ""}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(WorkloadGate, AnUpdateIsRefusedOnlyWhenItGrowsTheWorkload) {
+  const auto snapshot = snapshot_of({gate_on()}, {});
+  // A Job created before the switch keeps working: a label change passes.
+  json labelled = a_job(4, 8);
+  labelled["metadata"]["labels"]["x"] = "y";
+  auto r = handle_validate(a_write(kJobs, labelled, kResearcher, a_job(4, 8)).parse(), snapshot,
+                           test_now());
+  EXPECT_TRUE(r.allowed) << r.message;
+  EXPECT_EQ(r.decision, "NotGrown");
+  // parallelism 1 -> 16 on a GPU Job is refused.
+  r = handle_validate(a_write(kJobs, a_job(16, 8), kResearcher, a_job(1, 8)).parse(), snapshot,
+                      test_now());
+  EXPECT_FALSE(r.allowed);
+  EXPECT_EQ(r.decision, "Unmanaged");
+  // So are more GPUs per pod on a multi-node Job.
+  r = handle_validate(a_write(kJobs, a_job(4, 8), kResearcher, a_job(4, 1)).parse(), snapshot,
+                      test_now());
+  EXPECT_FALSE(r.allowed);
+}
+
+TEST(WorkloadGate, FailsClosedForANamespaceTheCacheHasNotSeen) {
+  Snapshot snapshot = snapshot_of({gate_on()}, {});
+  snapshot.namespaces_listed = true;  // and team-a is not among them
+  auto r = handle_validate(a_write(kJobs, a_job(4, 8)).parse(), snapshot, test_now());
+  EXPECT_FALSE(r.allowed);
+  EXPECT_EQ(r.code, 503);
+  EXPECT_EQ(r.decision, "NamespaceUnknown");
+  EXPECT_NE(r.message.find("try again"), std::string::npos) << r.message;
+  // Without a policy that switches the gate on anywhere, nothing is refused.
+  snapshot.policies.clear();
+  r = handle_validate(a_write(kJobs, a_job(4, 8)).parse(), snapshot, test_now());
+  EXPECT_TRUE(r.allowed);
+  // Once the namespace is known, its labels decide.
+  snapshot = snapshot_of({gate_on()}, {});
+  snapshot.namespaces_listed = true;
+  snapshot.namespace_labels[kNamespace] = {};
+  r = handle_validate(a_write(kJobs, a_job(4, 8)).parse(), snapshot, test_now());
+  EXPECT_EQ(r.decision, "Unmanaged");
+}
+
+// Issue #19 item 3: an edit user patched the parallelism of the Job the operator created.
+TEST(TrainingJobWorkload, OnlyTheOperatorChangesItsSize) {
+  const json ours = a_job(4, 8, owner("commgate.io/v1alpha1", "TrainingJob"));
+  json resized = ours;
+  resized["spec"]["parallelism"] = 64;
+  resized["spec"]["completions"] = 64;
+  for (const auto& policies : {std::vector<CommPolicy>{}, std::vector<CommPolicy>{gate_on()}}) {
+    const auto snapshot = snapshot_of(policies, {});
+    auto r =
+        handle_validate(a_write(kJobs, resized, kResearcher, ours).parse(), snapshot, test_now());
+    EXPECT_FALSE(r.allowed);
+    EXPECT_EQ(r.code, 422);
+    EXPECT_EQ(r.decision, "WorkloadResize");
+    ASSERT_FALSE(r.details.causes.empty());
+    EXPECT_EQ(r.details.causes[0].field, "spec.parallelism");
+    EXPECT_NE(r.message.find("runs TrainingJob parent at the size commgate admitted"),
+              std::string::npos)
+        << r.message;
+    EXPECT_EQ(r.details.kind, "Job");
+    // The operator restores or stops it.
+    r = handle_validate(a_write(kJobs, resized, kOperatorUser, ours).parse(), snapshot, test_now());
+    EXPECT_TRUE(r.allowed);
+    // Other changes (a label) are the user's.
+    json labelled = ours;
+    labelled["metadata"]["labels"]["x"] = "y";
+    r = handle_validate(a_write(kJobs, labelled, kResearcher, ours).parse(), snapshot, test_now());
+    EXPECT_TRUE(r.allowed) << r.message;
+  }
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate::webhook
