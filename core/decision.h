@@ -41,6 +41,7 @@ inline constexpr const char* kExtrapolationTooFar = "ExtrapolationTooFar";
 struct Requester {
   std::string username;
   std::vector<std::string> groups;
+  bool operator==(const Requester&) const = default;
 };
 
 struct DecisionInput {

@@ -152,6 +152,16 @@ std::string to_annotation(const DecisionRecord& r) {
   append_json_string(out, r.reason);
   out += ",\"requestedNodes\":";
   out += std::to_string(r.requested_nodes);
+  if (r.requester) {
+    out += ",\"requester\":{\"groups\":[";
+    for (size_t i = 0; i < r.requester->groups.size(); ++i) {
+      if (i) out += ',';
+      append_json_string(out, r.requester->groups[i]);
+    }
+    out += "],\"username\":";
+    append_json_string(out, r.requester->username);
+    out += '}';
+  }
   out += ",\"specHash\":";
   append_json_string(out, r.spec_hash);
   out += '}';
@@ -205,6 +215,21 @@ std::optional<DecisionRecord> parse_decision_record(std::string_view text, std::
     return fail("message: not a string");
   if (j.contains("mac") && (!str_field("mac", &r.mac) || r.mac.size() != 64))
     return fail("mac: not 64 hex digits");
+  if (auto q = j.find("requester"); q != j.end()) {
+    if (!q->is_object()) return fail("requester: not an object");
+    Requester who;
+    auto name = q->find("username");
+    if (name == q->end() || !name->is_string()) return fail("requester.username: not a string");
+    who.username = name->get<std::string>();
+    if (auto groups = q->find("groups"); groups != q->end()) {
+      if (!groups->is_array()) return fail("requester.groups: not a list");
+      for (const Json& g : *groups) {
+        if (!g.is_string()) return fail("requester.groups: not a list of strings");
+        who.groups.push_back(g.get<std::string>());
+      }
+    }
+    r.requester = std::move(who);
+  }
   return r;
 }
 

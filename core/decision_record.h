@@ -42,6 +42,10 @@ struct DecisionRecord {
   // Gate and Deny only: the decision's message (what the job waits for, why it was
   // refused), for the checks that must quote it without deciding again.
   std::string message;
+  // Who asked, on a Gate written before the policy could be known (NamespaceUnknown,
+  // DecisionTimeout): the operator's later decision counts their exemptions, which it
+  // cannot learn otherwise (it sees no request). Followed only from a signed record.
+  std::optional<Requester> requester;
   // HMAC-SHA256 (64 hex digits) of record_signing_text, with the key only the webhook and
   // the operator read; empty when the decider had no key (RecordAuthenticator).
   std::string mac;
@@ -60,7 +64,8 @@ std::string decision_spec_hash(const TrainingJobSpec& spec, int num_nodes);
 
 // Compact JSON, keys: action, admittedNodes, requestedNodes, reason, policy{name,
 // resourceVersion}, profile{name, resourceVersion} (when one was used), decidedAt,
-// specHash, message (Gate and Deny), mac (when signed).
+// specHash, message (Gate and Deny), requester{username, groups} (when set), mac (when
+// signed).
 std::string to_annotation(const DecisionRecord& record);
 // nullopt (and `error`, when given, says why) for anything that is not a record this
 // version wrote: a malformed record counts as no record, so the job is decided again.

@@ -52,6 +52,9 @@ struct TrainingJobReconciler::Context {
   TimePoint now{};
   std::shared_ptr<const Snapshot> snapshot;
   std::optional<CommProfile> overlay;  // the pool's profile as read or written just now
+  // Who asked for the job, where a signed record for its current spec says so (a gate
+  // written before the webhook could decide): decisions count their exemptions.
+  Requester requester;
   Step step = Step::kRead;
   // A decision newly put in status.decision: counted on its policy once the status is
   // written.

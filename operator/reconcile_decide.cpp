@@ -122,6 +122,9 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
 
 DecisionRecord TrainingJobReconciler::record_for(const Context& ctx, const JobDecision& jd) const {
   DecisionRecord record = record_of(jd, ctx.job, ctx.now);
+  // A gate keeps who asked, for the decision that lifts it.
+  if (record.action == commgate::Action::kGate && !ctx.requester.username.empty())
+    record.requester = ctx.requester;
   if (settings_.records) settings_.records->sign(record, record_subject(ctx.job.metadata));
   return record;
 }

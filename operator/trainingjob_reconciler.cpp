@@ -149,6 +149,10 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
   }
   const auto verdict =
       record ? check_against_record(*record, ctx.job.spec) : RecordVerdict::kSpecChanged;
+  // Only a signed record names a requester the operator may believe (without a key anyone
+  // could write an exempt user there), and only for the spec it was written for.
+  if (record && record->requester && settings_.records && verdict != RecordVerdict::kSpecChanged)
+    ctx.requester = *record->requester;
   // The decision-relevant spec changed after the training Job was created (the webhook
   // refuses that; without it, or with failurePolicy Ignore, it gets through): the Job's
   // pods and torchrun world size are fixed, so the change cannot be applied, and deciding
@@ -202,10 +206,10 @@ ReconcileResult TrainingJobReconciler::invalid_spec(Context& ctx, const std::str
 }
 
 JobDecision TrainingJobReconciler::decide_now(const Context& ctx) const {
-  if (!ctx.overlay) return decide_for_job(ctx.job, *ctx.snapshot, Requester{}, ctx.now);
+  if (!ctx.overlay) return decide_for_job(ctx.job, *ctx.snapshot, ctx.requester, ctx.now);
   Snapshot with_profile = *ctx.snapshot;
   with_profile.profiles[ctx.overlay->metadata.name] = *ctx.overlay;
-  return decide_for_job(ctx.job, with_profile, Requester{}, ctx.now);
+  return decide_for_job(ctx.job, with_profile, ctx.requester, ctx.now);
 }
 
 std::vector<json> TrainingJobReconciler::pods_of(const json& job, const std::string& ns) const {

@@ -177,6 +177,9 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
       break;
   }
   DecisionRecord record = record_of(jd, job, now);
+  // The operator decides this one later, without the request: it needs the requester's
+  // exemptions (issue #19: an exempt user's job gated NamespaceUnknown lost them).
+  if (d.reason == reason::kNamespaceUnknown) record.requester = who;
   if (config.records) config.records->sign(record, record_subject(job.metadata));
   annotate_decision(patch, record);
   return with_decision(with_warnings(patched(patch.take()), std::move(warnings)), record);
@@ -203,6 +206,7 @@ AdmissionResponse gate_past_deadline(const AdmissionRequest& request, TimePoint 
   record.spec_hash = decision_spec_hash(job.spec);
   record.message = "commgate could not decide within its " + std::to_string(deadline.count()) +
                    " ms deadline; the job is suspended until the operator decides it";
+  record.requester = requester_of(request.user_info);
   if (records) records->sign(record, record_subject(job.metadata));
   PatchBuilder patch(request.object);
   patch.set_spec("suspend", true);

@@ -165,8 +165,9 @@ TEST_F(ChartOnSim, the_stored_rbac_authorizes_the_operator_as_rendered) {
   ASSERT_EQ(got.code, 0) << got.output;
   const auto rbac =
       sim::RbacObjects::from(json::parse(got.output)["items"].get<std::vector<json>>());
-  // The operator's, the webhook's, and the researchers' view, edit and policy reader.
-  EXPECT_EQ(rbac.cluster_roles.size(), 5u);
+  // The operator's, the webhook's, the researchers' view, edit and policy reader, and
+  // commgate-researcher.
+  EXPECT_EQ(rbac.cluster_roles.size(), 6u);
   EXPECT_EQ(rbac.roles.size(), 1u);
   const auto op = sim::service_account_user("commgate-system", "commgate-operator");
   const auto request = [](std::string verb, std::string group, std::string resource, std::string ns,

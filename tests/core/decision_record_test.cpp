@@ -39,6 +39,10 @@ TEST(DecisionRecord, RoundTripsThroughItsAnnotation) {
   EXPECT_EQ(parse_decision_record(to_annotation(r)), r);
   r.policy = {"default", ""};
   EXPECT_EQ(parse_decision_record(to_annotation(r)), r);
+  r.requester = Requester{"carol", {"researchers", "system:authenticated"}};
+  EXPECT_EQ(parse_decision_record(to_annotation(r)), r);
+  r.requester = Requester{"system:serviceaccount:ml:ci", {}};
+  EXPECT_EQ(parse_decision_record(to_annotation(r)), r);
 }
 
 TEST(DecisionRecord, IsCompactJson) {
@@ -69,6 +73,8 @@ std::string annotation_as_a_tree(const DecisionRecord& r) {
   j["decidedAt"] = format_rfc3339(r.decided_at);
   j["specHash"] = r.spec_hash;
   if (!r.message.empty()) j["message"] = r.message;
+  if (r.requester)
+    j["requester"] = {{"username", r.requester->username}, {"groups", r.requester->groups}};
   return j.dump();
 }
 
@@ -110,6 +116,11 @@ INSTANTIATE_TEST_SUITE_P(
                                        r.policy = {"p\"1", "4\\2"};
                                        r.profile = ObjectRef{"pool-\xc3\xa9", ""};
                                      }},
+                      AnnotationCase{"a_gate_with_its_requester",
+                                     [](auto& r) {
+                                       r.action = Action::kGate;
+                                       r.requester = Requester{"carol \"c\"", {"g1", "g\\2"}};
+                                     }},
                       AnnotationCase{"a_denial_admits_zero_nodes",
                                      [](auto& r) {
                                        r.action = Action::kDeny;
@@ -146,7 +157,9 @@ TEST(DecisionRecord, AMalformedRecordCountsAsNone) {
       {"", "null", "[]", "{", R"({"action":"Maybe"})",
        R"({"action":"Admit","admittedNodes":-1,"requestedNodes":1,"reason":"x","policy":{"name":"p"},"decidedAt":"2026-12-01T00:00:00Z","specHash":"0123456789abcdef"})",
        R"({"action":"Admit","admittedNodes":1,"requestedNodes":1,"reason":"x","policy":{"name":"p"},"decidedAt":"yesterday","specHash":"0123456789abcdef"})",
-       R"({"action":"Admit","admittedNodes":1,"requestedNodes":1,"reason":"x","policy":{"name":"p"},"decidedAt":"2026-12-01T00:00:00Z","specHash":"short"})"}) {
+       R"({"action":"Admit","admittedNodes":1,"requestedNodes":1,"reason":"x","policy":{"name":"p"},"decidedAt":"2026-12-01T00:00:00Z","specHash":"short"})",
+       R"({"action":"Gate","admittedNodes":1,"requestedNodes":1,"reason":"x","policy":{"name":"p"},"decidedAt":"2026-12-01T00:00:00Z","specHash":"0123456789abcdef","requester":"carol"})",
+       R"({"action":"Gate","admittedNodes":1,"requestedNodes":1,"reason":"x","policy":{"name":"p"},"decidedAt":"2026-12-01T00:00:00Z","specHash":"0123456789abcdef","requester":{"groups":[1]}})"}) {
     std::string why;
     EXPECT_FALSE(parse_decision_record(bad, &why)) << bad;
     EXPECT_FALSE(why.empty()) << bad;

@@ -1663,6 +1663,48 @@ TEST(Reconcile, with_a_key_a_record_without_a_valid_signature_is_decided_again) 
   EXPECT_EQ(w.events_of(op_reason::kRecordNotTrusted), 1);
 }
 
+// Issue #19: an exempt user's job gated NamespaceUnknown (or past the webhook's deadline)
+// lost the exemption: the operator, which decides it later, did not know who asked. The
+// signed gate record carries the requester; an unsigned one is not believed.
+TEST(Reconcile, a_signed_gate_keeps_the_requesters_exemption_for_the_operators_decision) {
+  json policy = a_policy();
+  policy["spec"]["exemptions"]["users"] = {"carol"};
+  World w(policy);
+  json doc = a_job("bert").set("/spec/suspend", true).json();
+  const TrainingJob job = parse_training_job(doc);
+  DecisionRecord gate;
+  gate.action = commgate::Action::kGate;
+  gate.reason = reason::kNamespaceUnknown;
+  gate.requested_nodes = gate.admitted_nodes = 4;
+  gate.policy = {"", ""};
+  gate.decided_at = w.now;
+  gate.spec_hash = decision_spec_hash(job.spec);
+  gate.message = "namespace ml is not in commgate's cache of Namespaces yet";
+  gate.requester = Requester{"carol", {"system:authenticated"}};
+  const auto signer = std::make_shared<server::RecordSigner>(std::string(32, 'k'));
+  ReconcilerSettings keyed = w.settings;
+  keyed.records = signer;
+
+  // Unsigned: carol's name in it is anyone's to write; the job is decided as nobody's.
+  json unsigned_doc = doc;
+  for (const auto& [k, v] : decision_annotations(gate))
+    unsigned_doc["metadata"]["annotations"][k] = v;
+  w.submit_raw(unsigned_doc);
+  ASSERT_TRUE(w.reconciler_with(keyed)->reconcile("ml/bert").ok());
+  EXPECT_NE(w.status("bert")["decision"].value("reason", ""), reason::kExempt)
+      << w.status("bert").dump(2);
+  w.api.remove(kJobs + "/bert");
+
+  signer->sign(gate, "ml/bert");
+  for (const auto& [k, v] : decision_annotations(gate)) doc["metadata"]["annotations"][k] = v;
+  w.submit_raw(doc);
+  ASSERT_TRUE(w.reconciler_with(keyed)->reconcile("ml/bert").ok());
+  const json status = w.status("bert");
+  EXPECT_EQ(status["decision"]["action"], "Admit") << status.dump(2);
+  EXPECT_EQ(status["decision"]["reason"], reason::kExempt);
+  EXPECT_EQ(w.job("bert")["spec"]["suspend"], false);
+}
+
 TEST(Reconcile, transient_api_errors_are_retryable_with_the_step) {
   World w;
   w.submit(a_job("bert"));

@@ -181,6 +181,12 @@ TEST(Mutate, GatesAJobWhoseNamespaceTheCacheHasNotSeen) {
   const json after = apply_patch(request.object, gated);
   EXPECT_EQ(after["spec"]["suspend"], true);
   EXPECT_EQ(annotation_of(after, annotation::kReason), "NamespaceUnknown");
+  // The record names who asked, for the operator's decision once the namespace is seen.
+  const auto record = parse_decision_record(annotation_of(after, annotation::kDecisionRecord));
+  ASSERT_TRUE(record);
+  ASSERT_TRUE(record->requester);
+  EXPECT_EQ(record->requester->username, request.user_info.username);
+  EXPECT_EQ(record->requester->groups, request.user_info.groups);
   // What /validate sees next: the gate it holds to.
   EXPECT_TRUE(handle_validate(a_create_of(after).parse(), snapshot, test_now()).allowed);
   // Once the namespace is in the cache, its own policy decides: refused.
