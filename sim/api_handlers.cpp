@@ -346,7 +346,15 @@ std::shared_ptr<const RbacObjects> ApiHandlers::rbac_objects() {
     for (auto& item : store_.list(*r, "", ListOptions{}).items) into.push_back(std::move(item));
   };
   add("roles", rbac.roles);
-  add("clusterroles", rbac.cluster_roles);
+  // A stored ClusterRole replaces the bootstrap one of its name (an admin's own `edit`).
+  std::vector<json> stored_cluster_roles;
+  add("clusterroles", stored_cluster_roles);
+  for (const json& role : stored_cluster_roles) {
+    const std::string name = role["metadata"].value("name", "");
+    std::erase_if(rbac.cluster_roles,
+                  [&](const json& r) { return r["metadata"].value("name", "") == name; });
+  }
+  for (json& role : stored_cluster_roles) rbac.cluster_roles.push_back(std::move(role));
   add("rolebindings", rbac.role_bindings);
   add("clusterrolebindings", rbac.cluster_role_bindings);
   // kube-controller-manager's clusterrole-aggregation controller, as of this version.

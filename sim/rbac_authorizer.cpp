@@ -434,6 +434,126 @@ json forbidden_status(const UserInfo& user, const RequestAttributes& request,
           {"details", details},  {"code", 403}};
 }
 
+namespace {
+
+using Strings = std::vector<std::string>;
+
+json rule(Strings groups, Strings resources, Strings verbs) {
+  return {{"apiGroups", std::move(groups)},
+          {"resources", std::move(resources)},
+          {"verbs", std::move(verbs)}};
+}
+
+json cluster_role(const std::string& name, json labels, json rules) {
+  json role = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+               {"kind", "ClusterRole"},
+               {"metadata",
+                {{"name", name},
+                 {"annotations", {{"rbac.authorization.kubernetes.io/autoupdate", "true"}}},
+                 {"labels", std::move(labels)}}}};
+  if (!rules.is_null()) role["rules"] = std::move(rules);
+  return role;
+}
+
+json aggregating(const std::string& name, const std::string& selects, json labels) {
+  json role = cluster_role(name, std::move(labels), nullptr);
+  role["aggregationRule"] = {
+      {"clusterRoleSelectors",
+       json::array(
+           {{{"matchLabels", {{"rbac.authorization.k8s.io/aggregate-to-" + selects, "true"}}}}})}};
+  return role;
+}
+
+// cluster-admin, admin, edit, view and the system:aggregate-to-* roles of upstream's
+// plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go (ClusterRoles()), as its
+// testdata/cluster-roles.yaml renders them.
+void add_user_facing_roles(std::vector<json>& roles) {
+  const json defaults = {{"kubernetes.io/bootstrapping", "rbac-defaults"}};
+  auto labelled = [&](const char* aggregate_to) {
+    json l = defaults;
+    l[std::string("rbac.authorization.k8s.io/aggregate-to-") + aggregate_to] = "true";
+    return l;
+  };
+  const Strings read = {"get", "list", "watch"};
+  const Strings write = {"create", "delete", "deletecollection", "patch", "update"};
+  const Strings all = {"create", "delete", "deletecollection", "get",
+                       "list",   "patch",  "update",           "watch"};
+  roles.push_back(cluster_role(
+      "cluster-admin", defaults,
+      json::array({rule({"*"}, {"*"}, {"*"}), {{"nonResourceURLs", {"*"}}, {"verbs", {"*"}}}})));
+  roles.push_back(aggregating("admin", "admin", defaults));
+  roles.push_back(aggregating("edit", "edit", labelled("admin")));
+  roles.push_back(aggregating("view", "view", labelled("edit")));
+  roles.push_back(cluster_role(
+      "system:aggregate-to-admin", labelled("admin"),
+      json::array({rule({"authorization.k8s.io"}, {"localsubjectaccessreviews"}, {"create"}),
+                   rule({"rbac.authorization.k8s.io"}, {"rolebindings", "roles"}, all)})));
+  roles.push_back(cluster_role(
+      "system:aggregate-to-edit", labelled("edit"),
+      json::array(
+          {rule({""},
+                {"pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "secrets",
+                 "services/proxy"},
+                read),
+           rule({""}, {"serviceaccounts"}, {"impersonate"}),
+           rule({""}, {"pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"},
+                write),
+           rule({""}, {"pods/eviction"}, {"create"}),
+           rule({""},
+                {"configmaps", "events", "persistentvolumeclaims", "replicationcontrollers",
+                 "replicationcontrollers/scale", "secrets", "serviceaccounts", "services",
+                 "services/proxy"},
+                write),
+           rule({""}, {"serviceaccounts/token"}, {"create"}),
+           rule({"apps"},
+                {"daemonsets", "deployments", "deployments/rollback", "deployments/scale",
+                 "replicasets", "replicasets/scale", "statefulsets", "statefulsets/scale"},
+                write),
+           rule({"autoscaling"}, {"horizontalpodautoscalers"}, write),
+           rule({"batch"}, {"cronjobs", "jobs"}, write),
+           rule({"extensions"},
+                {"daemonsets", "deployments", "deployments/rollback", "deployments/scale",
+                 "ingresses", "networkpolicies", "replicasets", "replicasets/scale",
+                 "replicationcontrollers/scale"},
+                write),
+           rule({"policy"}, {"poddisruptionbudgets"}, write),
+           rule({"networking.k8s.io"}, {"ingresses", "networkpolicies"}, write),
+           rule({"coordination.k8s.io"}, {"leases"}, all)})));
+  roles.push_back(cluster_role(
+      "system:aggregate-to-view", labelled("view"),
+      json::array(
+          {rule({""},
+                {"configmaps", "endpoints", "persistentvolumeclaims",
+                 "persistentvolumeclaims/status", "pods", "replicationcontrollers",
+                 "replicationcontrollers/scale", "serviceaccounts", "services", "services/status"},
+                read),
+           rule(
+               {""},
+               {"bindings", "events", "limitranges", "namespaces/status", "pods/log", "pods/status",
+                "replicationcontrollers/status", "resourcequotas", "resourcequotas/status"},
+               read),
+           rule({""}, {"namespaces"}, read), rule({"discovery.k8s.io"}, {"endpointslices"}, read),
+           rule({"apps"},
+                {"controllerrevisions", "daemonsets", "daemonsets/status", "deployments",
+                 "deployments/scale", "deployments/status", "replicasets", "replicasets/scale",
+                 "replicasets/status", "statefulsets", "statefulsets/scale", "statefulsets/status"},
+                read),
+           rule({"autoscaling"}, {"horizontalpodautoscalers", "horizontalpodautoscalers/status"},
+                read),
+           rule({"batch"}, {"cronjobs", "cronjobs/status", "jobs", "jobs/status"}, read),
+           rule({"extensions"},
+                {"daemonsets", "daemonsets/status", "deployments", "deployments/scale",
+                 "deployments/status", "ingresses", "ingresses/status", "networkpolicies",
+                 "replicasets", "replicasets/scale", "replicasets/status",
+                 "replicationcontrollers/scale"},
+                read),
+           rule({"policy"}, {"poddisruptionbudgets", "poddisruptionbudgets/status"}, read),
+           rule({"networking.k8s.io"}, {"ingresses", "ingresses/status", "networkpolicies"},
+                read)})));
+}
+
+}  // namespace
+
 RbacObjects bootstrap_rbac() {
   using nlohmann::json;
   auto role = [](const std::string& name, json rules) {
@@ -475,6 +595,7 @@ RbacObjects bootstrap_rbac() {
                          {"resources", {"selfsubjectreviews"}}}})));
   for (const char* name : {"system:discovery", "system:public-info-viewer", "system:basic-user"})
     rbac.cluster_role_bindings.push_back(binding(name));
+  add_user_facing_roles(rbac.cluster_roles);
   return rbac;
 }
 

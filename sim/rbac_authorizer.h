@@ -114,7 +114,15 @@ std::vector<nlohmann::json> aggregate_cluster_roles(std::vector<nlohmann::json> 
 // not hold: ClusterRoles system:discovery and system:public-info-viewer (the discovery,
 // OpenAPI, version and health URLs) and system:basic-user (create selfsubjectreviews,
 // selfsubjectaccessreviews, selfsubjectrulesreviews), each bound to system:authenticated
-// by a ClusterRoleBinding of the same name.
+// by a ClusterRoleBinding of the same name. And the user-facing roles an admin binds
+// (issue #20 defect 5): cluster-admin, and admin, edit and view with their aggregation
+// (each an aggregationRule over rbac.authorization.k8s.io/aggregate-to-<role>; edit is
+// labelled aggregate-to-admin, view aggregate-to-edit) and the rules of
+// system:aggregate-to-admin, -edit and -view, rule for rule as upstream's
+// testdata/cluster-roles.yaml (Kubernetes 1.32) lists them. A stored ClusterRole of the
+// same name replaces a bootstrap one (as an admin's edit of an autoupdated role would
+// stand until the API server restarts). Authorization only: they are not in the store, so
+// `kubectl get clusterrole edit` does not show them.
 RbacObjects bootstrap_rbac();
 
 // ---- Which rule each request used, and which grants none used (RBAC proven, not assumed) ----

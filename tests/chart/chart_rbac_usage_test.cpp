@@ -370,40 +370,6 @@ TEST_F(ChartRbacUsage, a_trainingjobs_lifecycle_meets_no_403_and_leaves_no_grant
 
 // ---- A researcher bound to `edit` against the gate (issue #19; docs/security.md) ----
 
-// Upstream's `edit` as kube-apiserver bootstraps it (plugin/pkg/auth/authorizer/rbac/
-// bootstrappolicy/policy.go): an aggregating ClusterRole, and `system:aggregate-to-edit`
-// with the rules this test needs from it (writes of Jobs and Pods, impersonation of the
-// namespace's ServiceAccounts; reads as `view` gives them). The chart's roles add
-// TrainingJobs to it (aggregate-to-edit).
-std::vector<json> upstream_edit() {
-  auto rule = [](const char* group, std::vector<std::string> resources,
-                 std::vector<std::string> verbs) {
-    return json{{"apiGroups", {group}}, {"resources", resources}, {"verbs", verbs}};
-  };
-  const std::vector<std::string> write = {"create", "delete", "deletecollection", "patch",
-                                          "update"};
-  const std::vector<std::string> read = {"get", "list", "watch"};
-  json aggregating = {
-      {"apiVersion", "rbac.authorization.k8s.io/v1"},
-      {"kind", "ClusterRole"},
-      {"metadata", {{"name", "edit"}}},
-      {"aggregationRule",
-       {{"clusterRoleSelectors",
-         json::array(
-             {{{"matchLabels", {{"rbac.authorization.k8s.io/aggregate-to-edit", "true"}}}}})}}}};
-  json rules = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                {"kind", "ClusterRole"},
-                {"metadata",
-                 {{"name", "system:aggregate-to-edit"},
-                  {"labels", {{"rbac.authorization.k8s.io/aggregate-to-edit", "true"}}}}},
-                {"rules", json::array({rule("batch", {"jobs", "cronjobs"}, write),
-                                       rule("batch", {"jobs", "cronjobs"}, read),
-                                       rule("", {"pods", "services"}, write),
-                                       rule("", {"pods", "pods/log", "services", "events"}, read),
-                                       rule("", {"serviceaccounts"}, {"impersonate"})})}};
-  return {aggregating, rules};
-}
-
 class GateUnderAttack : public ChartRbacUsage {
  protected:
   // The webhook's failurePolicy Ignore (a value the chart offers, docs/webhook.md): when
@@ -420,9 +386,9 @@ class GateUnderAttack : public ChartRbacUsage {
         {"subjects", json::array({{{"apiGroup", "rbac.authorization.k8s.io"},
                                    {"kind", "User"},
                                    {"name", kResearcher}}})}};
-    std::vector<json> objects = upstream_edit();
-    objects.push_back(binding);
-    const auto r = apply(objects, "researcher-rbac");
+    // Upstream's `edit` is the sim's bootstrap role (sim/rbac_authorizer.h bootstrap_rbac),
+    // which the chart's commgate-edit aggregates into.
+    const auto r = apply({binding}, "researcher-rbac");
     ASSERT_EQ(r.code, 0) << r.output;
   }
   // kubectl as the researcher.

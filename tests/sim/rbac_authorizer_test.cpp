@@ -355,3 +355,67 @@ TEST(RbacForbidden, a_subresource_and_a_non_resource_path) {
 
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
+
+namespace commgate::sim {
+namespace COMMGATE_TEST_UNIT {
+
+// Issue #20 defect 5: the built-in admin, edit and view roles, as a cluster gives them,
+// bound per namespace (`kubectl create rolebinding --clusterrole=edit`).
+RbacObjects bootstrap_with_binding(const std::string& role, const std::string& user) {
+  RbacObjects rbac = bootstrap_rbac();
+  rbac.role_bindings.push_back(
+      {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+       {"kind", "RoleBinding"},
+       {"metadata", {{"name", user + "-" + role}, {"namespace", "ml"}}},
+       {"roleRef",
+        {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", role}}},
+       {"subjects",
+        json::array(
+            {{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "User"}, {"name", user}}})}});
+  rbac.cluster_roles = aggregate_cluster_roles(std::move(rbac.cluster_roles));
+  return rbac;
+}
+
+TEST(BootstrapRoles, EditWritesWorkloadsAndImpersonatesTheNamespacesServiceAccounts) {
+  const RbacObjects rbac = bootstrap_with_binding("edit", "alice");
+  auto allowed = [&](const std::string& verb, const std::string& group, const std::string& res,
+                     const std::string& ns = "ml") {
+    return authorize(kAlice, resource(verb, group, res, ns), rbac).allowed;
+  };
+  EXPECT_TRUE(allowed("create", "batch", "jobs"));
+  EXPECT_TRUE(allowed("patch", "batch", "cronjobs"));
+  EXPECT_TRUE(allowed("create", "", "pods"));
+  EXPECT_TRUE(allowed("impersonate", "", "serviceaccounts"));
+  EXPECT_TRUE(allowed("get", "", "secrets"));
+  // view's, aggregated into edit.
+  EXPECT_TRUE(authorize(kAlice, resource("get", "", "pods", "ml", "p", "log"), rbac).allowed);
+  EXPECT_TRUE(allowed("create", "coordination.k8s.io", "leases"));
+  EXPECT_FALSE(allowed("create", "rbac.authorization.k8s.io", "rolebindings"));  // admin's
+  EXPECT_FALSE(allowed("create", "batch", "jobs", "other"));
+  EXPECT_FALSE(allowed("list", "", "nodes", ""));
+}
+
+TEST(BootstrapRoles, AdminAddsRbacInTheNamespaceAndViewOnlyReads) {
+  RbacObjects rbac = bootstrap_with_binding("admin", "alice");
+  EXPECT_TRUE(
+      authorize(kAlice, resource("create", "rbac.authorization.k8s.io", "rolebindings", "ml"), rbac)
+          .allowed);
+  EXPECT_TRUE(authorize(kAlice, resource("delete", "batch", "jobs", "ml"), rbac).allowed);
+  rbac = bootstrap_with_binding("view", "alice");
+  EXPECT_TRUE(authorize(kAlice, resource("list", "", "pods", "ml"), rbac).allowed);
+  EXPECT_FALSE(authorize(kAlice, resource("get", "", "secrets", "ml"), rbac).allowed);
+  EXPECT_FALSE(authorize(kAlice, resource("create", "batch", "jobs", "ml"), rbac).allowed);
+}
+
+TEST(BootstrapRoles, NameEachRoleOnce) {
+  // (A stored role of one of these names replaces it: sim/api_handlers.cpp, checked through
+  // kubectl in tests/chart/chart_rbac_usage_test.cpp.)
+  std::map<std::string, int> names;
+  for (const json& r : bootstrap_rbac().cluster_roles) ++names[r["metadata"]["name"]];
+  for (const auto& [name, count] : names) EXPECT_EQ(count, 1) << name;
+  EXPECT_TRUE(names.contains("edit") && names.contains("view") && names.contains("admin") &&
+              names.contains("cluster-admin"));
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate::sim
