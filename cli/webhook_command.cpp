@@ -44,6 +44,13 @@ Options:
                                   in-cluster service account, then ~/.kube/config)
   --operator-service-account NAME the operator's user name (default
                                   system:serviceaccount:commgate-system:commgate-operator)
+  --workload-gate                 the webhook configuration sends Job, CronJob, Pod,
+                                  JobSet and PyTorchJob writes here (the workload gate of
+                                  CommPolicy spec.unmanagedWorkloads); without it a policy
+                                  that sets the switch is admitted with a warning
+  --workload-controller NS/NAME   a controller's service account whose writes of a child
+                                  (a JobSet's Jobs, a PyTorchJob's pods) are left to the
+                                  checked parent; repeatable (kube-system's are always)
   --log-format text|json          log lines on stderr as text (default) or one JSON
                                   object per line (time, level, msg and fields)
   --memory-limit QUANTITY         the memory the webhook must stay under (e.g. 256Mi;
@@ -119,6 +126,15 @@ Options parse_args(const std::vector<std::string>& args) {
       o.config.operator_service_account = value("--operator-service-account");
       if (o.config.operator_service_account.empty())
         throw UsageError("--operator-service-account must not be empty");
+    } else if (is("--workload-gate")) {
+      o.config.workload_gate = true;
+    } else if (is("--workload-controller")) {
+      const std::string v = value("--workload-controller");
+      const auto slash = v.find('/');
+      if (slash == std::string::npos || slash == 0 || slash + 1 == v.size() ||
+          v.find('/', slash + 1) != std::string::npos)
+        throw UsageError("--workload-controller must be NAMESPACE/NAME, got \"" + v + "\"");
+      o.config.workload_controllers.push_back(v);
     } else if (is("--log-format")) {
       o.log_format = value("--log-format");
       if (o.log_format != "text" && o.log_format != "json")

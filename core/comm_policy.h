@@ -20,7 +20,7 @@ enum class MissingMeasurementAction { kGate, kAdmit, kDeny };
 // (Jobs, CronJobs, JobSets, PyTorchJobs, bare Pods: core/workload_shape.h) may be created
 // in the namespaces the policy applies to (issue #19 item 4; Kueue's
 // manageJobsWithoutQueueName plays this part there).
-enum class UnmanagedWorkloads { kAllow, kDeny };
+enum class UnmanagedWorkloads { kAllow, kWarn, kDeny };
 
 // The names spec.enforcementAction and spec.onMissingMeasurement take: the parser reads
 // and to_string prints from these tables, and the CRD's enums must list the same names.
@@ -36,9 +36,10 @@ inline constexpr std::array<EnumName<MissingMeasurementAction>, 3> kMissingMeasu
     {MissingMeasurementAction::kDeny, "deny"},
 }};
 
-inline constexpr std::array<EnumName<UnmanagedWorkloads>, 2> kUnmanagedWorkloadsActions = {{
-    {UnmanagedWorkloads::kAllow, "Allow"},
-    {UnmanagedWorkloads::kDeny, "Deny"},
+inline constexpr std::array<EnumName<UnmanagedWorkloads>, 3> kUnmanagedWorkloadsActions = {{
+    {UnmanagedWorkloads::kAllow, "allow"},
+    {UnmanagedWorkloads::kWarn, "warn"},
+    {UnmanagedWorkloads::kDeny, "deny"},
 }};
 
 const char* to_string(EnforcementAction a);
@@ -91,9 +92,10 @@ struct CommPolicySpec {
   // node count are decided from the measurement; beyond that the job is gated until a
   // probe at a larger count (spec.maxExtrapolation, >= 1).
   int max_extrapolation = kDefaultMaxExtrapolation;
-  // Allow (the default): commgate decides TrainingJobs only. Deny: a multi-node GPU
+  // allow (the default): commgate decides TrainingJobs only. deny: a multi-node GPU
   // workload of another kind is refused in every namespace this policy applies to, unless
   // commgate's operator created it or its requester is exempt here (docs/policy.md).
+  // warn: admitted with the warning a refusal would give (to roll the gate out).
   UnmanagedWorkloads unmanaged_workloads = UnmanagedWorkloads::kAllow;
 };
 

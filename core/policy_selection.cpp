@@ -206,9 +206,11 @@ std::optional<CommPolicy> unmanaged_workload_policy(
     const std::vector<CommPolicy>& policies) {
   const CommPolicy* best = nullptr;
   for (const auto& p : policies) {
-    if (p.spec.unmanaged_workloads != UnmanagedWorkloads::kDeny) continue;
+    if (p.spec.unmanaged_workloads == UnmanagedWorkloads::kAllow) continue;
     if (!p.spec.namespace_selector.matches(namespace_labels)) continue;
-    if (!best || governs_over(p, *best)) best = &p;
+    const bool stricter = !best || p.spec.unmanaged_workloads > best->spec.unmanaged_workloads;
+    const bool as_strict = best && p.spec.unmanaged_workloads == best->spec.unmanaged_workloads;
+    if (stricter || (as_strict && governs_over(p, *best))) best = &p;
   }
   if (!best) return std::nullopt;
   return *best;

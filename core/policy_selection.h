@@ -53,11 +53,11 @@ bool at_least_as_strict(const CommPolicy& a, const CommPolicy& b);
 CommPolicy governing_policy(const std::map<std::string, std::string>& namespace_labels,
                             const std::vector<CommPolicy>& policies);
 
-// The policy that refuses unmanaged workloads in a namespace: of the CommPolicies that
-// apply to it and set spec.unmanagedWorkloads: Deny, the one that would win over the
-// others (the order above; its exemptions count). Any applicable policy may switch the
-// gate on, as a policy may only tighten: a stricter-limit policy that leaves the switch at
-// Allow does not switch it off. nullopt: none applies that denies.
+// The policy that gates unmanaged workloads in a namespace: of the CommPolicies that
+// apply to it and set spec.unmanagedWorkloads (deny before warn), the one that would win
+// over the others (the order above; its exemptions count). Any applicable policy may
+// switch the gate on, as a policy may only tighten: a stricter-limit policy that leaves
+// the switch at allow does not switch it off. nullopt: none applies that sets it.
 std::optional<CommPolicy> unmanaged_workload_policy(
     const std::map<std::string, std::string>& namespace_labels,
     const std::vector<CommPolicy>& policies);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include "core/quantity.h"
 
@@ -76,12 +77,18 @@ long long job_pods_at_once(const Json& job_spec, std::string* from, const std::s
   return pods;
 }
 
-WorkloadShape job_shape(const Json& job_spec, const std::string& path) {
+void count_declared(WorkloadShape& s, const Json& pod_spec, const std::string& path);
+
+// `declared`: whether a larger run the pods declare counts (not for a part of a JobSet,
+// whose pods declare the whole set's).
+WorkloadShape job_shape(const Json& job_spec, const std::string& path, bool declared = true) {
   WorkloadShape s;
-  s.accelerators_per_pod = pod_accelerators(at(job_spec, {"template", "spec"}));
+  const Json& pod_spec = at(job_spec, {"template", "spec"});
+  s.accelerators_per_pod = pod_accelerators(pod_spec);
   s.accelerators_from = path + ".template.spec";
   const long long pods = job_pods_at_once(job_spec, &s.count_from, path);
   s.accelerated_pods = s.accelerators_per_pod > 0 ? pods : 0;
+  if (declared && s.accelerators_per_pod > 0) count_declared(s, pod_spec, path + ".template.spec");
   return s;
 }
 
@@ -103,12 +110,16 @@ WorkloadShape jobset_shape(const Json& jobset) {
   if (!jobs.is_array()) return total;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const std::string path = "spec.replicatedJobs[" + std::to_string(i) + "]";
-    WorkloadShape part = job_shape(at(jobs[i], {"template", "spec"}), path + ".template.spec");
+    WorkloadShape part =
+        job_shape(at(jobs[i], {"template", "spec"}), path + ".template.spec", false);
     const long long replicas = count_or(jobs[i], "replicas", 1);
     part.accelerated_pods *= replicas;
     part.count_from = path + ".replicas x " + part.count_from;
     add_part(total, part);
   }
+  for (size_t i = 0; i < jobs.size() && total.accelerators_per_pod > 0; ++i)
+    count_declared(total, at(jobs[i], {"template", "spec", "template", "spec"}),
+                   "spec.replicatedJobs[" + std::to_string(i) + "].template.spec.template.spec");
   return total;
 }
 
@@ -133,6 +144,10 @@ WorkloadShape pytorchjob_shape(const Json& job) {
     }
     add_part(total, part);
   }
+  if (total.accelerators_per_pod > 0)
+    for (const auto& [type, spec] : specs.items())
+      count_declared(total, at(spec, {"template", "spec"}),
+                     "spec.pytorchReplicaSpecs." + type + ".template.spec");
   return total;
 }
 
@@ -148,58 +163,94 @@ long long nnodes_value(std::string_view v) {
   return n;
 }
 
-// The node count a bare pod declares for the run it belongs to (see workload_shape), and
-// where: 0 when it declares none.
-long long declared_nodes(const Json& pod_spec, std::string* from) {
-  long long most = 0;
-  const Json& containers = at(pod_spec, {"containers"});
-  if (!containers.is_array()) return 0;
-  auto note = [&](long long n, std::string where) {
-    if (n > most) {
-      most = n;
-      *from = std::move(where);
-    }
-  };
-  for (size_t i = 0; i < containers.size(); ++i) {
-    const std::string path = "spec.containers[" + std::to_string(i) + "]";
-    for (const char* list : {"command", "args"}) {
-      const Json* words = member(containers[i], list);
-      if (!words || !words->is_array()) continue;
-      for (size_t w = 0; w < words->size(); ++w) {
-        if (!(*words)[w].is_string()) continue;
-        const std::string word = (*words)[w].get<std::string>();
-        // Anywhere in a word, so that `bash -c "torchrun --nnodes=4 ..."` counts too.
-        for (size_t at_flag = word.find("--nnodes"); at_flag != std::string::npos;
-             at_flag = word.find("--nnodes", at_flag + 1)) {
-          size_t v = at_flag + 8;
-          std::string_view rest(word);
-          if (v < word.size() && (word[v] == '=' || word[v] == ' ')) {
-            rest = rest.substr(v + 1);
-          } else if (v == word.size() && w + 1 < words->size() && (*words)[w + 1].is_string()) {
-            note(nnodes_value((*words)[w + 1].get_ref<const std::string&>()),
-                 path + "." + list + "[" + std::to_string(w + 1) + "]");
-            continue;
-          } else {
-            continue;
-          }
-          rest = rest.substr(0, rest.find_first_of(" \t\n;&|\"'"));
-          note(nnodes_value(rest), path + "." + list + "[" + std::to_string(w) + "]");
+// One shell-ish word of a command line and where it came from ("spec.containers[0].args[2]").
+struct Token {
+  std::string text;
+  std::string from;
+};
+
+// The words of a container's command and args together (torchrun's flags may be split
+// between them), each string also split as a shell would split `bash -c "..."` (on blanks
+// and ; & |), with quotes dropped.
+std::vector<Token> command_line(const Json& container, const std::string& path) {
+  std::vector<Token> out;
+  for (const char* list : {"command", "args"}) {
+    const Json* words = member(container, list);
+    if (!words || !words->is_array()) continue;
+    for (size_t w = 0; w < words->size(); ++w) {
+      if (!(*words)[w].is_string()) continue;
+      const std::string from = path + "." + list + "[" + std::to_string(w) + "]";
+      std::string current;
+      for (char c : (*words)[w].get_ref<const std::string&>()) {
+        if (c == '\'' || c == '"') continue;
+        if (c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|') {
+          if (!current.empty()) out.push_back({std::move(current), from});
+          current.clear();
+        } else {
+          current += c;
         }
       }
+      if (!current.empty()) out.push_back({std::move(current), from});
     }
-    const Json* env = member(containers[i], "env");
-    if (!env || !env->is_array()) continue;
-    for (size_t e = 0; e < env->size(); ++e) {
-      const Json* name = member((*env)[e], "name");
-      const Json* value = member((*env)[e], "value");
-      if (!name || !name->is_string() || !value || !value->is_string()) continue;
-      const std::string& n = name->get_ref<const std::string&>();
-      if (n == "PET_NNODES" || n == "NNODES")
-        note(nnodes_value(value->get_ref<const std::string&>()),
-             path + ".env[" + std::to_string(e) + "] (" + n + ")");
+  }
+  return out;
+}
+
+// torchrun's --nnodes, also abbreviated as argparse allows (--nn, --nnode: no other
+// torchrun option starts with --nn).
+bool is_nnodes_flag(std::string_view flag) {
+  return flag.size() >= 4 && std::string_view("--nnodes").starts_with(flag);
+}
+
+// The node count a pod (this PodSpec at `path`) declares for the run it belongs to (see
+// workload_shape), and where: 0 when it declares none.
+long long declared_nodes(const Json& pod_spec, const std::string& path, std::string* from) {
+  long long most = 0;
+  auto note = [&](long long n, const std::string& where) {
+    if (n > most) {
+      most = n;
+      *from = where;
+    }
+  };
+  for (const char* list : {"containers", "initContainers"}) {
+    const Json* containers = member(pod_spec, list);
+    if (!containers || !containers->is_array()) continue;
+    for (size_t i = 0; i < containers->size(); ++i) {
+      const std::string container_path = path + "." + list + "[" + std::to_string(i) + "]";
+      const std::vector<Token> tokens = command_line((*containers)[i], container_path);
+      for (size_t t = 0; t < tokens.size(); ++t) {
+        const std::string& word = tokens[t].text;
+        const auto eq = word.find('=');
+        if (!is_nnodes_flag(std::string_view(word).substr(0, eq))) continue;
+        if (eq != std::string::npos)
+          note(nnodes_value(std::string_view(word).substr(eq + 1)), tokens[t].from);
+        else if (t + 1 < tokens.size())
+          note(nnodes_value(tokens[t + 1].text), tokens[t + 1].from);
+      }
+      const Json* env = member((*containers)[i], "env");
+      if (!env || !env->is_array()) continue;
+      for (size_t e = 0; e < env->size(); ++e) {
+        const Json* name = member((*env)[e], "name");
+        const Json* value = member((*env)[e], "value");
+        if (!name || !name->is_string() || !value || !value->is_string()) continue;
+        const std::string& n = name->get_ref<const std::string&>();
+        if (n == "PET_NNODES" || n == "NNODES")
+          note(nnodes_value(value->get_ref<const std::string&>()),
+               container_path + ".env[" + std::to_string(e) + "] (" + n + ")");
+      }
     }
   }
   return most;
+}
+
+// A pod template's pods run `pods` at once, unless they declare a larger run of their own
+// (N single-pod Jobs whose pods each say `--nnodes=N`).
+void count_declared(WorkloadShape& s, const Json& pod_spec, const std::string& path) {
+  std::string from;
+  if (const long long n = declared_nodes(pod_spec, path, &from); n > s.accelerated_pods) {
+    s.accelerated_pods = n;
+    s.count_from = from;
+  }
 }
 
 WorkloadShape pod_shape(const Json& pod) {
@@ -211,7 +262,7 @@ WorkloadShape pod_shape(const Json& pod) {
   s.accelerated_pods = 1;
   s.count_from = "a bare pod is one node";
   std::string from;
-  if (const long long n = declared_nodes(spec, &from); n > 1) {
+  if (const long long n = declared_nodes(spec, "spec", &from); n > 1) {
     s.accelerated_pods = n;
     s.count_from = from;
   }
@@ -250,7 +301,9 @@ bool is_accelerator_resource(std::string_view name) {
   if (slash == std::string_view::npos) return false;
   const std::string_view vendor = name.substr(0, slash);
   const std::string_view device = name.substr(slash + 1);
-  if (device == "gpu") return true;
+  // gpu, NVIDIA's time-sliced gpu.shared, vgpu (k8s.amazonaws.com/vgpu).
+  if (device == "gpu" || device.starts_with("gpu.") || device.ends_with("vgpu")) return true;
+  if (vendor == "cloud-tpus.google.com") return true;
   if (vendor == "nvidia.com" && device.starts_with("mig-")) return true;
   if (vendor == "gpu.intel.com") return true;
   if (vendor == "habana.ai" && device == "gaudi") return true;

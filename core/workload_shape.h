@@ -20,9 +20,10 @@ std::optional<WorkloadKind> workload_kind_of(std::string_view group, std::string
 const char* to_string(WorkloadKind kind);
 
 // True for the extended resources that GPU (and other accelerator) device plugins
-// advertise: any "<vendor>/gpu" (nvidia.com/gpu, amd.com/gpu), NVIDIA's MIG slices
-// (nvidia.com/mig-*), gpu.intel.com/*, habana.ai/gaudi, aws.amazon.com/neuron*,
-// google.com/tpu.
+// advertise: any "<vendor>/gpu" (nvidia.com/gpu, amd.com/gpu), "<vendor>/gpu.*" (NVIDIA's
+// time-sliced nvidia.com/gpu.shared), "<vendor>/*vgpu" (k8s.amazonaws.com/vgpu), NVIDIA's
+// MIG slices (nvidia.com/mig-*), gpu.intel.com/*, habana.ai/gaudi, aws.amazon.com/neuron*,
+// google.com/tpu, cloud-tpus.google.com/*.
 bool is_accelerator_resource(std::string_view name);
 
 // Accelerators one pod with this PodSpec holds (every accelerator resource its containers
@@ -48,9 +49,13 @@ struct WorkloadShape {
 // the API server's own validation refuses what cannot be created, after the webhook.
 //
 // A bare Pod is one node. It counts as one node of a multi-node run when it says so the
-// way torchrun and the Kubeflow operators do: `--nnodes N` or `--nnodes MIN:MAX` in its
-// command or args, or the environment variable PET_NNODES or NNODES, with more than one
-// node (a best effort: a pod that hides it is not detected).
+// way torchrun and the Kubeflow operators do: `--nnodes N` or `--nnodes MIN:MAX` (or an
+// abbreviation argparse accepts, --nn, --nnode) in its command and args (split between
+// them, or inside a `sh -c "..."` string), or the environment variable PET_NNODES or
+// NNODES with a value, with more than one node (a best effort: a pod that hides it, in a
+// variable or a script, is not detected). The pods of a Job, CronJob, JobSet or PyTorchJob
+// count the same way: a workload whose pods declare a larger run than its own count is
+// that large (N one-pod Jobs, each saying --nnodes=N).
 WorkloadShape workload_shape(WorkloadKind kind, const nlohmann::json& object);
 
 }  // namespace commgate

@@ -99,7 +99,8 @@ AdmissionResponse validate_scale(const AdmissionRequest& request, const Snapshot
 // apply is admitted with a warning that names that policy, since it can never govern a
 // namespace (issue #19: an admin's team policy that a stricter `default` silently
 // overruled). Where it is shadowed in today's namespaces only, its status says so.
-AdmissionResponse validate_comm_policy(const AdmissionRequest& request, const Snapshot& snapshot) {
+AdmissionResponse validate_comm_policy(const AdmissionRequest& request, const Snapshot& snapshot,
+                                       const WebhookConfig& config) {
   if (request.operation != "CREATE" && request.operation != "UPDATE") return allowed();
   CommPolicy policy;
   try {
@@ -118,6 +119,14 @@ AdmissionResponse validate_comm_policy(const AdmissionRequest& request, const Sn
                          "namespace " + ns + " (Kubernetes' edit and admin roles may) is " +
                          "exempt through it; prefer users or groups (docs/security.md)");
   }
+  // An admin who sets the switch believes the gate is on: say when it cannot be.
+  if (policy.spec.unmanaged_workloads != UnmanagedWorkloads::kAllow && !config.workload_gate)
+    r.warnings.push_back(
+        std::string("commgate: spec.unmanagedWorkloads: ") +
+        to_string(policy.spec.unmanaged_workloads) +
+        " has no effect: this commgate was installed without the workload gate (the chart's "
+        "webhook.workloadGate.enabled), so Job, CronJob, Pod, JobSet and PyTorchJob writes "
+        "never reach it (docs/install.md \"What commgate covers\")");
   if (policy.spec.probe.toleration_keys.empty())
     r.warnings.push_back(
         "commgate: spec.probe.tolerationKeys is empty: probes take none of the jobs' "
@@ -307,7 +316,7 @@ AdmissionResponse handle_validate(const AdmissionRequest& request, const Snapsho
   // Deleting never spends GPUs; CONNECT does not apply to these resources.
   if (request.operation == "DELETE" || request.operation == "CONNECT") return allowed();
   if (request.resource.is_commgate("commpolicies"))
-    return with_request_details(validate_comm_policy(request, snapshot), request);
+    return with_request_details(validate_comm_policy(request, snapshot, config), request);
   if (request.resource.group != "commgate.io") {
     if (const auto kind = workload_kind_of(request.resource.group, request.kind))
       return with_request_details(validate_workload(request, *kind, snapshot, config), request);

@@ -11,13 +11,17 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The object's controller ownerReference ({apiVersion, kind, name, ...}), or null.
-const Json* controller_of(const Json& object) {
+const Json* member(const Json& object, const char* key) {
   if (!object.is_object()) return nullptr;
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return nullptr;
-  auto refs = meta->find("ownerReferences");
-  if (refs == meta->end() || !refs->is_array()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+// The object's controller ownerReference ({apiVersion, kind, name, uid, ...}), or null.
+const Json* controller_of(const Json& object) {
+  const Json* meta = member(object, "metadata");
+  const Json* refs = meta ? member(*meta, "ownerReferences") : nullptr;
+  if (!refs || !refs->is_array()) return nullptr;
   for (const Json& r : *refs)
     if (r.is_object() && r.value("controller", false)) return &r;
   return nullptr;
@@ -34,17 +38,25 @@ bool owned_by_training_job(const Json& object) {
          group_of(c->value("apiVersion", "")) == "commgate.io";
 }
 
-// A user no namespace's editor can be or act as: a Kubernetes component (system:...) or a
-// service account of another namespace (the built-in edit role may impersonate only its
-// own namespace's service accounts). Controllers (the Job, CronJob, JobSet and Kubeflow
-// controllers) create their children as such users.
-bool is_controller_identity(const std::string& username, const std::string& ns) {
+// A Kubernetes component or a controller the admin named (WebhookConfig
+// workload_controllers): what creates the children of a checked parent (a Job's pods, a
+// JobSet's Jobs), and what the garbage collector acts as. No namespace's editor can be one:
+// kube-system's service accounts and `system:` users are not theirs to impersonate, and an
+// admin lists only controllers' accounts. (Any other namespace's service account is not
+// enough: someone with rights in two namespaces could write as one of them.)
+bool is_trusted_controller(const std::string& username, const WebhookConfig& config) {
   static constexpr std::string_view kServiceAccount = "system:serviceaccount:";
-  std::string_view u = username;
+  const std::string_view u = username;
   if (!u.starts_with("system:")) return false;
-  if (!u.starts_with(kServiceAccount)) return true;
-  u.remove_prefix(kServiceAccount.size());
-  return u.substr(0, u.find(':')) != ns;
+  if (!u.starts_with(kServiceAccount)) return true;  // system:kube-controller-manager, ...
+  const std::string_view account = u.substr(kServiceAccount.size());  // ns:name
+  if (account.starts_with("kube-system:")) return true;
+  const auto colon = account.find(':');
+  if (colon == std::string_view::npos) return false;
+  const std::string listed =
+      std::string(account.substr(0, colon)) + "/" + std::string(account.substr(colon + 1));
+  return std::find(config.workload_controllers.begin(), config.workload_controllers.end(),
+                   listed) != config.workload_controllers.end();
 }
 
 // Kinds whose children the gate leaves to the parent: the parent was checked when it was
@@ -61,32 +73,53 @@ std::string accelerators_text(long long n) {
   return std::to_string(n) + (n == 1 ? " GPU" : " GPUs");
 }
 
+const Json& label_of(const Json& object, const char* key) {
+  static const Json kNone;
+  const Json* meta = member(object, "metadata");
+  const Json* labels = meta ? member(*meta, "labels") : nullptr;
+  const Json* value = labels ? member(*labels, key) : nullptr;
+  return value ? *value : kNone;
+}
+
 // The Job commgate created for a TrainingJob runs the admitted size; only the operator
-// changes it (it restores a drift too, operator/reconcile_workload.cpp).
+// changes it (it restores a drift too, operator/reconcile_workload.cpp). What marks the
+// Job as commgate's (its controller reference, its commgate.io/ labels) stays too: removed
+// first, the Job would no longer be held in a second write.
 std::optional<AdmissionResponse> hold_training_job_workload(const AdmissionRequest& request,
                                                             const WebhookConfig& config) {
   if (request.operation != "UPDATE" || !owned_by_training_job(request.old_object))
     return std::nullopt;
-  if (request.user_info.username == config.operator_service_account) return allowed();
-  const Json* old_spec =
-      request.old_object.contains("spec") ? &request.old_object["spec"] : nullptr;
-  const Json* new_spec = request.object.is_object() && request.object.contains("spec")
-                             ? &request.object["spec"]
-                             : nullptr;
+  const std::string& username = request.user_info.username;
+  if (username == config.operator_service_account || is_trusted_controller(username, config))
+    return allowed();
+  const std::string owner = controller_of(request.old_object)->value("name", "");
+  auto refuse = [&](const std::string& field, const std::string& what) {
+    return with_decision(
+        invalid(field, "Job " + request.name + " runs TrainingJob " + owner +
+                           " at the size commgate admitted; only commgate " + "changes " + what +
+                           ". Change the TrainingJob instead (a change after "
+                           "its Job exists needs the job submitted again: "
+                           "docs/researcher.md)"),
+        "WorkloadResize");
+  };
+  const Json* old_controller = controller_of(request.old_object);
+  const Json* new_controller = controller_of(request.object);
+  if (!new_controller || new_controller->value("uid", "") != old_controller->value("uid", ""))
+    return refuse("metadata.ownerReferences", "its controller reference");
+  for (const char* key : {"commgate.io/role", "commgate.io/trainingjob"})
+    if (label_of(request.object, key) != label_of(request.old_object, key))
+      return refuse(std::string("metadata.labels[") + key + "]", "its commgate.io/ labels");
+  const Json* old_spec = member(request.old_object, "spec");
+  const Json* new_spec = member(request.object, "spec");
   for (const char* field : {"parallelism", "completions"}) {
     const Json none;
-    const Json& before = old_spec && old_spec->contains(field) ? (*old_spec)[field] : none;
-    const Json& after = new_spec && new_spec->contains(field) ? (*new_spec)[field] : none;
-    if (before == after) continue;
-    const std::string owner = controller_of(request.old_object)->value("name", "");
-    return with_decision(
-        invalid(std::string("spec.") + field,
-                "Job " + request.name + " runs TrainingJob " + owner +
-                    " at the size commgate admitted; only commgate changes it (got " +
-                    after.dump() + ", was " + before.dump() + "). Change the TrainingJob's " +
-                    "spec.numNodes instead (a change after the Job exists needs the job " +
-                    "submitted again: docs/researcher.md)"),
-        "WorkloadResize");
+    const Json* before = old_spec ? member(*old_spec, field) : nullptr;
+    const Json* after = new_spec ? member(*new_spec, field) : nullptr;
+    const Json& b = before ? *before : none;
+    const Json& a = after ? *after : none;
+    if (b == a) continue;
+    return refuse(std::string("spec.") + field,
+                  "its size (got " + a.dump() + ", was " + b.dump() + ")");
   }
   return allowed();
 }
@@ -117,12 +150,11 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
     if (!policy) return with_decision(allowed(), "Allow");
   }
 
-  // A child its controller created for a parent the gate checked (a JobSet's Jobs, a
-  // Job's or a PyTorchJob's pods). A user cannot pass as a controller (see
-  // is_controller_identity); a bare pod with a forged ownerReference is one node.
+  // A child its controller created for a parent the gate checked (a JobSet's Jobs, a Job's
+  // or a PyTorchJob's pods): only a trusted controller's write counts as one, so a forged
+  // ownerReference helps no one else.
   if (const Json* controller = controller_of(request.object);
-      controller && parent_is_checked(*controller) &&
-      (kind == WorkloadKind::kPod || is_controller_identity(username, request.namespace_)))
+      controller && parent_is_checked(*controller) && is_trusted_controller(username, config))
     return with_decision(allowed(), "Child");
 
   const WorkloadShape shape = workload_shape(kind, request.object);
@@ -143,20 +175,23 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
     return with_decision(
         denied(what + ", and the labels of namespace " + request.namespace_ +
                    " are not known to commgate yet, so whether a CommPolicy with "
-                   "spec.unmanagedWorkloads: Deny applies there is unknown; try again in a "
+                   "spec.unmanagedWorkloads: deny applies there is unknown; try again in a "
                    "few seconds",
                503),
         "NamespaceUnknown");
   if (is_exempt(requester_of(request.user_info), policy->spec.exemptions))
     return with_decision(allowed(), "Exempt");
-  return with_decision(
-      denied(what + ": " + policy_label(policy->metadata.name) +
-             " (spec.unmanagedWorkloads: Deny) admits multi-node GPU training in namespace " +
-             request.namespace_ +
-             " only as a TrainingJob, so that its communication share is measured and "
-             "decided first; submit it as a TrainingJob (docs/researcher.md), or run it on "
-             "one node"),
-      "Unmanaged");
+  const bool warn_only = policy->spec.unmanaged_workloads == UnmanagedWorkloads::kWarn;
+  const std::string message =
+      what + ": " + policy_label(policy->metadata.name) +
+      " (spec.unmanagedWorkloads: " + to_string(policy->spec.unmanaged_workloads) +
+      ") admits multi-node GPU training in namespace " + request.namespace_ +
+      " only as a TrainingJob, so that its communication share is measured and decided "
+      "first; submit it as a TrainingJob (docs/researcher.md), or run it on one node";
+  if (warn_only)
+    return with_decision(with_warnings(allowed(), {"commgate: would be refused: " + message}),
+                         "WouldRefuse");
+  return with_decision(denied(message), "Unmanaged");
 }
 
 }  // namespace commgate::webhook

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/decision_record.h"
 #include "core/log.h"
@@ -18,6 +19,15 @@ struct WebhookConfig {
   // The operator writes decisions it made with the same decide(); requests from this user
   // are neither re-decided nor checked for gate bypass.
   std::string operator_service_account = kDefaultOperatorServiceAccount;
+  // The workload gate (--workload-gate: the chart's webhook.workloadGate.enabled sends Job,
+  // CronJob, Pod, JobSet and PyTorchJob writes here). Off: a CommPolicy that sets
+  // spec.unmanagedWorkloads is admitted with a warning that it has no effect.
+  bool workload_gate = false;
+  // Service accounts ("namespace/name", --workload-controller) of the controllers that
+  // create the children of workloads the gate reads (the JobSet controller's Jobs, the
+  // Kubeflow training operator's pods), besides Kubernetes' own (kube-system's and
+  // system: users): their writes of a child are left to its checked parent.
+  std::vector<std::string> workload_controllers;
   // How long one admission may compute before the webhook answers without it: /mutate
   // gates the job (DecisionTimeout), /validate denies (503). Well under the webhook
   // configurations' timeoutSeconds (5 s), which also covers the TLS handshake.

@@ -516,7 +516,7 @@ TEST_F(GateUnderAttack, an_editor_neither_resizes_the_workload_nor_forges_a_reco
 }
 
 // Item 4: with the workload gate on (webhook.workloadGate.enabled and the default policy's
-// unmanagedWorkloads: Deny), the editor's multi-node GPU Job, CronJob and bare torchrun
+// unmanagedWorkloads: deny), the editor's multi-node GPU Job, CronJob and bare torchrun
 // pod are refused through kubectl; one-node GPU work and the TrainingJob
 // path are not.
 class WorkloadGateOn : public GateUnderAttack {
@@ -546,14 +546,14 @@ TEST_F(WorkloadGateOn, an_editor_cannot_run_multi_node_gpu_training_past_commgat
   ASSERT_NO_FATAL_FAILURE(install_and_start());
   ASSERT_NO_FATAL_FAILURE(bind_the_researcher());
   Result r = kubectl({"patch", "commpolicy", "default", "--type", "merge", "-p",
-                      R"({"spec":{"unmanagedWorkloads":"Deny"}})"});
+                      R"({"spec":{"unmanagedWorkloads":"deny"}})"});
   ASSERT_EQ(r.code, 0) << r.output;
   // The 64-pod x 8-GPU Job of the review.
   std::ofstream(dir_ + "/big.yaml") << gpu_job("big", 64).dump(2);
   ASSERT_TRUE(wait_until(
       [&] {
         r = as_researcher({"create", "-f", dir_ + "/big.yaml"});
-        return r.output.find("spec.unmanagedWorkloads: Deny") != std::string::npos;
+        return r.output.find("spec.unmanagedWorkloads: deny") != std::string::npos;
       },
       30s))
       << r.output << logs();

@@ -478,6 +478,35 @@ TEST(CommgateChart, the_operators_certificate_comes_from_the_values_choice) {
       << "the webhook's certificate and the decision key, not the operator's certificate";
 }
 
+// Issue #19 item 4, trial D5: the default policy's workload gate without the webhook
+// configuration that feeds it would do nothing; the chart says so instead of rendering.
+TEST(CommgateChart, the_workload_gate_needs_its_webhook_configuration) {
+  auto r = render_chart(
+      {"--set", "defaultPolicy.enabled=true", "--set", "defaultPolicy.unmanagedWorkloads=deny"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("defaultPolicy.unmanagedWorkloads is deny, but "
+                          "webhook.workloadGate.enabled is false"),
+            std::string::npos)
+      << r.output;
+  r = render_chart(
+      {"-f", std::string(COMMGATE_SOURCE_DIR) + "/tests/chart/testdata/values-workload-gate.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.get("CommPolicy", "default")["spec"]["unmanagedWorkloads"], "deny");
+  const json args =
+      r.get("Deployment", "commgate-webhook")["spec"]["template"]["spec"]["containers"][0]["args"];
+  EXPECT_NE(std::find(args.begin(), args.end(), "--workload-gate"), args.end()) << args.dump();
+  EXPECT_NE(std::find(args.begin(), args.end(),
+                      "--workload-controller=jobset-system/jobset-controller-manager"),
+            args.end())
+      << args.dump();
+  // Off by default: no flag, no configuration.
+  r = render_chart();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json plain =
+      r.get("Deployment", "commgate-webhook")["spec"]["template"]["spec"]["containers"][0]["args"];
+  EXPECT_EQ(std::find(plain.begin(), plain.end(), "--workload-gate"), plain.end());
+}
+
 struct BadValuesCase {
   std::string name;
   std::vector<std::string> args;
@@ -523,6 +552,10 @@ INSTANTIATE_TEST_SUITE_P(
                        "defaultPolicy.maxCommShare=lots"},
                       "- defaultPolicy.maxCommShare: Invalid type. Expected: number, given: "
                       "string"},
+        BadValuesCase{"workload_gate_value_in_the_wrong_case",
+                      {"--set", "defaultPolicy.unmanagedWorkloads=Deny"},
+                      "- defaultPolicy.unmanagedWorkloads: defaultPolicy.unmanagedWorkloads must "
+                      "be one of the following: \"allow\", \"warn\", \"deny\""},
         BadValuesCase{"unknown_enforcement_action",
                       {"--set", "defaultPolicy.enforcementAction=block"},
                       "- defaultPolicy.enforcementAction: defaultPolicy.enforcementAction must be "

@@ -34,9 +34,10 @@ json gpus(const std::string& resource, json n) {
 TEST(AcceleratorResource, NamesTheDevicePluginsResources) {
   for (const char* yes :
        {"nvidia.com/gpu", "amd.com/gpu", "nvidia.com/mig-1g.10gb", "gpu.intel.com/i915",
-        "habana.ai/gaudi", "aws.amazon.com/neuroncore", "google.com/tpu"})
+        "habana.ai/gaudi", "aws.amazon.com/neuroncore", "google.com/tpu", "nvidia.com/gpu.shared",
+        "k8s.amazonaws.com/vgpu", "cloud-tpus.google.com/v3"})
     EXPECT_TRUE(is_accelerator_resource(yes)) << yes;
-  for (const char* no : {"cpu", "memory", "gpu", "nvidia.com/gpu.shared-x", "example.com/fpga",
+  for (const char* no : {"cpu", "memory", "gpu", "nvidia.com/gpus", "example.com/fpga",
                          "ephemeral-storage", "hugepages-2Mi"})
     EXPECT_FALSE(is_accelerator_resource(no)) << no;
 }

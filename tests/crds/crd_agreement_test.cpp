@@ -162,7 +162,7 @@ Kind comm_policy_kind() {
       "namespaceSelector": {"matchLabels": {"team": "nlp"},
                             "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]},
       "measurementTTL": "12h", "onMissingMeasurement": "deny", "maxExtrapolation": 8,
-      "unmanagedWorkloads": "Deny",
+      "unmanagedWorkloads": "deny",
       "probe": {"image": "registry.example/commgate-probe:0.1", "timeoutSeconds": 600,
                 "sizes": {"min": "16Ki", "max": "128Mi"}, "iterations": 30, "warmupIterations": 3,
                 "backend": "nccl", "maxNodes": 8, "tolerationKeys": ["nvidia.com/gpu", "pool"]},

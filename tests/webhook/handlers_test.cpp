@@ -481,6 +481,26 @@ INSTANTIATE_TEST_SUITE_P(
                      "spec.enforcementAction"}),
     [](const auto& case_info) { return case_info.param.name; });
 
+// Trial D5: an admin who sets the switch where the gate's webhook configuration is not
+// installed believed the gate was on.
+TEST(Validate, APolicyThatSetsTheWorkloadGateWarnsWhenTheGateIsNotInstalled) {
+  const auto request =
+      a_policy_create({{"maxCommShare", 0.3}, {"unmanagedWorkloads", "deny"}}).parse();
+  auto has_warning = [](const AdmissionResponse& r) {
+    for (const auto& w : r.warnings)
+      if (w.find("spec.unmanagedWorkloads: deny has no effect") != std::string::npos) return true;
+    return false;
+  };
+  auto r = handle_validate(request, snapshot_of({}, {}), test_now());
+  EXPECT_TRUE(r.allowed) << r.message;
+  EXPECT_TRUE(has_warning(r));
+  WebhookConfig gated;
+  gated.workload_gate = true;
+  r = handle_validate(request, snapshot_of({}, {}), test_now(), gated);
+  EXPECT_TRUE(r.allowed) << r.message;
+  EXPECT_FALSE(has_warning(r));
+}
+
 TEST(Validate, DeniesAnUnknownResource) {
   const auto request = a_create_of(bert(8)).resource("pods").kind("Pod").parse();
   const auto response = handle_validate(request, snapshot_of({}, {}), test_now());

@@ -98,14 +98,29 @@ struct GateCase {
 
 class WorkloadGate : public ::testing::TestWithParam<GateCase> {};
 
+// The chart's webhook.workloadGate: on, with the JobSet controller listed.
+WebhookConfig gate_config() {
+  WebhookConfig config;
+  config.workload_gate = true;
+  config.workload_controllers = {"jobset-system/jobset-controller"};
+  return config;
+}
+
 TEST_P(WorkloadGate, DecidesTheWrite) {
   const GateCase& c = GetParam();
   const auto request = a_write(c.resource, c.object, c.user).parse();
-  const auto response = handle_validate(request, snapshot_of(c.policies, {}), test_now());
+  const auto response =
+      handle_validate(request, snapshot_of(c.policies, {}), test_now(), gate_config());
   EXPECT_EQ(response.allowed, c.want_allowed) << response.message;
   EXPECT_EQ(response.decision, c.want_decision) << response.message;
   if (!c.want_allowed) EXPECT_EQ(response.code, 403);
   EXPECT_NE(response.message.find(c.want_message_part), std::string::npos) << response.message;
+  if (c.want_decision == "WouldRefuse") {
+    ASSERT_EQ(response.warnings.size(), 1u);
+    EXPECT_NE(response.warnings[0].find("commgate: would be refused: Job run asks for 4 nodes"),
+              std::string::npos)
+        << response.warnings[0];
+  }
 }
 
 json jobset(int replicas, int parallelism, int gpus) {
@@ -143,7 +158,7 @@ INSTANTIATE_TEST_SUITE_P(
         GateCase{"RefusesAMultiNodeGpuJob", kJobs, a_job(64, 8), kResearcher, {gate_on()}, false,
                  "Unmanaged",
                  "Job run asks for 64 nodes with 8 GPUs each at once (spec.parallelism): "
-                 "CommPolicy gpu-gate (spec.unmanagedWorkloads: Deny)"},
+                 "CommPolicy gpu-gate (spec.unmanagedWorkloads: deny)"},
         GateCase{"ASingleNodeGpuJobPasses", kJobs, a_job(1, 8), kResearcher, {gate_on()}, true,
                  "SingleNode", ""},
         GateCase{"ACpuJobPasses", kJobs, a_job(64, 0), kResearcher, {gate_on()}, true,
@@ -194,14 +209,52 @@ INSTANTIATE_TEST_SUITE_P(
         GateCase{"ABarePodWithPetNnodesIsRefused", kPods,
                  a_pod(1, {{"env", {{{"name", "PET_NNODES"}, {"value", "2:8"}}}}}), kResearcher,
                  {gate_on()}, false, "Unmanaged", "asks for 8 nodes"},
-        GateCase{"APodOfACheckedParentIsLeftToIt", kPods,
+        GateCase{"APodTheJobControllerCreatesIsLeftToItsJob", kPods,
                  a_pod(8, {{"env", {{{"name", "PET_NNODES"}, {"value", "4"}}}}},
-                       owner("kubeflow.org/v1", "PyTorchJob")),
-                 "system:serviceaccount:kubeflow:training-operator", {gate_on()}, true, "Child",
+                       owner("batch/v1", "Job")),
+                 "system:serviceaccount:kube-system:job-controller", {gate_on()}, true, "Child",
                  ""},
-        GateCase{"AJobSetsJobCreatedByItsControllerIsLeftToIt", kJobs,
+        GateCase{"AJobSetsJobCreatedByAListedControllerIsLeftToIt", kJobs,
                  a_job(4, 8, owner("jobset.x-k8s.io/v1alpha2", "JobSet")), kJobSetController,
                  {gate_on()}, true, "Child", ""},
+        // Trial D2: a forged ownerReference switched the pod's --nnodes check off.
+        GateCase{"AUsersPodWithAForgedOwnerIsStillRead", kPods,
+                 a_pod(2, {{"env", {{{"name", "PET_NNODES"}, {"value", "4"}}}}},
+                       owner("batch/v1", "Job")),
+                 kResearcher, {gate_on()}, false, "Unmanaged", "asks for 4 nodes"},
+        // Trial D1: a service account of another namespace (whoever has rights in two
+        // namespaces can act as one) is no controller.
+        GateCase{"AServiceAccountOfAnotherNamespaceIsNoController", kJobs,
+                 a_job(4, 2, owner("batch/v1", "CronJob")),
+                 "system:serviceaccount:bob-a:default", {gate_on()}, false, "Unmanaged", ""},
+        // Trial D3: N one-pod Jobs whose pods each declare --nnodes=N.
+        GateCase{"AOnePodJobWhosePodSaysItIsOneOfFourIsRefused", kJobs,
+                 object_of("batch/v1", "Job",
+                           {{"parallelism", 1},
+                            {"template",
+                             {{"spec", pod_spec(8, {{"command", {"torchrun"}},
+                                                    {"args", {"--nnodes", "4", "t.py"}}})}}}}),
+                 kResearcher, {gate_on()}, false, "Unmanaged",
+                 "asks for 4 nodes with 8 GPUs each at once "
+                 "(spec.template.spec.containers[0].args[1])"},
+        // Trial D6: the hint parser's gaps.
+        GateCase{"AnAbbreviatedFlagInSingleQuotes", kPods,
+                 a_pod(1, {{"command", {"sh", "-c", "torchrun --nnode='4' t.py"}}}), kResearcher,
+                 {gate_on()}, false, "Unmanaged", "asks for 4 nodes"},
+        // Trial D7: NVIDIA's time-sliced GPUs.
+        GateCase{"TimeSlicedGpusAreGpus", kJobs,
+                 object_of("batch/v1", "Job",
+                           {{"parallelism", 4},
+                            {"template",
+                             {{"spec", {{"containers",
+                                         {{{"name", "c"},
+                                           {"image", "i"},
+                                           {"resources",
+                                            {{"limits", {{"nvidia.com/gpu.shared", "1"}}}}}}}}}}}}}),
+                 kResearcher, {gate_on()}, false, "Unmanaged", ""},
+        GateCase{"WarnAdmitsWhatDenyWouldRefuse", kJobs, a_job(4, 8), kResearcher,
+                 {a_policy().named("rollout").unmanaged_workloads(UnmanagedWorkloads::kWarn).build()},
+                 true, "WouldRefuse", ""},
         GateCase{"AJobClaimingAJobSetParentIsCheckedWhenAUserWritesIt", kJobs,
                  a_job(4, 8, owner("jobset.x-k8s.io/v1alpha2", "JobSet")), kResearcher,
                  {gate_on()}, false, "Unmanaged", ""},
@@ -287,6 +340,29 @@ TEST(TrainingJobWorkload, OnlyTheOperatorChangesItsSize) {
     json labelled = ours;
     labelled["metadata"]["labels"]["x"] = "y";
     r = handle_validate(a_write(kJobs, labelled, kResearcher, ours).parse(), snapshot, test_now());
+    EXPECT_TRUE(r.allowed) << r.message;
+    // Trial D4: detached first (its owner or commgate's labels removed), it would no
+    // longer be held in a second write: refused.
+    json detached = labelled;
+    detached["metadata"].erase("ownerReferences");
+    r = handle_validate(a_write(kJobs, detached, kResearcher, labelled).parse(), snapshot,
+                        test_now());
+    EXPECT_FALSE(r.allowed);
+    EXPECT_EQ(r.details.causes.at(0).field, "metadata.ownerReferences");
+    json held = labelled;
+    held["metadata"]["labels"]["commgate.io/role"] = "workload";
+    json unlabelled = held;
+    unlabelled["metadata"]["labels"].erase("commgate.io/role");
+    r = handle_validate(a_write(kJobs, unlabelled, kResearcher, held).parse(), snapshot,
+                        test_now());
+    EXPECT_FALSE(r.allowed);
+    EXPECT_EQ(r.details.causes.at(0).field, "metadata.labels[commgate.io/role]");
+    // The garbage collector orphans it (the TrainingJob deleted with propagation Orphan).
+    r = handle_validate(
+        a_write(kJobs, detached, "system:serviceaccount:kube-system:generic-garbage-collector",
+                labelled)
+            .parse(),
+        snapshot, test_now());
     EXPECT_TRUE(r.allowed) << r.message;
   }
 }
