@@ -4,6 +4,7 @@
 #include <array>
 #include <vector>
 
+#include "core/json_access.h"
 #include "core/quantity.h"
 
 namespace commgate {
@@ -11,35 +12,29 @@ namespace {
 
 using Json = nlohmann::json;
 
-const Json* member(const Json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
 // A non-negative integer field, or `fallback` when absent or not an integer (the API
 // server's validation, after the webhook, refuses the ill-typed ones).
 long long count_or(const Json& object, const char* key, long long fallback) {
-  const Json* v = member(object, key);
+  const Json* v = json_member(object, key);
   if (!v || !v->is_number_integer()) return fallback;
   return std::max<long long>(0, v->get<long long>());
 }
 
 // Accelerators of one container: each accelerator resource's limit, else its request.
 long long container_accelerators(const Json& container) {
-  const Json* resources = member(container, "resources");
+  const Json* resources = json_member(container, "resources");
   if (!resources) return 0;
   long long total = 0;
   for (const char* part : {"limits", "requests"}) {
-    const Json* list = member(*resources, part);
+    const Json* list = json_member(*resources, part);
     if (!list || !list->is_object()) continue;
     for (const auto& [name, value] : list->items()) {
       if (!is_accelerator_resource(name)) continue;
       // A request counts only where no limit names the resource (extended resources
       // must have them equal when both are set).
       if (std::string_view(part) == "requests") {
-        const Json* limits = member(*resources, "limits");
-        if (limits && member(*limits, name.c_str())) continue;
+        const Json* limits = json_member(*resources, "limits");
+        if (limits && json_member(*limits, name.c_str())) continue;
       }
       std::string text = value.is_string()   ? value.get<std::string>()
                          : value.is_number() ? value.dump()
@@ -52,22 +47,12 @@ long long container_accelerators(const Json& container) {
   return total;
 }
 
-const Json& at(const Json& object, std::initializer_list<const char*> path) {
-  static const Json kNull;
-  const Json* v = &object;
-  for (const char* key : path) {
-    v = member(*v, key);
-    if (!v) return kNull;
-  }
-  return *v;
-}
-
 // Pods of a JobSpec that run at once: parallelism (default 1), no more than completions
 // where set.
 long long job_pods_at_once(const Json& job_spec, std::string* from, const std::string& path) {
   long long pods = count_or(job_spec, "parallelism", 1);
   *from = path + ".parallelism";
-  if (const Json* c = member(job_spec, "completions"); c && c->is_number_integer()) {
+  if (const Json* c = json_member(job_spec, "completions"); c && c->is_number_integer()) {
     const long long completions = std::max<long long>(0, c->get<long long>());
     if (completions < pods) {
       pods = completions;
@@ -83,7 +68,7 @@ void count_declared(WorkloadShape& s, const Json& pod_spec, const std::string& p
 // whose pods declare the whole set's).
 WorkloadShape job_shape(const Json& job_spec, const std::string& path, bool declared = true) {
   WorkloadShape s;
-  const Json& pod_spec = at(job_spec, {"template", "spec"});
+  const Json& pod_spec = json_at(job_spec, {"template", "spec"});
   s.accelerators_per_pod = pod_accelerators(pod_spec);
   s.accelerators_from = path + ".template.spec";
   const long long pods = job_pods_at_once(job_spec, &s.count_from, path);
@@ -106,37 +91,37 @@ void add_part(WorkloadShape& total, const WorkloadShape& part) {
 
 WorkloadShape jobset_shape(const Json& jobset) {
   WorkloadShape total;
-  const Json& jobs = at(jobset, {"spec", "replicatedJobs"});
+  const Json& jobs = json_at(jobset, {"spec", "replicatedJobs"});
   if (!jobs.is_array()) return total;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const std::string path = "spec.replicatedJobs[" + std::to_string(i) + "]";
     WorkloadShape part =
-        job_shape(at(jobs[i], {"template", "spec"}), path + ".template.spec", false);
+        job_shape(json_at(jobs[i], {"template", "spec"}), path + ".template.spec", false);
     const long long replicas = count_or(jobs[i], "replicas", 1);
     part.accelerated_pods *= replicas;
     part.count_from = path + ".replicas x " + part.count_from;
     add_part(total, part);
   }
   for (size_t i = 0; i < jobs.size() && total.accelerators_per_pod > 0; ++i)
-    count_declared(total, at(jobs[i], {"template", "spec", "template", "spec"}),
+    count_declared(total, json_at(jobs[i], {"template", "spec", "template", "spec"}),
                    "spec.replicatedJobs[" + std::to_string(i) + "].template.spec.template.spec");
   return total;
 }
 
 WorkloadShape pytorchjob_shape(const Json& job) {
   WorkloadShape total;
-  const Json& specs = at(job, {"spec", "pytorchReplicaSpecs"});
+  const Json& specs = json_at(job, {"spec", "pytorchReplicaSpecs"});
   if (!specs.is_object()) return total;
   for (const auto& [type, spec] : specs.items()) {
     const std::string path = "spec.pytorchReplicaSpecs." + type;
     WorkloadShape part;
-    part.accelerators_per_pod = pod_accelerators(at(spec, {"template", "spec"}));
+    part.accelerators_per_pod = pod_accelerators(json_at(spec, {"template", "spec"}));
     part.accelerators_from = path + ".template.spec";
     part.accelerated_pods = count_or(spec, "replicas", 1);
     part.count_from = path + ".replicas";
     // An elastic job's workers may grow to maxReplicas.
     if (type == "Worker") {
-      const long long most = count_or(at(job, {"spec", "elasticPolicy"}), "maxReplicas", 0);
+      const long long most = count_or(json_at(job, {"spec", "elasticPolicy"}), "maxReplicas", 0);
       if (most > part.accelerated_pods) {
         part.accelerated_pods = most;
         part.count_from = "spec.elasticPolicy.maxReplicas";
@@ -146,7 +131,7 @@ WorkloadShape pytorchjob_shape(const Json& job) {
   }
   if (total.accelerators_per_pod > 0)
     for (const auto& [type, spec] : specs.items())
-      count_declared(total, at(spec, {"template", "spec"}),
+      count_declared(total, json_at(spec, {"template", "spec"}),
                      "spec.pytorchReplicaSpecs." + type + ".template.spec");
   return total;
 }
@@ -175,7 +160,7 @@ struct Token {
 std::vector<Token> command_line(const Json& container, const std::string& path) {
   std::vector<Token> out;
   for (const char* list : {"command", "args"}) {
-    const Json* words = member(container, list);
+    const Json* words = json_member(container, list);
     if (!words || !words->is_array()) continue;
     for (size_t w = 0; w < words->size(); ++w) {
       if (!(*words)[w].is_string()) continue;
@@ -213,7 +198,7 @@ long long declared_nodes(const Json& pod_spec, const std::string& path, std::str
     }
   };
   for (const char* list : {"containers", "initContainers"}) {
-    const Json* containers = member(pod_spec, list);
+    const Json* containers = json_member(pod_spec, list);
     if (!containers || !containers->is_array()) continue;
     for (size_t i = 0; i < containers->size(); ++i) {
       const std::string container_path = path + "." + list + "[" + std::to_string(i) + "]";
@@ -227,11 +212,11 @@ long long declared_nodes(const Json& pod_spec, const std::string& path, std::str
         else if (t + 1 < tokens.size())
           note(nnodes_value(tokens[t + 1].text), tokens[t + 1].from);
       }
-      const Json* env = member((*containers)[i], "env");
+      const Json* env = json_member((*containers)[i], "env");
       if (!env || !env->is_array()) continue;
       for (size_t e = 0; e < env->size(); ++e) {
-        const Json* name = member((*env)[e], "name");
-        const Json* value = member((*env)[e], "value");
+        const Json* name = json_member((*env)[e], "name");
+        const Json* value = json_member((*env)[e], "value");
         if (!name || !name->is_string() || !value || !value->is_string()) continue;
         const std::string& n = name->get_ref<const std::string&>();
         if (n == "PET_NNODES" || n == "NNODES")
@@ -255,7 +240,7 @@ void count_declared(WorkloadShape& s, const Json& pod_spec, const std::string& p
 
 WorkloadShape pod_shape(const Json& pod) {
   WorkloadShape s;
-  const Json& spec = at(pod, {"spec"});
+  const Json& spec = json_at(pod, {"spec"});
   s.accelerators_per_pod = pod_accelerators(spec);
   s.accelerators_from = "spec";
   if (s.accelerators_per_pod == 0) return s;
@@ -316,9 +301,9 @@ bool is_accelerator_resource(std::string_view name) {
 long long pod_accelerators(const nlohmann::json& pod_spec) {
   long long sum = 0;
   long long init = 0;
-  if (const Json* cs = member(pod_spec, "containers"); cs && cs->is_array())
+  if (const Json* cs = json_member(pod_spec, "containers"); cs && cs->is_array())
     for (const Json& c : *cs) sum += container_accelerators(c);
-  if (const Json* cs = member(pod_spec, "initContainers"); cs && cs->is_array())
+  if (const Json* cs = json_member(pod_spec, "initContainers"); cs && cs->is_array())
     for (const Json& c : *cs) init = std::max(init, container_accelerators(c));
   return std::max(sum, init);
 }
@@ -326,9 +311,9 @@ long long pod_accelerators(const nlohmann::json& pod_spec) {
 WorkloadShape workload_shape(WorkloadKind kind, const nlohmann::json& object) {
   switch (kind) {
     case WorkloadKind::kJob:
-      return job_shape(at(object, {"spec"}), "spec");
+      return job_shape(json_at(object, {"spec"}), "spec");
     case WorkloadKind::kCronJob:
-      return job_shape(at(object, {"spec", "jobTemplate", "spec"}), "spec.jobTemplate.spec");
+      return job_shape(json_at(object, {"spec", "jobTemplate", "spec"}), "spec.jobTemplate.spec");
     case WorkloadKind::kJobSet:
       return jobset_shape(object);
     case WorkloadKind::kPyTorchJob:

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/decision.h"
+#include "core/json_access.h"
 #include "core/policy_selection.h"
 #include "core/quantity.h"
 
@@ -11,16 +12,10 @@ namespace {
 
 using Json = nlohmann::json;
 
-const Json* member(const Json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
 // The object's controller ownerReference ({apiVersion, kind, name, uid, ...}), or null.
 const Json* controller_of(const Json& object) {
-  const Json* meta = member(object, "metadata");
-  const Json* refs = meta ? member(*meta, "ownerReferences") : nullptr;
+  const Json* meta = json_member(object, "metadata");
+  const Json* refs = meta ? json_member(*meta, "ownerReferences") : nullptr;
   if (!refs || !refs->is_array()) return nullptr;
   for (const Json& r : *refs)
     if (r.is_object() && r.value("controller", false)) return &r;
@@ -75,9 +70,9 @@ std::string accelerators_text(long long n) {
 
 const Json& label_of(const Json& object, const char* key) {
   static const Json kNone;
-  const Json* meta = member(object, "metadata");
-  const Json* labels = meta ? member(*meta, "labels") : nullptr;
-  const Json* value = labels ? member(*labels, key) : nullptr;
+  const Json* meta = json_member(object, "metadata");
+  const Json* labels = meta ? json_member(*meta, "labels") : nullptr;
+  const Json* value = labels ? json_member(*labels, key) : nullptr;
   return value ? *value : kNone;
 }
 
@@ -109,12 +104,12 @@ std::optional<AdmissionResponse> hold_training_job_workload(const AdmissionReque
   for (const char* key : {"commgate.io/role", "commgate.io/trainingjob"})
     if (label_of(request.object, key) != label_of(request.old_object, key))
       return refuse(std::string("metadata.labels[") + key + "]", "its commgate.io/ labels");
-  const Json* old_spec = member(request.old_object, "spec");
-  const Json* new_spec = member(request.object, "spec");
+  const Json* old_spec = json_member(request.old_object, "spec");
+  const Json* new_spec = json_member(request.object, "spec");
   for (const char* field : {"parallelism", "completions"}) {
     const Json none;
-    const Json* before = old_spec ? member(*old_spec, field) : nullptr;
-    const Json* after = new_spec ? member(*new_spec, field) : nullptr;
+    const Json* before = old_spec ? json_member(*old_spec, field) : nullptr;
+    const Json* after = new_spec ? json_member(*new_spec, field) : nullptr;
     const Json& b = before ? *before : none;
     const Json& a = after ? *after : none;
     if (b == a) continue;

@@ -167,15 +167,15 @@ TEST_F(RbacApiTest, a_binding_written_later_takes_effect_on_the_next_request) {
 // a labelled role written later counts from the next request.
 TEST_F(RbacApiTest, a_binding_to_an_aggregating_cluster_role_grants_the_labelled_roles_rules) {
   start(AuthorizationMode::kRbac);
-  json edit = object("rbac.authorization.k8s.io/v1", "ClusterRole", "edit");
+  // A role of its own: the bootstrap `edit` already aggregates upstream's rules.
+  json edit = object("rbac.authorization.k8s.io/v1", "ClusterRole", "team-edit");
   edit["aggregationRule"] = {
       {"clusterRoleSelectors",
-       json::array(
-           {{{"matchLabels", {{"rbac.authorization.k8s.io/aggregate-to-edit", "true"}}}}})}};
+       json::array({{{"matchLabels", {{"example.com/aggregate-to-team-edit", "true"}}}}})}};
   ASSERT_EQ(admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", edit).status, 201);
   json binding = object("rbac.authorization.k8s.io/v1", "RoleBinding", "alice-edits", "other");
   binding["roleRef"] = {
-      {"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "edit"}};
+      {"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "team-edit"}};
   binding["subjects"] = json::array(
       {{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "User"}, {"name", "alice"}}});
   ASSERT_EQ(
@@ -183,9 +183,9 @@ TEST_F(RbacApiTest, a_binding_to_an_aggregating_cluster_role_grants_the_labelled
           .status,
       201);
   ASSERT_EQ(alice("DELETE", "/api/v1/namespaces/other/configmaps/settings").status, 403)
-      << "edit aggregates nothing yet";
+      << "team-edit aggregates nothing yet";
   json labelled = object("rbac.authorization.k8s.io/v1", "ClusterRole", "configmaps-edit");
-  labelled["metadata"]["labels"] = {{"rbac.authorization.k8s.io/aggregate-to-edit", "true"}};
+  labelled["metadata"]["labels"] = {{"example.com/aggregate-to-team-edit", "true"}};
   labelled["rules"] = json::array(
       {{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"verbs", {"get", "delete"}}}});
   ASSERT_EQ(admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", labelled).status, 201);
@@ -217,5 +217,5 @@ TEST_F(RbacApiTest, without_rbac_every_authenticated_user_may_do_anything) {
   EXPECT_EQ(alice("DELETE", "/api/v1/namespaces/other/configmaps/settings").status, 200);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
