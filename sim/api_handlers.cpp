@@ -364,6 +364,46 @@ std::shared_ptr<const RbacObjects> ApiHandlers::rbac_objects() {
   return rbac_;
 }
 
+json ApiHandlers::self_subject_access_review(const json& review, const UserInfo& user) {
+  if (!review.is_object() || !review.contains("spec") || !review["spec"].is_object())
+    throw ApiError(failure_status(400, "BadRequest", "spec: Required value"));
+  const json& spec = review["spec"];
+  RequestAttributes r;
+  auto field = [](const json& o, const char* key) {
+    return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>()
+                                                                  : std::string();
+  };
+  if (const auto a = spec.find("resourceAttributes"); a != spec.end() && a->is_object()) {
+    r.verb = field(*a, "verb");
+    r.api_group = field(*a, "group");
+    r.api_version = field(*a, "version");
+    r.resource = field(*a, "resource");
+    r.subresource = field(*a, "subresource");
+    r.ns = field(*a, "namespace");
+    r.name = field(*a, "name");
+  } else if (const auto n = spec.find("nonResourceAttributes"); n != spec.end() && n->is_object()) {
+    r.resource_request = false;
+    r.verb = field(*n, "verb");
+    r.path = field(*n, "path");
+  } else {
+    throw ApiError(failure_status(
+        422, "Invalid",
+        "spec: Invalid value: exactly one of nonResourceAttributes or resourceAttributes must "
+        "be specified"));
+  }
+  json status = {{"allowed", true}};
+  if (options_.authorization == AuthorizationMode::kRbac) {
+    const Authorization decision = authorize(user, r, *rbac_objects());
+    status["allowed"] = decision.allowed;
+    if (!decision.reason.empty()) status["reason"] = decision.reason;
+  }
+  return {{"kind", "SelfSubjectAccessReview"},
+          {"apiVersion", "authorization.k8s.io/v1"},
+          {"metadata", {{"creationTimestamp", format_rfc3339(Clock::now())}}},
+          {"spec", spec},
+          {"status", status}};
+}
+
 Response ApiHandlers::dispatch(const Request& request, Write& w) {
   const auto parts = split_path(request.path);
   const bool get = request.method == "GET" || request.method == "HEAD";
@@ -372,6 +412,12 @@ Response ApiHandlers::dispatch(const Request& request, Write& w) {
   if (request.method == "POST" && parts.size() == 4 && parts[0] == "apis" &&
       parts[1] == "authentication.k8s.io" && parts[2] == "v1" && parts[3] == "selfsubjectreviews")
     return object_response(201, self_subject_review(w.user, Clock::now()));
+  // `kubectl auth can-i`: may the requester do this, as kube-apiserver's
+  // SelfSubjectAccessReview (authorization.k8s.io/v1, create only) answers it.
+  if (request.method == "POST" && parts.size() == 4 && parts[0] == "apis" &&
+      parts[1] == "authorization.k8s.io" && parts[2] == "v1" &&
+      parts[3] == "selfsubjectaccessreviews")
+    return object_response(201, self_subject_access_review(parse_body(request), w.user));
   // "/version/" too: the Python client's VersionApi asks for it; go-restful serves both.
   if (get && parts.size() == 1 && parts[0] == "version")
     return object_response(200, version_document());

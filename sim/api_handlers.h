@@ -113,6 +113,8 @@ class ApiHandlers {
   // The RBAC objects as stored now plus bootstrap_rbac(); read again only when the store
   // has changed since the last read (its resourceVersion moved).
   std::shared_ptr<const RbacObjects> rbac_objects();
+  // POST authorization.k8s.io/v1 selfsubjectaccessreviews (`kubectl auth can-i`).
+  nlohmann::json self_subject_access_review(const nlohmann::json& review, const UserInfo& user);
 
   ObjectStore& store_;
   ApiHandlerOptions options_;

@@ -138,10 +138,67 @@ const WireMessage kServiceAccount{
      {3, {"imagePullSecrets", WireType::kMessage, true, false, &kLocalObjectReference}},
      {4, {"automountServiceAccountToken", WireType::kBool, false, true}}}};
 
-const std::map<std::string, const WireMessage*> kKinds = {{"v1/Namespace", &kNamespace},
-                                                          {"v1/ConfigMap", &kConfigMap},
-                                                          {"v1/Secret", &kSecret},
-                                                          {"v1/ServiceAccount", &kServiceAccount}};
+// k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto
+const WireMessage kLabelSelectorRequirement{{{1, {"key", WireType::kString}},
+                                             {2, {"operator", WireType::kString}},
+                                             {3, {"values", WireType::kString, true}}}};
+const WireMessage kLabelSelector{
+    {{1, {"matchLabels", WireType::kStringMap}},
+     {2, {"matchExpressions", WireType::kMessage, true, false, &kLabelSelectorRequirement}}}};
+// k8s.io/api/rbac/v1/generated.proto (`kubectl create role`, `clusterrole`,
+// `rolebinding`, `clusterrolebinding`)
+const WireMessage kPolicyRule{{{1, {"verbs", WireType::kString, true}},
+                               {2, {"apiGroups", WireType::kString, true}},
+                               {3, {"resources", WireType::kString, true}},
+                               {4, {"resourceNames", WireType::kString, true}},
+                               {5, {"nonResourceURLs", WireType::kString, true}}}};
+const WireMessage kAggregationRule{
+    {{1, {"clusterRoleSelectors", WireType::kMessage, true, false, &kLabelSelector}}}};
+const WireMessage kRole{{{1, {"metadata", WireType::kMessage, false, false, &kObjectMeta}},
+                         {2, {"rules", WireType::kMessage, true, false, &kPolicyRule}}}};
+const WireMessage kClusterRole{
+    {{1, {"metadata", WireType::kMessage, false, false, &kObjectMeta}},
+     {2, {"rules", WireType::kMessage, true, false, &kPolicyRule}},
+     {3, {"aggregationRule", WireType::kMessage, false, false, &kAggregationRule}}}};
+const WireMessage kSubject{{{1, {"kind", WireType::kString}},
+                            {2, {"apiGroup", WireType::kString}},
+                            {3, {"name", WireType::kString}},
+                            {4, {"namespace", WireType::kString}}}};
+const WireMessage kRoleRef{{{1, {"apiGroup", WireType::kString}},
+                            {2, {"kind", WireType::kString}},
+                            {3, {"name", WireType::kString}}}};
+const WireMessage kRoleBinding{{{1, {"metadata", WireType::kMessage, false, false, &kObjectMeta}},
+                                {2, {"subjects", WireType::kMessage, true, false, &kSubject}},
+                                {3, {"roleRef", WireType::kMessage, false, false, &kRoleRef}}}};
+
+// k8s.io/api/authorization/v1/generated.proto (`kubectl auth can-i`); the field and label
+// selectors of ResourceAttributes (8, 9) are not read.
+const WireMessage kResourceAttributes{{{1, {"namespace", WireType::kString}},
+                                       {2, {"verb", WireType::kString}},
+                                       {3, {"group", WireType::kString}},
+                                       {4, {"version", WireType::kString}},
+                                       {5, {"resource", WireType::kString}},
+                                       {6, {"subresource", WireType::kString}},
+                                       {7, {"name", WireType::kString}}}};
+const WireMessage kNonResourceAttributes{
+    {{1, {"path", WireType::kString}}, {2, {"verb", WireType::kString}}}};
+const WireMessage kSelfSubjectAccessReviewSpec{
+    {{1, {"resourceAttributes", WireType::kMessage, false, false, &kResourceAttributes}},
+     {2, {"nonResourceAttributes", WireType::kMessage, false, false, &kNonResourceAttributes}}}};
+const WireMessage kSelfSubjectAccessReview{
+    {{1, {"metadata", WireType::kMessage, false, false, &kObjectMeta}},
+     {2, {"spec", WireType::kMessage, false, false, &kSelfSubjectAccessReviewSpec}}}};
+
+const std::map<std::string, const WireMessage*> kKinds = {
+    {"v1/Namespace", &kNamespace},
+    {"v1/ConfigMap", &kConfigMap},
+    {"v1/Secret", &kSecret},
+    {"v1/ServiceAccount", &kServiceAccount},
+    {"rbac.authorization.k8s.io/v1/Role", &kRole},
+    {"rbac.authorization.k8s.io/v1/ClusterRole", &kClusterRole},
+    {"rbac.authorization.k8s.io/v1/RoleBinding", &kRoleBinding},
+    {"rbac.authorization.k8s.io/v1/ClusterRoleBinding", &kRoleBinding},
+    {"authorization.k8s.io/v1/SelfSubjectAccessReview", &kSelfSubjectAccessReview}};
 
 json decode_message(std::string_view data, const WireMessage& m, int depth);
 
@@ -285,7 +342,10 @@ json decode_protobuf_object(std::string_view body) {
                                      (api_version.empty() ? "" : api_version + ", Kind=") + kind +
                                      ")",
                                  "application/json, application/yaml; protobuf for v1 "
-                                 "Namespace, ConfigMap, Secret and ServiceAccount");
+                                 "Namespace, ConfigMap, Secret and ServiceAccount, and "
+                                 "rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding "
+                                 "and ClusterRoleBinding, and authorization.k8s.io/v1 "
+                                 "SelfSubjectAccessReview");
   json object = decode_message(raw, *known->second, 0);
   json out = {{"kind", kind}, {"apiVersion", api_version}};
   out.update(object);

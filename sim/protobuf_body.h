@@ -5,11 +5,13 @@
 // contentEncoding, contentType) whose `raw` is the object's generated message.
 //
 // Decoded into the JSON object the same client would have sent as JSON, for the kinds the
-// sim knows the messages of: v1 Namespace, ConfigMap, Secret and ServiceAccount, with all
-// of ObjectMeta but managedFields. Scalars the Go types hold by value (gogo-protobuf
-// always encodes them) and that the JSON tags omit when empty are left out when empty, as
-// the JSON encoding leaves them out; a zero Time is null. Other kinds are refused with 415,
-// as kube-apiserver refuses protobuf for custom resources.
+// sim knows the messages of: v1 Namespace, ConfigMap, Secret and ServiceAccount, and
+// rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding and ClusterRoleBinding
+// (`kubectl create rolebinding`, issue #20 defect 5), and authorization.k8s.io/v1
+// SelfSubjectAccessReview (`kubectl auth can-i`), with all of ObjectMeta but managedFields. Scalars
+// the Go types hold by value (gogo-protobuf always encodes them) and that the JSON tags omit when
+// empty are left out when empty, as the JSON encoding leaves them out; a zero Time is null. Other
+// kinds are refused with 415, as kube-apiserver refuses protobuf for custom resources.
 #pragma once
 
 #include <nlohmann/json.hpp>

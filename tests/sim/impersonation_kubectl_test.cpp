@@ -183,8 +183,30 @@ TEST_F(ImpersonationKubectlTest, rbac_decides_as_the_impersonated_user) {
       << denied.output;
   const KubectlResult allowed = admin_.run({"get", "configmaps", "-n", "ml", "--as", "carol"});
   EXPECT_EQ(allowed.code, 0) << allowed.output;
-  // `kubectl auth can-i` is a SelfSubjectAccessReview, which the sim does not serve; the
-  // request itself is the answer.
+}
+
+// Issue #20 defect 5: `kubectl auth can-i` (a SelfSubjectAccessReview, sent as protobuf)
+// answers as the authorizer decides, for the requester and for an impersonated user; and
+// the built-in edit role bound by `kubectl create rolebinding` grants what upstream's does.
+TEST_F(ImpersonationKubectlTest, auth_can_i_answers_as_rbac_decides) {
+  auto can_i = [&](Kubectl& k, std::vector<std::string> args) {
+    args.insert(args.begin(), {"auth", "can-i"});
+    const KubectlResult r = k.run(args);
+    return r.output.substr(0, r.output.find('\n'));
+  };
+  EXPECT_EQ(can_i(admin_, {"create", "configmaps", "-n", "ml", "--as", "carol"}), "yes");
+  EXPECT_EQ(can_i(admin_, {"delete", "configmaps", "-n", "ml", "--as", "carol"}), "no");
+  EXPECT_EQ(can_i(admin_, {"list", "configmaps", "-n", "default", "--as", "carol"}), "no");
+  EXPECT_EQ(can_i(bob_, {"create", "jobs.batch", "-n", "ml"}), "no");
+  const KubectlResult bound = admin_.run(
+      {"create", "rolebinding", "bob-edit", "-n", "ml", "--clusterrole=edit", "--user=bob"});
+  ASSERT_EQ(bound.code, 0) << bound.output;
+  EXPECT_EQ(can_i(bob_, {"create", "jobs.batch", "-n", "ml"}), "yes");
+  EXPECT_EQ(can_i(bob_, {"impersonate", "serviceaccounts", "-n", "ml"}), "yes");
+  EXPECT_EQ(can_i(bob_, {"get", "pods", "--subresource=log", "-n", "ml"}), "yes");
+  EXPECT_EQ(can_i(bob_, {"create", "rolebindings.rbac.authorization.k8s.io", "-n", "ml"}), "no");
+  EXPECT_EQ(can_i(bob_, {"create", "jobs.batch", "-n", "default"}), "no");
+  EXPECT_EQ(can_i(bob_, {"get", "/healthz"}), "yes");
 }
 
 TEST_F(ImpersonationKubectlTest, a_user_without_impersonate_rights_gets_upstreams_403) {

@@ -64,5 +64,38 @@ TEST_F(KubectlCreateTest, create_namespace_configmap_secret_and_serviceaccount) 
       << again.output;
 }
 
+// Issue #20 defect 5: docs/install.md binds researchers with `kubectl create rolebinding`;
+// the sim answered 415 to its protobuf body.
+TEST_F(KubectlCreateTest, create_role_clusterrole_and_their_bindings) {
+  ASSERT_EQ(kubectl({"create", "namespace", "nlp"}).code, 0);
+  Result rb =
+      kubectl({"create", "rolebinding", "researchers-edit", "-n", "nlp", "--clusterrole=edit",
+               "--group=researchers", "--user=alice", "--serviceaccount=nlp:ci"});
+  ASSERT_EQ(rb.code, 0) << rb.output;
+  const json b = get_json({"rolebinding", "researchers-edit", "-n", "nlp"});
+  EXPECT_EQ(
+      b["roleRef"],
+      json({{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "edit"}}));
+  EXPECT_EQ(b["subjects"], json::parse(R"([
+      {"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"alice"},
+      {"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"researchers"},
+      {"kind":"ServiceAccount","name":"ci","namespace":"nlp"}])"));
+
+  Result role = kubectl({"create", "role", "pod-reader", "-n", "nlp", "--verb=get,list",
+                         "--resource=pods", "--resource-name=a"});
+  ASSERT_EQ(role.code, 0) << role.output;
+  EXPECT_EQ(get_json({"role", "pod-reader", "-n", "nlp"})["rules"], json::parse(R"([
+      {"apiGroups":[""],"resources":["pods"],"resourceNames":["a"],"verbs":["get","list"]}])"));
+
+  Result cr = kubectl({"create", "clusterrole", "gpu-team", "--aggregation-rule=team=gpu"});
+  ASSERT_EQ(cr.code, 0) << cr.output;
+  EXPECT_EQ(get_json({"clusterrole", "gpu-team"})["aggregationRule"],
+            json::parse(R"({"clusterRoleSelectors":[{"matchLabels":{"team":"gpu"}}]})"));
+  Result crb = kubectl(
+      {"create", "clusterrolebinding", "readers", "--clusterrole=view", "--group=researchers"});
+  ASSERT_EQ(crb.code, 0) << crb.output;
+  EXPECT_EQ(get_json({"clusterrolebinding", "readers"})["roleRef"]["name"], "view");
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
