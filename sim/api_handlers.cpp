@@ -1,6 +1,8 @@
 #include "sim/api_handlers.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "core/yaml_json.h"
@@ -364,6 +366,63 @@ std::shared_ptr<const RbacObjects> ApiHandlers::rbac_objects() {
   return rbac_;
 }
 
+Response ApiHandlers::pod_log(const Request& request, const std::string& ns,
+                              const std::string& name) {
+  std::string dir;
+  {
+    std::lock_guard lock(pod_log_mu_);
+    dir = pod_log_dir_;
+  }
+  if (dir.empty()) throw path_not_found();
+  const auto pods = store_.find_resource("", "v1", "pods");
+  const json pod = store_.get(*pods, ns, name);  // 404 as upstream words it
+  std::vector<std::string> names;
+  for (const auto& c : pod.value("/spec/containers"_json_pointer, json::array()))
+    names.push_back(c.value("name", ""));
+  std::string container;
+  if (const auto asked = request.find_query_param("container"); asked && !asked->empty()) {
+    container = *asked;
+    if (std::find(names.begin(), names.end(), container) == names.end())
+      throw ApiError(failure_status(400, "BadRequest",
+                                    "container " + container + " is not valid for pod " + name));
+  } else if (names.size() == 1) {
+    container = names.front();
+  } else {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : " ") + n;
+    throw ApiError(failure_status(
+        400, "BadRequest",
+        "a container name must be specified for pod " + name + ", choose one of: [" + list + "]"));
+  }
+  const std::string uid = pod["metadata"].value("uid", "");
+  std::ifstream in(
+      std::filesystem::path(dir) / (ns + "_" + name + "_" + uid) / (container + ".log"),
+      std::ios::binary);
+  if (!in)
+    throw ApiError(failure_status(400, "BadRequest",
+                                  "container \"" + container + "\" in pod \"" + name +
+                                      "\" is waiting to start: ContainerCreating"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // tailLines: the last N lines, as the kubelet's log reader gives them.
+  if (const auto tail = request.find_query_param("tailLines"); tail && !tail->empty()) {
+    long long lines = 0;
+    try {
+      lines = std::stoll(std::string(*tail));
+    } catch (const std::exception&) {
+      throw ApiError(failure_status(400, "BadRequest", "tailLines: must be an integer"));
+    }
+    std::size_t start = text.size();
+    if (lines > 0) {
+      // Back from the end (past a final newline) to the newline before the N-th last line.
+      start = text.empty() || text.back() != '\n' ? text.size() : text.size() - 1;
+      long long seen = 0;
+      while (start > 0 && !(text[start - 1] == '\n' && ++seen == lines)) --start;
+    }
+    text = text.substr(start);
+  }
+  return Response::text(200, std::move(text));
+}
+
 json ApiHandlers::self_subject_access_review(const json& review, const UserInfo& user) {
   if (!review.is_object() || !review.contains("spec") || !review["spec"].is_object())
     throw ApiError(failure_status(400, "BadRequest", "spec: Required value"));
@@ -476,6 +535,9 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
   const ResourceInfo& r = *found;
   const std::string name = rest.size() >= 2 ? rest[1] : "";
   const std::string sub = rest.size() == 3 ? rest[2] : "";
+  if (r.group.empty() && r.plural == "pods" && sub == "log" && !ns.empty() &&
+      (request.method == "GET" || request.method == "HEAD"))
+    return pod_log(request, ns, name);
   if (!sub.empty() && !(sub == "status" && r.status_subresource) && !(sub == "scale" && r.scale))
     throw path_not_found();
   if (r.namespaced && ns.empty() && !name.empty()) throw path_not_found();

@@ -56,6 +56,11 @@ class ApiHandlers {
   // with `send_bookmarks`, sends a BOOKMARK to the watches that allowed them.
   void tick(bool send_bookmarks);
   std::size_t open_watches() const;
+  // The kubelet's pod directories, for the pods/log subresource (set once the cluster runs).
+  void set_pod_log_dir(std::string dir) {
+    std::lock_guard lock(pod_log_mu_);
+    pod_log_dir_ = std::move(dir);
+  }
   // Ends every open watch stream now, cleanly (the last chunk), as an apiserver that
   // sheds load or restarts does; clients must watch again from their last version.
   void close_all_watches();
@@ -113,11 +118,17 @@ class ApiHandlers {
   // The RBAC objects as stored now plus bootstrap_rbac(); read again only when the store
   // has changed since the last read (its resourceVersion moved).
   std::shared_ptr<const RbacObjects> rbac_objects();
+  // GET pods/<name>/log (`kubectl logs`): the container's output file in the kubelet's
+  // pod directory.
+  server::Response pod_log(const server::Request& request, const std::string& ns,
+                           const std::string& name);
   // POST authorization.k8s.io/v1 selfsubjectaccessreviews (`kubectl auth can-i`).
   nlohmann::json self_subject_access_review(const nlohmann::json& review, const UserInfo& user);
 
   ObjectStore& store_;
   ApiHandlerOptions options_;
+  mutable std::mutex pod_log_mu_;
+  std::string pod_log_dir_;  // guarded by pod_log_mu_
   ServiceDirectory services_;
   Admission admission_;
   mutable std::mutex watches_mu_;

@@ -76,6 +76,11 @@ class ApiServer {
     handlers_.services().add(name, ns, host_port);
   }
   std::size_t open_watches() const { return handlers_.open_watches(); }
+  // Where the kubelet keeps its pods' directories (Kubelet::work_dir): `kubectl logs`
+  // reads a container's output there. Unset: the log subresource answers 404.
+  void serve_pod_logs_from(const std::string& kubelet_work_dir) {
+    handlers_.set_pod_log_dir(kubelet_work_dir);
+  }
 
   // Fault injection (docs/testing.md). The commgate-sim binary offers the same through
   // `POST /sim/faults` (see handle_fault_request).

@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
     kubelet.work_dir = pod_dir;
     point_pods_at(kubelet, server, options.users);
     SimCluster cluster(server.store(), kubelet);
+    server.serve_pod_logs_from(cluster.work_dir());
     // No nodes: no controllers either, so the API alone serves (and benchmarks) as
     // before; pods and Jobs then stay as created.
     if (!nodes.empty()) cluster.start();

@@ -234,5 +234,46 @@ spec:
   EXPECT_EQ(left.output.find("pod/probe-"), std::string::npos) << left.output;
 }
 
+// Issue #20 defect 5: `kubectl logs`, which docs/researcher.md tells researchers to run,
+// answered NotFound.
+TEST_F(KubectlTest, logs_of_a_pods_container_with_tail_and_the_errors_upstream_gives) {
+  SimCluster cluster(api_.store());
+  api_.serve_pod_logs_from(cluster.work_dir());
+  cluster.start();
+  cluster.add_node(node_spec("n1", 0));
+  std::ofstream(dir_ + "/pod.yaml") << R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: talk
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: busybox
+    command: ["sh", "-c", "echo one; echo two; echo three"]
+  - name: side
+    image: busybox
+    command: ["sh", "-c", "echo side"]
+)";
+  ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/pod.yaml"}).code, 0);
+  Result wait =
+      kubectl({"wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/talk", "--timeout=20s"});
+  ASSERT_EQ(wait.code, 0) << wait.output;
+  Result all = kubectl({"logs", "talk", "-c", "main"});
+  ASSERT_EQ(all.code, 0) << all.output;
+  EXPECT_EQ(all.output, "one\ntwo\nthree\n");
+  EXPECT_EQ(kubectl({"logs", "talk", "-c", "main", "--tail=2"}).output, "two\nthree\n");
+  EXPECT_EQ(kubectl({"logs", "talk", "-c", "side"}).output, "side\n");
+  // Without -c kubectl picks the first container and says so.
+  Result first = kubectl({"logs", "talk"});
+  EXPECT_NE(first.output.find("Defaulted container \"main\" out of: main, side"), std::string::npos)
+      << first.output;
+  Result unknown = kubectl({"logs", "talk", "-c", "nope"});
+  EXPECT_NE(unknown.output.find("container nope is not valid for pod talk"), std::string::npos)
+      << unknown.output;
+  Result missing = kubectl({"logs", "nobody"});
+  EXPECT_NE(missing.output.find("pods \"nobody\" not found"), std::string::npos) << missing.output;
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
