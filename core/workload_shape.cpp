@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <functional>
 #include <vector>
 
 #include "core/json_access.h"
@@ -120,7 +122,10 @@ WorkloadShape pytorchjob_shape(const Json& job) {
     part.accelerated_pods = count_or(spec, "replicas", 1);
     part.count_from = path + ".replicas";
     // An elastic job's workers may grow to maxReplicas.
-    if (type == "Worker") {
+    // The training operator reads replica types in any case ("worker").
+    std::string lower = type;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == "worker") {
       const long long most = count_or(json_at(job, {"spec", "elasticPolicy"}), "maxReplicas", 0);
       if (most > part.accelerated_pods) {
         part.accelerated_pods = most;
@@ -136,65 +141,96 @@ WorkloadShape pytorchjob_shape(const Json& job) {
   return total;
 }
 
-// The node count a torchrun-style `--nnodes` value names: "4", or "MIN:MAX" (the most).
-long long nnodes_value(std::string_view v) {
-  if (const auto colon = v.find(':'); colon != std::string_view::npos) v = v.substr(colon + 1);
-  long long n = 0;
-  if (v.empty() || v.size() > 9) return 0;
-  for (char c : v) {
-    if (c < '0' || c > '9') return 0;
-    n = n * 10 + (c - '0');
+// One integer as Python's int() reads it, which is how torchrun (and accelerate,
+// deepspeed) read a node count: blanks around it, a sign, underscores between digits,
+// leading zeros, full-width digits (U+FF10..U+FF19). 0 for anything else or past 10^9.
+long long python_int(std::string_view v) {
+  auto blank = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+  };
+  while (!v.empty() && blank(v.front())) v.remove_prefix(1);
+  while (!v.empty() && blank(v.back())) v.remove_suffix(1);
+  if (!v.empty() && (v.front() == '+' || v.front() == '-')) {
+    if (v.front() == '-') return 0;
+    v.remove_prefix(1);
   }
-  return n;
+  long long n = 0;
+  bool digit_before = false;
+  for (size_t i = 0; i < v.size(); ++i) {
+    int d = -1;
+    if (v[i] >= '0' && v[i] <= '9') {
+      d = v[i] - '0';
+    } else if (v[i] == '_' && digit_before && i + 1 < v.size()) {
+      digit_before = false;
+      continue;
+    } else if (static_cast<unsigned char>(v[i]) == 0xEF && i + 2 < v.size() &&
+               static_cast<unsigned char>(v[i + 1]) == 0xBC &&
+               static_cast<unsigned char>(v[i + 2]) >= 0x90 &&
+               static_cast<unsigned char>(v[i + 2]) <= 0x99) {
+      d = static_cast<unsigned char>(v[i + 2]) - 0x90;
+      i += 2;
+    } else {
+      return 0;
+    }
+    n = n * 10 + d;
+    if (n > 1'000'000'000) return 0;
+    digit_before = true;
+  }
+  return digit_before ? n : 0;
 }
 
-// One shell-ish word of a command line and where it came from ("spec.containers[0].args[2]").
-struct Token {
-  std::string text;
-  std::string from;
-};
+// The node count a launcher's node-count value names: "4", or torchrun's "MIN:MAX" (the
+// most).
+long long nnodes_value(std::string_view v) {
+  if (const auto colon = v.find(':'); colon != std::string_view::npos) v = v.substr(colon + 1);
+  return python_int(v);
+}
 
-// The words of a container's command and args together (torchrun's flags may be split
-// between them), each string also split as a shell would split `bash -c "..."` (on blanks
-// and ; & |), with quotes dropped.
-std::vector<Token> command_line(const Json& container, const std::string& path) {
-  std::vector<Token> out;
+// The launchers' node-count flags: torchrun's --nnodes, also abbreviated as argparse allows
+// (--nn, --nnode: no other torchrun option starts with --nn); accelerate's --num_machines
+// and deepspeed's --num_nodes (either spelling).
+bool is_node_count_flag(std::string_view flag) {
+  if (flag.size() >= 4 && std::string_view("--nnodes").starts_with(flag)) return true;
+  return flag == "--num_machines" || flag == "--num-machines" || flag == "--num_nodes" ||
+         flag == "--num-nodes";
+}
+
+// Calls `word(text, where)` for each shell-ish word of a container's command and args
+// together (a flag and its value may be split between them), each string also split as a
+// shell splits `bash -c "..."`: on blanks, ; & | and quotes (so `--nnodes='4'` is a flag
+// and its value). `where` says which string of the container it came from. No copies: the
+// webhook reads pods of megabytes with this (issue #19: a copy per word cost 80x the
+// request's size).
+template <typename Word>
+void for_each_word(const Json& container, Word&& word) {
+  auto separator = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';' || c == '&' || c == '|' ||
+           c == '\'' || c == '"';
+  };
   for (const char* list : {"command", "args"}) {
     const Json* words = json_member(container, list);
     if (!words || !words->is_array()) continue;
     for (size_t w = 0; w < words->size(); ++w) {
       if (!(*words)[w].is_string()) continue;
-      const std::string from = path + "." + list + "[" + std::to_string(w) + "]";
-      std::string current;
-      for (char c : (*words)[w].get_ref<const std::string&>()) {
-        if (c == '\'' || c == '"') continue;
-        if (c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|') {
-          if (!current.empty()) out.push_back({std::move(current), from});
-          current.clear();
-        } else {
-          current += c;
-        }
+      const std::string& text = (*words)[w].get_ref<const std::string&>();
+      size_t start = 0;
+      for (size_t i = 0; i <= text.size(); ++i) {
+        if (i < text.size() && !separator(text[i])) continue;
+        if (i > start) word(std::string_view(text).substr(start, i - start), list, w);
+        start = i + 1;
       }
-      if (!current.empty()) out.push_back({std::move(current), from});
     }
   }
-  return out;
-}
-
-// torchrun's --nnodes, also abbreviated as argparse allows (--nn, --nnode: no other
-// torchrun option starts with --nn).
-bool is_nnodes_flag(std::string_view flag) {
-  return flag.size() >= 4 && std::string_view("--nnodes").starts_with(flag);
 }
 
 // The node count a pod (this PodSpec at `path`) declares for the run it belongs to (see
 // workload_shape), and where: 0 when it declares none.
 long long declared_nodes(const Json& pod_spec, const std::string& path, std::string* from) {
   long long most = 0;
-  auto note = [&](long long n, const std::string& where) {
+  auto note = [&](long long n, const std::function<std::string()>& where) {
     if (n > most) {
       most = n;
-      *from = where;
+      *from = where();
     }
   };
   for (const char* list : {"containers", "initContainers"}) {
@@ -202,16 +238,24 @@ long long declared_nodes(const Json& pod_spec, const std::string& path, std::str
     if (!containers || !containers->is_array()) continue;
     for (size_t i = 0; i < containers->size(); ++i) {
       const std::string container_path = path + "." + list + "[" + std::to_string(i) + "]";
-      const std::vector<Token> tokens = command_line((*containers)[i], container_path);
-      for (size_t t = 0; t < tokens.size(); ++t) {
-        const std::string& word = tokens[t].text;
+      // A flag whose value is the next word (`--nnodes 4`, `--nnodes= 4`).
+      bool value_next = false;
+      for_each_word((*containers)[i], [&](std::string_view word, const char* in, size_t w) {
+        const auto where = [&] {
+          return container_path + "." + in + "[" + std::to_string(w) + "]";
+        };
+        if (value_next) {
+          value_next = false;
+          note(nnodes_value(word), where);
+          return;
+        }
         const auto eq = word.find('=');
-        if (!is_nnodes_flag(std::string_view(word).substr(0, eq))) continue;
-        if (eq != std::string::npos)
-          note(nnodes_value(std::string_view(word).substr(eq + 1)), tokens[t].from);
-        else if (t + 1 < tokens.size())
-          note(nnodes_value(tokens[t + 1].text), tokens[t + 1].from);
-      }
+        if (!is_node_count_flag(word.substr(0, eq))) return;
+        if (eq == std::string_view::npos || eq + 1 == word.size())
+          value_next = true;
+        else
+          note(nnodes_value(word.substr(eq + 1)), where);
+      });
       const Json* env = json_member((*containers)[i], "env");
       if (!env || !env->is_array()) continue;
       for (size_t e = 0; e < env->size(); ++e) {
@@ -221,7 +265,7 @@ long long declared_nodes(const Json& pod_spec, const std::string& path, std::str
         const std::string& n = name->get_ref<const std::string&>();
         if (n == "PET_NNODES" || n == "NNODES")
           note(nnodes_value(value->get_ref<const std::string&>()),
-               container_path + ".env[" + std::to_string(e) + "] (" + n + ")");
+               [&] { return container_path + ".env[" + std::to_string(e) + "] (" + n + ")"; });
       }
     }
   }
@@ -289,6 +333,8 @@ bool is_accelerator_resource(std::string_view name) {
   // gpu, NVIDIA's time-sliced gpu.shared, vgpu (k8s.amazonaws.com/vgpu).
   if (device == "gpu" || device.starts_with("gpu.") || device.ends_with("vgpu")) return true;
   if (vendor == "cloud-tpus.google.com") return true;
+  // AMD's device plugin names GPU partitions too (amd.com/cpx_nps4, spx_nps1, ...).
+  if (vendor == "amd.com") return true;
   if (vendor == "nvidia.com" && device.starts_with("mig-")) return true;
   if (vendor == "gpu.intel.com") return true;
   if (vendor == "habana.ai" && device == "gaudi") return true;

@@ -318,6 +318,10 @@ AdmissionResponse handle_validate(const AdmissionRequest& request, const Snapsho
   if (request.resource.is_commgate("commpolicies"))
     return with_request_details(validate_comm_policy(request, snapshot, config), request);
   if (request.resource.group != "commgate.io") {
+    // The scale subresource's object is a Scale: the resource names the workload.
+    if (request.resource.group == "kubeflow.org" && request.resource.resource == "pytorchjobs" &&
+        request.sub_resource == "scale")
+      return with_request_details(validate_workload_scale(request, snapshot, config), request);
     if (const auto kind = workload_kind_of(request.resource.group, request.kind))
       return with_request_details(validate_workload(request, *kind, snapshot, config), request);
   }

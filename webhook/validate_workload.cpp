@@ -99,7 +99,10 @@ std::optional<AdmissionResponse> hold_training_job_workload(const AdmissionReque
   };
   const Json* old_controller = controller_of(request.old_object);
   const Json* new_controller = controller_of(request.object);
-  if (!new_controller || new_controller->value("uid", "") != old_controller->value("uid", ""))
+  auto same = [&](const char* key) {
+    return new_controller->value(key, "") == old_controller->value(key, "");
+  };
+  if (!new_controller || !same("apiVersion") || !same("kind") || !same("name") || !same("uid"))
     return refuse("metadata.ownerReferences", "its controller reference");
   for (const char* key : {"commgate.io/role", "commgate.io/trainingjob"})
     if (label_of(request.object, key) != label_of(request.old_object, key))
@@ -119,12 +122,59 @@ std::optional<AdmissionResponse> hold_training_job_workload(const AdmissionReque
   return allowed();
 }
 
+// spec.replicas of an autoscaling/v1 Scale (0 when absent: omitempty).
+long long scale_replicas(const Json& scale) {
+  const Json& r = json_at(scale, {"spec", "replicas"});
+  return r.is_number_integer() ? r.get<long long>() : 0;
+}
+
 }  // namespace
+
+// pytorchjobs/scale (`kubectl scale pytorchjob`, a HorizontalPodAutoscaler): the API
+// server sends only the Scale, not the PyTorchJob, so its pods' GPUs are unknown here. A
+// scale-up to more than one replica is refused where the gate is on (under warn: admitted
+// with the warning); the same change through spec.pytorchReplicaSpecs is read as any other.
+// A controller's write counts as the user's here: the HPA controller (kube-system) scales
+// what a user's HorizontalPodAutoscaler tells it to.
+AdmissionResponse validate_workload_scale(const AdmissionRequest& request, const Snapshot& snapshot,
+                                          const WebhookConfig& config) {
+  if (request.operation != "UPDATE") return allowed();
+  const long long wanted = scale_replicas(request.object);
+  const long long before = scale_replicas(request.old_object);
+  if (wanted <= before || wanted <= 1) return with_decision(allowed(), "ScaleDown");
+  if (request.user_info.username == config.operator_service_account)
+    return with_decision(allowed(), "Managed");
+  const bool unknown =
+      snapshot.namespaces_listed && !snapshot.namespace_labels.contains(request.namespace_);
+  const auto policy = unmanaged_workload_policy(
+      unknown ? std::map<std::string, std::string>{} : snapshot.labels_of(request.namespace_),
+      snapshot.policies);
+  if (!policy && !unknown) return with_decision(allowed(), "Allow");
+  if (policy && is_exempt(requester_of(request.user_info), policy->spec.exemptions))
+    return with_decision(allowed(), "Exempt");
+  const std::string message =
+      "PyTorchJob " + request.name + " scaled from " + std::to_string(before) + " to " +
+      std::to_string(wanted) +
+      " replicas through the scale subresource, which does not show commgate its pods' "
+      "GPUs, " +
+      (policy ? "and " + policy_label(policy->metadata.name) +
+                    " (spec.unmanagedWorkloads: " + to_string(policy->spec.unmanaged_workloads) +
+                    ") gates multi-node GPU training in namespace " + request.namespace_
+              : "and the labels of namespace " + request.namespace_ +
+                    " are not known to commgate yet") +
+      "; change spec.pytorchReplicaSpecs instead, where commgate reads the whole job";
+  if (policy && policy->spec.unmanaged_workloads == UnmanagedWorkloads::kWarn)
+    return with_decision(with_warnings(allowed(), {"commgate: would be refused: " + message}),
+                         "WouldRefuse");
+  return with_decision(denied(message, unknown && !policy ? 503 : 403), "Unmanaged");
+}
 
 AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKind kind,
                                     const Snapshot& snapshot, const WebhookConfig& config) {
   if (request.operation != "CREATE" && request.operation != "UPDATE") return allowed();
-  if (!request.sub_resource.empty()) return allowed();  // status, and a Job has no scale
+  if (kind == WorkloadKind::kPyTorchJob && request.sub_resource == "scale")
+    return validate_workload_scale(request, snapshot, config);
+  if (!request.sub_resource.empty()) return allowed();  // status
   if (kind == WorkloadKind::kJob)
     if (auto held = hold_training_job_workload(request, config)) return *held;
 

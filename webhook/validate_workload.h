@@ -21,4 +21,9 @@ namespace commgate::webhook {
 AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKind kind,
                                     const Snapshot& snapshot, const WebhookConfig& config);
 
+// The pytorchjobs/scale subresource (an autoscaling/v1 Scale): a scale-up past one replica
+// is refused where the gate is on, since the Scale shows no GPUs; a scale-down passes.
+AdmissionResponse validate_workload_scale(const AdmissionRequest& request, const Snapshot& snapshot,
+                                          const WebhookConfig& config);
+
 }  // namespace commgate::webhook

@@ -107,14 +107,26 @@ std::string percentile(std::vector<double> ms, double p) {
 
 class WebhookMemory : public ::testing::Test {
  protected:
+  // The webhook's policies, and its flags beyond the TLS, address and memory ones.
+  virtual std::vector<std::string> policy_args() const {
+    return {"--policy-dir", std::string(COMMGATE_SOURCE_DIR) + "/examples/policies"};
+  }
   void SetUp() override {
     pki_.issue_server_cert(1);
-    webhook_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{
-            COMMGATE_BIN, "webhook", "--tls-cert-file", pki_.cert_file(), "--tls-private-key-file",
-            pki_.key_file(), "--address", "127.0.0.1", "--port", "0", "--policy-dir",
-            std::string(COMMGATE_SOURCE_DIR) + "/examples/policies", "--memory-limit", "256Mi"},
-        pki_.dir() / "webhook.log");
+    std::vector<std::string> argv = {COMMGATE_BIN,
+                                     "webhook",
+                                     "--tls-cert-file",
+                                     pki_.cert_file(),
+                                     "--tls-private-key-file",
+                                     pki_.key_file(),
+                                     "--address",
+                                     "127.0.0.1",
+                                     "--port",
+                                     "0",
+                                     "--memory-limit",
+                                     "256Mi"};
+    for (const auto& a : policy_args()) argv.push_back(a);
+    webhook_ = std::make_unique<ChildProcess>(argv, pki_.dir() / "webhook.log");
     port_ = webhook_->wait_for_port(std::regex("listening on 127\\.0\\.0\\.1:([0-9]+)"));
     ASSERT_NE(port_, 0) << webhook_->output();
     sampler_ = std::make_unique<RssSampler>(webhook_->pid());
@@ -236,6 +248,53 @@ TEST_F(WebhookMemory, large_reviews_in_parallel_give_their_memory_back) {
   if (!COMMGATE_UNDER_SANITIZER) {
     EXPECT_TRUE(returned) << before << " -> " << after << " MiB";
   }
+}
+
+// The workload gate reads every pod's command line (issue #19 item 4); a review found a
+// copy per word there: two 2.9 MB pods of `sh -c "a a a ..."` took the webhook past 256Mi.
+class WebhookMemoryGate : public WebhookMemory {
+ protected:
+  std::vector<std::string> policy_args() const override {
+    return {"--policy-dir", std::string(COMMGATE_SOURCE_DIR) + "/tests/cli/testdata/workload-gate",
+            "--workload-gate"};
+  }
+};
+
+TEST_F(WebhookMemoryGate, pods_of_millions_of_words_in_parallel_stay_under_the_limit) {
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "words"}, {"namespace", "nlp"}}},
+      {"spec",
+       {{"containers", json::array({{{"name", "c"},
+                                     {"image", "i"},
+                                     {"command", {"sh", "-c", std::string(2'800'000, 'a')}},
+                                     {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+  std::string& words = pod["spec"]["containers"][0]["command"][2].get_ref<std::string&>();
+  for (std::size_t i = 1; i < words.size(); i += 2) words[i] = ' ';
+  words += " --nnodes=4";  // the last word counts: every word was read
+  const std::string body =
+      webhook::testing::ReviewBuilder("request-v1-create-pod-minikube-user")
+          .set("/request/resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}})
+          .set("/request/kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}})
+          .object(pod)
+          .body();
+  sampler_->reset();
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::thread> senders;
+    std::atomic<int> refused{0};
+    for (int i = 0; i < 4; ++i)
+      senders.emplace_back([&] {
+        const auto r =
+            client()->request("POST", "/validate", body, {{"Content-Type", "application/json"}});
+        refused += r.status == 200 && r.body.find("\"allowed\":false") != std::string::npos &&
+                   r.body.find("asks for 4 nodes") != std::string::npos;
+        if (r.body.find("asks for 4 nodes") == std::string::npos) ADD_FAILURE() << r.body;
+      });
+    for (auto& t : senders) t.join();
+    EXPECT_EQ(refused.load(), 4);
+  }
+  report("4 parallel 2.8 MB pods of 1.4M words each, 2 rounds");
 }
 
 TEST_F(WebhookMemory, idle_connections_stop_at_the_cap_the_limit_gives) {

@@ -294,6 +294,41 @@ TEST(WorkloadGate, AnUpdateIsRefusedOnlyWhenItGrowsTheWorkload) {
   EXPECT_FALSE(r.allowed);
 }
 
+// Second review: `kubectl scale pytorchjob` (or a user's HorizontalPodAutoscaler, whose
+// controller runs in kube-system) grew a one-worker PyTorchJob past the gate.
+TEST(WorkloadGate, APyTorchJobScaleUpIsRefusedAndAScaleDownPasses) {
+  auto scale = [](long long replicas) {
+    return json{{"apiVersion", "autoscaling/v1"},
+                {"kind", "Scale"},
+                {"metadata", {{"name", "run"}, {"namespace", kNamespace}}},
+                {"spec", {{"replicas", replicas}}}};
+  };
+  const Resource kScale{"autoscaling", "v1", "pytorchjobs", "Scale"};
+  auto write = [&](long long from, long long to, const std::string& user) {
+    ReviewBuilder b = a_write(kScale, scale(to), user, scale(from));
+    b.set("/request/resource",
+          {{"group", "kubeflow.org"}, {"version", "v1"}, {"resource", "pytorchjobs"}})
+        .set("/request/subResource", "scale");
+    return b.parse();
+  };
+  const auto snapshot = snapshot_of({gate_on()}, {});
+  auto r = handle_validate(write(1, 16, kResearcher), snapshot, test_now(), gate_config());
+  EXPECT_FALSE(r.allowed);
+  EXPECT_EQ(r.decision, "Unmanaged");
+  EXPECT_NE(r.message.find("PyTorchJob run scaled from 1 to 16 replicas"), std::string::npos)
+      << r.message;
+  r = handle_validate(write(1, 16, "system:serviceaccount:kube-system:horizontal-pod-autoscaler"),
+                      snapshot, test_now(), gate_config());
+  EXPECT_FALSE(r.allowed) << "the HPA scales as its user's HorizontalPodAutoscaler says";
+  r = handle_validate(write(16, 1, kResearcher), snapshot, test_now(), gate_config());
+  EXPECT_TRUE(r.allowed) << r.message;
+  r = handle_validate(write(1, 16, "carol"), snapshot, test_now(), gate_config());
+  EXPECT_TRUE(r.allowed);
+  EXPECT_EQ(r.decision, "Exempt");
+  r = handle_validate(write(1, 16, kResearcher), snapshot_of({}, {}), test_now(), gate_config());
+  EXPECT_TRUE(r.allowed);
+}
+
 TEST(WorkloadGate, FailsClosedForANamespaceTheCacheHasNotSeen) {
   Snapshot snapshot = snapshot_of({gate_on()}, {});
   snapshot.namespaces_listed = true;  // and team-a is not among them
@@ -357,6 +392,13 @@ TEST(TrainingJobWorkload, OnlyTheOperatorChangesItsSize) {
                         test_now());
     EXPECT_FALSE(r.allowed);
     EXPECT_EQ(r.details.causes.at(0).field, "metadata.labels[commgate.io/role]");
+    // Its controller reference re-pointed, the uid kept (second review): refused too.
+    json repointed = labelled;
+    repointed["metadata"]["ownerReferences"][0]["kind"] = "CronJob";
+    repointed["metadata"]["ownerReferences"][0]["apiVersion"] = "batch/v1";
+    r = handle_validate(a_write(kJobs, repointed, kResearcher, labelled).parse(), snapshot,
+                        test_now());
+    EXPECT_FALSE(r.allowed);
     // The garbage collector orphans it (the TrainingJob deleted with propagation Orphan).
     r = handle_validate(
         a_write(kJobs, detached, "system:serviceaccount:kube-system:generic-garbage-collector",
