@@ -86,6 +86,8 @@ ResourceRegistry::ResourceRegistry() {
   add(builtin("apps", "v1", "deployments", "deployment", "Deployment", true, {"deploy"}, {"all"},
               true));
   resources_.back().generation = true;
+  // `kubectl scale deploy` (issue #20 defect 5): the autoscaling/v1 Scale of spec.replicas.
+  resources_.back().scale = ScaleSubresource{".spec.replicas", ".status.replicas"};
   resources_.back().printer_columns = {
       {{"name", "Up-to-date"}, {"type", "integer"}, {"jsonPath", ".status.updatedReplicas"}},
       {{"name", "Available"}, {"type", "integer"}, {"jsonPath", ".status.availableReplicas"}}};

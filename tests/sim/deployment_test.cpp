@@ -140,6 +140,22 @@ TEST_F(DeploymentOnSim, scaling_adds_and_removes_pods) {
   EXPECT_EQ(get_json({"replicasets", "-l", "app=web"})["items"].size(), 1u);
 }
 
+// Issue #20 defect 5: `kubectl scale deploy` went through a scale subresource the sim did
+// not serve.
+TEST_F(DeploymentOnSim, kubectl_scale_goes_through_the_scale_subresource) {
+  ASSERT_EQ(apply(a_deployment("web", 1, "1")).code, 0);
+  ASSERT_EQ(kubectl({"rollout", "status", "deployment/web", "--timeout=30s"}).code, 0);
+  const auto scaled = kubectl({"scale", "deployment", "web", "--replicas=3"});
+  ASSERT_EQ(scaled.code, 0) << scaled.output;
+  EXPECT_NE(scaled.output.find("deployment.apps/web scaled"), std::string::npos) << scaled.output;
+  ASSERT_EQ(kubectl({"rollout", "status", "deployment/web", "--timeout=30s"}).code, 0);
+  EXPECT_EQ(live_pods("web").size(), 3u);
+  const json scale = get_json({"deployment", "web", "--subresource=scale"});
+  EXPECT_EQ(scale["kind"], "Scale");
+  EXPECT_EQ(scale["spec"]["replicas"], 3);
+  EXPECT_EQ(scale["status"]["replicas"], 3);
+}
+
 TEST_F(DeploymentOnSim, a_new_template_rolls_out_a_new_replica_set_and_empties_the_old) {
   ASSERT_EQ(apply(a_deployment("web", 2, "1")).code, 0);
   ASSERT_EQ(kubectl({"rollout", "status", "deployment/web", "--timeout=30s"}).code, 0);
