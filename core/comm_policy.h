@@ -20,6 +20,7 @@ enum class MissingMeasurementAction { kGate, kAdmit, kDeny };
 // (Jobs, CronJobs, JobSets, PyTorchJobs, bare Pods: core/workload_shape.h) may be created
 // in the namespaces the policy applies to (issue #19 item 4; Kueue's
 // manageJobsWithoutQueueName plays this part there).
+// In order of strictness (policy_selection.cpp compares them).
 enum class UnmanagedWorkloads { kAllow, kWarn, kDeny };
 
 // The names spec.enforcementAction and spec.onMissingMeasurement take: the parser reads

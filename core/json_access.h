@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace commgate {
 
@@ -25,6 +26,25 @@ inline const nlohmann::json& json_at(const nlohmann::json& object,
     if (!v) return kNull;
   }
   return *v;
+}
+
+// object[path...] when it is a string, else "" (a field of another type reads as absent).
+inline std::string json_string(const nlohmann::json& object,
+                               std::initializer_list<const char*> path) {
+  const nlohmann::json& v = json_at(object, path);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+// The object's controller ownerReference (metadata.ownerReferences[] with controller:
+// true; a controller field of another type is not true), or null.
+inline const nlohmann::json* controller_reference(const nlohmann::json& object) {
+  const nlohmann::json& refs = json_at(object, {"metadata", "ownerReferences"});
+  if (!refs.is_array()) return nullptr;
+  for (const nlohmann::json& r : refs) {
+    const nlohmann::json* controller = json_member(r, "controller");
+    if (controller && *controller == nlohmann::json(true)) return &r;
+  }
+  return nullptr;
 }
 
 }  // namespace commgate

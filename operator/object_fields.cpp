@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "core/json_access.h"
+
 namespace commgate::op::detail {
 
 using nlohmann::json;
@@ -25,16 +27,8 @@ std::string meta_string(const json& object, const std::string& key) {
 }
 
 std::string controller_uid_of(const json& object) {
-  const json meta = object.value("metadata", json::object());
-  const json refs = meta.is_object() ? meta.value("ownerReferences", json::array()) : json();
-  if (!refs.is_array()) return "";
-  for (const json& r : refs) {
-    if (r.is_object() && r.value("controller", json(false)) == json(true)) {
-      const json& uid = r.value("uid", json());
-      return uid.is_string() ? uid.get<std::string>() : "";
-    }
-  }
-  return "";
+  const json* controller = controller_reference(object);
+  return controller ? json_string(*controller, {"uid"}) : "";
 }
 
 std::string annotation_of(const json& object, const std::string& key) {

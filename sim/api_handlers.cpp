@@ -1,10 +1,10 @@
 #include "sim/api_handlers.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "core/json_access.h"
 #include "core/yaml_json.h"
 #include "sim/api_status.h"
 #include "sim/crd_schema.h"
@@ -12,6 +12,7 @@
 #include "sim/event_views.h"
 #include "sim/impersonation.h"
 #include "sim/job_update_validation.h"
+#include "sim/kubelet.h"
 #include "sim/protobuf_body.h"
 #include "sim/query_options.h"
 #include "sim/table.h"
@@ -394,9 +395,9 @@ Response ApiHandlers::pod_log(const Request& request, const std::string& ns,
         400, "BadRequest",
         "a container name must be specified for pod " + name + ", choose one of: [" + list + "]"));
   }
-  const std::string uid = pod["metadata"].value("uid", "");
   std::ifstream in(
-      std::filesystem::path(dir) / (ns + "_" + name + "_" + uid) / (container + ".log"),
+      container_log_file(pod_directory(dir, ns, name, json_string(pod, {"metadata", "uid"})),
+                         container),
       std::ios::binary);
   if (!in)
     throw ApiError(failure_status(400, "BadRequest",
@@ -428,22 +429,18 @@ json ApiHandlers::self_subject_access_review(const json& review, const UserInfo&
     throw ApiError(failure_status(400, "BadRequest", "spec: Required value"));
   const json& spec = review["spec"];
   RequestAttributes r;
-  auto field = [](const json& o, const char* key) {
-    return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>()
-                                                                  : std::string();
-  };
   if (const auto a = spec.find("resourceAttributes"); a != spec.end() && a->is_object()) {
-    r.verb = field(*a, "verb");
-    r.api_group = field(*a, "group");
-    r.api_version = field(*a, "version");
-    r.resource = field(*a, "resource");
-    r.subresource = field(*a, "subresource");
-    r.ns = field(*a, "namespace");
-    r.name = field(*a, "name");
+    r.verb = json_string(*a, {"verb"});
+    r.api_group = json_string(*a, {"group"});
+    r.api_version = json_string(*a, {"version"});
+    r.resource = json_string(*a, {"resource"});
+    r.subresource = json_string(*a, {"subresource"});
+    r.ns = json_string(*a, {"namespace"});
+    r.name = json_string(*a, {"name"});
   } else if (const auto n = spec.find("nonResourceAttributes"); n != spec.end() && n->is_object()) {
     r.resource_request = false;
-    r.verb = field(*n, "verb");
-    r.path = field(*n, "path");
+    r.verb = json_string(*n, {"verb"});
+    r.path = json_string(*n, {"path"});
   } else {
     throw ApiError(failure_status(
         422, "Invalid",

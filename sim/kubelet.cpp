@@ -27,6 +27,15 @@
 
 namespace commgate::sim {
 
+std::string pod_directory(const std::string& work_dir, const std::string& ns,
+                          const std::string& name, const std::string& uid) {
+  return (std::filesystem::path(work_dir) / (ns + "_" + name + "_" + uid)).string();
+}
+
+std::string container_log_file(const std::string& pod_dir, const std::string& container) {
+  return pod_dir + "/" + container + ".log";
+}
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -536,7 +545,7 @@ void Kubelet::sync() {
     pod.uid = uid;
     pod.node = str(obj->at("spec")["nodeName"]);
     pod.spec = obj->at("spec");
-    pod.dir = (fs::path(options_.work_dir) / (pod.ns + "_" + pod.name + "_" + uid)).string();
+    pod.dir = pod_directory(options_.work_dir, pod.ns, pod.name, uid);
     pods_[uid] = std::move(pod);
   }
   const auto now = std::chrono::steady_clock::now();
@@ -676,7 +685,7 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
     if (!pod.service_account_dir.empty())
       c.mounts.push_back({kServiceAccountMountPath, pod.service_account_dir});
     c.termination_file = pod.dir + "/termination-log-" + c.name;
-    c.log_file = pod.dir + "/" + c.name + ".log";
+    c.log_file = container_log_file(pod.dir, c.name);
     pod.containers.push_back(std::move(c));
   }
   for (std::size_t i = 0; i < containers.size(); ++i)

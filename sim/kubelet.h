@@ -81,6 +81,13 @@ inline constexpr const char* kNetnsAnnotation = "sim.commgate.io/netns";
 inline constexpr const char* kServiceAccountMountPath =
     "/var/run/secrets/kubernetes.io/serviceaccount";
 
+// Where the kubelet keeps a pod's files (its volumes, termination messages, logs) under
+// its work_dir, and the file a container's output goes to: the API server's pods/log
+// subresource reads it there (`kubectl logs`).
+std::string pod_directory(const std::string& work_dir, const std::string& ns,
+                          const std::string& name, const std::string& uid);
+std::string container_log_file(const std::string& pod_dir, const std::string& container);
+
 struct KubeletOptions {
   std::string work_dir;  // pod directories go here; "" = a temp dir, removed at the end
   std::chrono::milliseconds max_grace{2000};  // cap on terminationGracePeriodSeconds

@@ -557,10 +557,7 @@ void add_user_facing_roles(std::vector<json>& roles) {
 RbacObjects bootstrap_rbac() {
   using nlohmann::json;
   auto role = [](const std::string& name, json rules) {
-    return json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                {"kind", "ClusterRole"},
-                {"metadata", {{"name", name}}},
-                {"rules", std::move(rules)}};
+    return cluster_role(name, {{"kubernetes.io/bootstrapping", "rbac-defaults"}}, std::move(rules));
   };
   auto binding = [](const std::string& name) {
     return json{
@@ -587,12 +584,9 @@ RbacObjects bootstrap_rbac() {
             {"nonResourceURLs", {"/healthz", "/livez", "/readyz", "/version", "/version/"}}}})));
   rbac.cluster_roles.push_back(
       role("system:basic-user",
-           json::array({{{"verbs", {"create"}},
-                         {"apiGroups", {"authorization.k8s.io"}},
-                         {"resources", {"selfsubjectaccessreviews", "selfsubjectrulesreviews"}}},
-                        {{"verbs", {"create"}},
-                         {"apiGroups", {"authentication.k8s.io"}},
-                         {"resources", {"selfsubjectreviews"}}}})));
+           json::array({rule({"authorization.k8s.io"},
+                             {"selfsubjectaccessreviews", "selfsubjectrulesreviews"}, {"create"}),
+                        rule({"authentication.k8s.io"}, {"selfsubjectreviews"}, {"create"})})));
   for (const char* name : {"system:discovery", "system:public-info-viewer", "system:basic-user"})
     rbac.cluster_role_bindings.push_back(binding(name));
   add_user_facing_roles(rbac.cluster_roles);

@@ -129,6 +129,25 @@ AdmissionResponse patched(std::vector<JsonPatchOp> ops) {
   return r;
 }
 
+std::optional<int64_t> scale_replicas(const nlohmann::json& scale, const char* part,
+                                      std::string* why) {
+  const Json* replicas = nullptr;
+  if (scale.is_object()) {
+    if (auto s = scale.find(part); s != scale.end() && s->is_object()) {
+      if (auto r = s->find("replicas"); r != s->end()) replicas = &*r;
+    }
+  }
+  if (!replicas) {
+    // The apiserver omits replicas: 0 (omitempty).
+    return 0;
+  }
+  if (!replicas->is_number_integer()) {
+    *why = "must be an integer, got " + replicas->dump();
+    return std::nullopt;
+  }
+  return replicas->get<int64_t>();
+}
+
 AdmissionResponse with_decision(AdmissionResponse response, std::string decision) {
   response.decision = std::move(decision);
   return response;

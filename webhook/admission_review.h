@@ -4,6 +4,7 @@
 // layer (webhook_server.h) owns the envelope, the uid echo and every malformed case.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -110,6 +111,12 @@ AdmissionResponse invalid(std::string field, std::string message);
 AdmissionResponse with_request_details(AdmissionResponse response, const AdmissionRequest& request);
 AdmissionResponse patched(std::vector<JsonPatchOp> ops);
 AdmissionResponse with_warnings(AdmissionResponse response, std::vector<std::string> warnings);
+// `part`.replicas ("spec" or "status") of the autoscaling/v1 Scale a scale subresource's
+// request carries: 0 when absent (the API server omits replicas: 0), nullopt when not an
+// integer (`why` says so).
+std::optional<int64_t> scale_replicas(const nlohmann::json& scale, const char* part,
+                                      std::string* why);
+
 // The response with its `decision` label (the admissions counter's) set.
 AdmissionResponse with_decision(AdmissionResponse response, std::string decision);
 

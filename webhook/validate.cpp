@@ -26,26 +26,6 @@ bool exempt_in_namespace(const Requester& who, const std::string& ns, const Snap
   return is_exempt(who, policy.spec.exemptions);
 }
 
-// `part`.replicas of an autoscaling/v1 Scale ("spec" or "status"), or nullopt (`why` says
-// what is wrong with it).
-std::optional<int64_t> scale_replicas(const Json& scale, const char* part, std::string* why) {
-  const Json* replicas = nullptr;
-  if (scale.is_object()) {
-    if (auto s = scale.find(part); s != scale.end() && s->is_object()) {
-      if (auto r = s->find("replicas"); r != s->end()) replicas = &*r;
-    }
-  }
-  if (!replicas) {
-    // The apiserver omits replicas: 0 (omitempty).
-    return 0;
-  }
-  if (!replicas->is_number_integer()) {
-    *why = "must be an integer, got " + replicas->dump();
-    return std::nullopt;
-  }
-  return replicas->get<int64_t>();
-}
-
 // The apiserver sends only the Scale (name, spec.replicas, status.replicas) for
 // trainingjobs/scale, not the TrainingJob: no model, no pool, so no decision can be made
 // here. status.replicas is status.admittedNodes (the CRD's statusReplicasPath): once the

@@ -12,25 +12,15 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The object's controller ownerReference ({apiVersion, kind, name, uid, ...}), or null.
-const Json* controller_of(const Json& object) {
-  const Json* meta = json_member(object, "metadata");
-  const Json* refs = meta ? json_member(*meta, "ownerReferences") : nullptr;
-  if (!refs || !refs->is_array()) return nullptr;
-  for (const Json& r : *refs)
-    if (r.is_object() && r.value("controller", false)) return &r;
-  return nullptr;
-}
-
 std::string group_of(const std::string& api_version) {
   const auto slash = api_version.find('/');
   return slash == std::string::npos ? std::string() : api_version.substr(0, slash);
 }
 
 bool owned_by_training_job(const Json& object) {
-  const Json* c = controller_of(object);
-  return c && c->value("kind", "") == "TrainingJob" &&
-         group_of(c->value("apiVersion", "")) == "commgate.io";
+  const Json* c = controller_reference(object);
+  return c && json_string(*c, {"kind"}) == "TrainingJob" &&
+         group_of(json_string(*c, {"apiVersion"})) == "commgate.io";
 }
 
 // A Kubernetes component or a controller the admin named (WebhookConfig
@@ -57,8 +47,8 @@ bool is_trusted_controller(const std::string& username, const WebhookConfig& con
 // Kinds whose children the gate leaves to the parent: the parent was checked when it was
 // written (a TrainJob's JobSet is not such a child: TrainJob is not read, so its JobSet is).
 bool parent_is_checked(const Json& controller) {
-  const std::string group = group_of(controller.value("apiVersion", ""));
-  const std::string kind = controller.value("kind", "");
+  const std::string group = group_of(json_string(controller, {"apiVersion"}));
+  const std::string kind = json_string(controller, {"kind"});
   if (group == "commgate.io") return kind == "TrainingJob";
   const auto k = workload_kind_of(group, kind);
   return k && *k != WorkloadKind::kPod;
@@ -66,14 +56,6 @@ bool parent_is_checked(const Json& controller) {
 
 std::string accelerators_text(long long n) {
   return std::to_string(n) + (n == 1 ? " GPU" : " GPUs");
-}
-
-const Json& label_of(const Json& object, const char* key) {
-  static const Json kNone;
-  const Json* meta = json_member(object, "metadata");
-  const Json* labels = meta ? json_member(*meta, "labels") : nullptr;
-  const Json* value = labels ? json_member(*labels, key) : nullptr;
-  return value ? *value : kNone;
 }
 
 // The Job commgate created for a TrainingJob runs the admitted size; only the operator
@@ -87,7 +69,8 @@ std::optional<AdmissionResponse> hold_training_job_workload(const AdmissionReque
   const std::string& username = request.user_info.username;
   if (username == config.operator_service_account || is_trusted_controller(username, config))
     return allowed();
-  const std::string owner = controller_of(request.old_object)->value("name", "");
+  const Json* old_controller = controller_reference(request.old_object);
+  const std::string owner = json_string(*old_controller, {"name"});
   auto refuse = [&](const std::string& field, const std::string& what) {
     return with_decision(
         invalid(field, "Job " + request.name + " runs TrainingJob " + owner +
@@ -97,15 +80,15 @@ std::optional<AdmissionResponse> hold_training_job_workload(const AdmissionReque
                            "docs/researcher.md)"),
         "WorkloadResize");
   };
-  const Json* old_controller = controller_of(request.old_object);
-  const Json* new_controller = controller_of(request.object);
+  const Json* new_controller = controller_reference(request.object);
   auto same = [&](const char* key) {
-    return new_controller->value(key, "") == old_controller->value(key, "");
+    return json_string(*new_controller, {key}) == json_string(*old_controller, {key});
   };
   if (!new_controller || !same("apiVersion") || !same("kind") || !same("name") || !same("uid"))
     return refuse("metadata.ownerReferences", "its controller reference");
   for (const char* key : {"commgate.io/role", "commgate.io/trainingjob"})
-    if (label_of(request.object, key) != label_of(request.old_object, key))
+    if (json_at(request.object, {"metadata", "labels", key}) !=
+        json_at(request.old_object, {"metadata", "labels", key}))
       return refuse(std::string("metadata.labels[") + key + "]", "its commgate.io/ labels");
   const Json* old_spec = json_member(request.old_object, "spec");
   const Json* new_spec = json_member(request.object, "spec");
@@ -122,10 +105,34 @@ std::optional<AdmissionResponse> hold_training_job_workload(const AdmissionReque
   return allowed();
 }
 
-// spec.replicas of an autoscaling/v1 Scale (0 when absent: omitempty).
-long long scale_replicas(const Json& scale) {
-  const Json& r = json_at(scale, {"spec", "replicas"});
-  return r.is_number_integer() ? r.get<long long>() : 0;
+// Whether the gate is on in a namespace, and which policy switched it on there.
+struct NamespaceGate {
+  std::optional<CommPolicy> policy;
+  // The namespace is not in the cache yet (created a moment ago), so its labels and
+  // policies are unknown, while some policy denies: the gate fails closed there.
+  bool unknown = false;
+  bool on() const { return policy.has_value() || unknown; }
+};
+
+NamespaceGate gate_in(const std::string& ns, const Snapshot& snapshot) {
+  NamespaceGate gate;
+  if (snapshot.namespaces_listed && !snapshot.namespace_labels.contains(ns)) {
+    gate.unknown =
+        std::any_of(snapshot.policies.begin(), snapshot.policies.end(), [](const CommPolicy& p) {
+          return p.spec.unmanaged_workloads == UnmanagedWorkloads::kDeny;
+        });
+  } else {
+    gate.policy = unmanaged_workload_policy(snapshot.labels_of(ns), snapshot.policies);
+  }
+  return gate;
+}
+
+// A refusal by `policy`, or under its warn the admission with the same words as a warning.
+AdmissionResponse refuse_or_warn(const CommPolicy& policy, const std::string& message) {
+  if (policy.spec.unmanaged_workloads == UnmanagedWorkloads::kWarn)
+    return with_decision(with_warnings(allowed(), {"commgate: would be refused: " + message}),
+                         "WouldRefuse");
+  return with_decision(denied(message), "Unmanaged");
 }
 
 }  // namespace
@@ -139,66 +146,53 @@ long long scale_replicas(const Json& scale) {
 AdmissionResponse validate_workload_scale(const AdmissionRequest& request, const Snapshot& snapshot,
                                           const WebhookConfig& config) {
   if (request.operation != "UPDATE") return allowed();
-  const long long wanted = scale_replicas(request.object);
-  const long long before = scale_replicas(request.old_object);
-  if (wanted <= before || wanted <= 1) return with_decision(allowed(), "ScaleDown");
+  std::string why;
+  const auto wanted = scale_replicas(request.object, "spec", &why);
+  if (!wanted) return invalid("spec.replicas", why);
+  const int64_t before = scale_replicas(request.old_object, "spec", &why).value_or(0);
+  if (*wanted <= before || *wanted <= 1) return with_decision(allowed(), "ScaleDown");
   if (request.user_info.username == config.operator_service_account)
     return with_decision(allowed(), "Managed");
-  const bool unknown =
-      snapshot.namespaces_listed && !snapshot.namespace_labels.contains(request.namespace_);
-  const auto policy = unmanaged_workload_policy(
-      unknown ? std::map<std::string, std::string>{} : snapshot.labels_of(request.namespace_),
-      snapshot.policies);
-  if (!policy && !unknown) return with_decision(allowed(), "Allow");
-  if (policy && is_exempt(requester_of(request.user_info), policy->spec.exemptions))
+  const NamespaceGate gate = gate_in(request.namespace_, snapshot);
+  if (!gate.on()) return with_decision(allowed(), "Allow");
+  if (gate.policy && is_exempt(requester_of(request.user_info), gate.policy->spec.exemptions))
     return with_decision(allowed(), "Exempt");
-  const std::string message =
-      "PyTorchJob " + request.name + " scaled from " + std::to_string(before) + " to " +
-      std::to_string(wanted) +
-      " replicas through the scale subresource, which does not show commgate its pods' "
-      "GPUs, " +
-      (policy ? "and " + policy_label(policy->metadata.name) +
-                    " (spec.unmanagedWorkloads: " + to_string(policy->spec.unmanaged_workloads) +
-                    ") gates multi-node GPU training in namespace " + request.namespace_
-              : "and the labels of namespace " + request.namespace_ +
-                    " are not known to commgate yet") +
+  const std::string scaled = "PyTorchJob " + request.name + " scaled from " +
+                             std::to_string(before) + " to " + std::to_string(*wanted) +
+                             " replicas through the scale subresource, which does not show "
+                             "commgate its pods' GPUs, and ";
+  const std::string instead =
       "; change spec.pytorchReplicaSpecs instead, where commgate reads the whole job";
-  if (policy && policy->spec.unmanaged_workloads == UnmanagedWorkloads::kWarn)
-    return with_decision(with_warnings(allowed(), {"commgate: would be refused: " + message}),
-                         "WouldRefuse");
-  return with_decision(denied(message, unknown && !policy ? 503 : 403), "Unmanaged");
+  if (!gate.policy)
+    return with_decision(denied(scaled + "the labels of namespace " + request.namespace_ +
+                                    " are not known to commgate yet" + instead,
+                                503),
+                         "NamespaceUnknown");
+  return refuse_or_warn(
+      *gate.policy,
+      scaled + policy_label(gate.policy->metadata.name) +
+          " (spec.unmanagedWorkloads: " + to_string(gate.policy->spec.unmanaged_workloads) +
+          ") gates multi-node GPU training in namespace " + request.namespace_ + instead);
 }
 
 AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKind kind,
                                     const Snapshot& snapshot, const WebhookConfig& config) {
   if (request.operation != "CREATE" && request.operation != "UPDATE") return allowed();
-  if (kind == WorkloadKind::kPyTorchJob && request.sub_resource == "scale")
-    return validate_workload_scale(request, snapshot, config);
-  if (!request.sub_resource.empty()) return allowed();  // status
+  // status (pytorchjobs/scale comes as a Scale: validate_workload_scale)
+  if (!request.sub_resource.empty()) return allowed();
   if (kind == WorkloadKind::kJob)
     if (auto held = hold_training_job_workload(request, config)) return *held;
 
   const std::string& username = request.user_info.username;
   if (username == config.operator_service_account) return with_decision(allowed(), "Managed");
 
-  std::optional<CommPolicy> policy;
-  if (snapshot.namespaces_listed && !snapshot.namespace_labels.contains(request.namespace_)) {
-    // Its labels, and so its policies, are not known yet (a namespace created a moment
-    // ago): the gate fails closed where any policy could switch it on there.
-    const bool any_deny =
-        std::any_of(snapshot.policies.begin(), snapshot.policies.end(), [](const CommPolicy& p) {
-          return p.spec.unmanaged_workloads == UnmanagedWorkloads::kDeny;
-        });
-    if (!any_deny) return with_decision(allowed(), "Allow");
-  } else {
-    policy = unmanaged_workload_policy(snapshot.labels_of(request.namespace_), snapshot.policies);
-    if (!policy) return with_decision(allowed(), "Allow");
-  }
+  const NamespaceGate gate = gate_in(request.namespace_, snapshot);
+  if (!gate.on()) return with_decision(allowed(), "Allow");
 
   // A child its controller created for a parent the gate checked (a JobSet's Jobs, a Job's
   // or a PyTorchJob's pods): only a trusted controller's write counts as one, so a forged
   // ownerReference helps no one else.
-  if (const Json* controller = controller_of(request.object);
+  if (const Json* controller = controller_reference(request.object);
       controller && parent_is_checked(*controller) && is_trusted_controller(username, config))
     return with_decision(allowed(), "Child");
 
@@ -216,7 +210,7 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
                            format_nodes(shape.accelerated_pods) + " with " +
                            accelerators_text(shape.accelerators_per_pod) + " each at once (" +
                            shape.count_from + ")";
-  if (!policy)
+  if (!gate.policy)
     return with_decision(
         denied(what + ", and the labels of namespace " + request.namespace_ +
                    " are not known to commgate yet, so whether a CommPolicy with "
@@ -224,19 +218,16 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
                    "few seconds",
                503),
         "NamespaceUnknown");
-  if (is_exempt(requester_of(request.user_info), policy->spec.exemptions))
+  const CommPolicy& policy = *gate.policy;
+  if (is_exempt(requester_of(request.user_info), policy.spec.exemptions))
     return with_decision(allowed(), "Exempt");
-  const bool warn_only = policy->spec.unmanaged_workloads == UnmanagedWorkloads::kWarn;
-  const std::string message =
-      what + ": " + policy_label(policy->metadata.name) +
-      " (spec.unmanagedWorkloads: " + to_string(policy->spec.unmanaged_workloads) +
-      ") admits multi-node GPU training in namespace " + request.namespace_ +
-      " only as a TrainingJob, so that its communication share is measured and decided "
-      "first; submit it as a TrainingJob (docs/researcher.md), or run it on one node";
-  if (warn_only)
-    return with_decision(with_warnings(allowed(), {"commgate: would be refused: " + message}),
-                         "WouldRefuse");
-  return with_decision(denied(message), "Unmanaged");
+  return refuse_or_warn(
+      policy, what + ": " + policy_label(policy.metadata.name) +
+                  " (spec.unmanagedWorkloads: " + to_string(policy.spec.unmanaged_workloads) +
+                  ") admits multi-node GPU training in namespace " + request.namespace_ +
+                  " only as a TrainingJob, so that its communication share is measured and "
+                  "decided first; submit it as a TrainingJob (docs/researcher.md), or run it on "
+                  "one node");
 }
 
 }  // namespace commgate::webhook

@@ -165,6 +165,24 @@ commgate::testing::TrainingJobBuilder a_job(const std::string& name, int nodes =
       .policy_ref("team");
 }
 
+// A record for `job`'s spec as a decider other than this operator would write it, at `at`,
+// for all its nodes; the caller adds what its case needs (policy, message, requester).
+DecisionRecord a_record_for(const TrainingJob& job, commgate::Action action, const char* why,
+                            TimePoint at) {
+  DecisionRecord r;
+  r.action = action;
+  r.reason = why;
+  r.requested_nodes = r.admitted_nodes = job.spec.num_nodes;
+  r.decided_at = at;
+  r.spec_hash = decision_spec_hash(job.spec);
+  return r;
+}
+
+// `record`'s annotations written on the job document.
+void annotate(json& doc, const DecisionRecord& record) {
+  for (const auto& [k, v] : decision_annotations(record)) doc["metadata"]["annotations"][k] = v;
+}
+
 json a_policy(EnforcementAction action = EnforcementAction::kDownsize, int retries = 2) {
   return {{"apiVersion", "commgate.io/v1alpha1"},
           {"kind", "CommPolicy"},
@@ -247,8 +265,7 @@ struct World {
       default:
         break;
     }
-    for (const auto& [k, v] : decision_annotations(record_of(jd, job, now)))
-      doc["metadata"]["annotations"][k] = v;
+    annotate(doc, record_of(jd, job, now));
     return api.seed(kJobs, doc);
   }
   // Stores a job that no webhook saw.
@@ -1037,8 +1054,7 @@ TEST(Reconcile, a_decision_the_webhook_made_again_after_an_edit_replaces_the_sho
   const JobDecision jd =
       decide_for_job(parse_training_job(doc), *w.snapshot(), Requester{"alice", {}}, w.now);
   ASSERT_EQ(jd.decision.action, commgate::Action::kAdmit) << jd.decision.message;
-  for (const auto& [k, v] : decision_annotations(record_of(jd, parse_training_job(doc), w.now)))
-    doc["metadata"]["annotations"][k] = v;
+  annotate(doc, record_of(jd, parse_training_job(doc), w.now));
   w.api.seed(kJobs, doc);
 
   const auto r = w.reconcile("bert-2");
@@ -1605,14 +1621,11 @@ TEST(Reconcile, a_gate_the_webhook_wrote_past_its_deadline_is_decided_by_the_ope
   json doc = a_job("bert").json();
   doc["spec"]["suspend"] = true;
   const TrainingJob job = parse_training_job(doc);
-  DecisionRecord timeout;  // as webhook/mutate.cpp gate_past_deadline writes it
-  timeout.action = commgate::Action::kGate;
-  timeout.reason = reason::kDecisionTimeout;
-  timeout.requested_nodes = timeout.admitted_nodes = 4;
-  timeout.decided_at = w.now;
-  timeout.spec_hash = decision_spec_hash(job.spec);
+  // As webhook/mutate.cpp gate_past_deadline writes it.
+  DecisionRecord timeout =
+      a_record_for(job, commgate::Action::kGate, reason::kDecisionTimeout, w.now);
   timeout.message = "commgate could not decide within its 2000 ms deadline";
-  for (const auto& [k, v] : decision_annotations(timeout)) doc["metadata"]["annotations"][k] = v;
+  annotate(doc, timeout);
   w.submit_raw(doc);
   reconcile_to_probing(w, "bert");
   w.finish_probe(a_probe_result(0.4, w.now - 1min));
@@ -1636,14 +1649,9 @@ TEST(Reconcile, with_a_key_a_record_without_a_valid_signature_is_decided_again) 
 
   json doc = a_job("bert").json();
   const TrainingJob job = parse_training_job(doc);
-  DecisionRecord forged;
-  forged.action = commgate::Action::kAdmit;
-  forged.reason = reason::kWithinPolicy;
-  forged.requested_nodes = forged.admitted_nodes = 4;
+  DecisionRecord forged = a_record_for(job, commgate::Action::kAdmit, reason::kWithinPolicy, w.now);
   forged.policy = {"team", ""};
-  forged.decided_at = w.now;
-  forged.spec_hash = decision_spec_hash(job.spec);
-  for (const auto& [k, v] : decision_annotations(forged)) doc["metadata"]["annotations"][k] = v;
+  annotate(doc, forged);
   w.submit_raw(doc);
 
   const auto signer = std::make_shared<server::RecordSigner>(std::string(32, 'k'));
@@ -1672,13 +1680,8 @@ TEST(Reconcile, a_signed_gate_keeps_the_requesters_exemption_for_the_operators_d
   World w(policy);
   json doc = a_job("bert").set("/spec/suspend", true).json();
   const TrainingJob job = parse_training_job(doc);
-  DecisionRecord gate;
-  gate.action = commgate::Action::kGate;
-  gate.reason = reason::kNamespaceUnknown;
-  gate.requested_nodes = gate.admitted_nodes = 4;
-  gate.policy = {"", ""};
-  gate.decided_at = w.now;
-  gate.spec_hash = decision_spec_hash(job.spec);
+  DecisionRecord gate =
+      a_record_for(job, commgate::Action::kGate, reason::kNamespaceUnknown, w.now);
   gate.message = "namespace ml is not in commgate's cache of Namespaces yet";
   gate.requester = Requester{"carol", {"system:authenticated"}};
   const auto signer = std::make_shared<server::RecordSigner>(std::string(32, 'k'));
@@ -1687,8 +1690,7 @@ TEST(Reconcile, a_signed_gate_keeps_the_requesters_exemption_for_the_operators_d
 
   // Unsigned: carol's name in it is anyone's to write; the job is decided as nobody's.
   json unsigned_doc = doc;
-  for (const auto& [k, v] : decision_annotations(gate))
-    unsigned_doc["metadata"]["annotations"][k] = v;
+  annotate(unsigned_doc, gate);
   w.submit_raw(unsigned_doc);
   ASSERT_TRUE(w.reconciler_with(keyed)->reconcile("ml/bert").ok());
   EXPECT_NE(w.status("bert")["decision"].value("reason", ""), reason::kExempt)
@@ -1696,7 +1698,7 @@ TEST(Reconcile, a_signed_gate_keeps_the_requesters_exemption_for_the_operators_d
   w.api.remove(kJobs + "/bert");
 
   signer->sign(gate, "ml/bert");
-  for (const auto& [k, v] : decision_annotations(gate)) doc["metadata"]["annotations"][k] = v;
+  annotate(doc, gate);
   w.submit_raw(doc);
   ASSERT_TRUE(w.reconciler_with(keyed)->reconcile("ml/bert").ok());
   const json status = w.status("bert");
