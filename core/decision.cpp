@@ -498,18 +498,22 @@ Decision decide(const DecisionInput& in) {
 
 namespace {
 
+// Rounded to what a measurement supports (4 significant digits): the status and
+// `evaluate -o json` show 2641, not 2640.973962199576 (issue #21). The decision compared
+// the unrounded values.
 nlohmann::json prediction_rows(const std::vector<StepPrediction>& rows) {
+  const auto r = [](double v) { return round_significant(v); };
   nlohmann::json table = nlohmann::json::array();
   for (const auto& p : rows) {
     table.push_back({{"nodes", p.nodes},
                      {"measured", p.measured},
-                     {"stepTimeMs", p.step_s * 1e3},
-                     {"computeMs", p.compute_s * 1e3},
-                     {"allReduceMs", p.allreduce_s * 1e3},
-                     {"exposedCommMs", p.exposed_comm_s * 1e3},
-                     {"commShare", p.comm_share},
-                     {"speedup", p.speedup},
-                     {"scalingEfficiency", p.scaling_efficiency}});
+                     {"stepTimeMs", r(p.step_s * 1e3)},
+                     {"computeMs", r(p.compute_s * 1e3)},
+                     {"allReduceMs", r(p.allreduce_s * 1e3)},
+                     {"exposedCommMs", r(p.exposed_comm_s * 1e3)},
+                     {"commShare", r(p.comm_share)},
+                     {"speedup", r(p.speedup)},
+                     {"scalingEfficiency", r(p.scaling_efficiency)}});
   }
   return table;
 }
@@ -546,7 +550,7 @@ nlohmann::json decision_to_json(const Decision& d) {
   j["predictions"] = prediction_rows(d.predictions);
   if (d.correction) {
     j["correction"] = {{"applied", true},
-                       {"busbwFactor", d.correction->factor},
+                       {"busbwFactor", round_significant(d.correction->factor)},
                        {"reproducesMeasuredStep", d.correction->exact}};
     j["rawPredictions"] = prediction_rows(d.raw_predictions);
   } else if (!d.correction_not_applied.empty()) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/quantity.h"
+#include "core/significant_digits.h"
 #include "core/time_format.h"
 #include "operator/trainingjob_phases.h"
 
@@ -76,10 +77,13 @@ void put_decision(json& status, const Decision& d, const Measurement* m,
 }
 
 json measurement_to_status(const Measurement& m) {
+  // Rounded where people read them (kubectl describe): a measurement supports 4
+  // significant digits, not 676.3000000000001 (core/significant_digits.h).
+  const auto r = [](double v) { return round_significant(v); };
   json j = {{"source", m.source},
             {"probeTime", format_rfc3339(m.measured_at)},
-            {"busbwGBps", m.link.busbw_bytes_per_s / 1e9},
-            {"latencyUs", m.link.latency_s * 1e6},
+            {"busbwGBps", r(m.link.busbw_bytes_per_s / 1e9)},
+            {"latencyUs", r(m.link.latency_s * 1e6)},
             {"fitPoor", m.link.poor}};
   if (m.nodes_probed > 0) j["nodesProbed"] = m.nodes_probed;
   if (m.procs_per_node > 0) j["procsPerNode"] = m.procs_per_node;
@@ -94,13 +98,13 @@ json measurement_to_status(const Measurement& m) {
   if (m.link.poor) text("fitNote", m.link.note);
   if (m.compute_measured_at) j["computeMeasuredAt"] = format_rfc3339(*m.compute_measured_at);
   if (m.compute) {
-    j["computeStepMs"] = m.compute->total_s() * 1e3;
+    j["computeStepMs"] = r(m.compute->total_s() * 1e3);
     j["computeSource"] = m.compute_source == ComputeSource::kHint ? "hint" : "measured";
   }
   if (m.measured_ddp_step) {
-    j["measuredStepMs"] = m.measured_ddp_step->step_time_ms;
-    j["exposedCommMs"] = m.measured_ddp_step->exposed_comm_ms;
-    j["measuredCommShare"] = std::clamp(m.measured_ddp_step->comm_share, 0.0, 1.0);
+    j["measuredStepMs"] = r(m.measured_ddp_step->step_time_ms);
+    j["exposedCommMs"] = r(m.measured_ddp_step->exposed_comm_ms);
+    j["measuredCommShare"] = r(std::clamp(m.measured_ddp_step->comm_share, 0.0, 1.0));
   }
   return j;
 }

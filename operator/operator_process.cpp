@@ -15,7 +15,9 @@
 #include "kube/runner.h"
 #include "kube/snapshot_cache.h"
 #include "kube/work_queue.h"
+#include "operator/measurement_reconciler.h"
 #include "operator/policy_status.h"
+#include "operator/pool_index.h"
 #include "operator/probe_job.h"
 
 namespace commgate::op {
@@ -113,8 +115,13 @@ struct OperatorProcess::Parts {
         reader(reader_sources(), http),
         events(std::make_shared<kube::ApiEventSink>(http), recorder_options(o)),
         reconciler(
-            reader, http, http, http, [this] { return snapshots.snapshot(); }, events,
+            reader, http, http, [this] { return snapshots.snapshot(); }, events,
             [] { return std::chrono::system_clock::now(); }, o.reconciler),
+        measurement(
+            reader, http, http, http, [this] { return snapshots.snapshot(); }, events,
+            [] { return std::chrono::system_clock::now(); },
+            [this](const std::string& pool) { return waiting.waiting_on(pool); },
+            measurement_settings(o)),
         queue(std::make_shared<kube::WorkQueue>(kube::steady_clock())),
         runner(queue, kube::steady_clock(),
                // Every failed reconcile is logged (controller-runtime's "Reconciler
@@ -130,6 +137,20 @@ struct OperatorProcess::Parts {
                  return result;
                },
                {o.concurrency, std::string(kMetricsPrefix) + "_controller"}),
+        // One worker: pools are few, each reconcile is a few requests, and the probe slots
+        // (--max-concurrent-probes) are counted by one reconcile at a time.
+        measurement_queue(std::make_shared<kube::WorkQueue>(kube::steady_clock())),
+        measurement_runner(
+            measurement_queue, kube::steady_clock(),
+            [this, log = o.log.with({{"component", "measurement"}})](const std::string& pool) {
+              kube::ReconcileResult result = measurement.reconcile(pool);
+              if (!result.ok())
+                log.warning(
+                    "measurement of " + pool + " failed, will retry: " + result.error().message,
+                    {{"pool", pool}});
+              return result;
+            },
+            {1, std::string(kMetricsPrefix) + "_measurement"}),
         policy_status_queue(std::make_shared<kube::WorkQueue>(kube::steady_clock())),
         policy_status_runner(policy_status_queue, kube::steady_clock(),
                              [this, log = o.log.with({{"component", "policy-status"}})](
@@ -171,6 +192,13 @@ struct OperatorProcess::Parts {
     a.max_retries = 0;
     a.request_timeout = std::max(std::chrono::seconds(1), o.renew_deadline / 2);
     return a;
+  }
+  static MeasurementSettings measurement_settings(const OperatorOptions& o) {
+    MeasurementSettings m;
+    m.probe = o.reconciler.probe;
+    m.probe_poll = o.reconciler.probe_poll;
+    m.records = o.reconciler.records;
+    return m;
   }
   static kube::SnapshotCache::Options snapshot_options(const OperatorOptions& o) {
     kube::SnapshotCache::Options s;
@@ -221,9 +249,13 @@ struct OperatorProcess::Parts {
   kube::Informer trainingjobs, jobs, pods;
   kube::CachedReader reader;
   kube::EventRecorder events;
+  PoolIndex waiting;  // the suspended TrainingJobs by pool
   TrainingJobReconciler reconciler;
+  MeasurementReconciler measurement;
   std::shared_ptr<kube::WorkQueue> queue;
   kube::Runner runner;
+  std::shared_ptr<kube::WorkQueue> measurement_queue;
+  kube::Runner measurement_runner;
   std::shared_ptr<kube::WorkQueue> policy_status_queue;
   kube::Runner policy_status_runner;
   std::unique_ptr<kube::LeaderElector> elector;  // with leader election only
@@ -278,8 +310,14 @@ OperatorProcess::~OperatorProcess() {
 
 void OperatorProcess::wire_handlers() {
   auto& queue = *parts_->queue;
-  parts_->trainingjobs.on_change([&queue](const std::vector<kube::StoreChange>& changes) {
-    for (const auto& c : changes) queue.add(c.key);
+  parts_->trainingjobs.on_change([this, &queue](const std::vector<kube::StoreChange>& changes) {
+    const kube::Store& store = parts_->trainingjobs.store();
+    for (const auto& c : changes) {
+      queue.add(c.key);
+      const auto object = c.type == kube::StoreChange::Type::kDeleted ? nullptr : store.get(c.key);
+      for (const std::string& pool : parts_->waiting.update(c.key, object.get()))
+        parts_->measurement_queue->add(pool);
+    }
   });
   parts_->jobs.on_change([this](const std::vector<kube::StoreChange>& changes) {
     on_managed_change(parts_->jobs.store(), jobs_index_, jobs_index_mu_, changes);
@@ -313,15 +351,9 @@ void OperatorProcess::on_managed_change(const kube::Store& store,
       if (!ref.pool.empty()) pools.insert(ref.pool);
     }
   }
-  if (!pools.empty()) {
-    // Only suspended jobs can wait on a pool: copy those, not the whole cache.
-    const auto all = parts_->trainingjobs.store().snapshot();
-    std::vector<json> trainingjobs;
-    for (const std::string& key : suspended_trainingjobs(*all))
-      trainingjobs.push_back(*all->at(key));
-    for (const std::string& pool : pools)
-      for (std::string& key : trainingjobs_waiting_on_pool(trainingjobs, pool))
-        keys.insert(std::move(key));
+  for (const std::string& pool : pools) {
+    parts_->measurement_queue->add(pool);
+    for (std::string& key : parts_->waiting.waiting_on(pool)) keys.insert(std::move(key));
   }
   for (const std::string& key : keys) parts_->queue->add(key);
 }
@@ -336,6 +368,9 @@ void OperatorProcess::on_snapshot() {
     decision_inputs_ = std::move(inputs);
   }
   enqueue_suspended();
+  // What waits on a pool follows from the same inputs (a policy's probe.maxNodes, a
+  // profile gone stale).
+  for (const std::string& pool : parts_->waiting.pools()) parts_->measurement_queue->add(pool);
   // What a policy governs follows from the policies and namespaces, which the decision
   // inputs include: a rebuild for a status write alone (each decision's counter) needs no
   // pass over every policy.
@@ -393,6 +428,7 @@ void OperatorProcess::start_leading() {
   std::lock_guard lock(mu_);
   if (stopping_ || lost_ || runner_started_) return;
   parts_->runner.start();
+  parts_->measurement_runner.start();
   parts_->policy_status_runner.start();
   parts_->policy_status_queue->add(kPolicyStatusKey);
   runner_started_ = true;
@@ -409,6 +445,7 @@ void OperatorProcess::stop_leading() {
   }
   leading_ = false;
   parts_->runner.stop();  // no new key; the reconciles in flight finish
+  parts_->measurement_runner.stop();
   parts_->policy_status_runner.stop();
   if (stopping) return;
   options_.log.error(
@@ -437,6 +474,7 @@ void OperatorProcess::shutdown() {
   if (parts_->elector) parts_->elector->stop();
   if (control_.joinable()) control_.join();
   parts_->runner.stop();
+  parts_->measurement_runner.stop();
   parts_->policy_status_runner.stop();
   leading_ = false;
   parts_->pods.stop();
@@ -474,8 +512,10 @@ std::string OperatorProcess::metrics_text() const {
                            "1 once every watched collection has completed its first list.",
                            ready() ? 1 : 0);
   out += parts_->runner.metrics_text();
+  out += parts_->measurement_runner.metrics_text();
   out += parts_->policy_status_runner.metrics_text();
   out += parts_->reconciler.metrics_text();
+  out += parts_->measurement.metrics_text();
   out += kube::informer_metrics_text(parts_->informers(), p);
   append_prometheus_sample(out, p + "_rejected_objects", "gauge",
                            "CommPolicies and CommProfiles left out of the snapshot because they "

@@ -1,18 +1,22 @@
-// The operator process around the TrainingJob reconciler (issue #10; docs/operator.md):
-// the wiring controller-runtime's manager does, in one object that `commgate operator`
-// starts and stops.
+// The operator process around the TrainingJob reconciler (issue #10) and the measurement
+// controller (issue #21; docs/operator.md): the wiring controller-runtime's manager does,
+// in one object that `commgate operator` starts and stops.
 //
 //   informers   trainingjobs (all namespaces); CommPolicies, CommProfiles, Namespaces
 //               (kube/snapshot_cache.h: the decision's Snapshot); Jobs and Pods with
 //               app.kubernetes.io/managed-by=commgate (all namespaces)
 //   reader      a CachedReader over those stores; everything else goes to the API server
-//   handlers    a TrainingJob change        -> its key
+//   handlers    a TrainingJob change        -> its key; and its pool (when suspended, or
+//                                              suspended before), through the PoolIndex
 //               a workload Job/Pod change   -> its TrainingJob (label commgate.io/trainingjob)
-//               a probe Job/Pod change      -> the suspended TrainingJobs of its pool
+//               a probe Job/Pod change      -> its pool, and the TrainingJobs waiting on it
 //                                              (label commgate.io/pool)
 //               a new Snapshot (a CommPolicy, CommProfile or Namespace changed)
-//                                           -> every suspended TrainingJob
-//   queue       a WorkQueue and a Runner (`concurrency` workers) calling reconcile(key)
+//                                           -> every suspended TrainingJob, every pool
+//                                              some job waits on
+//   queues      TrainingJobs: a WorkQueue and a Runner (`concurrency` workers) calling
+//               TrainingJobReconciler::reconcile(key); pools: one worker calling
+//               MeasurementReconciler::reconcile(pool)
 //   election    only the leader runs the Runner; a leader that loses the Lease stops
 //               reconciling at once and the process exits (lost() turns true), as
 //               client-go's leader election does: Kubernetes restarts the pod as a

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "kube/api_error.h"
+#include "kube/retry_on_conflict.h"
 
 namespace commgate::op {
 
@@ -67,24 +68,24 @@ PolicyCounters::Outcome PolicyCounters::count(const std::string& policy_name,
   const std::vector<std::string> counters = counters_for(decision);
   const std::string path = policy_path(policy_name);
   std::lock_guard lock(mu_);
-  for (int attempt = 1;; ++attempt) {
-    json object;
-    try {
-      object = read(path);
-    } catch (const kube::ApiError& e) {
-      if (e.not_found()) return Outcome::kNoPolicyObject;
-      throw;
-    }
-    object["status"] = with_counted(object.value("status", json()), counters, now);
-    try {
-      own_writes_.remember(path, status_writer_.update_status(path, object),
-                           OwnWrites::Keep::kObject);
-      return Outcome::kCounted;
-    } catch (const kube::ApiError& e) {
-      if (e.not_found()) return Outcome::kNoPolicyObject;
-      own_writes_.forget(path);
-      if (!e.conflict() || attempt >= attempts_) throw;
-    }
+  try {
+    return kube::retry_on_conflict(
+        [&] {
+          json object = read(path);
+          object["status"] = with_counted(object.value("status", json()), counters, now);
+          try {
+            own_writes_.remember(path, status_writer_.update_status(path, object),
+                                 OwnWrites::Keep::kObject);
+          } catch (const kube::ApiError&) {
+            own_writes_.forget(path);
+            throw;
+          }
+          return Outcome::kCounted;
+        },
+        attempts_);
+  } catch (const kube::ApiError& e) {
+    if (e.not_found()) return Outcome::kNoPolicyObject;
+    throw;
   }
 }
 

@@ -13,36 +13,10 @@
 #include "kube/client.h"
 #include "operator/conditions.h"
 #include "operator/object_fields.h"
+#include "operator/object_paths.h"
 #include "operator/trainingjob_reconciler.h"
 
 namespace commgate::op {
-namespace detail {
-
-inline constexpr const char* kTrainingJobs = "/apis/commgate.io/v1alpha1/namespaces/";
-inline constexpr const char* kProfiles = "/apis/commgate.io/v1alpha1/commprofiles";
-// Set by the Job controller on a Job's pods: the Job's metadata.uid.
-inline constexpr const char* kControllerUidLabel = "batch.kubernetes.io/controller-uid";
-
-// The TrainingJob was deleted while it was being reconciled (a write answered 404).
-struct JobGone {};
-
-std::string trainingjob_path(const std::string& ns, const std::string& name);
-std::string jobs_collection(const std::string& ns);
-std::string services_collection(const std::string& ns);
-std::string pods_collection(const std::string& ns);
-std::string profile_path(const std::string& pool);
-
-// The object at `path`, or nullopt when it does not exist (404).
-std::optional<nlohmann::json> get_or_null(const kube::Reader& reader, const std::string& path);
-// Creates `object` unless it exists (409 AlreadyExists). Returns true when this call
-// created it.
-bool create_if_absent(kube::Writer& writer, const std::string& collection,
-                      const nlohmann::json& object);
-// Deletes `path`; one that is gone already (404) is not an error.
-void remove_if_present(kube::Writer& writer, const std::string& path,
-                       const kube::DeleteOptions& options = {});
-
-}  // namespace detail
 
 struct TrainingJobReconciler::Context {
   std::string key, ns, name, path;
@@ -51,7 +25,6 @@ struct TrainingJobReconciler::Context {
   nlohmann::json status = nlohmann::json::object();  // the status to write; starts as the object's
   TimePoint now{};
   std::shared_ptr<const Snapshot> snapshot;
-  std::optional<CommProfile> overlay;  // the pool's profile as read or written just now
   // Who asked for the job, where a signed record for its current spec says so (a gate
   // written before the webhook could decide): decisions count their exemptions.
   Requester requester;

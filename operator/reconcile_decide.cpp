@@ -1,6 +1,6 @@
 // The reconcile's decide step: follow a decision record that holds, decide a gated job
-// (after the pool's profile and probe when it needs a measurement), and write a decision
-// as ONE merge patch of the TrainingJob.
+// (once; a job that waits for its pool's measurement goes on to the wait step), and write
+// a decision as ONE merge patch of the TrainingJob.
 #include <utility>
 
 #include "core/decision_record.h"
@@ -51,18 +51,19 @@ ReconcileResult TrainingJobReconciler::follow_record(Context& ctx, const Decisio
   return launch_and_sync(ctx, record);
 }
 
-// ----- gated: profile, probe, collect, decide ---------------------------------------------
+// ----- gated: decide once -----------------------------------------------------------------
 
 ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_recorded) {
   enter(ctx, Step::kDecide);
-  // A new spec (a new generation since the status was written) gets fresh probe attempts.
+  // Written by operators before the measurement controller (issue #21): the pool's
+  // CommProfile keeps the probe's attempts now.
+  ctx.status.erase("probeAttempts");
+  ctx.status.erase("nextProbeTime");
+  // A new spec (a new generation since the status was written) is not failed for good.
   const json& observed = ctx.status.value("observedGeneration", json());
-  if (observed.is_number_integer() && observed.get<int64_t>() != generation_of(ctx.object)) {
-    ctx.status.erase("probeAttempts");
-    ctx.status.erase("nextProbeTime");
+  if (observed.is_number_integer() && observed.get<int64_t>() != generation_of(ctx.object))
     remove_condition(ctx.status["conditions"], condition::kFailed);
-  }
-  JobDecision jd = decide_now(ctx);
+  const JobDecision jd = decide_now(ctx);
   if (!jd.policy) {
     const char* why = jd.policy_invalid ? op_reason::kPolicyInvalid : op_reason::kPolicyNotFound;
     // The Event once per message: the status write brings the job back to this step.
@@ -72,35 +73,20 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
     return ReconcileError::terminal(jd.policy_error);
   }
   if (jd.decision.action != commgate::Action::kGate) return apply_decision(ctx, jd);
-  if (jd.decision.reason == reason::kNamespaceUnknown) {
-    // Not a matter of measurement: no profile, no probe. The namespace's arrival in the
-    // cache brings the job back (it is a decision input); the requeue is for a cache
-    // that never shows it.
-    if (!gate_recorded) patch_decision(ctx, jd, record_for(ctx, jd));
-    put_decision(ctx.status, jd.decision, nullptr, ctx.to_count);
-    ctx.status.erase("admittedNodes");
-    ctx.condition(condition::kAdmitted, kFalse, jd.decision.reason, jd.decision.message);
-    ctx.set_phase(phase::kGated);
-    sync_status(ctx);
-    return Action::requeue_after(std::chrono::seconds(10));
-  }
-
-  // Still gated: make sure the pool's CommProfile exists, and decide again with it as
-  // just read (the cache the snapshot comes from may lag behind it).
-  const json profile = ensure_profile(ctx, jd.profile_name);
-  enter(ctx, Step::kDecide);
-  jd = decide_now(ctx);
-  if (!jd.policy) return ReconcileError::retryable(jd.policy_error);
-  if (jd.decision.action != commgate::Action::kGate) return apply_decision(ctx, jd);
 
   if (!gate_recorded) {
     // No webhook gated it (or the spec changed without one): the operator does.
     patch_decision(ctx, jd, record_for(ctx, jd));
-    event(ctx, "Normal", "Gated", "Decide", decision_event_note(jd.decision, *jd.policy, nullptr));
+    if (jd.decision.reason != reason::kNamespaceUnknown)
+      event(ctx, "Normal", "Gated", "Decide",
+            decision_event_note(jd.decision, *jd.policy, nullptr));
   }
-  put_decision(ctx.status, jd.decision, jd.measurement ? &*jd.measurement : nullptr, ctx.to_count);
+  const bool measurement_gate = is_measurement_gate(jd.decision.reason);
+  const bool namespace_unknown = jd.decision.reason == reason::kNamespaceUnknown;
+  put_decision(ctx.status, jd.decision,
+               jd.measurement && !namespace_unknown ? &*jd.measurement : nullptr, ctx.to_count);
   ctx.status.erase("admittedNodes");
-  if (is_measurement_gate(jd.decision.reason) &&
+  if (measurement_gate &&
       condition_is(ctx.status.value("conditions", json::array()), condition::kFailed, kTrue)) {
     // Failed for good: until the spec changes, with the Admitted condition fail_for_good
     // wrote (why no probe can measure the pool), not the gate's "no measurement yet".
@@ -109,13 +95,22 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
     return Action::await_change();
   }
   ctx.condition(condition::kAdmitted, kFalse, jd.decision.reason, jd.decision.message);
-  if (!is_measurement_gate(jd.decision.reason)) {
+  if (namespace_unknown) {
+    // Not a matter of measurement: nothing to probe. The namespace's arrival in the cache
+    // brings the job back (it is a decision input); the requeue is for a cache that never
+    // shows it.
+    ctx.set_phase(phase::kGated);
+    sync_status(ctx);
+    return Action::requeue_after(std::chrono::seconds(10));
+  }
+  if (!measurement_gate) {
     ctx.set_phase(phase::kGated);
     sync_status(ctx);
     return Action::await_change();
   }
-  if (auto why = beyond_probe_reach(ctx, jd)) return fail_for_good(ctx, jd.decision.reason, *why);
-  return probe_or_collect(ctx, jd, profile);
+  if (auto why = beyond_probe_reach(ctx.job, jd))
+    return fail_for_good(ctx, jd.decision.reason, *why);
+  return wait_for_measurement(ctx, jd);
 }
 
 // ----- decide ---------------------------------------------------------------------------

@@ -45,7 +45,7 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
   if (!workload) {
     std::map<std::string, std::string> nccl;
     PoolDevice device = PoolDevice::kNotMeasured;
-    const CommProfile* profile = ctx.overlay ? &*ctx.overlay : ctx.snapshot->profile(ctx.pool());
+    const CommProfile* profile = ctx.snapshot->profile(ctx.pool());
     if (profile) {
       nccl = nccl_env_of(profile->status);
       device = pool_device_of(profile->status);

@@ -1,9 +1,8 @@
 // The reconcile's entry and the parts every step shares: reading the job, the own-writes
 // bookkeeping, metrics. The steps are in reconcile_decide.cpp (follow a record, decide a
-// gated job, patch the decision), reconcile_profile.cpp (the pool's CommProfile),
-// reconcile_probe.cpp (launch, collect and retry the pool's probe),
-// reconcile_workload.cpp (the training's Job and its state) and reconcile_status.cpp
-// (status writes).
+// gated job, patch the decision), reconcile_wait.cpp (a job waiting for its pool's
+// measurement), reconcile_workload.cpp (the training's Job and its state) and
+// reconcile_status.cpp (status writes).
 #include "operator/trainingjob_reconciler.h"
 
 #include <utility>
@@ -26,14 +25,10 @@ const char* TrainingJobReconciler::to_string(Step step) {
   switch (step) {
     case Step::kRead:
       return "read";
-    case Step::kProfile:
-      return "profile";
-    case Step::kProbe:
-      return "probe";
-    case Step::kCollect:
-      return "collect";
     case Step::kDecide:
       return "decide";
+    case Step::kWait:
+      return "wait";
     case Step::kWorkload:
       return "workload";
     case Step::kStatus:
@@ -46,11 +41,10 @@ const char* TrainingJobReconciler::to_string(Step step) {
 // The reconciler
 
 TrainingJobReconciler::TrainingJobReconciler(
-    const kube::Reader& reader, const kube::Reader& live_reader, kube::Writer& writer,
-    kube::StatusWriter& status_writer, std::function<std::shared_ptr<const Snapshot>()> snapshot,
-    kube::EventRecorder& events, std::function<TimePoint()> now, ReconcilerSettings settings)
+    const kube::Reader& reader, kube::Writer& writer, kube::StatusWriter& status_writer,
+    std::function<std::shared_ptr<const Snapshot>()> snapshot, kube::EventRecorder& events,
+    std::function<TimePoint()> now, ReconcilerSettings settings)
     : reader_(reader),
-      live_reader_(live_reader),
       writer_(writer),
       status_writer_(status_writer),
       snapshot_(std::move(snapshot)),
@@ -149,10 +143,7 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
   }
   const auto verdict =
       record ? check_against_record(*record, ctx.job.spec) : RecordVerdict::kSpecChanged;
-  // Only a signed record names a requester the operator may believe (without a key anyone
-  // could write an exempt user there), and only for the spec it was written for.
-  if (record && record->requester && settings_.records && verdict != RecordVerdict::kSpecChanged)
-    ctx.requester = *record->requester;
+  ctx.requester = trusted_requester(record, verdict, settings_.records.get());
   // The decision-relevant spec changed after the training Job was created (the webhook
   // refuses that; without it, or with failurePolicy Ignore, it gets through): the Job's
   // pods and torchrun world size are fixed, so the change cannot be applied, and deciding
@@ -206,31 +197,11 @@ ReconcileResult TrainingJobReconciler::invalid_spec(Context& ctx, const std::str
 }
 
 JobDecision TrainingJobReconciler::decide_now(const Context& ctx) const {
-  if (!ctx.overlay) return decide_for_job(ctx.job, *ctx.snapshot, ctx.requester, ctx.now);
-  Snapshot with_profile = *ctx.snapshot;
-  with_profile.profiles[ctx.overlay->metadata.name] = *ctx.overlay;
-  return decide_for_job(ctx.job, with_profile, ctx.requester, ctx.now);
+  return decide_for_job(ctx.job, *ctx.snapshot, ctx.requester, ctx.now);
 }
 
 std::vector<json> TrainingJobReconciler::pods_of(const json& job, const std::string& ns) const {
-  return pods_of(job, ns, reader_);
-}
-
-std::vector<json> TrainingJobReconciler::pods_of(const json& job, const std::string& ns,
-                                                 const kube::Reader& reader) const {
-  const std::string uid = meta_string(job, "uid");
-  kube::ListOptions selected;
-  selected.label_selector = std::string(kJobNameLabel) + "=" + meta_string(job, "name");
-  std::vector<json> pods = reader.list(pods_collection(ns), selected).items;
-  // Pods of an earlier Job of the same name (deleted, its pods not yet collected) carry
-  // another controller-uid: they are not this Job's.
-  std::erase_if(pods, [&](const json& pod) {
-    const json meta = pod.value("metadata", json::object());
-    const json labels = meta.is_object() ? meta.value("labels", json::object()) : json();
-    const json& owner = labels.is_object() ? labels.value(kControllerUidLabel, json()) : json();
-    return !uid.empty() && owner.is_string() && owner.get<std::string>() != uid;
-  });
-  return pods;
+  return pods_of_job(reader_, job, ns);
 }
 
 // ----- metrics --------------------------------------------------------------------------
@@ -257,22 +228,10 @@ std::string TrainingJobReconciler::metrics_text() const {
          "Reconciles that ended in an error, by the step that failed.", "step", m.errors);
   family("commgate_operator_decisions_total", "Decisions written on TrainingJobs, by action.",
          "action", m.decisions);
-  family("commgate_operator_probe_failures_total", "Probe attempts that failed, by reason.",
-         "reason", m.probe_failures);
-  append_prometheus_sample(out, "commgate_operator_probes_created_total", "counter",
-                           "Probe Jobs created.", static_cast<double>(m.probes_created));
   append_prometheus_sample(out, "commgate_operator_status_writes_total", "counter",
                            "TrainingJob status writes (a status that did not change is not "
                            "written).",
                            static_cast<double>(m.status_writes));
-  out +=
-      "# HELP commgate_operator_probe_duration_seconds From a probe Job's creation to its "
-      "result recorded in the CommProfile.\n";
-  out += "# TYPE commgate_operator_probe_duration_seconds summary\n";
-  out +=
-      "commgate_operator_probe_duration_seconds_sum " + prometheus_number(m.probe_seconds) + "\n";
-  out += "commgate_operator_probe_duration_seconds_count " +
-         prometheus_number(static_cast<double>(m.probe_durations)) + "\n";
   return out;
 }
 

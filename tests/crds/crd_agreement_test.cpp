@@ -205,11 +205,17 @@ Kind comm_profile_kind() {
                                     "computeOnlyStepTimeMs": 300, "exposedCommMs": 112,
                                     "commShare": 0.27, "bucketCapBytes": 26214400,
                                     "firstBucketBytes": 1048576, "buckets": 4}}],
+      "probe": {"failedAttempts": 1, "nextProbeTime": "2026-11-30T11:05:00Z",
+                "lastProbeUID": "0b5d7e3c-1", "lastFailure": {"reason": "ProbeFailed",
+                "message": "rank 0 exited 3", "time": "2026-11-30T11:04:30Z"}},
       "observedGeneration": 1
     }
   })");
   k.full["status"]["conditions"] = Json::array({full_condition()});
-  k.parser_ignores = {"status.conditions", "status.observedGeneration", "status.lastProbeTime"};
+  // The measurement controller's bookkeeping (operator/probe_history.h reads and writes
+  // it), not the measurement core's reader and the webhook read.
+  k.parser_ignores = {"status.conditions", "status.observedGeneration", "status.lastProbeTime",
+                      "status.probe"};
   return k;
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "core/significant_digits.h"
 #include "operator/trainingjob_phases.h"
 
 namespace commgate::op {
@@ -131,6 +132,60 @@ TEST(DecisionStatus, a_webhook_record_stands_for_its_decision) {
   EXPECT_EQ(d.policy_name, kBuiltinPolicyName);  // the built-in policy has no name in the record
   EXPECT_EQ(d.message, "decided at admission by commgate's webhook");
   EXPECT_TRUE(d.predictions.empty());
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate::op
+
+namespace commgate::op {
+namespace COMMGATE_TEST_UNIT {
+
+// Every number in `j` (recursively), as "path = value", that has more than 4 significant
+// digits.
+void long_numbers(const nlohmann::json& j, const std::string& path, std::vector<std::string>& out) {
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (round_significant(v) != v) out.push_back(path + " = " + j.dump());
+  } else if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) long_numbers(v, path + "." + k, out);
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i)
+      long_numbers(j[i], path + "[" + std::to_string(i) + "]", out);
+  }
+}
+
+// Issue #21: kubectl describe tj showed `Compute Step Ms: 300.6000000000001` and
+// `Scaling Efficiency: 0.12327323979910827`. What the status stores for people has at most
+// 4 significant digits (the decision compared the unrounded values).
+TEST(DecisionStatus, the_status_numbers_people_read_have_at_most_four_significant_digits) {
+  Decision d = decided(Action::kDownsize, 3, 1);
+  StepPrediction p;
+  p.nodes = 3;
+  p.step_s = 2.640973962199576;
+  p.compute_s = 0.6763000000000001;
+  p.allreduce_s = 1.96467396219957;
+  p.exposed_comm_s = 1.96467396219957;
+  p.comm_share = 0.7439182013598;
+  p.speedup = 0.7682393045292274;
+  p.scaling_efficiency = 0.25607976817640915;
+  d.predictions.push_back(p);
+  Measurement m;
+  m.source = "CommProfile pool-x";
+  m.link.busbw_bytes_per_s = 2.3231234567e6;
+  m.link.latency_s = 123.456789e-6;
+  ComputeProfile c;
+  c.forward_s = 0.2001000000000001;
+  c.backward_s = 0.4002;
+  c.optimizer_s = 0.07600000000000001;
+  m.compute = c;
+  json status = json::object();
+  std::optional<Decision> to_count;
+  put_decision(status, d, &m, to_count);
+  std::vector<std::string> found;
+  long_numbers(status, "status", found);
+  EXPECT_TRUE(found.empty()) << ::testing::PrintToString(found);
+  EXPECT_EQ(status["measurement"]["computeStepMs"], 676.3);
+  EXPECT_EQ(status["decision"]["predictions"][0]["scalingEfficiency"], 0.2561);
 }
 
 }  // namespace COMMGATE_TEST_UNIT

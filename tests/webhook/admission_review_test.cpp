@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "core/field_errors.h"
+#include "core/training_job.h"
 #include "tests/webhook/webhook_test_support.h"
 
 namespace commgate::webhook {
@@ -118,7 +120,15 @@ TEST(ParseAdmissionReview, ReadsAHugeIntegerAsANumberTheJobParserRefuses) {
   // parser then names the field (it must be an integer in 1..10000).
   std::string body = with("/request/object/spec/numNodes", 7);
   body.replace(body.find("\"numNodes\":7"), 12, "\"numNodes\":18446744073709551617");
-  EXPECT_NO_THROW(parse_admission_review(body));
+  const AdmissionRequest request = parse_admission_review(body);
+  const nlohmann::json& nodes = request.object.at("spec").at("numNodes");
+  EXPECT_TRUE(nodes.is_number_float()) << nodes.dump();
+  try {
+    parse_training_job(request.object);
+    FAIL() << "a numNodes of 2^64 + 1 was accepted";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("spec.numNodes"), std::string::npos) << e.what();
+  }
 }
 
 TEST(AdmissionReviewResponse, EchoesTheUidAndEncodesThePatch) {

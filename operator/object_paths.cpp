@@ -1,6 +1,8 @@
-#include "operator/reconcile_context.h"
+#include "operator/object_paths.h"
 
 #include "kube/api_error.h"
+#include "operator/object_fields.h"
+#include "operator/probe_job.h"
 
 namespace commgate::op::detail {
 
@@ -51,6 +53,20 @@ void remove_if_present(kube::Writer& writer, const std::string& path,
   }
 }
 
-// resourceVersions are opaque to clients, but the API servers commgate runs against
+std::vector<json> pods_of_job(const kube::Reader& reader, const json& job, const std::string& ns) {
+  const std::string uid = meta_string(job, "uid");
+  kube::ListOptions selected;
+  selected.label_selector = std::string(kJobNameLabel) + "=" + meta_string(job, "name");
+  std::vector<json> pods = reader.list(pods_collection(ns), selected).items;
+  // Pods of an earlier Job of the same name (deleted, its pods not yet collected) carry
+  // another controller-uid: they are not this Job's.
+  std::erase_if(pods, [&](const json& pod) {
+    const json meta = pod.value("metadata", json::object());
+    const json labels = meta.is_object() ? meta.value("labels", json::object()) : json();
+    const json& owner = labels.is_object() ? labels.value(kControllerUidLabel, json()) : json();
+    return !uid.empty() && owner.is_string() && owner.get<std::string>() != uid;
+  });
+  return pods;
+}
 
 }  // namespace commgate::op::detail

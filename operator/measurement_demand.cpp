@@ -1,0 +1,107 @@
+#include "operator/measurement_demand.h"
+
+#include <algorithm>
+
+#include "core/comm_profile.h"
+#include "core/field_errors.h"
+#include "core/quantity.h"
+#include "operator/conditions.h"
+#include "operator/decision_status.h"
+#include "operator/object_fields.h"
+#include "operator/probe_job.h"
+
+namespace commgate::op {
+
+using nlohmann::json;
+
+Requester trusted_requester(const std::optional<DecisionRecord>& record, RecordVerdict verdict,
+                            const RecordAuthenticator* records) {
+  if (record && record->requester && records != nullptr && verdict != RecordVerdict::kSpecChanged)
+    return *record->requester;
+  return {};
+}
+
+std::optional<std::string> beyond_probe_reach(const TrainingJob& job, const JobDecision& jd) {
+  if (!jd.policy || jd.decision.reason != reason::kExtrapolationTooFar || !jd.measurement)
+    return std::nullopt;
+  const ProbeSettings& probe = jd.policy->spec.probe;
+  const int reach = probe_node_count(job.spec.num_nodes, probe);
+  if (jd.measurement->nodes_probed < reach) return std::nullopt;  // a larger probe helps
+  const int k = std::max(1, jd.policy->spec.max_extrapolation);
+  return jd.decision.message + " The pool was probed on " +
+         format_nodes(jd.measurement->nodes_probed) + ", as many as " +
+         policy_label(jd.policy->metadata.name) + " lets a probe take (probe.maxNodes " +
+         std::to_string(probe.max_nodes) + "), so no probe can decide " +
+         format_nodes(job.spec.num_nodes) + ": ask for at most " +
+         std::to_string(static_cast<int64_t>(k) * jd.measurement->nodes_probed) +
+         " nodes, or have an admin raise probe.maxNodes or maxExtrapolation";
+}
+
+std::optional<MeasurementDemand> measurement_demand(const json& object, const Snapshot& snapshot,
+                                                    const RecordAuthenticator* records,
+                                                    TimePoint now) {
+  if (!object.is_object() || !detail::meta_string(object, "deletionTimestamp").empty())
+    return std::nullopt;
+  TrainingJob job;
+  try {
+    job = parse_training_job(object, ObjectSource::kStored);
+  } catch (const ValidationError&) {
+    return std::nullopt;
+  }
+  if (!job.spec.suspend) return std::nullopt;
+  const json& status = object.value("status", json::object());
+  if (status.is_object()) {
+    const json& conditions = status.value("conditions", json::array());
+    const json* failed = find_condition(conditions, condition::kFailed);
+    if (failed != nullptr && failed->value("status", "") == kTrue &&
+        failed->value("observedGeneration", json()) == json(detail::generation_of(object)))
+      return std::nullopt;  // failed for good until the spec changes
+  }
+  std::optional<DecisionRecord> record = decision_record_of(job);
+  if (record && !workload_created(status) && !record_distrust(*record, job, records).empty())
+    record.reset();
+  const RecordVerdict verdict =
+      record ? check_against_record(*record, job.spec) : RecordVerdict::kSpecChanged;
+  if (record && record->action != Action::kGate &&
+      (verdict == RecordVerdict::kHolds || verdict == RecordVerdict::kDenied))
+    return std::nullopt;
+  const JobDecision jd =
+      decide_for_job(job, snapshot, trusted_requester(record, verdict, records), now);
+  if (!jd.policy || jd.decision.action != Action::kGate ||
+      !is_measurement_gate(jd.decision.reason) || beyond_probe_reach(job, jd))
+    return std::nullopt;
+  MeasurementDemand d;
+  d.job = job.metadata.namespace_ + "/" + job.metadata.name;
+  d.ns = job.metadata.namespace_;
+  d.created = job.metadata.creation_timestamp.value_or(TimePoint{});
+  d.pool = jd.profile_name;
+  d.probe_nodes = probe_node_count(job.spec.num_nodes, jd.policy->spec.probe);
+  d.procs_per_node = job.spec.num_proc_per_node;
+  d.model = job.spec.model;
+  d.node_selector = job.spec.node_selector;
+  d.tolerations = job.spec.tolerations;
+  d.policy = *jd.policy;
+  d.gate_message = jd.decision.message;
+  return d;
+}
+
+ProbePlan plan_probe(const std::vector<MeasurementDemand>& demands) {
+  const auto lead = std::min_element(
+      demands.begin(), demands.end(), [](const MeasurementDemand& a, const MeasurementDemand& b) {
+        return a.created != b.created ? a.created < b.created : a.job < b.job;
+      });
+  ProbePlan plan;
+  plan.lead = *lead;
+  const std::string signature = probe_model_annotation(lead->model);
+  for (const MeasurementDemand& d : demands) {
+    plan.nodes = std::max(plan.nodes, d.probe_nodes);
+    plan.attempts_allowed =
+        std::max(plan.attempts_allowed, d.policy.spec.retry_strategy.backoff_limit_count + 1);
+    if (probe_model_annotation(d.model) == signature && d.procs_per_node == lead->procs_per_node)
+      plan.jobs.push_back(d.job);
+  }
+  std::sort(plan.jobs.begin(), plan.jobs.end());
+  return plan;
+}
+
+}  // namespace commgate::op

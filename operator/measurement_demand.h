@@ -1,0 +1,75 @@
+// What a pool's measurement is asked for by (pure): the TrainingJobs that wait on it, and
+// the one probe that serves them (issue #21). The measurement controller computes the
+// demand from the jobs as its cache shows them, not from anything the jobs' reconcile
+// writes, and the TrainingJob reconcile asks the same questions of one job (so the two
+// agree on who waits).
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/comm_policy.h"
+#include "core/decision_record.h"
+#include "core/job_decision.h"
+#include "core/snapshot.h"
+#include "core/training_job.h"
+
+namespace commgate::op {
+
+// One job's wait for its pool's measurement.
+struct MeasurementDemand {
+  std::string job;  // "namespace/name"
+  std::string ns;
+  TimePoint created{};  // metadata.creationTimestamp: the oldest waiting job leads
+  std::string pool;
+  int probe_nodes = 0;  // probe_node_count(numNodes, the policy's probe)
+  int procs_per_node = 1;
+  ModelSpec model;
+  std::map<std::string, std::string> node_selector;
+  nlohmann::json tolerations = nlohmann::json::array();  // the job's spec.tolerations
+  CommPolicy policy;         // the policy that gates it: probe settings, retries, toleration keys
+  std::string gate_message;  // the decision's: why it waits
+};
+
+// The requester a TrainingJob's decision may count (exemptions): the one a signed record
+// for its current spec names, else none. Only a signed record names a requester the
+// operator may believe (without a key anyone could write an exempt user there).
+Requester trusted_requester(const std::optional<DecisionRecord>& record, RecordVerdict verdict,
+                            const RecordAuthenticator* records);
+
+// Why no probe the policy allows can decide the job (ExtrapolationTooFar after a probe as
+// large as probe.maxNodes lets it be), or nullopt: the job fails for good with it.
+std::optional<std::string> beyond_probe_reach(const TrainingJob& job, const JobDecision& jd);
+
+// The measurement the stored TrainingJob `object` waits for, or nullopt: it is being
+// deleted, does not parse, is not suspended, failed for good at its generation, follows a
+// decision record that holds (admitted or denied), or is decided (or gated for another
+// reason, or beyond any probe's reach) by `snapshot` at `now`.
+std::optional<MeasurementDemand> measurement_demand(const nlohmann::json& object,
+                                                    const Snapshot& snapshot,
+                                                    const RecordAuthenticator* records,
+                                                    TimePoint now);
+
+// The one probe a pool's demand gets (probe at most once per pool at a time).
+struct ProbePlan {
+  // The oldest demand (then by key): its model is timed, its policy's probe settings and
+  // toleration keys are the probe's, its namespace takes the probe slot.
+  MeasurementDemand lead;
+  // The largest probe any demand asks for (each already within its own policy's
+  // probe.maxNodes): one link measurement for every count that waits.
+  int nodes = 0;
+  // The jobs this probe serves: those of the lead's model (its compute step is timed).
+  // The others wait for the next probe of the pool.
+  std::vector<std::string> jobs;
+  // Attempts before the pool stops probing for this demand: the largest
+  // retryStrategy.backoffLimitCount + 1 among the demands (each job fails at its own).
+  int attempts_allowed = 1;
+};
+
+// `demands` must not be empty.
+ProbePlan plan_probe(const std::vector<MeasurementDemand>& demands);
+
+}  // namespace commgate::op

@@ -1,0 +1,539 @@
+#include "operator/measurement_reconciler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/field_errors.h"
+#include "core/profile_recording.h"
+#include "core/prometheus_text.h"
+#include "core/quantity.h"
+#include "kube/api_error.h"
+#include "kube/retry_on_conflict.h"
+#include "operator/conditions.h"
+#include "operator/object_fields.h"
+#include "operator/object_paths.h"
+#include "operator/probe_retry.h"
+#include "operator/trainingjob_phases.h"
+
+namespace commgate::op {
+namespace {
+
+using kube::Action;
+using kube::ApiError;
+using kube::ReconcileError;
+using kube::ReconcileResult;
+using nlohmann::json;
+using namespace detail;
+
+// A reconcile that changed the pool's state looks again after this long (its own write
+// waited for in the cache).
+constexpr std::chrono::milliseconds kAgainNow{1};
+// Events on this many of the jobs a probe serves, at most.
+constexpr size_t kJobsTold = 8;
+
+// "pool P measured on 2 nodes: all-reduce busbw 1.3 GB/s (gloo, loopback)".
+std::string pool_measured(const std::string& pool, const ProbeResult& r) {
+  return "pool " + pool + " measured on " + format_nodes(r.nodes) + ": all-reduce busbw " +
+         format_gbps(r.fit.busbw_bytes_per_s) + " (" + r.backend +
+         (r.transport.empty() ? "" : ", " + r.transport) + ")";
+}
+
+// "; not given to the probe, of the job's tolerations: ... (CommPolicy team's
+// probe.tolerationKeys: nvidia.com/gpu)", or "".
+std::string dropped_tolerations_note(const std::vector<std::string>& dropped,
+                                     const CommPolicy& policy) {
+  if (dropped.empty()) return "";
+  std::string what, keys;
+  for (const auto& d : dropped) what += (what.empty() ? "" : ", ") + d;
+  for (const auto& k : policy.spec.probe.toleration_keys) keys += (keys.empty() ? "" : ", ") + k;
+  return "; not given to the probe, of the job's tolerations: " + what + " (" +
+         policy_label(policy.metadata.name) +
+         "'s probe.tolerationKeys: " + (keys.empty() ? "none" : keys) + ")";
+}
+
+// Whether a CommProfile's status holds a measurement of any kind (a link or a compute
+// step), as written, parseable or not.
+bool has_measurement(const json& profile) {
+  const json& status = profile.value("status", json::object());
+  if (!status.is_object()) return false;
+  const json& steps = status.value("computeSteps", json::array());
+  return status.contains("link") || (steps.is_array() && !steps.empty());
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  const size_t shown = std::min<size_t>(items.size(), kJobsTold);
+  for (size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > shown) out += " and " + std::to_string(items.size() - shown) + " more";
+  return out;
+}
+
+}  // namespace
+
+struct MeasurementReconciler::Pool {
+  std::string name, path;
+  TimePoint now{};
+  Snapshot view;                // the snapshot with the pool's profile as the cache has it
+  std::optional<json> profile;  // the CommProfile as read (or created, or written)
+  std::vector<MeasurementDemand> demands;
+};
+
+MeasurementReconciler::MeasurementReconciler(
+    const kube::Reader& reader, const kube::Reader& live_reader, kube::Writer& writer,
+    kube::StatusWriter& status_writer, std::function<std::shared_ptr<const Snapshot>()> snapshot,
+    kube::EventRecorder& events, std::function<TimePoint()> now,
+    std::function<std::vector<std::string>(const std::string&)> waiting,
+    MeasurementSettings settings)
+    : reader_(reader),
+      live_reader_(live_reader),
+      writer_(writer),
+      status_writer_(status_writer),
+      snapshot_(std::move(snapshot)),
+      events_(events),
+      now_(std::move(now)),
+      waiting_(std::move(waiting)),
+      settings_(std::move(settings)) {}
+
+ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
+  auto failed = [&](const std::string& message) {
+    return ReconcileError::retryable("pool " + pool + ": " + message);
+  };
+  try {
+    const auto snapshot = snapshot_();
+    if (!snapshot) return ReconcileError::retryable("no snapshot of policies and profiles yet");
+    Pool p;
+    p.name = pool;
+    p.path = profile_path(pool);
+    p.now = now_();
+    p.profile = get_or_null(reader_, p.path);
+    // The cache has not caught up with this process's last write of the profile: what it
+    // shows is the stale echo of the pool's own state (a measurement not yet there would
+    // start a second probe). Its watch event is near.
+    if (p.profile && own_writes_.newer_than(p.path, *p.profile).has_value())
+      return Action::requeue_after(std::chrono::milliseconds(100));
+    if (!p.profile) own_writes_.forget(p.path);
+    p.view = *snapshot;
+    p.view.profiles.erase(pool);
+    if (p.profile) {
+      try {
+        p.view.profiles[pool] = parse_comm_profile(*p.profile, p.now);
+      } catch (const ValidationError&) {
+        // Unusable as it is: the jobs are decided as having no measurement, and the probe's
+        // result replaces the status.
+      }
+    }
+    for (const std::string& key : waiting_(pool)) {
+      const auto slash = key.find('/');
+      if (slash == std::string::npos) continue;
+      const auto job =
+          get_or_null(reader_, trainingjob_path(key.substr(0, slash), key.substr(slash + 1)));
+      if (!job) continue;
+      auto demand = measurement_demand(*job, p.view, settings_.records.get(), p.now);
+      if (demand && demand->pool == pool) p.demands.push_back(std::move(*demand));
+    }
+
+    if (auto probe =
+            get_or_null(reader_, jobs_collection(settings_.probe.ns) + "/" + probe_job_name(pool)))
+      return collect(p, *probe);
+
+    if (p.demands.empty()) {
+      // Nobody waits and nothing was ever measured (a nodeSelector with a typo whose job
+      // was deleted): the empty CommProfile the controller made goes, rather than stay for
+      // ever. One with a measurement, or made by someone else, stays.
+      if (p.profile && !has_measurement(*p.profile) &&
+          p.profile->value(json::json_pointer("/metadata/labels/app.kubernetes.io~1managed-by"),
+                           json()) == json(kManagedByValue)) {
+        kube::DeleteOptions options;
+        options.precondition_uid = meta_string(*p.profile, "uid");
+        try {
+          remove_if_present(writer_, p.path, options);
+        } catch (const ApiError& e) {
+          if (!e.conflict()) throw;  // another object of that name now: kept
+        }
+        own_writes_.forget(p.path);
+        return Action::await_change();
+      }
+      // Failures in a row restart with the next demand (the jobs they failed for good
+      // have failed; a new or changed job gets its own attempts).
+      if (p.profile) {
+        ProbeHistory history = probe_history_of(*p.profile);
+        if (history.failed_attempts > 0 || history.next_probe_time) {
+          history.failed_attempts = 0;
+          history.next_probe_time.reset();
+          write_status(p, history, kFalse, kReasonNoDemand,
+                       "no job waits on pool " + pool +
+                           "; the last probe failed: " + history.last_failure_message);
+        }
+      }
+      return Action::await_change();
+    }
+    return start_probe(p);
+  } catch (const ApiError& e) {
+    return failed(e.what());
+  } catch (const std::exception& e) {
+    return failed(e.what());
+  }
+}
+
+ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
+  const ProbePlan plan = plan_probe(p.demands);
+  const MeasurementDemand& lead = plan.lead;
+  if (!p.profile) {
+    json selector = json::object();
+    for (const auto& [k, v] : lead.node_selector) selector[k] = v;
+    const json wanted = {
+        {"apiVersion", kApiVersion},
+        {"kind", "CommProfile"},
+        {"metadata", {{"name", p.name}, {"labels", {{kManagedByLabel, kManagedByValue}}}}},
+        {"spec", {{"nodeSelector", selector}}}};
+    try {
+      p.profile = writer_.create(kProfiles, wanted);
+    } catch (const ApiError& e) {
+      if (!e.already_exists()) throw;
+      // Created before the cache showed it (an earlier try whose answer was lost).
+      return Action::requeue_after(std::chrono::milliseconds(100));
+    }
+  }
+  ProbeHistory history = probe_history_of(*p.profile);
+  const int attempts = plan.attempts_allowed;
+  if (history.failed_attempts >= attempts) {
+    // Each waiting job fails for good at its own policy's limit, and the pool restarts
+    // when none waits any more; until then, no probe.
+    write_status(
+        p, history, kFalse,
+        history.last_failure_reason.empty() ? kReasonProbeFailed : history.last_failure_reason,
+        "probe of pool " + p.name + " failed " + std::to_string(history.failed_attempts) +
+            " times: " + history.last_failure_message + "; no more attempts");
+    return Action::await_change();
+  }
+  if (history.next_probe_time && p.now < *history.next_probe_time)
+    return Action::requeue_after(
+        std::chrono::duration_cast<kube::Clock::duration>(*history.next_probe_time - p.now));
+  // The profile from the API server before a probe is created: a cache behind it (a
+  // watch dropped and not yet relisted, or another replica's write during a leader
+  // handover) may miss the measurement a probe collected a moment ago, and the demand
+  // read from it would probe the pool again. One GET per probe; the cache's copy is
+  // waited for.
+  if (const auto live = get_or_null(live_reader_, p.path);
+      live && meta_string(*live, "resourceVersion") != meta_string(*p.profile, "resourceVersion"))
+    return Action::requeue_after(std::chrono::milliseconds(100));
+  {
+    kube::ListOptions probes;
+    probes.label_selector = std::string(kRoleLabel) + "=probe";
+    // From the API server: another pool's probe created a moment ago must count.
+    const std::string why =
+        probe_slot_refusal(live_reader_.list(jobs_collection(settings_.probe.ns), probes).items,
+                           p.name, lead.ns, settings_.probe);
+    if (!why.empty()) {
+      // Polled: a slot frees when another pool's probe finishes, which does not wake this
+      // pool.
+      write_status(p, history, kFalse, kReasonProbeQueued, why);
+      return Action::requeue_after(std::chrono::seconds(15));
+    }
+  }
+  const CommPolicy& policy = lead.policy;
+  ProbeRequest request;
+  request.pool = p.name;
+  request.profile_uid = meta_string(*p.profile, "uid");
+  request.node_selector = lead.node_selector;
+  const ProbeTolerations tolerations =
+      probe_tolerations(lead.tolerations, policy.spec.probe.toleration_keys);
+  request.tolerations = tolerations.kept;
+  request.nodes = plan.nodes;
+  request.procs_per_node = lead.procs_per_node;
+  request.model = lead.model;
+  request.policy_probe = policy.spec.probe;
+  request.for_job = lead.job;
+  const ProbeObjects objects = build_probe(request, settings_.probe);
+  const std::string& ns = settings_.probe.ns;
+  create_if_absent(writer_, services_collection(ns), objects.service);
+  const bool created = create_if_absent(writer_, jobs_collection(ns), objects.job);
+  const std::string what = "probe " + ns + "/" + probe_job_name(p.name) + " measures pool " +
+                           p.name + " on " + format_nodes(request.nodes) + " (attempt " +
+                           std::to_string(history.failed_attempts + 1) + " of " +
+                           std::to_string(attempts) + ") for " + joined(plan.jobs) +
+                           dropped_tolerations_note(tolerations.dropped, policy);
+  if (created) {
+    {
+      std::lock_guard lock(metrics_mu_);
+      ++metrics_.probes_created;
+    }
+    tell_jobs(plan.jobs, "Normal", "ProbeCreated", what);
+  }
+  history.next_probe_time.reset();
+  write_status(p, history, kTrue, kReasonProbeRunning, what);
+  return Action::requeue_after(settings_.probe_poll);
+}
+
+ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
+  const std::string uid = meta_string(probe, "uid");
+  ProbeHistory history = p.profile ? probe_history_of(*p.profile) : ProbeHistory{};
+  if (!p.profile || (!uid.empty() && history.last_probe_uid == uid)) {
+    // Recorded already (a copy the cache still shows, or a delete that failed), or its
+    // CommProfile is gone (the garbage collector follows the ownerReference).
+    delete_probe(probe);
+    return Action::await_change();
+  }
+  const ProbeOutcome outcome = outcome_of(probe);
+  if (outcome.state != ProbeState::kRunning) {
+    // Its outcome is recorded once: read from the API server, the profile may say it is
+    // already (by this replica's earlier try, or another's), which a cache behind it does
+    // not show. One GET per finished probe.
+    p.profile = get_or_null(live_reader_, p.path);
+    if (!p.profile || (!uid.empty() && probe_history_of(*p.profile).last_probe_uid == uid)) {
+      delete_probe(probe);
+      return Action::await_change();
+    }
+    history = probe_history_of(*p.profile);
+  }
+  const std::string name = settings_.probe.ns + "/" + meta_string(probe, "name");
+  const std::string for_job = annotation_of(probe, kProbeForAnnotation);
+  std::vector<std::string> served;
+  const std::string model = annotation_of(probe, kProbeModelAnnotation);
+  for (const MeasurementDemand& d : p.demands)
+    if (probe_model_annotation(d.model) == model) served.push_back(d.job);
+  if (served.empty() && !for_job.empty()) served.push_back(for_job);
+
+  if (outcome.state == ProbeState::kRunning) {
+    write_status(p, history, kTrue, kReasonProbeRunning,
+                 "probe " + name + " measures pool " + p.name + " on " +
+                     annotation_of(probe, kProbeNodesAnnotation) + " node(s) for " +
+                     joined(served) + (outcome.message.empty() ? "" : ": " + outcome.message));
+    return Action::requeue_after(settings_.probe_poll);
+  }
+  if (auto created = parse_rfc3339(meta_string(probe, "creationTimestamp"))) {
+    std::lock_guard lock(metrics_mu_);
+    const double seconds = std::chrono::duration<double>(p.now - *created).count();
+    ++metrics_.probe_durations;
+    metrics_.probe_seconds += seconds;
+    for (size_t i = 0; i < kProbeDurationBuckets.size(); ++i)
+      metrics_.probe_duration_buckets[i] += seconds <= kProbeDurationBuckets[i];
+  }
+  history.last_probe_uid = uid;
+  // The backoff of the oldest waiting job's policy; the default one when none waits (its
+  // jobs were deleted mid-probe: the outcome is recorded all the same).
+  RetryStrategy retry;
+  int attempts = retry.backoff_limit_count + 1;
+  if (!p.demands.empty()) {
+    const ProbePlan plan = plan_probe(p.demands);
+    retry = plan.lead.policy.spec.retry_strategy;
+    attempts = plan.attempts_allowed;
+  }
+  // A failed attempt: counted, with the backoff before the next one.
+  auto count_failure = [&](const std::string& why, const std::string& message) {
+    history.failed_attempts += 1;
+    history.last_failure_reason = why;
+    history.last_failure_message = message;
+    history.last_failure_time = p.now;
+    {
+      std::lock_guard lock(metrics_mu_);
+      ++metrics_.probe_failures[why];
+    }
+    const std::string what = "probe of pool " + p.name + " failed (attempt " +
+                             std::to_string(history.failed_attempts) + " of " +
+                             std::to_string(attempts) + "): " + message;
+    // The scheduler's message ends its sentence ("... node selector."): one stop, not ".;".
+    const std::string clause = what.ends_with('.') ? what.substr(0, what.size() - 1) : what;
+    std::string note;
+    if (history.failed_attempts >= attempts) {
+      history.next_probe_time.reset();
+      note = clause + "; no more attempts";
+    } else {
+      const auto delay = probe_retry_delay(retry, history.failed_attempts);
+      history.next_probe_time = p.now + delay;
+      note = clause + "; retrying in " + std::to_string(delay.count()) + " s";
+    }
+    return note;
+  };
+
+  if (outcome.state == ProbeState::kSucceeded && outcome.result) {
+    const ProbeResult& result = *outcome.result;
+    std::string reason = kReasonProbeSucceeded;
+    std::string message = pool_measured(p.name, result);
+    // A probe that succeeded but still cannot decide the job it ran for (it could not
+    // time the job's model, say) counts as a failure: probing again at once would loop.
+    CommProfile measured;
+    try {
+      measured = parse_comm_profile(*p.profile, p.now);
+    } catch (const ValidationError&) {
+      measured = CommProfile{};
+      measured.metadata.name = p.name;
+    }
+    record_probe_result(measured, result);
+    Snapshot after = p.view;
+    after.profiles[p.name] = measured;
+    for (const MeasurementDemand& d : p.demands) {
+      if (d.job != for_job) continue;
+      const auto slash = d.job.find('/');
+      const auto job = get_or_null(reader_, trainingjob_path(d.ns, d.job.substr(slash + 1)));
+      if (!job) continue;
+      if (auto still = measurement_demand(*job, after, settings_.records.get(), p.now);
+          still && probe_model_annotation(still->model) == model) {
+        reason = op_reason::kMeasurementInsufficient;
+        message = count_failure(reason, "the probe succeeded but job " + d.job +
+                                            " still cannot be decided: " + still->gate_message);
+      }
+    }
+    if (reason == kReasonProbeSucceeded) {
+      history.failed_attempts = 0;
+      history.next_probe_time.reset();
+    }
+    write_status(p, history, kFalse, reason, message, &result);
+    tell_jobs(served, reason == kReasonProbeSucceeded ? "Normal" : "Warning", reason, message);
+  } else {
+    const std::string why = outcome.reason.empty() ? kReasonProbeFailed : outcome.reason;
+    const std::string note = count_failure(why, outcome.message.empty() ? why : outcome.message);
+    write_status(p, history, kFalse, why, note);
+    tell_jobs(served, "Warning", why, note);
+  }
+  // Recorded first, deleted second: a write that failed threw above with the probe still
+  // there, and the next reconcile records it (issue #19 item 10).
+  delete_probe(probe);
+  // Again at once: jobs of another model (or still unmeasured) get the pool's next probe.
+  return Action::requeue_after(kAgainNow);
+}
+
+void MeasurementReconciler::write_status(Pool& p, const ProbeHistory& history,
+                                         const std::string& condition_status,
+                                         const std::string& reason, const std::string& message,
+                                         const ProbeResult* result) {
+  if (!p.profile) return;
+  auto wanted_status = [&](json object) {
+    json status = object.value("status", json::object());
+    if (!status.is_object()) status = json::object();
+    if (result != nullptr) {
+      CommProfile profile;
+      try {
+        profile = parse_comm_profile(object, p.now);
+      } catch (const ValidationError&) {
+        // A status commgate cannot read is replaced by the new measurement.
+        profile = CommProfile{};
+        profile.metadata.name = p.name;
+      }
+      record_probe_result(profile, *result);
+      json measured = to_json(profile).value("status", json::object());
+      for (auto& [k, v] : measured.items()) status[k] = v;
+    }
+    const json probe = to_json(history);
+    if (probe.empty())
+      status.erase("probe");
+    else
+      status["probe"] = probe;
+    json conditions = status.value("conditions", json::array());
+    set_condition(
+        conditions,
+        Condition{kProbingCondition, condition_status, reason, message, generation_of(object)},
+        p.now);
+    status["conditions"] = conditions;
+    return status;
+  };
+  // Nothing new for the cached copy: no write.
+  if (result == nullptr && wanted_status(*p.profile) == p.profile->value("status", json())) return;
+  p.profile = kube::retry_on_conflict([&] {
+    json object = live_reader_.get(p.path);
+    object["status"] = wanted_status(object);
+    return status_writer_.update_status(p.path, object);
+  });
+  own_writes_.remember(p.path, *p.profile, OwnWrites::Keep::kVersion);
+}
+
+ProbeOutcome MeasurementReconciler::outcome_of(const json& probe) const {
+  const ProbeOutcome cached =
+      read_probe_outcome(probe, pods_of_job(reader_, probe, settings_.probe.ns));
+  if (!cached.rank0_pod_missing) return cached;
+  // The Job's Complete came through its watch before its pods through theirs (a probe of
+  // milliseconds; seen on the sim): the API server has them. One list, only here.
+  return read_probe_outcome(probe, pods_of_job(live_reader_, probe, settings_.probe.ns));
+}
+
+void MeasurementReconciler::delete_probe(const json& probe) {
+  const std::string& ns = settings_.probe.ns;
+  const std::string name = meta_string(probe, "name");
+  kube::DeleteOptions options;
+  options.propagation_policy = "Background";
+  // This probe, not one created under its name since it was read: that one stays.
+  options.precondition_uid = meta_string(probe, "uid");
+  try {
+    remove_if_present(writer_, jobs_collection(ns) + "/" + name, options);
+  } catch (const ApiError& e) {
+    if (e.conflict()) return;  // another probe's, its Service with it
+    throw;
+  }
+  remove_if_present(writer_, services_collection(ns) + "/" + name);
+}
+
+void MeasurementReconciler::tell_jobs(const std::vector<std::string>& jobs, const std::string& type,
+                                      const std::string& reason, const std::string& note) {
+  for (size_t i = 0; i < jobs.size() && i < kJobsTold; ++i) {
+    const auto slash = jobs[i].find('/');
+    if (slash == std::string::npos) continue;
+    std::string uid;
+    if (auto job = get_or_null(
+            reader_, trainingjob_path(jobs[i].substr(0, slash), jobs[i].substr(slash + 1))))
+      uid = meta_string(*job, "uid");
+    events_.record(
+        {kApiVersion, "TrainingJob", jobs[i].substr(0, slash), jobs[i].substr(slash + 1), uid},
+        type, reason, "Probe", note);
+  }
+}
+
+std::string MeasurementReconciler::metrics_text() const {
+  Metrics m;
+  {
+    std::lock_guard lock(metrics_mu_);
+    m = metrics_;
+  }
+  std::string out;
+  out += "# HELP commgate_operator_probe_failures_total Probe attempts that failed, by reason.\n";
+  out += "# TYPE commgate_operator_probe_failures_total counter\n";
+  for (const auto& [reason, n] : m.probe_failures)
+    out += "commgate_operator_probe_failures_total{reason=\"" + prometheus_escape_label(reason) +
+           "\"} " + prometheus_number(static_cast<double>(n)) + "\n";
+  append_prometheus_sample(out, "commgate_operator_probes_created_total", "counter",
+                           "Probe Jobs created.", static_cast<double>(m.probes_created));
+  // A histogram, so that dashboards can show quantiles across replicas and time.
+  out +=
+      "# HELP commgate_operator_probe_duration_seconds From a probe Job's creation to its "
+      "outcome recorded in the CommProfile.\n";
+  out += "# TYPE commgate_operator_probe_duration_seconds histogram\n";
+  for (size_t i = 0; i < kProbeDurationBuckets.size(); ++i)
+    out += "commgate_operator_probe_duration_seconds_bucket{le=\"" +
+           prometheus_number(kProbeDurationBuckets[i]) + "\"} " +
+           prometheus_number(static_cast<double>(m.probe_duration_buckets[i])) + "\n";
+  out += "commgate_operator_probe_duration_seconds_bucket{le=\"+Inf\"} " +
+         prometheus_number(static_cast<double>(m.probe_durations)) + "\n";
+  out +=
+      "commgate_operator_probe_duration_seconds_sum " + prometheus_number(m.probe_seconds) + "\n";
+  out += "commgate_operator_probe_duration_seconds_count " +
+         prometheus_number(static_cast<double>(m.probe_durations)) + "\n";
+  // Per pool, from the snapshot: to graph a pool's measurement over time.
+  if (const auto snapshot = snapshot_()) {
+    const TimePoint now = now_();
+    std::string busbw, latency, age;
+    for (const auto& [name, profile] : snapshot->profiles) {
+      if (!profile.status.link) continue;
+      const LinkRecord& l = *profile.status.link;
+      const std::string pool = "{pool=\"" + prometheus_escape_label(name) + "\"} ";
+      busbw += "commgate_operator_pool_busbw_gbps" + pool + prometheus_number(l.busbw_gbps) + "\n";
+      latency += "commgate_operator_pool_latency_seconds" + pool +
+                 prometheus_number(l.latency_us * 1e-6) + "\n";
+      age += "commgate_operator_pool_measurement_age_seconds" + pool +
+             prometheus_number(std::chrono::duration<double>(now - l.measured_at).count()) + "\n";
+    }
+    out +=
+        "# HELP commgate_operator_pool_busbw_gbps A pool's fitted all-reduce bus bandwidth "
+        "(CommProfile status.link.busbwGBps), GB/s.\n"
+        "# TYPE commgate_operator_pool_busbw_gbps gauge\n" +
+        busbw +
+        "# HELP commgate_operator_pool_latency_seconds A pool's fitted all-reduce latency.\n"
+        "# TYPE commgate_operator_pool_latency_seconds gauge\n" +
+        latency +
+        "# HELP commgate_operator_pool_measurement_age_seconds Since a pool's link was "
+        "measured (the policies' measurementTTL is judged on it).\n"
+        "# TYPE commgate_operator_pool_measurement_age_seconds gauge\n" +
+        age;
+  }
+  return out;
+}
+
+}  // namespace commgate::op

@@ -1,0 +1,101 @@
+// The reconcile's wait step: a job gated for its pool's measurement. The measurement
+// controller (operator/measurement_reconciler.h) probes the pool; this step reads what it
+// does (the CommProfile's Probing condition and status.probe, the probe Job) and tells the
+// job's owner in its Probed condition, and fails the job for good once the pool's probe
+// has failed past the job's policy's retries.
+#include "core/quantity.h"
+#include "operator/measurement_reconciler.h"
+#include "operator/probe_history.h"
+#include "operator/reconcile_context.h"
+
+namespace commgate::op {
+
+using kube::Action;
+using kube::ReconcileResult;
+using nlohmann::json;
+using namespace detail;
+
+// Probed=False while the pool's probe has not measured what the job needs.
+inline constexpr const char* kReasonWaitingForMeasurement = "WaitingForMeasurement";
+
+ReconcileResult TrainingJobReconciler::wait_for_measurement(Context& ctx, const JobDecision& jd) {
+  enter(ctx, Step::kWait);
+  const std::string& pool = jd.profile_name;
+  const std::string& ns = settings_.probe.ns;
+  const std::string name = probe_job_name(pool);
+  const std::optional<json> profile = get_or_null(reader_, profile_path(pool));
+  const std::optional<json> probe = get_or_null(reader_, jobs_collection(ns) + "/" + name);
+  const ProbeHistory history = profile ? probe_history_of(*profile) : ProbeHistory{};
+  const int attempts = jd.policy->spec.retry_strategy.backoff_limit_count + 1;
+  if (!probe && history.failed_attempts >= attempts) {
+    const std::string what =
+        "probe of pool " + pool + " failed " + std::to_string(history.failed_attempts) + " time" +
+        (history.failed_attempts == 1 ? "" : "s") + ", " + std::to_string(attempts) +
+        " allowed by " + policy_label(jd.policy->metadata.name) + ": " +
+        history.last_failure_message;
+    const std::string clause = what.ends_with('.') ? what.substr(0, what.size() - 1) : what;
+    ctx.condition(
+        condition::kProbed, kFalse,
+        history.last_failure_reason.empty() ? kReasonProbeFailed : history.last_failure_reason,
+        what);
+    return fail_for_good(
+        ctx, op_reason::kProbeFailed,
+        clause +
+            "; commgate cannot decide this job without a measurement of its pool, so it does "
+            "not run. Check that " +
+            format_nodes(probe_node_count(ctx.job.spec.num_nodes, jd.policy->spec.probe)) +
+            " of nodeSelector " + format_node_selector(ctx.job.spec.node_selector) +
+            " are schedulable, then change the spec (or delete and resubmit the job) to probe "
+            "again");
+  }
+  // What the pool's probe does, as the measurement controller said it last.
+  const json conditions =
+      profile ? profile->value("status", json::object()).value("conditions", json::array())
+              : json::array();
+  const json* probing = find_condition(conditions, kProbingCondition);
+  const std::string probing_reason = probing ? probing->value("reason", "") : "";
+  const std::string probing_message = probing ? probing->value("message", "") : "";
+  if (probe) {
+    if (annotation_of(*probe, kProbeModelAnnotation) !=
+        probe_model_annotation(ctx.job.spec.model)) {
+      ctx.set_phase(phase::kGated);
+      ctx.condition(condition::kProbed, kFalse, op_reason::kWaitingForPoolProbe,
+                    "waiting for probe " + ns + "/" + name + " of pool " + pool + " (for " +
+                        annotation_of(*probe, kProbeForAnnotation) +
+                        ", another model) to finish; this job's model is probed next");
+    } else {
+      ctx.set_phase(phase::kProbing);
+      ctx.condition(condition::kProbed, kFalse, kReasonProbeRunning,
+                    probing_reason == kReasonProbeRunning
+                        ? probing_message
+                        : "probe " + ns + "/" + name + " measures pool " + pool + " on " +
+                              annotation_of(*probe, kProbeNodesAnnotation) + " node(s)");
+    }
+  } else {
+    ctx.set_phase(phase::kGated);
+    // A failure with its retry time, a probe slot awaited: the controller's words. Else
+    // (no word yet, or a success that did not cover this job) the job says it waits.
+    const bool told = probing != nullptr && probing_reason != kReasonProbeRunning &&
+                      probing_reason != kReasonProbeSucceeded && probing_reason != kReasonNoDemand;
+    ctx.condition(condition::kProbed, kFalse, told ? probing_reason : kReasonWaitingForMeasurement,
+                  told ? probing_message
+                       : "waiting for the measurement of pool " + pool + " (CommProfile " + pool +
+                             "): " + jd.decision.message);
+  }
+  sync_status(ctx);
+  return Action::requeue_after(settings_.probe_poll);
+}
+
+void TrainingJobReconciler::settle_probed(Context& ctx, const JobDecision& jd) {
+  if (!jd.measurement || !ctx.status.contains("conditions")) return;
+  const json* probed = find_condition(ctx.status["conditions"], condition::kProbed);
+  if (probed == nullptr || probed->value("status", "") != kFalse) return;
+  const Measurement& m = *jd.measurement;
+  ctx.condition(condition::kProbed, kTrue, kReasonProbeSucceeded,
+                "pool " + jd.profile_name + " measured on " + format_nodes(m.nodes_probed) +
+                    ": all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + " (" +
+                    m.backend + (m.transport.empty() ? "" : ", " + m.transport) +
+                    "), read from CommProfile " + jd.profile_name);
+}
+
+}  // namespace commgate::op
