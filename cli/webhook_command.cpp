@@ -268,6 +268,7 @@ int run_webhook(const std::vector<std::string>& args, std::ostream& out, std::os
     }
 
     o.config.log = log.with({{"component", "admission"}});
+    o.config.version = COMMGATE_VERSION;
     webhook::WebhookServer server(o.server, source, o.config);
     server.start();
     log.info("listening on " + o.server.address + ":" + std::to_string(server.port()) + " (https)",

@@ -267,10 +267,13 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
 
 ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
   const std::string uid = meta_string(probe, "uid");
+  // A CommProfile the cache does not show (created a moment ago) is asked for: only one
+  // that is gone leaves its probe without an owner (the garbage collector follows).
+  if (!p.profile) p.profile = get_or_null(live_reader_, p.path);
   ProbeHistory history = p.profile ? probe_history_of(*p.profile) : ProbeHistory{};
   if (!p.profile || (!uid.empty() && history.last_probe_uid == uid)) {
     // Recorded already (a copy the cache still shows, or a delete that failed), or its
-    // CommProfile is gone (the garbage collector follows the ownerReference).
+    // CommProfile is gone.
     delete_probe(probe);
     return Action::await_change();
   }

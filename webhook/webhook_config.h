@@ -50,6 +50,8 @@ struct WebhookConfig {
   // (`--decision-key-file`): a record without a valid signature is decided again. Null:
   // records are neither signed nor checked (docs/security.md "Decision records").
   std::shared_ptr<const RecordAuthenticator> records;
+  // commgate_webhook_build_info{version} (the operator has its own): which version runs.
+  std::string version;
 };
 
 }  // namespace commgate::webhook

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/prometheus_text.h"
 #include "webhook/admission_review.h"
 #include "webhook/handlers.h"
 
@@ -131,6 +132,10 @@ std::optional<AdmissionResponse> AdmissionService::run_inline(bool mutate,
 
 std::string AdmissionService::render_metrics(const std::function<server::ServerStats()>& stats) {
   std::string out = metrics_.registry().render();
+  out += "# HELP commgate_webhook_build_info The commgate version running.\n";
+  out += "# TYPE commgate_webhook_build_info gauge\n";
+  out += "commgate_webhook_build_info{version=\"" + prometheus_escape_label(config_.version) +
+         "\"} 1\n";
   const auto snapshot = source_->snapshot();
   const double age =
       snapshot ? std::chrono::duration<double>(clock_() - snapshot->loaded_at).count() : -1;

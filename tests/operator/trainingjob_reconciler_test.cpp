@@ -343,8 +343,7 @@ struct World {
         commgate::testing::validate(status_schema(crd_file), (*stored)["status"], "status");
     EXPECT_TRUE(issues.empty()) << path << ": " << commgate::testing::to_string(issues);
   }
-  static const json& status_schema(
-      const std::string& crd_file = "trainingjobs.commgate.io.yaml") {
+  static const json& status_schema(const std::string& crd_file = "trainingjobs.commgate.io.yaml") {
     static std::map<std::string, json> crds;
     static std::mutex mu;
     std::lock_guard lock(mu);
@@ -700,6 +699,24 @@ TEST(Reconcile, one_probe_per_pool_sized_for_the_largest_count_that_waits) {
   EXPECT_EQ(w.status("gpt")["phase"], phase::kAdmitted) << w.status("gpt").dump(2);
   EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 2) << "vit's model next";
   EXPECT_EQ((*w.probe_job())["metadata"]["annotations"][kProbeForAnnotation], "ml/vit");
+}
+
+// The CommProfile was created a moment ago and the cache has not shown it yet, while the
+// probe it owns runs: the probe is not taken for an orphan and deleted.
+TEST(Reconcile, a_probe_whose_profile_the_cache_has_not_shown_yet_is_kept) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  const std::string uid = (*w.probe_job())["metadata"]["uid"];
+  w.reader.hide(kProfiles + "/" + w.pool(), 1);
+  const auto r = w.measure();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(w.probe_job());
+  EXPECT_EQ((*w.probe_job())["metadata"]["uid"], uid);
+  // Gone for real (an admin deleted it): its probe goes too.
+  w.api.remove(kProfiles + "/" + w.pool());
+  ASSERT_TRUE(w.measure().ok());
+  EXPECT_FALSE(w.probe_job());
 }
 
 // A gated job deleted while its pool is probed: the probe runs on, and its result is

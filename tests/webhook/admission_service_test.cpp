@@ -170,6 +170,10 @@ TEST(AdmissionService, CountsRequestsByEndpointDecisionAndCode) {
   EXPECT_EQ(text.find(R"(commgate_webhook_admissions_total{decision="Gate"})"), std::string::npos)
       << "a /mutate answer is not an admission of its own";
   EXPECT_NE(text.find("commgate_webhook_snapshot_age_seconds"), std::string::npos);
+  EXPECT_NE(
+      text.find("# TYPE commgate_webhook_build_info gauge\ncommgate_webhook_build_info{version=\""),
+      std::string::npos)
+      << text;
 }
 
 }  // namespace COMMGATE_TEST_UNIT
