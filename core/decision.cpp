@@ -105,10 +105,15 @@ std::string evidence(const Measurement& m, const Predictor& p) {
   if (m.measured_ddp_step && p.correction) {
     s += ", DDP step " + ms(m.measured_ddp_step->step_time_ms / 1e3) + " at " +
          format_nodes(m.measured_ddp_nodes);
-    s += p.correction->exact
-             ? " (effective busbw " + format_gbps(p.corrected.link.busbw_bytes_per_s) +
-                   ", which the model uses)"
-             : " (no bandwidth reproduces it; the model is used as it is)";
+    if (p.correction->exact)
+      s += " (effective busbw " + format_gbps(p.corrected.link.busbw_bytes_per_s) +
+           ", which the model uses)";
+    else if (p.correction->factor < 1)
+      s += " (slower than any bandwidth down to 5% of the swept one explains; the model "
+           "uses that floor, effective busbw " +
+           format_gbps(p.corrected.link.busbw_bytes_per_s) + ")";
+    else
+      s += " (no bandwidth reproduces it; the model is used as it is)";
   } else if (!m.ddp_step_not_used.empty()) {
     s += "; the model is used uncorrected: " + m.ddp_step_not_used;
   }
@@ -549,7 +554,9 @@ nlohmann::json decision_to_json(const Decision& d) {
   if (d.nodes_probed > 0) j["nodesProbed"] = d.nodes_probed;
   j["predictions"] = prediction_rows(d.predictions);
   if (d.correction) {
-    j["correction"] = {{"applied", true},
+    // Applied when it changed the bandwidth: the exact factor, or the floor of a step
+    // slower than any factor explains; one faster than the model allows is not applied.
+    j["correction"] = {{"applied", d.correction->exact || d.correction->factor != 1},
                        {"busbwFactor", round_significant(d.correction->factor)},
                        {"reproducesMeasuredStep", d.correction->exact}};
     j["rawPredictions"] = prediction_rows(d.raw_predictions);

@@ -259,14 +259,19 @@ ProbeOutcome failed(const json& job, const json& condition, const std::vector<js
   }
   std::vector<std::string> described;
   size_t failed_pods = 0;
+  // The probe's own --timeout (the policy's probe.timeoutSeconds) expired: exit code 4,
+  // a deadline as much as the Job's (docs/troubleshooting.md ProbeDeadlineExceeded).
+  bool timed_out = deadline;
   for (const json* p : ordered(pods)) {
     if (!pod_failed(*p)) continue;
+    const json& code = field(terminated_state(*p), "exitCode");
+    timed_out = timed_out || (code.is_number_integer() && code.get<int64_t>() == 4);
     if (++failed_pods <= kFailedPodsNamed) described.push_back(describe_failed_pod(*p));
   }
   for (const auto& d : described) message += "; " + d;
   if (failed_pods > described.size())
     message += "; and " + std::to_string(failed_pods - described.size()) + " more failed pod(s)";
-  return outcome(ProbeState::kFailed, deadline ? kReasonProbeDeadlineExceeded : kReasonProbeFailed,
+  return outcome(ProbeState::kFailed, timed_out ? kReasonProbeDeadlineExceeded : kReasonProbeFailed,
                  message);
 }
 

@@ -32,6 +32,9 @@ struct TrainingJobReconciler::Context {
   // A decision newly put in status.decision: counted on its policy once the status is
   // written.
   std::optional<Decision> to_count;
+  // The decision-relevant spec changed after the workload was created: the record is
+  // followed as it is, and the decision shown stays the one the workload runs under.
+  bool spec_change_not_applied = false;
   // Look again after this long although nothing may change (a workload pod that waits
   // for the scheduler, bounded by --workload-unschedulable-timeout).
   std::optional<kube::Clock::duration> recheck_in;

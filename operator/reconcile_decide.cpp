@@ -22,7 +22,10 @@ ReconcileResult TrainingJobReconciler::follow_record(Context& ctx, const Decisio
   const json& observed = ctx.status.value("observedGeneration", json());
   const bool status_of_older_spec =
       !observed.is_number_integer() || observed.get<int64_t>() != generation_of(ctx.object);
-  if (!ctx.status.value("decision", json()).is_object() || status_of_older_spec) {
+  // A spec change the running workload does not follow keeps the decision shown: the
+  // workload runs under it, whatever a newer measurement would say of the spec now.
+  if (!ctx.status.value("decision", json()).is_object() ||
+      (status_of_older_spec && !ctx.spec_change_not_applied)) {
     // Decided before the operator saw the job, or this spec (by the webhook, again after
     // an edit, perhaps to the same action and count): show that decision, with its
     // predictions when deciding the request again agrees with the record.

@@ -166,6 +166,7 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
       event(ctx, "Warning", op_reason::kSpecChangeNotApplied, "Decide", message);
     // Were the Job deleted by hand, it comes back at the admitted size.
     ctx.job.spec.num_nodes = record->admitted_nodes;
+    ctx.spec_change_not_applied = true;
     return follow_record(ctx, *record);
   }
   remove_condition(ctx.status["conditions"], condition::kSpecApplied);

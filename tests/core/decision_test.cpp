@@ -695,6 +695,38 @@ TEST(Decision, an_applied_correction_says_so) {
   EXPECT_FALSE(j["correction"].contains("note"));
 }
 
+// The correction's words and its `applied` agree (a trial saw `applied: true,
+// reproducesMeasuredStep: false` beside a message saying the model was used as it is): a
+// step faster than any bandwidth explains is not applied; one slower than the floor is
+// applied at the floor, and the message says so.
+TEST(Decision, a_correction_that_reproduces_nothing_says_what_the_model_uses) {
+  TrainingJob job = a_training_job("bert").nodes(4).params(25e6).build();
+  CommPolicy policy = a_policy().max_comm_share(0.99).build();
+  const Measurement base = a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build();
+
+  const Measurement fast_m = with_ddp_step(base, 2, 300);
+  Decision fast = decide({&job, &policy, &fast_m, {}, test_now()});
+  ASSERT_TRUE(fast.correction);
+  EXPECT_FALSE(fast.correction->exact);
+  EXPECT_NE(fast.message.find("no bandwidth reproduces it; the model is used as it is"),
+            std::string::npos)
+      << fast.message;
+  auto jf = decision_to_json(fast);
+  EXPECT_EQ(jf["correction"]["applied"], false);
+  EXPECT_EQ(jf["correction"]["reproducesMeasuredStep"], false);
+
+  const Measurement slow_m = with_ddp_step(base, 2, 100000);
+  Decision slow = decide({&job, &policy, &slow_m, {}, test_now()});
+  ASSERT_TRUE(slow.correction);
+  EXPECT_EQ(slow.correction->factor, kMinBusbwCorrection);
+  EXPECT_NE(slow.message.find("the model uses that floor, effective busbw 0.025 GB/s"),
+            std::string::npos)
+      << slow.message;
+  auto js = decision_to_json(slow);
+  EXPECT_EQ(js["correction"]["applied"], true);
+  EXPECT_EQ(js["correction"]["reproducesMeasuredStep"], false);
+}
+
 struct ShownCase {
   std::string name;
   int requested, admitted, largest_passing, probed;

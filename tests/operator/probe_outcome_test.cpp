@@ -250,6 +250,19 @@ std::vector<Case> cases() {
        .want_message = {"Job was active longer than specified deadline",
                         "rank 0 (pod " + kJobName + "-0-x7k2p): exit code 137 (killed)",
                         "rank 1 (pod " + kJobName + "-1-x7k2p): exit code 137"}});
+  // The probe's own --timeout (probe.timeoutSeconds) expired inside the Job's deadline:
+  // exit code 4 is a deadline too (a trial saw it reported ProbeFailed where
+  // docs/troubleshooting.md promises ProbeDeadlineExceeded).
+  c.push_back(
+      {.name = "the_probes_own_timeout_is_a_deadline_exceeded",
+       .job = failed_job("BackoffLimitExceeded", "Job has reached the specified backoff limit"),
+       .pods = {terminated(0, 4,
+                           R"({"error":{"stage":"allreduce","message":"timed out after 300 s in )"
+                           R"(stage \"allreduce 64 MiB\""}})"),
+                terminated(1, 4, "")},
+       .want_state = ProbeState::kFailed,
+       .want_reason = "ProbeDeadlineExceeded",
+       .want_message = {"exit code 4 (timed out)"}});
   c.push_back(
       {.name = "a_failed_rank_reports_its_exit_code_and_the_probes_error",
        .job = failed_job("BackoffLimitExceeded", "Job has reached the specified backoff limit"),
@@ -285,7 +298,7 @@ std::vector<Case> cases() {
                .pods = {terminated(4, 4, ""), terminated(3, 4, ""), terminated(2, 4, ""),
                         terminated(1, 4, ""), terminated(0, 4, "")},
                .want_state = ProbeState::kFailed,
-               .want_reason = "ProbeFailed",
+               .want_reason = "ProbeDeadlineExceeded",
                .want_message = {"rank 0 ", "rank 1 ", "rank 2 ", "and 2 more failed pod(s)",
                                 "exit code 4 (timed out)"},
                .not_in_message = {"rank 3", "rank 4"}});
