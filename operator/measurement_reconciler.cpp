@@ -92,7 +92,18 @@ MeasurementReconciler::MeasurementReconciler(
       events_(events),
       now_(std::move(now)),
       waiting_(std::move(waiting)),
-      settings_(std::move(settings)) {}
+      settings_(std::move(settings)),
+      probes_created_(
+          metrics_.counter("commgate_operator_probes_created_total", "Probe Jobs created.")),
+      // A histogram, so that dashboards can show quantiles across replicas and time. A
+      // probe takes tens of seconds on a healthy pool; its Job's deadline is the policy's
+      // timeout + 60 s.
+      probe_duration_(metrics_.histogram(
+          "commgate_operator_probe_duration_seconds",
+          "From a probe Job's creation to its outcome recorded in the CommProfile.",
+          {5, 10, 30, 60, 120, 300, 600, 1800})) {
+  metrics_.add_collector([this] { return pool_gauges(); });
+}
 
 ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
   auto failed = [&](const std::string& message) {
@@ -254,10 +265,7 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
                            std::to_string(attempts) + ") for " + joined(plan.jobs) +
                            dropped_tolerations_note(tolerations.dropped, policy);
   if (created) {
-    {
-      std::lock_guard lock(metrics_mu_);
-      ++metrics_.probes_created;
-    }
+    probes_created_.inc();
     tell_jobs(plan.jobs, "Normal", "ProbeCreated", what);
   }
   history.next_probe_time.reset();
@@ -304,14 +312,8 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
                      joined(served) + (outcome.message.empty() ? "" : ": " + outcome.message));
     return Action::requeue_after(settings_.probe_poll);
   }
-  if (auto created = parse_rfc3339(meta_string(probe, "creationTimestamp"))) {
-    std::lock_guard lock(metrics_mu_);
-    const double seconds = std::chrono::duration<double>(p.now - *created).count();
-    ++metrics_.probe_durations;
-    metrics_.probe_seconds += seconds;
-    for (size_t i = 0; i < kProbeDurationBuckets.size(); ++i)
-      metrics_.probe_duration_buckets[i] += seconds <= kProbeDurationBuckets[i];
-  }
+  if (auto created = parse_rfc3339(meta_string(probe, "creationTimestamp")))
+    probe_duration_.observe(std::chrono::duration<double>(p.now - *created).count());
   history.last_probe_uid = uid;
   // The backoff of the oldest waiting job's policy; the default one when none waits (its
   // jobs were deleted mid-probe: the outcome is recorded all the same).
@@ -328,10 +330,10 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
     history.last_failure_reason = why;
     history.last_failure_message = message;
     history.last_failure_time = p.now;
-    {
-      std::lock_guard lock(metrics_mu_);
-      ++metrics_.probe_failures[why];
-    }
+    metrics_
+        .counter("commgate_operator_probe_failures_total", "Probe attempts that failed, by reason.",
+                 {{"reason", why}})
+        .inc();
     const std::string what = "probe of pool " + p.name + " failed (attempt " +
                              std::to_string(history.failed_attempts) + " of " +
                              std::to_string(attempts) + "): " + message;
@@ -481,35 +483,12 @@ void MeasurementReconciler::tell_jobs(const std::vector<std::string>& jobs, cons
 }
 
 std::string MeasurementReconciler::metrics_text() const {
-  Metrics m;
-  {
-    std::lock_guard lock(metrics_mu_);
-    m = metrics_;
-  }
+  return metrics_.render();
+}
+
+// Per pool, from the snapshot: to graph a pool's measurement over time.
+std::string MeasurementReconciler::pool_gauges() const {
   std::string out;
-  out += "# HELP commgate_operator_probe_failures_total Probe attempts that failed, by reason.\n";
-  out += "# TYPE commgate_operator_probe_failures_total counter\n";
-  for (const auto& [reason, n] : m.probe_failures)
-    out += "commgate_operator_probe_failures_total{reason=\"" + prometheus_escape_label(reason) +
-           "\"} " + prometheus_number(static_cast<double>(n)) + "\n";
-  append_prometheus_sample(out, "commgate_operator_probes_created_total", "counter",
-                           "Probe Jobs created.", static_cast<double>(m.probes_created));
-  // A histogram, so that dashboards can show quantiles across replicas and time.
-  out +=
-      "# HELP commgate_operator_probe_duration_seconds From a probe Job's creation to its "
-      "outcome recorded in the CommProfile.\n";
-  out += "# TYPE commgate_operator_probe_duration_seconds histogram\n";
-  for (size_t i = 0; i < kProbeDurationBuckets.size(); ++i)
-    out += "commgate_operator_probe_duration_seconds_bucket{le=\"" +
-           prometheus_number(kProbeDurationBuckets[i]) + "\"} " +
-           prometheus_number(static_cast<double>(m.probe_duration_buckets[i])) + "\n";
-  out += "commgate_operator_probe_duration_seconds_bucket{le=\"+Inf\"} " +
-         prometheus_number(static_cast<double>(m.probe_durations)) + "\n";
-  out +=
-      "commgate_operator_probe_duration_seconds_sum " + prometheus_number(m.probe_seconds) + "\n";
-  out += "commgate_operator_probe_duration_seconds_count " +
-         prometheus_number(static_cast<double>(m.probe_durations)) + "\n";
-  // Per pool, from the snapshot: to graph a pool's measurement over time.
   if (const auto snapshot = snapshot_()) {
     const TimePoint now = now_();
     std::string busbw, latency, age;

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core/decision_record.h"
+#include "core/metrics.h"
 #include "core/snapshot.h"
 #include "kube/client.h"
 #include "kube/event_recorder.h"
@@ -126,18 +127,11 @@ class MeasurementReconciler {
   // The CommProfiles' status writes of this process, until the cache shows them.
   OwnWrites own_writes_;
 
-  // Upper bounds of the probe duration histogram, seconds (a probe takes tens of seconds
-  // on a healthy pool; its Job's deadline is the policy's timeout + 60 s).
-  static constexpr std::array<double, 8> kProbeDurationBuckets = {5,   10,  30,  60,
-                                                                  120, 300, 600, 1800};
-  struct Metrics {
-    std::map<std::string, uint64_t> probe_failures;
-    uint64_t probes_created = 0, probe_durations = 0;
-    std::array<uint64_t, kProbeDurationBuckets.size()> probe_duration_buckets{};
-    double probe_seconds = 0;
-  };
-  mutable std::mutex metrics_mu_;
-  Metrics metrics_;
+  // The controller's metrics (core/metrics.h); the pools' gauges are a collector of it.
+  Registry metrics_;
+  Counter& probes_created_;
+  Histogram& probe_duration_;
+  std::string pool_gauges() const;
 };
 
 }  // namespace commgate::op

@@ -155,8 +155,7 @@ void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
         c["observedGeneration"] = after;
     }
   }
-  std::lock_guard lock(metrics_mu_);
-  ++metrics_.decisions[commgate::to_string(jd.decision.action)];
+  count("commgate_operator_decisions_total", "action", commgate::to_string(jd.decision.action));
 }
 
 ReconcileResult TrainingJobReconciler::apply_decision(Context& ctx, const JobDecision& jd) {

@@ -41,10 +41,7 @@ void TrainingJobReconciler::sync_status(Context& ctx) {
     throw;  // 409: the runner retries, and the next reconcile reads the job again
   }
   remember_write(ctx);
-  {
-    std::lock_guard lock(metrics_mu_);
-    ++metrics_.status_writes;
-  }
+  status_writes_.inc();
   if (ctx.to_count) {
     const Decision d = *std::exchange(ctx.to_count, std::nullopt);
     count_decision(ctx, d, d.policy_name);
@@ -60,8 +57,7 @@ void TrainingJobReconciler::count_decision(Context& ctx, const Decision& d,
   } catch (const std::exception&) {
     // An audit counter is not worth failing the job's reconcile for (the status is
     // written, so a retry would not count it either): counted as an error of the step.
-    std::lock_guard lock(metrics_mu_);
-    ++metrics_.errors["count"];
+    count("commgate_operator_reconcile_errors_total", "step", "count");
   }
 }
 

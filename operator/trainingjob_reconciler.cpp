@@ -51,12 +51,27 @@ TrainingJobReconciler::TrainingJobReconciler(
       events_(events),
       now_(std::move(now)),
       settings_(std::move(settings)),
-      counters_(reader, status_writer) {}
+      counters_(reader, status_writer),
+      status_writes_(metrics_.counter(
+          "commgate_operator_status_writes_total",
+          "TrainingJob status writes (a status that did not change is not written).")) {}
+
+namespace {
+const char* help_of(std::string_view family) {
+  if (family == "commgate_operator_reconciles_total") return "Reconcile steps run, by step.";
+  if (family == "commgate_operator_reconcile_errors_total")
+    return "Reconciles that ended in an error, by the step that failed.";
+  return "Decisions written on TrainingJobs, by action.";
+}
+}  // namespace
+
+void TrainingJobReconciler::count(const char* family, const char* label, const std::string& value) {
+  metrics_.counter(family, help_of(family), {{label, value}}).inc();
+}
 
 void TrainingJobReconciler::enter(Context& ctx, Step step) {
   ctx.step = step;
-  std::lock_guard lock(metrics_mu_);
-  ++metrics_.reconciles[to_string(step)];
+  count("commgate_operator_reconciles_total", "step", to_string(step));
 }
 
 void TrainingJobReconciler::event(const Context& ctx, const std::string& type,
@@ -81,8 +96,7 @@ ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   ctx.snapshot = snapshot_();
   if (!ctx.snapshot) return ReconcileError::retryable("no snapshot of policies and profiles yet");
   auto failed = [&](const std::string& message) {
-    std::lock_guard lock(metrics_mu_);
-    ++metrics_.errors[to_string(ctx.step)];
+    count("commgate_operator_reconcile_errors_total", "step", to_string(ctx.step));
     return std::string(to_string(ctx.step)) + ": " + message;
   };
   try {
@@ -208,32 +222,7 @@ std::vector<json> TrainingJobReconciler::pods_of(const json& job, const std::str
 // ----- metrics --------------------------------------------------------------------------
 
 std::string TrainingJobReconciler::metrics_text() const {
-  Metrics m;
-  {
-    std::lock_guard lock(metrics_mu_);
-    m = metrics_;
-  }
-  std::string out;
-  auto family = [&](const char* name, const char* help, const char* label,
-                    const std::map<std::string, uint64_t>& values) {
-    out += std::string("# HELP ") + name + " " + prometheus_escape_help(help) + "\n";
-    out += std::string("# TYPE ") + name + " counter\n";
-    for (const auto& [value, n] : values) {
-      out += std::string(name) + "{" + label + "=\"" + prometheus_escape_label(value) + "\"} " +
-             prometheus_number(static_cast<double>(n)) + "\n";
-    }
-  };
-  family("commgate_operator_reconciles_total", "Reconcile steps run, by step.", "step",
-         m.reconciles);
-  family("commgate_operator_reconcile_errors_total",
-         "Reconciles that ended in an error, by the step that failed.", "step", m.errors);
-  family("commgate_operator_decisions_total", "Decisions written on TrainingJobs, by action.",
-         "action", m.decisions);
-  append_prometheus_sample(out, "commgate_operator_status_writes_total", "counter",
-                           "TrainingJob status writes (a status that did not change is not "
-                           "written).",
-                           static_cast<double>(m.status_writes));
-  return out;
+  return metrics_.render();
 }
 
 }  // namespace commgate::op

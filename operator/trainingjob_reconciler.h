@@ -44,6 +44,7 @@
 
 #include "core/decision_record.h"
 #include "core/job_decision.h"
+#include "core/metrics.h"
 #include "core/snapshot.h"
 #include "core/time_format.h"
 #include "kube/client.h"
@@ -106,10 +107,6 @@ class TrainingJobReconciler {
 
  private:
   struct Context;
-  struct Metrics {
-    std::map<std::string, uint64_t> reconciles, errors, decisions;
-    uint64_t status_writes = 0;
-  };
 
   kube::ReconcileResult run(Context& ctx);
   kube::ReconcileResult invalid_spec(Context& ctx, const std::string& message);
@@ -164,8 +161,10 @@ class TrainingJobReconciler {
   // After a write of the TrainingJob (ctx.object is what the API server answered).
   void remember_write(const Context& ctx);
 
-  mutable std::mutex metrics_mu_;
-  Metrics metrics_;
+  // The reconciler's metrics (core/metrics.h), families as metrics_text() lists them.
+  Registry metrics_;
+  Counter& status_writes_;
+  void count(const char* family, const char* label, const std::string& value);
 };
 
 }  // namespace commgate::op

@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/metrics.h"
 #include "server/container_limits.h"
-#include "server/metrics.h"
 #include "server/tls_store.h"
 
 namespace commgate::server {

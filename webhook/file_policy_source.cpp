@@ -10,8 +10,8 @@
 #include <stdexcept>
 
 #include "core/field_errors.h"
+#include "core/metrics.h"
 #include "core/yaml_json.h"
-#include "server/metrics.h"
 
 namespace commgate::webhook {
 namespace {
@@ -204,10 +204,10 @@ std::shared_ptr<const Snapshot> FilePolicySource::snapshot() const {
 
 std::string FilePolicySource::metrics_text() const {
   std::string out;
-  server::append_prometheus_sample(out, "commgate_webhook_file_reload_failures_total", "counter",
-                                   "Changes to the policy and profile files that did not parse "
-                                   "(the last good snapshot was kept).",
-                                   static_cast<double>(reload_failures()));
+  append_prometheus_sample(out, "commgate_webhook_file_reload_failures_total", "counter",
+                           "Changes to the policy and profile files that did not parse "
+                           "(the last good snapshot was kept).",
+                           static_cast<double>(reload_failures()));
   return out;
 }
 

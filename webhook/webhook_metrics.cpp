@@ -10,10 +10,9 @@ constexpr const char* kLatencyHelp =
 }  // namespace
 
 WebhookMetrics::WebhookMetrics()
-    : mutate_latency_(registry_.histogram(
-          kLatencyName, kLatencyHelp, server::default_latency_buckets(), {{"endpoint", "mutate"}})),
-      validate_latency_(registry_.histogram(kLatencyName, kLatencyHelp,
-                                            server::default_latency_buckets(),
+    : mutate_latency_(registry_.histogram(kLatencyName, kLatencyHelp, default_latency_buckets(),
+                                          {{"endpoint", "mutate"}})),
+      validate_latency_(registry_.histogram(kLatencyName, kLatencyHelp, default_latency_buckets(),
                                             {{"endpoint", "validate"}})) {}
 
 void WebhookMetrics::record_request(const std::string& endpoint, const std::string& decision,

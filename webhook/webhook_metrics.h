@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string>
 
-#include "server/metrics.h"
+#include "core/metrics.h"
 
 namespace commgate::webhook {
 
@@ -21,12 +21,12 @@ class WebhookMetrics {
   void record_request(const std::string& endpoint, const std::string& decision, int code,
                       std::chrono::nanoseconds duration);
 
-  server::Registry& registry() { return registry_; }
+  Registry& registry() { return registry_; }
 
  private:
-  server::Registry registry_;
-  server::Histogram& mutate_latency_;
-  server::Histogram& validate_latency_;
+  Registry registry_;
+  Histogram& mutate_latency_;
+  Histogram& validate_latency_;
 };
 
 }  // namespace commgate::webhook

@@ -139,16 +139,16 @@ std::string AdmissionService::render_metrics(const std::function<server::ServerS
   const auto snapshot = source_->snapshot();
   const double age =
       snapshot ? std::chrono::duration<double>(clock_() - snapshot->loaded_at).count() : -1;
-  server::append_prometheus_sample(out, "commgate_webhook_snapshot_age_seconds", "gauge",
-                                   "Age of the policies and measurements the webhook decides "
-                                   "from; -1 before the first load.",
-                                   age);
-  server::append_prometheus_sample(out, "commgate_webhook_policies", "gauge",
-                                   "CommPolicies in the current snapshot.",
-                                   snapshot ? static_cast<double>(snapshot->policies.size()) : 0);
-  server::append_prometheus_sample(out, "commgate_webhook_profiles", "gauge",
-                                   "CommProfiles in the current snapshot.",
-                                   snapshot ? static_cast<double>(snapshot->profiles.size()) : 0);
+  append_prometheus_sample(out, "commgate_webhook_snapshot_age_seconds", "gauge",
+                           "Age of the policies and measurements the webhook decides "
+                           "from; -1 before the first load.",
+                           age);
+  append_prometheus_sample(out, "commgate_webhook_policies", "gauge",
+                           "CommPolicies in the current snapshot.",
+                           snapshot ? static_cast<double>(snapshot->policies.size()) : 0);
+  append_prometheus_sample(out, "commgate_webhook_profiles", "gauge",
+                           "CommProfiles in the current snapshot.",
+                           snapshot ? static_cast<double>(snapshot->profiles.size()) : 0);
   if (stats) out += server::server_stats_prometheus(stats(), "commgate_webhook_http");
   return out;
 }

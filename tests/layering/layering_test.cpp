@@ -224,7 +224,7 @@ TEST(Layering, TheIncludeCheckFlagsEachKindOfCrossing) {
   const std::vector<Case> cases = {
       {"core including the server", {"core/x.cpp", "#include \"server/http.h\"\n"}, 1},
       {"core including the sim", {"core/x.h", "  #  include \"sim/cluster.h\"\n"}, 1},
-      {"kube including the server", {"kube/x.cpp", "#include \"server/metrics.h\"\n"}, 1},
+      {"kube including the server", {"kube/x.cpp", "#include \"server/server.h\"\n"}, 1},
       {"the probe including the Kubernetes client",
        {"probe-job/x.cpp", "#include \"kube/api_client.h\"\n"},
        1},
@@ -283,5 +283,5 @@ TEST(Layering, TheLinkGraphAgreesWithTheLayers) {
   EXPECT_TRUE(violations.empty()) << "see docs/architecture.md:\n" << joined(violations);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

@@ -1,4 +1,5 @@
-#include "server/metrics.h"
+// core/metrics.h (the registry), and the HTTPS server's stats appended to it as a collector.
+#include "core/metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,8 @@
 // A tiny, thread-safe Prometheus text-format (0.0.4) registry: counters, gauges and
 // histograms with fixed buckets, plus collectors that append text at render time (the
-// HTTPS server's counters come in that way: see server_stats_prometheus in server.h).
+// HTTPS server's counters come in that way: see server_stats_prometheus in
+// server/server.h). In core so that every part can count with it: the webhook, the
+// operator's reconcilers (issue #21).
 // Updates are lock-free; registration and rendering take a lock.
 #pragma once
 
@@ -17,7 +19,7 @@
 
 #include "core/prometheus_text.h"
 
-namespace commgate::server {
+namespace commgate {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
@@ -99,10 +101,4 @@ class Registry {
   std::vector<std::function<std::string()>> collectors_;
 };
 
-// Text-format helpers for collectors (core/prometheus_text.h).
-using commgate::append_prometheus_sample;
-using commgate::prometheus_escape_help;
-using commgate::prometheus_escape_label;
-using commgate::prometheus_number;
-
-}  // namespace commgate::server
+}  // namespace commgate

@@ -1,4 +1,4 @@
-#include "server/metrics.h"
+#include "core/metrics.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-namespace commgate::server {
+namespace commgate {
 
 namespace {
 
@@ -168,4 +168,4 @@ std::string Registry::render() const {
   return out;
 }
 
-}  // namespace commgate::server
+}  // namespace commgate
