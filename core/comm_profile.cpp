@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/object_reader.h"
+#include "core/significant_digits.h"
 #include "core/training_job.h"
 
 namespace commgate {
@@ -118,15 +119,20 @@ CommProfile parse_comm_profile(const nlohmann::json& doc, TimePoint now) {
 }
 
 nlohmann::json to_json(const CommProfile& p) {
+  // Measured times and rates to the 4 significant digits a measurement supports (the
+  // probe's compact result has no more; the phases scaled to the DDP step and unit
+  // conversions would otherwise show 10119.999999999998 in kubectl describe, issue #21).
+  // Parameter counts and byte sizes are exact and stay so.
+  const auto r = [](double v) { return round_significant(v); };
   nlohmann::json status = nlohmann::json::object();
   if (p.status.link) {
     const LinkRecord& l = *p.status.link;
-    status["link"] = {{"latencyUs", l.latency_us},
-                      {"busbwGBps", l.busbw_gbps},
-                      {"algbwGBps", l.algbw_gbps},
+    status["link"] = {{"latencyUs", r(l.latency_us)},
+                      {"busbwGBps", r(l.busbw_gbps)},
+                      {"algbwGBps", r(l.algbw_gbps)},
                       {"nodesProbed", l.nodes_probed},
                       {"procsPerNode", l.procs_per_node},
-                      {"maxRelativeResidual", l.max_relative_residual},
+                      {"maxRelativeResidual", r(l.max_relative_residual)},
                       {"poor", l.poor},
                       {"measuredAt", format_rfc3339(l.measured_at)}};
     if (!l.note.empty()) status["link"]["note"] = l.note;
@@ -144,19 +150,19 @@ nlohmann::json to_json(const CommProfile& p) {
                                       {"batchSize", c.batch_size},
                                       {"optimizer", c.optimizer},
                                       {"gpuProduct", c.gpu_product},
-                                      {"stepTimeMs", c.step_time_ms},
-                                      {"forwardMs", c.forward_ms},
-                                      {"backwardMs", c.backward_ms},
-                                      {"optimizerMs", c.optimizer_ms},
+                                      {"stepTimeMs", r(c.step_time_ms)},
+                                      {"forwardMs", r(c.forward_ms)},
+                                      {"backwardMs", r(c.backward_ms)},
+                                      {"optimizerMs", r(c.optimizer_ms)},
                                       {"measuredAt", format_rfc3339(c.measured_at)}});
     if (const auto& d = c.ddp_step) {
       status["computeSteps"].back()["ddpStep"] = {
           {"nodes", d->nodes},
           {"procsPerNode", d->procs_per_node},
-          {"stepTimeMs", d->step_time_ms},
-          {"computeOnlyStepTimeMs", d->compute_only_step_time_ms},
-          {"exposedCommMs", d->exposed_comm_ms},
-          {"commShare", d->comm_share},
+          {"stepTimeMs", r(d->step_time_ms)},
+          {"computeOnlyStepTimeMs", r(d->compute_only_step_time_ms)},
+          {"exposedCommMs", r(d->exposed_comm_ms)},
+          {"commShare", r(d->comm_share)},
           {"bucketCapBytes", d->bucket_cap_bytes},
           {"firstBucketBytes", d->first_bucket_bytes},
           {"buckets", d->buckets}};

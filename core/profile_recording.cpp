@@ -3,17 +3,22 @@
 #include <algorithm>
 
 #include "core/measurement.h"
+#include "core/significant_digits.h"
 
 namespace commgate {
 
+// Recorded to the 4 significant digits a measurement supports (the probe's compact result
+// has no more): a unit conversion or the phases' scaling would otherwise store
+// 2150.9999999999995 and 6548.8134155849475 (kubectl describe cprof, issue #21). The probe
+// path and the profile path both decide from what is recorded here, so they agree.
 LinkRecord link_record_of(const ProbeResult& r) {
   LinkRecord l;
-  l.latency_us = r.fit.latency_s * 1e6;
-  l.busbw_gbps = to_gbps(r.fit.busbw_bytes_per_s);
-  l.algbw_gbps = r.allreduce.empty() ? 0 : r.allreduce.back().algbw_gbps;
+  l.latency_us = round_significant(r.fit.latency_s * 1e6);
+  l.busbw_gbps = round_significant(to_gbps(r.fit.busbw_bytes_per_s));
+  l.algbw_gbps = r.allreduce.empty() ? 0 : round_significant(r.allreduce.back().algbw_gbps);
   l.nodes_probed = r.nodes;
   l.procs_per_node = r.procs_per_node;
-  l.max_relative_residual = r.fit.max_relative_residual;
+  l.max_relative_residual = round_significant(r.fit.max_relative_residual);
   l.poor = r.fit.poor;
   l.note = r.fit.note;
   l.measured_at = r.start_time;
@@ -30,15 +35,19 @@ std::optional<ComputeStepRecord> compute_record_of(const ProbeResult& r) {
   c.batch_size = r.compute->batch_size;
   c.optimizer = r.compute->optimizer;
   c.gpu_product = r.gpu_product;
-  c.forward_ms = used.forward_s * 1e3;
-  c.backward_ms = used.backward_s * 1e3;
-  c.optimizer_ms = used.optimizer_s * 1e3;
-  c.step_time_ms = c.forward_ms + c.backward_ms + c.optimizer_ms;
+  c.forward_ms = round_significant(used.forward_s * 1e3);
+  c.backward_ms = round_significant(used.backward_s * 1e3);
+  c.optimizer_ms = round_significant(used.optimizer_s * 1e3);
+  c.step_time_ms = round_significant(c.forward_ms + c.backward_ms + c.optimizer_ms);
   if (!(c.step_time_ms > 0)) c.step_time_ms = r.compute->step_time_ms;
   c.measured_at = r.start_time;
   if (ddp && ddp->step_time_ms > 0 && ddp->compute_only_step_time_ms > 0) {
     DdpStepRecord d;
     static_cast<DdpStepResult&>(d) = *ddp;
+    d.step_time_ms = round_significant(d.step_time_ms);
+    d.compute_only_step_time_ms = round_significant(d.compute_only_step_time_ms);
+    d.exposed_comm_ms = round_significant(d.exposed_comm_ms);
+    d.comm_share = round_significant(d.comm_share);
     d.nodes = r.nodes;
     d.procs_per_node = r.procs_per_node;
     c.ddp_step = d;

@@ -7,6 +7,7 @@
 #include "core/profile_recording.h"
 #include "core/prometheus_text.h"
 #include "core/quantity.h"
+#include "core/significant_digits.h"
 #include "kube/api_error.h"
 #include "kube/retry_on_conflict.h"
 #include "operator/conditions.h"
@@ -51,6 +52,11 @@ std::string dropped_tolerations_note(const std::vector<std::string>& dropped,
          "'s probe.tolerationKeys: " + (keys.empty() ? "none" : keys) + ")";
 }
 
+// "... node selector." -> "... node selector": a clause that another follows after ";".
+std::string without_final_stop(const std::string& text) {
+  return text.ends_with('.') ? text.substr(0, text.size() - 1) : text;
+}
+
 // Whether a CommProfile's status holds a measurement of any kind (a link or a compute
 // step), as written, parseable or not.
 bool has_measurement(const json& profile) {
@@ -73,8 +79,9 @@ std::string joined(const std::vector<std::string>& items) {
 struct MeasurementReconciler::Pool {
   std::string name, path;
   TimePoint now{};
-  Snapshot view;                // the snapshot with the pool's profile as the cache has it
-  std::optional<json> profile;  // the CommProfile as read (or created, or written)
+  Logger log = Logger::discard();  // the settings' logger with the pool's name
+  Snapshot view;                   // the snapshot with the pool's profile as the cache has it
+  std::optional<json> profile;     // the CommProfile as read (or created, or written)
   std::vector<MeasurementDemand> demands;
 };
 
@@ -116,6 +123,7 @@ ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
     p.name = pool;
     p.path = profile_path(pool);
     p.now = now_();
+    p.log = settings_.log.with({{"pool", pool}});
     p.profile = get_or_null(reader_, p.path);
     // The cache has not caught up with this process's last write of the profile: what it
     // shows is the stale echo of the pool's own state (a measurement not yet there would
@@ -156,13 +164,22 @@ ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
                            json()) == json(kManagedByValue)) {
         kube::DeleteOptions options;
         options.precondition_uid = meta_string(*p.profile, "uid");
+        bool deleted = true;
         try {
           remove_if_present(writer_, p.path, options);
         } catch (const ApiError& e) {
-          if (!e.conflict()) throw;  // another object of that name now: kept
+          // Another object of that name now (409): kept. Not allowed (403: RBAC without
+          // delete): kept, and said; the failures below restart all the same.
+          if (!e.conflict() && e.code() != 403) throw;
+          deleted = false;
+          if (e.code() == 403) p.log.warning(std::string("cannot delete CommProfile: ") + e.what());
         }
-        own_writes_.forget(p.path);
-        return Action::await_change();
+        if (deleted) {
+          own_writes_.forget(p.path);
+          p.log.info("deleted CommProfile " + pool +
+                     ": no job waits on it and it never held a measurement");
+          return Action::await_change();
+        }
       }
       // Failures in a row restart with the next demand (the jobs they failed for good
       // have failed; a new or changed job gets its own attempts).
@@ -199,6 +216,7 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
         {"spec", {{"nodeSelector", selector}}}};
     try {
       p.profile = writer_.create(kProfiles, wanted);
+      p.log.info("created CommProfile " + p.name + " for " + lead.job);
     } catch (const ApiError& e) {
       if (!e.already_exists()) throw;
       // Created before the cache showed it (an earlier try whose answer was lost).
@@ -214,7 +232,7 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
         p, history, kFalse,
         history.last_failure_reason.empty() ? kReasonProbeFailed : history.last_failure_reason,
         "probe of pool " + p.name + " failed " + std::to_string(history.failed_attempts) +
-            " times: " + history.last_failure_message + "; no more attempts");
+            " times: " + without_final_stop(history.last_failure_message) + "; no more attempts");
     return Action::await_change();
   }
   if (history.next_probe_time && p.now < *history.next_probe_time)
@@ -266,6 +284,7 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
                            dropped_tolerations_note(tolerations.dropped, policy);
   if (created) {
     probes_created_.inc();
+    p.log.info(what, {{"reason", "ProbeCreated"}});
     tell_jobs(plan.jobs, "Normal", "ProbeCreated", what);
   }
   history.next_probe_time.reset();
@@ -305,16 +324,6 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
     if (probe_model_annotation(d.model) == model) served.push_back(d.job);
   if (served.empty() && !for_job.empty()) served.push_back(for_job);
 
-  if (outcome.state == ProbeState::kRunning) {
-    write_status(p, history, kTrue, kReasonProbeRunning,
-                 "probe " + name + " measures pool " + p.name + " on " +
-                     annotation_of(probe, kProbeNodesAnnotation) + " node(s) for " +
-                     joined(served) + (outcome.message.empty() ? "" : ": " + outcome.message));
-    return Action::requeue_after(settings_.probe_poll);
-  }
-  if (auto created = parse_rfc3339(meta_string(probe, "creationTimestamp")))
-    probe_duration_.observe(std::chrono::duration<double>(p.now - *created).count());
-  history.last_probe_uid = uid;
   // The backoff of the oldest waiting job's policy; the default one when none waits (its
   // jobs were deleted mid-probe: the outcome is recorded all the same).
   RetryStrategy retry;
@@ -324,6 +333,18 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
     retry = plan.lead.policy.spec.retry_strategy;
     attempts = plan.attempts_allowed;
   }
+  if (outcome.state == ProbeState::kRunning) {
+    write_status(p, history, kTrue, kReasonProbeRunning,
+                 "probe " + name + " measures pool " + p.name + " on " +
+                     annotation_of(probe, kProbeNodesAnnotation) + " node(s) (attempt " +
+                     std::to_string(history.failed_attempts + 1) + " of " +
+                     std::to_string(attempts) + ") for " + joined(served) +
+                     (outcome.message.empty() ? "" : ": " + outcome.message));
+    return Action::requeue_after(settings_.probe_poll);
+  }
+  if (auto created = parse_rfc3339(meta_string(probe, "creationTimestamp")))
+    probe_duration_.observe(std::chrono::duration<double>(p.now - *created).count());
+  history.last_probe_uid = uid;
   // A failed attempt: counted, with the backoff before the next one.
   auto count_failure = [&](const std::string& why, const std::string& message) {
     history.failed_attempts += 1;
@@ -338,7 +359,7 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
                              std::to_string(history.failed_attempts) + " of " +
                              std::to_string(attempts) + "): " + message;
     // The scheduler's message ends its sentence ("... node selector."): one stop, not ".;".
-    const std::string clause = what.ends_with('.') ? what.substr(0, what.size() - 1) : what;
+    const std::string clause = without_final_stop(what);
     std::string note;
     if (history.failed_attempts >= attempts) {
       history.next_probe_time.reset();
@@ -384,11 +405,14 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
       history.next_probe_time.reset();
     }
     write_status(p, history, kFalse, reason, message, &result);
+    p.log.log(reason == kReasonProbeSucceeded ? LogLevel::kInfo : LogLevel::kWarning, message,
+              {{"reason", reason}, {"probe", name}});
     tell_jobs(served, reason == kReasonProbeSucceeded ? "Normal" : "Warning", reason, message);
   } else {
     const std::string why = outcome.reason.empty() ? kReasonProbeFailed : outcome.reason;
     const std::string note = count_failure(why, outcome.message.empty() ? why : outcome.message);
     write_status(p, history, kFalse, why, note);
+    p.log.warning(note, {{"reason", why}, {"probe", name}});
     tell_jobs(served, "Warning", why, note);
   }
   // Recorded first, deleted second: a write that failed threw above with the probe still
@@ -498,7 +522,7 @@ std::string MeasurementReconciler::pool_gauges() const {
       const std::string pool = "{pool=\"" + prometheus_escape_label(name) + "\"} ";
       busbw += "commgate_operator_pool_busbw_gbps" + pool + prometheus_number(l.busbw_gbps) + "\n";
       latency += "commgate_operator_pool_latency_seconds" + pool +
-                 prometheus_number(l.latency_us * 1e-6) + "\n";
+                 prometheus_number(round_significant(l.latency_us * 1e-6)) + "\n";
       age += "commgate_operator_pool_measurement_age_seconds" + pool +
              prometheus_number(std::chrono::duration<double>(now - l.measured_at).count()) + "\n";
     }

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core/decision_record.h"
+#include "core/log.h"
 #include "core/metrics.h"
 #include "core/snapshot.h"
 #include "kube/client.h"
@@ -65,6 +66,9 @@ struct MeasurementSettings {
   // As the TrainingJob reconcile's: a record without a valid signature is not followed
   // when the demand is computed (measurement_demand).
   std::shared_ptr<const RecordAuthenticator> records;
+  // Each reconcile logs with the pool's name (field `pool`): the probes it creates and the
+  // outcomes it records, the profiles it creates and deletes.
+  Logger log = Logger::discard();
 };
 
 class MeasurementReconciler {

@@ -116,7 +116,7 @@ struct OperatorProcess::Parts {
         events(std::make_shared<kube::ApiEventSink>(http), recorder_options(o)),
         reconciler(
             reader, http, http, [this] { return snapshots.snapshot(); }, events,
-            [] { return std::chrono::system_clock::now(); }, o.reconciler),
+            [] { return std::chrono::system_clock::now(); }, reconciler_settings(o)),
         measurement(
             reader, http, http, http, [this] { return snapshots.snapshot(); }, events,
             [] { return std::chrono::system_clock::now(); },
@@ -193,11 +193,17 @@ struct OperatorProcess::Parts {
     a.request_timeout = std::max(std::chrono::seconds(1), o.renew_deadline / 2);
     return a;
   }
+  static ReconcilerSettings reconciler_settings(const OperatorOptions& o) {
+    ReconcilerSettings r = o.reconciler;
+    r.log = o.log.with({{"component", "reconcile"}});
+    return r;
+  }
   static MeasurementSettings measurement_settings(const OperatorOptions& o) {
     MeasurementSettings m;
     m.probe = o.reconciler.probe;
     m.probe_poll = o.reconciler.probe_poll;
     m.records = o.reconciler.records;
+    m.log = o.log.with({{"component", "measurement"}});
     return m;
   }
   static kube::SnapshotCache::Options snapshot_options(const OperatorOptions& o) {

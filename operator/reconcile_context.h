@@ -29,6 +29,7 @@ struct TrainingJobReconciler::Context {
   // written before the webhook could decide): decisions count their exemptions.
   Requester requester;
   Step step = Step::kRead;
+  Logger log = Logger::discard();  // the settings' logger with this job's key
   // A decision newly put in status.decision: counted on its policy once the status is
   // written.
   std::optional<Decision> to_count;

@@ -42,6 +42,9 @@ void TrainingJobReconciler::sync_status(Context& ctx) {
   }
   remember_write(ctx);
   status_writes_.inc();
+  ctx.log.debug("status written",
+                {{"phase", ctx.status.value("phase", "")},
+                 {"resourceVersion", meta_string(ctx.object, "resourceVersion")}});
   if (ctx.to_count) {
     const Decision d = *std::exchange(ctx.to_count, std::nullopt);
     count_decision(ctx, d, d.policy_name);

@@ -80,6 +80,10 @@ void TrainingJobReconciler::event(const Context& ctx, const std::string& type,
   const kube::ObjectRef ref{kApiVersion, "TrainingJob", ctx.ns, ctx.name,
                             meta_string(ctx.object, "uid")};
   events_.record(ref, type, reason, action, note);
+  // What the Event says, in the log too: the reconciler's decisions and writes are told
+  // there with the job's key, not only its failures (by the runner).
+  ctx.log.log(type == "Warning" ? LogLevel::kWarning : LogLevel::kInfo, reason + ": " + note,
+              {{"reason", reason}, {"action", action}});
 }
 
 ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
@@ -93,6 +97,7 @@ ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   ctx.name = key.substr(slash + 1);
   ctx.path = trainingjob_path(ctx.ns, ctx.name);
   ctx.now = now_();
+  ctx.log = settings_.log.with({{"trainingjob", key}});
   ctx.snapshot = snapshot_();
   if (!ctx.snapshot) return ReconcileError::retryable("no snapshot of policies and profiles yet");
   auto failed = [&](const std::string& message) {

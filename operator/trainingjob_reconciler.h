@@ -44,6 +44,7 @@
 
 #include "core/decision_record.h"
 #include "core/job_decision.h"
+#include "core/log.h"
 #include "core/metrics.h"
 #include "core/snapshot.h"
 #include "core/time_format.h"
@@ -73,6 +74,9 @@ struct ReconcilerSettings {
   // a workload exists (`--decision-key-file`): one without a valid signature is decided
   // again. Null: records are trusted as they are (docs/security.md "Decision records").
   std::shared_ptr<const RecordAuthenticator> records;
+  // Each reconcile logs with the job's key (field `trainingjob`): its Events (decisions,
+  // workloads, failures) at info or warning, its status writes at debug.
+  Logger log = Logger::discard();
 };
 
 class TrainingJobReconciler {

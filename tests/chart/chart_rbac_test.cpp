@@ -72,6 +72,8 @@ const std::vector<Request> kOperatorRequests = {
     // reads past the cache
     {"gets_a_trainingjob", "get", "commgate.io", "trainingjobs", "", "nlp", "bert", true},
     {"gets_a_commprofile", "get", "commgate.io", "commprofiles", "", "", "pool-1a2b", true},
+    {"deletes_an_empty_commprofile", "delete", "commgate.io", "commprofiles", "", "", "pool-1a2b",
+     true},
     {"gets_a_commpolicy", "get", "commgate.io", "commpolicies", "", "", "default", true},
     {"gets_a_namespace", "get", "", "namespaces", "", "nlp", "nlp", true},
     {"gets_a_probe_job", "get", "batch", "jobs", "", "commgate-system", "commgate-probe-pool-1",
@@ -136,7 +138,6 @@ const std::vector<Request> kOperatorRequests = {
     {"deletes_no_trainingjob", "delete", "commgate.io", "trainingjobs", "", "nlp", "bert", false},
     {"scales_no_trainingjob", "update", "commgate.io", "trainingjobs", "scale", "nlp", "bert",
      false},
-    {"deletes_no_commprofile", "delete", "commgate.io", "commprofiles", "", "", "pool-1a2b", false},
     {"changes_no_commprofile_spec", "update", "commgate.io", "commprofiles", "", "", "pool-1a2b",
      false},
     {"changes_no_policy", "patch", "commgate.io", "commpolicies", "", "", "default", false},

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "core/comm_profile.h"
 #include "sim/api_server.h"
 #include "sim/cluster.h"
 #include "sim/rbac_authorizer.h"
@@ -325,6 +326,40 @@ TEST_F(ChartRbacUsage, a_trainingjobs_lifecycle_meets_no_403_and_leaves_no_grant
   r = kubectl({"delete", "tj", "-n", "nlp", "bert", "--timeout=30s"});
   ASSERT_EQ(r.code, 0) << r.output;
   ASSERT_TRUE(wait_until([&] { return jobs_in("nlp") == 1; }, 30s)) << logs();
+
+  // 4. A nodeSelector with a typo: the pool's probe cannot be scheduled; its failure is
+  // recorded in the pool's CommProfile. The job is deleted: the probe goes, and the
+  // CommProfile that never held a measurement goes too (issue #21; a trial found the
+  // chart's operator could not delete it, 403, and the pool's failures never reset).
+  json typo = training_job("typo");
+  typo["spec"]["nodeSelector"] = {{"pool", "pp"}};
+  const std::string typo_file = dir_ + "/typo.yaml";
+  std::ofstream(typo_file) << typo.dump(2);
+  r = kubectl({"apply", "-f", typo_file});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string typo_pool = pool_name({{"pool", "pp"}});
+  auto probing_reason = [&] {
+    const json profile = stored("commgate.io", "v1alpha1", "commprofiles", "", typo_pool);
+    if (!profile.is_object()) return std::string();
+    for (const json& c : profile.value("/status/conditions"_json_pointer, json::array()))
+      if (c.value("type", "") == "Probing") return c.value("reason", std::string());
+    return std::string();
+  };
+  ASSERT_TRUE(wait_until([&] { return probing_reason() == "ProbeUnschedulable"; }, 30s))
+      << stored("commgate.io", "v1alpha1", "commprofiles", "", typo_pool).dump(2) << logs();
+  r = kubectl({"get", "cprof", typo_pool});
+  EXPECT_NE(r.output.find("ProbeUnschedulable"), std::string::npos) << r.output;
+  r = kubectl({"delete", "tj", "-n", "nlp", "typo", "--timeout=30s"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_TRUE(wait_until(
+      [&] { return stored("commgate.io", "v1alpha1", "commprofiles", "", typo_pool).is_null(); },
+      30s))
+      << stored("commgate.io", "v1alpha1", "commprofiles", "", typo_pool).dump(2) << logs();
+  EXPECT_TRUE(
+      stored("commgate.io", "v1alpha1", "commprofiles", "", pool_name({{"pool", "p"}})).is_object())
+      << "the measured pool's stays";
+  ASSERT_TRUE(wait_until([&] { return jobs_in("commgate-system") == 0; }, 30s)) << logs();
+
   // Stopped as Kubernetes stops pods (SIGTERM): the operator hands its Lease back.
   EXPECT_EQ(operator_->terminate(20s), 0) << operator_->output();
   EXPECT_EQ(webhook_->terminate(20s), 0) << webhook_->output();
@@ -333,7 +368,7 @@ TEST_F(ChartRbacUsage, a_trainingjobs_lifecycle_meets_no_403_and_leaves_no_grant
   for (const auto& e : api_.audit_events())
     probes += e.verb == "create" && e.code == 201 && e.object_ref.resource == "jobs" &&
               e.object_ref.ns == "commgate-system";
-  EXPECT_EQ(probes, 1) << "one probe of pool p";
+  EXPECT_EQ(probes, 2) << "one probe of pool p, one of the typo's pool";
 
   // The audit log against the chart's rules.
   const auto usage = sim::rbac_usage(sim::RbacObjects::from(chart_.objects), api_.audit_events(),

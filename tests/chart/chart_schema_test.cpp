@@ -298,6 +298,7 @@ const std::set<Grant> kOperatorGrants = {
     {"commgate.io", "commprofiles", "list"},
     {"commgate.io", "commprofiles", "watch"},
     {"commgate.io", "commprofiles", "create"},
+    {"commgate.io", "commprofiles", "delete"},  // an empty one nobody waits on (#21)
     {"commgate.io", "commprofiles/status", "update"},
     {"commgate.io", "commpolicies", "get"},
     {"commgate.io", "commpolicies", "list"},

@@ -28,5 +28,5 @@ TEST(Base64, EncodesWithPaddingAndRoundTripsEveryLength) {
   }
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

@@ -227,5 +227,5 @@ TEST(Prediction, table_covers_every_count) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(t[i].nodes, i + 1);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

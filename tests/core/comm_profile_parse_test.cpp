@@ -143,5 +143,5 @@ TEST(CommProfileParsing, optimizer_of_a_compute_record) {
   EXPECT_EQ(to_json(parse_comm_profile(to_json(p), test_now())), to_json(p));
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

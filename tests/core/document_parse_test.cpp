@@ -215,5 +215,5 @@ TEST(Rfc3339, every_parser_names_a_bad_time_the_same_way) {
             want);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

@@ -78,5 +78,5 @@ TEST(JsonParse, malformed_text_throws_nlohmanns_error_with_the_byte_offset) {
   }
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

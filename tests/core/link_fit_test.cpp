@@ -92,5 +92,5 @@ TEST(RingFit, latency_bound_sweep_is_poor_not_negative) {
   EXPECT_GE(f.busbw_bytes_per_s, 0);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

@@ -99,5 +99,5 @@ TEST(Log, LevelsReadBackFromTheirNames) {
   EXPECT_EQ(parse_log_level("verbose"), std::nullopt);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

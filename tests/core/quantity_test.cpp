@@ -131,5 +131,5 @@ TEST(Format, counts_and_bytes) {
   }
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

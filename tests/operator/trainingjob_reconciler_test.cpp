@@ -803,6 +803,16 @@ TEST(Reconcile, a_running_probe_requeues_after_the_poll) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(requeue_of(r), 2s);
   EXPECT_EQ(w.status("bert")["phase"], phase::kProbing);
+  // The pool's condition names the attempt (a trial found it missing) and the jobs served;
+  // the job's Probed condition says the same.
+  const json profile = *w.api.peek(kProfiles + "/" + w.pool());
+  const json* probing = find_condition(profile["status"]["conditions"], kProbingCondition);
+  ASSERT_TRUE(probing);
+  EXPECT_NE((*probing)["message"].get<std::string>().find(
+                "on 4 node(s) (attempt 1 of 3) for ml/bert: 2 active"),
+            std::string::npos)
+      << probing->dump();
+  EXPECT_EQ(condition_message(w.status("bert"), condition::kProbed), (*probing)["message"]);
 }
 
 // ---------------------------------------------------------------------------------------
