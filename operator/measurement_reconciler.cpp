@@ -110,6 +110,16 @@ MeasurementReconciler::MeasurementReconciler(
           "From a probe Job's creation to its outcome recorded in the CommProfile.",
           {5, 10, 30, 60, 120, 300, 600, 1800})) {
   metrics_.add_collector([this] { return pool_gauges(); });
+  // Every reason at 0 from the start, for dashboards and rate().
+  for (const char* reason :
+       {kReasonProbeFailed, kReasonProbeDeadlineExceeded, kReasonProbeUnschedulable,
+        kReasonProbeResultInvalid, op_reason::kMeasurementInsufficient})
+    probe_failures(reason);
+}
+
+Counter& MeasurementReconciler::probe_failures(const std::string& reason) {
+  return metrics_.counter("commgate_operator_probe_failures_total",
+                          "Probe attempts that failed, by reason.", {{"reason", reason}});
 }
 
 ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
@@ -351,10 +361,7 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
     history.last_failure_reason = why;
     history.last_failure_message = message;
     history.last_failure_time = p.now;
-    metrics_
-        .counter("commgate_operator_probe_failures_total", "Probe attempts that failed, by reason.",
-                 {{"reason", why}})
-        .inc();
+    probe_failures(why).inc();
     const std::string what = "probe of pool " + p.name + " failed (attempt " +
                              std::to_string(history.failed_attempts) + " of " +
                              std::to_string(attempts) + "): " + message;

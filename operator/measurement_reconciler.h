@@ -136,6 +136,7 @@ class MeasurementReconciler {
   Counter& probes_created_;
   Histogram& probe_duration_;
   std::string pool_gauges() const;
+  Counter& probe_failures(const std::string& reason);
 };
 
 }  // namespace commgate::op

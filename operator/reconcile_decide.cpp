@@ -159,7 +159,7 @@ void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
 }
 
 ReconcileResult TrainingJobReconciler::apply_decision(Context& ctx, const JobDecision& jd) {
-  enter(ctx, Step::kDecide);
+  // Still the decide step (decide_gated entered it): counted once per reconcile.
   const Decision& d = jd.decision;
   const DecisionRecord record = record_for(ctx, jd);
   patch_decision(ctx, jd, record);

@@ -40,6 +40,15 @@ const char* TrainingJobReconciler::to_string(Step step) {
 // ---------------------------------------------------------------------------------------
 // The reconciler
 
+namespace {
+const char* help_of(std::string_view family) {
+  if (family == "commgate_operator_reconciles_total") return "Reconcile steps run, by step.";
+  if (family == "commgate_operator_reconcile_errors_total")
+    return "Reconciles that ended in an error, by the step that failed.";
+  return "Decisions written on TrainingJobs, by action.";
+}
+}  // namespace
+
 TrainingJobReconciler::TrainingJobReconciler(
     const kube::Reader& reader, kube::Writer& writer, kube::StatusWriter& status_writer,
     std::function<std::shared_ptr<const Snapshot>()> snapshot, kube::EventRecorder& events,
@@ -54,16 +63,24 @@ TrainingJobReconciler::TrainingJobReconciler(
       counters_(reader, status_writer),
       status_writes_(metrics_.counter(
           "commgate_operator_status_writes_total",
-          "TrainingJob status writes (a status that did not change is not written).")) {}
-
-namespace {
-const char* help_of(std::string_view family) {
-  if (family == "commgate_operator_reconciles_total") return "Reconcile steps run, by step.";
-  if (family == "commgate_operator_reconcile_errors_total")
-    return "Reconciles that ended in an error, by the step that failed.";
-  return "Decisions written on TrainingJobs, by action.";
+          "TrainingJob status writes (a status that did not change is not written).")) {
+  // Every series at 0 from the start: a dashboard (and rate()) sees each from the first
+  // scrape, not from the first time it counts.
+  for (const Step step :
+       {Step::kRead, Step::kDecide, Step::kWait, Step::kWorkload, Step::kStatus}) {
+    metrics_.counter("commgate_operator_reconciles_total",
+                     help_of("commgate_operator_reconciles_total"), {{"step", to_string(step)}});
+    metrics_.counter("commgate_operator_reconcile_errors_total",
+                     help_of("commgate_operator_reconcile_errors_total"),
+                     {{"step", to_string(step)}});
+  }
+  for (const commgate::Action a :
+       {commgate::Action::kAdmit, commgate::Action::kDownsize, commgate::Action::kWarn,
+        commgate::Action::kDeny, commgate::Action::kGate})
+    metrics_.counter("commgate_operator_decisions_total",
+                     help_of("commgate_operator_decisions_total"),
+                     {{"action", commgate::to_string(a)}});
 }
-}  // namespace
 
 void TrainingJobReconciler::count(const char* family, const char* label, const std::string& value) {
   metrics_.counter(family, help_of(family), {{label, value}}).inc();

@@ -2104,8 +2104,22 @@ TEST(Reconcile, metrics_name_every_step) {
                            "commgate_operator_status_writes_total 2"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
+  // Every series from the first scrape, at 0 until it counts.
+  for (const char* zero : {"commgate_operator_decisions_total{action=\"Deny\"} 0",
+                           "commgate_operator_reconcile_errors_total{step=\"wait\"} 0"})
+    EXPECT_NE(text.find(zero), std::string::npos) << zero << "\n" << text;
+  // A reconcile that decides counts the decide step once (issue #21: it was up to four).
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  ASSERT_TRUE(w.measure().ok());
+  ASSERT_TRUE(w.reconcile_job("bert").ok());
+  ASSERT_EQ(w.status("bert")["phase"], phase::kAdmitted);
+  EXPECT_NE(w.reconciler.metrics_text().find(
+                "commgate_operator_reconciles_total{step=\"decide\"} 3\n"),
+            std::string::npos)
+      << w.reconciler.metrics_text();
   const std::string measured = w.measurement.metrics_text();
   for (const char* want : {"commgate_operator_probes_created_total 1",
+                           "commgate_operator_probe_failures_total{reason=\"ProbeFailed\"} 0",
                            "# TYPE commgate_operator_probe_duration_seconds histogram"}) {
     EXPECT_NE(measured.find(want), std::string::npos) << want << "\n" << measured;
   }
