@@ -32,13 +32,6 @@ constexpr std::chrono::milliseconds kAgainNow{1};
 // Events on this many of the jobs a probe serves, at most.
 constexpr size_t kJobsTold = 8;
 
-// "pool P measured on 2 nodes: all-reduce busbw 1.3 GB/s (gloo, loopback)".
-std::string pool_measured(const std::string& pool, const ProbeResult& r) {
-  return "pool " + pool + " measured on " + format_nodes(r.nodes) + ": all-reduce busbw " +
-         format_gbps(r.fit.busbw_bytes_per_s) + " (" + r.backend +
-         (r.transport.empty() ? "" : ", " + r.transport) + ")";
-}
-
 // "; not given to the probe, of the job's tolerations: ... (CommPolicy team's
 // probe.tolerationKeys: nvidia.com/gpu)", or "".
 std::string dropped_tolerations_note(const std::vector<std::string>& dropped,
@@ -50,11 +43,6 @@ std::string dropped_tolerations_note(const std::vector<std::string>& dropped,
   return "; not given to the probe, of the job's tolerations: " + what + " (" +
          policy_label(policy.metadata.name) +
          "'s probe.tolerationKeys: " + (keys.empty() ? "none" : keys) + ")";
-}
-
-// "... node selector." -> "... node selector": a clause that another follows after ";".
-std::string without_final_stop(const std::string& text) {
-  return text.ends_with('.') ? text.substr(0, text.size() - 1) : text;
 }
 
 // Whether a CommProfile's status holds a measurement of any kind (a link or a compute
@@ -152,10 +140,9 @@ ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
       }
     }
     for (const std::string& key : waiting_(pool)) {
-      const auto slash = key.find('/');
-      if (slash == std::string::npos) continue;
-      const auto job =
-          get_or_null(reader_, trainingjob_path(key.substr(0, slash), key.substr(slash + 1)));
+      const auto waiting = parse_key(key);
+      if (!waiting) continue;
+      const auto job = get_or_null(reader_, trainingjob_path(waiting->ns, waiting->name));
       if (!job) continue;
       auto demand = measurement_demand(*job, p.view, settings_.records.get(), p.now);
       if (demand && demand->pool == pool) p.demands.push_back(std::move(*demand));
@@ -382,7 +369,8 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
   if (outcome.state == ProbeState::kSucceeded && outcome.result) {
     const ProbeResult& result = *outcome.result;
     std::string reason = kReasonProbeSucceeded;
-    std::string message = pool_measured(p.name, result);
+    std::string message = pool_measured(p.name, result.nodes, result.fit.busbw_bytes_per_s,
+                                        result.backend, result.transport);
     // A probe that succeeded but still cannot decide the job it ran for (it could not
     // time the job's model, say) counts as a failure: probing again at once would loop.
     CommProfile measured;
@@ -397,8 +385,9 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
     after.profiles[p.name] = measured;
     for (const MeasurementDemand& d : p.demands) {
       if (d.job != for_job) continue;
-      const auto slash = d.job.find('/');
-      const auto job = get_or_null(reader_, trainingjob_path(d.ns, d.job.substr(slash + 1)));
+      const auto key = parse_key(d.job);
+      const auto job =
+          key ? get_or_null(reader_, trainingjob_path(key->ns, key->name)) : std::nullopt;
       if (!job) continue;
       if (auto still = measurement_demand(*job, after, settings_.records.get(), p.now);
           still && probe_model_annotation(still->model) == model) {
@@ -501,15 +490,13 @@ void MeasurementReconciler::delete_probe(const json& probe) {
 void MeasurementReconciler::tell_jobs(const std::vector<std::string>& jobs, const std::string& type,
                                       const std::string& reason, const std::string& note) {
   for (size_t i = 0; i < jobs.size() && i < kJobsTold; ++i) {
-    const auto slash = jobs[i].find('/');
-    if (slash == std::string::npos) continue;
+    const auto key = parse_key(jobs[i]);
+    if (!key) continue;
     std::string uid;
-    if (auto job = get_or_null(
-            reader_, trainingjob_path(jobs[i].substr(0, slash), jobs[i].substr(slash + 1))))
+    if (auto job = get_or_null(reader_, trainingjob_path(key->ns, key->name)))
       uid = meta_string(*job, "uid");
-    events_.record(
-        {kApiVersion, "TrainingJob", jobs[i].substr(0, slash), jobs[i].substr(slash + 1), uid},
-        type, reason, "Probe", note);
+    events_.record({kApiVersion, "TrainingJob", key->ns, key->name, uid}, type, reason, "Probe",
+                   note);
   }
 }
 

@@ -12,6 +12,14 @@ using nlohmann::json;
 std::string trainingjob_path(const std::string& ns, const std::string& name) {
   return std::string(kTrainingJobs) + ns + "/trainingjobs/" + name;
 }
+std::optional<NamespacedName> parse_key(const std::string& key) {
+  const auto slash = key.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == key.size() ||
+      key.find('/', slash + 1) != std::string::npos)
+    return std::nullopt;
+  return NamespacedName{key.substr(0, slash), key.substr(slash + 1)};
+}
+
 std::string jobs_collection(const std::string& ns) {
   return "/apis/batch/v1/namespaces/" + ns + "/jobs";
 }

@@ -21,6 +21,13 @@ inline constexpr const char* kControllerUidLabel = "batch.kubernetes.io/controll
 struct JobGone {};
 
 std::string trainingjob_path(const std::string& ns, const std::string& name);
+
+// A queue key "namespace/name" (one slash, neither part empty) split in two; nullopt for
+// anything else.
+struct NamespacedName {
+  std::string ns, name;
+};
+std::optional<NamespacedName> parse_key(const std::string& key);
 std::string jobs_collection(const std::string& ns);
 std::string services_collection(const std::string& ns);
 std::string pods_collection(const std::string& ns);

@@ -384,4 +384,15 @@ ProbeOutcome read_probe_outcome(const json& job, const std::vector<json>& pods) 
   return succeeded(job, pods);
 }
 
+std::string pool_measured(const std::string& pool, int nodes, double busbw_bytes_per_s,
+                          const std::string& backend, const std::string& transport) {
+  return "pool " + pool + " measured on " + format_nodes(nodes) + ": all-reduce busbw " +
+         format_gbps(busbw_bytes_per_s) + " (" + backend +
+         (transport.empty() ? "" : ", " + transport) + ")";
+}
+
+std::string without_final_stop(const std::string& text) {
+  return text.ends_with('.') ? text.substr(0, text.size() - 1) : text;
+}
+
 }  // namespace commgate::op

@@ -43,4 +43,13 @@ ProbeOutcome read_probe_outcome(const nlohmann::json& job, const std::vector<nlo
 // The probe Job has ended: a Complete or Failed condition with status True.
 bool probe_finished(const nlohmann::json& job);
 
+// "pool P measured on 2 nodes: all-reduce busbw 1.3 GB/s (gloo, loopback)": a pool's
+// measurement in the words of the CommProfile's condition and the jobs' Probed condition.
+std::string pool_measured(const std::string& pool, int nodes, double busbw_bytes_per_s,
+                          const std::string& backend, const std::string& transport);
+
+// "... node selector." -> "... node selector": a clause that another follows after ";"
+// (the scheduler's messages end their sentence; ".;" read badly).
+std::string without_final_stop(const std::string& text);
+
 }  // namespace commgate::op

@@ -33,7 +33,7 @@ ReconcileResult TrainingJobReconciler::wait_for_measurement(Context& ctx, const 
         (history.failed_attempts == 1 ? "" : "s") + ", " + std::to_string(attempts) +
         " allowed by " + policy_label(jd.policy->metadata.name) + ": " +
         history.last_failure_message;
-    const std::string clause = what.ends_with('.') ? what.substr(0, what.size() - 1) : what;
+    const std::string clause = without_final_stop(what);
     ctx.condition(
         condition::kProbed, kFalse,
         history.last_failure_reason.empty() ? kReasonProbeFailed : history.last_failure_reason,
@@ -92,10 +92,9 @@ void TrainingJobReconciler::settle_probed(Context& ctx, const JobDecision& jd) {
   if (probed == nullptr || probed->value("status", "") != kFalse) return;
   const Measurement& m = *jd.measurement;
   ctx.condition(condition::kProbed, kTrue, kReasonProbeSucceeded,
-                "pool " + jd.profile_name + " measured on " + format_nodes(m.nodes_probed) +
-                    ": all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + " (" +
-                    m.backend + (m.transport.empty() ? "" : ", " + m.transport) +
-                    "), read from CommProfile " + jd.profile_name);
+                pool_measured(jd.profile_name, m.nodes_probed, m.link.busbw_bytes_per_s, m.backend,
+                              m.transport) +
+                    ", read from CommProfile " + jd.profile_name);
 }
 
 }  // namespace commgate::op

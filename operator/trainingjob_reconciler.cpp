@@ -106,12 +106,10 @@ void TrainingJobReconciler::event(const Context& ctx, const std::string& type,
 ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   Context ctx;
   ctx.key = key;
-  const auto slash = key.find('/');
-  if (slash == std::string::npos || slash == 0 || slash + 1 == key.size() ||
-      key.find('/', slash + 1) != std::string::npos)
-    return ReconcileError::terminal("not a namespace/name key: \"" + key + "\"");
-  ctx.ns = key.substr(0, slash);
-  ctx.name = key.substr(slash + 1);
+  const auto parsed = parse_key(key);
+  if (!parsed) return ReconcileError::terminal("not a namespace/name key: \"" + key + "\"");
+  ctx.ns = parsed->ns;
+  ctx.name = parsed->name;
   ctx.path = trainingjob_path(ctx.ns, ctx.name);
   ctx.now = now_();
   ctx.log = settings_.log.with({{"trainingjob", key}});
