@@ -59,12 +59,6 @@ std::map<std::string, std::string> labels_of(const json& object) {
   return out;
 }
 
-std::string namespace_of(const json& object) {
-  static const json::json_pointer kNs("/metadata/namespace");
-  return object.contains(kNs) && object.at(kNs).is_string() ? object.at(kNs).get<std::string>()
-                                                            : "";
-}
-
 // kube-apiserver's message: `jobs.batch "a" not found`, `namespaces "x" not found`.
 ApiError not_found(const ApiPath& p, const std::string& path) {
   std::string group;
@@ -205,12 +199,19 @@ ListPage CachedReader::list(const std::string& collection, const ListOptions& op
   ++cache_reads_;
   const LabelSelector selector = parse_label_selector_query(options.label_selector);
   ListPage page;
-  // Held in a local: `for (... : *store->snapshot())` would drop the temporary shared_ptr
-  // before the loop runs, and a watch event replacing the map then frees what it reads.
-  const auto objects = store->snapshot();
-  for (const auto& [key, stored] : *objects) {
+  // An equality on a label the store indexes narrows the candidates to that index entry
+  // (the operator's pods by job name, issue #27); the whole selector is still applied.
+  std::vector<Store::Object> candidates;
+  bool narrowed = false;
+  for (const auto& [label, value] : selector.match_labels)
+    if (store->indexes_label(label)) {
+      candidates = store->with_label(parsed->ns, label, value);
+      narrowed = true;
+      break;
+    }
+  if (!narrowed) candidates = store->list(parsed->ns);
+  for (const Store::Object& stored : candidates) {
     const nlohmann::json& object = *stored;
-    if (!parsed->ns.empty() && namespace_of(object) != parsed->ns) continue;
     if (!selector.empty() && !selector.matches(labels_of(object))) continue;
     page.items.push_back(object);
   }

@@ -77,6 +77,10 @@ class EventRecorder {
   Outcome record(const ObjectRef& regarding, const std::string& type, const std::string& reason,
                  const std::string& action, const std::string& note);
 
+  // The series and token buckets held: those past their window (or refilled) are let go
+  // at most one sweep interval (a sixth of series_window) after they expire.
+  std::size_t tracked();
+
  private:
   struct Series {
     std::string ns, name;  // the Event written
@@ -101,6 +105,7 @@ class EventRecorder {
   std::map<std::string, Series> series_;   // by the aggregation key
   std::map<std::string, Bucket> buckets_;  // by regarding object
   uint64_t sequence_ = 0;                  // makes Event names unique
+  Clock::time_point swept_{};              // the last forget_old pass
 };
 const char* to_string(EventRecorder::Outcome outcome);
 

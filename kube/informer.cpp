@@ -17,6 +17,10 @@ void Informer::on_change(Store::Handler handler) {
   store_.subscribe(std::move(handler));
 }
 
+void Informer::index_label(const std::string& label) {
+  store_.index_label(label);
+}
+
 void Informer::start() {
   watcher_->start();
 }
@@ -35,8 +39,8 @@ std::string informer_metrics_text(const std::vector<const Informer*>& informers,
   };
   std::vector<Row> rows;
   for (const Informer* i : informers)
-    rows.push_back({prometheus_escape_label(i->path()), i->state(), i->counters(),
-                    i->store().snapshot()->size()});
+    rows.push_back(
+        {prometheus_escape_label(i->path()), i->state(), i->counters(), i->store().size()});
 
   std::string out;
   const auto header = [&](const std::string& name, const char* type, const char* help) {

@@ -37,6 +37,9 @@ class Informer {
 
   // Before start(): called after every change of the store (Store::subscribe).
   void on_change(Store::Handler handler);
+  // Before start(): index the objects by a label's value (Store::index_label), so a
+  // cache-backed list selecting on it reads only the objects that carry it.
+  void index_label(const std::string& label);
   void start();
   // No notification runs after it returns.
   void stop();

@@ -111,20 +111,43 @@ bool Watcher::backoff(std::chrono::milliseconds at_least) {
 
 Watcher::Next Watcher::list() {
   state_ = WatcherState::kListing;
-  std::vector<json> objects;
   std::string version;
   ListOptions page_options{options_.label_selector, options_.field_selector, options_.page_size,
                            ""};
+  // The objects go to the consumer page by page (Init, InitApply..., InitDone): only one
+  // page is ever held here. A consumer that throws is told apart from a list that failed.
+  struct ConsumerFailed {
+    std::string what;
+  };
+  const auto deliver = [this](WatcherEvent event) {
+    try {
+      consumer_(event);
+    } catch (const std::exception& e) {
+      throw ConsumerFailed{e.what()};
+    }
+  };
   try {
+    deliver(WatcherEvent::init());
     do {
       ListPage page = client_.list(options_.path, page_options, cancel_);
       for (auto& item : page.items) {
         if (options_.transform) options_.transform(item);
-        objects.push_back(std::move(item));
+        deliver(WatcherEvent::init_apply(std::move(item)));
       }
       version = page.resource_version;
       page_options.continue_token = page.continue_token;
     } while (!page_options.continue_token.empty() && !stopping());
+    if (stopping()) return Next::kList;
+    {
+      std::lock_guard lock(mu_);
+      if (++counters_.lists > 1) ++counters_.relists;
+      resource_version_ = version;
+    }
+    deliver(WatcherEvent::init_done());
+  } catch (const ConsumerFailed& e) {
+    note_error("the consumer failed on the list: " + e.what);
+    backoff(std::chrono::milliseconds(0));
+    return Next::kList;
   } catch (const ApiError& e) {
     if (stopping()) return Next::kList;
     // 410 here is an expired continue token: the list starts again, after the backoff.
@@ -134,19 +157,6 @@ Watcher::Next Watcher::list() {
   } catch (const std::exception& e) {
     if (stopping()) return Next::kList;
     note_error(std::string("list failed: ") + e.what());
-    backoff(std::chrono::milliseconds(0));
-    return Next::kList;
-  }
-  if (stopping()) return Next::kList;
-  {
-    std::lock_guard lock(mu_);
-    if (++counters_.lists > 1) ++counters_.relists;
-    resource_version_ = version;
-  }
-  try {
-    consumer_(WatcherEvent::restarted(std::move(objects)));
-  } catch (const std::exception& e) {
-    note_error(std::string("the consumer failed on the list: ") + e.what());
     backoff(std::chrono::milliseconds(0));
     return Next::kList;
   }

@@ -1,7 +1,7 @@
 // list + watch of one collection as an explicit state machine (kube-rs `watcher`,
 // client-go's Reflector):
 //
-//   kListing   list in pages; then Restarted(all objects)         -> kWatching
+//   kListing   list in pages: Init, InitApply per object, InitDone -> kWatching
 //              error: backoff                                      -> kListing
 //   kWatching  watch from the last resourceVersion with bookmarks;
 //              ADDED/MODIFIED -> Applied, DELETED -> Deleted, BOOKMARK moves the version

@@ -55,14 +55,6 @@ ManagedRef managed_ref_of(const json& object) {
   return ref;
 }
 
-std::vector<std::string> suspended_trainingjobs(const kube::Store::Objects& trainingjobs) {
-  std::vector<std::string> keys;
-  static const json::json_pointer kSuspend("/spec/suspend");
-  for (const auto& [key, tj] : trainingjobs)
-    if (tj->contains(kSuspend) && tj->at(kSuspend) == json(true)) keys.push_back(key);
-  return keys;  // the store's map is in key order
-}
-
 std::string decision_inputs_of(const Snapshot& snapshot) {
   std::string out;
   for (const auto& p : snapshot.policies)
@@ -315,6 +307,9 @@ OperatorProcess::~OperatorProcess() {
 }
 
 void OperatorProcess::wire_handlers() {
+  // The reconcile lists a workload Job's pods by this label (pods_of_job): by index, not
+  // by a scan of every managed pod (issue #27).
+  parts_->pods.index_label(kJobNameLabel);
   auto& queue = *parts_->queue;
   parts_->trainingjobs.on_change([this, &queue](const std::vector<kube::StoreChange>& changes) {
     const kube::Store& store = parts_->trainingjobs.store();
@@ -384,8 +379,7 @@ void OperatorProcess::on_snapshot() {
 }
 
 void OperatorProcess::enqueue_suspended() {
-  for (const std::string& key : suspended_trainingjobs(*parts_->trainingjobs.store().snapshot()))
-    parts_->queue->add(key);
+  for (const std::string& key : parts_->waiting.waiting()) parts_->queue->add(key);
 }
 
 void OperatorProcess::start() {

@@ -97,10 +97,6 @@ ManagedRef managed_ref_of(const nlohmann::json& object);
 // decisions cost n^2 reconciles (bench/operator, docs/benchmarks.md).
 std::string decision_inputs_of(const Snapshot& snapshot);
 
-// Keys ("ns/name", sorted) of the suspended TrainingJobs (spec.suspend true: gated,
-// probing, or waiting for a probe retry): what a new Snapshot may decide.
-std::vector<std::string> suspended_trainingjobs(const kube::Store::Objects& trainingjobs);
-
 // The Lease holder identity: `pod_name` (or "commgate-operator" when empty) + "_" +
 // `suffix`, as client-go's examples use hostname + "_" + a UUID.
 // What the operator's caches keep of a managed Job and Pod (the watches' transforms): the

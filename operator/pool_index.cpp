@@ -54,4 +54,11 @@ std::vector<std::string> PoolIndex::pools() const {
   return out;
 }
 
+std::vector<std::string> PoolIndex::waiting() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [key, pool] : pool_of_) out.push_back(key);
+  return out;
+}
+
 }  // namespace commgate::op

@@ -33,6 +33,10 @@ class PoolIndex {
   // Every pool some job waits on.
   std::vector<std::string> pools() const;
 
+  // The keys of every suspended job, sorted: those to decide again when the decision's
+  // inputs change (without a pass over every cached TrainingJob, issue #27).
+  std::vector<std::string> waiting() const;
+
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::string> pool_of_;            // job key -> pool

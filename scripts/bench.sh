@@ -43,4 +43,4 @@ section "commgate-sim at scale (\"Simulated API server at scale\")"
 "$BIN/commgate-sim-scale-bench" --objects 2000 --watches 50 --writes 10
 
 section "operator deciding jobs from a profile (\"Operator at scale\")"
-"$BIN/commgate-operator-bench" --jobs 200 --cached 2000
+"$BIN/commgate-operator-bench" --jobs 100,200 --unrelated-pods 2000

@@ -55,25 +55,31 @@ class RecordingReader : public Reader {
 class CachedReaderTest : public ::testing::Test {
  protected:
   CachedReaderTest() {
-    jobs_.apply(WatcherEvent::restarted(
+    const auto jobs = WatcherEvent::restarted(
         {object("Job", "a", "train", {{"commgate.io/role", "workload"}}),
          object("Job", "a", "probe", {{"commgate.io/role", "probe"}, {"commgate.io/pool", "p1"}}),
-         object("Job", "b", "train", {{"commgate.io/role", "workload"}})}));
+         object("Job", "b", "train", {{"commgate.io/role", "workload"}})});
+    jobs_.apply(jobs);
+    indexed_jobs_.index_label("commgate.io/role");
+    indexed_jobs_.index_label("commgate.io/pool");
+    indexed_jobs_.apply(jobs);
     namespaces_.apply(WatcherEvent::restarted(
         {object("Namespace", "", "a", {{"team", "nlp"}}), object("Namespace", "", "b")}));
     one_namespace_.apply(WatcherEvent::restarted({object("ConfigMap", "only", "c")}));
     // pods_ never lists: reads of pods go to the live client until it has.
   }
 
-  CachedReader reader() {
-    return CachedReader({{"/apis/batch/v1/jobs", &jobs_},
+  // With `indexed`, the jobs come from a store that indexes their role and pool labels: a
+  // list must answer the same either way.
+  CachedReader reader(bool indexed = false) {
+    return CachedReader({{"/apis/batch/v1/jobs", indexed ? &indexed_jobs_ : &jobs_},
                          {"/api/v1/namespaces", &namespaces_},
                          {"/api/v1/namespaces/only/configmaps", &one_namespace_},
                          {"/api/v1/pods", &pods_}},
                         live_);
   }
 
-  Store jobs_, namespaces_, one_namespace_, pods_;
+  Store jobs_, indexed_jobs_, namespaces_, one_namespace_, pods_;
   RecordingReader live_;
 };
 
@@ -202,6 +208,11 @@ TEST_F(CachedReaderTest, ListsFilterByNamespaceAndLabelSelector) {
        "/apis/batch/v1/jobs",
        labels("commgate.io/role=probe,commgate.io/role=workload"),
        {}},
+      {"an_indexed_label_and_a_term_that_fails",
+       "/apis/batch/v1/jobs",
+       labels("commgate.io/pool=p1,commgate.io/role=workload"),
+       {}},
+      {"an_indexed_value_nobody_has", "/apis/batch/v1/jobs", labels("commgate.io/pool=p9"), {}},
       {"cluster_scoped", "/api/v1/namespaces", labels("team=nlp"), {"a"}},
       {"field_selector_goes_live",
        "/apis/batch/v1/jobs",
@@ -216,17 +227,18 @@ TEST_F(CachedReaderTest, ListsFilterByNamespaceAndLabelSelector) {
        {"fallback"},
        true},
   };
-  const CachedReader r = reader();
-  for (const ListCase& c : cases) {
-    SCOPED_TRACE(c.name);
-    const size_t live_before = live_.calls().size();
-    const ListPage page = r.list(c.collection, c.options);
-    std::vector<std::string> keys;
-    for (const auto& item : page.items) keys.push_back(key_of(item));
-    EXPECT_EQ(keys, c.want_keys);
-    EXPECT_EQ(live_.calls().size(), live_before + (c.want_fallback ? 1 : 0));
-    EXPECT_TRUE(page.continue_token.empty());
-  }
+  for (const bool indexed : {false, true})
+    for (const ListCase& c : cases) {
+      SCOPED_TRACE(c.name + (indexed ? " (indexed store)" : ""));
+      const CachedReader r = reader(indexed);
+      const size_t live_before = live_.calls().size();
+      const ListPage page = r.list(c.collection, c.options);
+      std::vector<std::string> keys;
+      for (const auto& item : page.items) keys.push_back(key_of(item));
+      EXPECT_EQ(keys, c.want_keys);
+      EXPECT_EQ(live_.calls().size(), live_before + (c.want_fallback ? 1 : 0));
+      EXPECT_TRUE(page.continue_token.empty());
+    }
 }
 
 TEST_F(CachedReaderTest, CountsCacheAndLiveReads) {
@@ -388,5 +400,5 @@ TEST(ParseLabelSelectorQuery, RefusesMalformedSelectorsNamingTheTerm) {
   }
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::kube

@@ -96,6 +96,12 @@ TEST(EventRecorder, AggregatesRepeatsIntoOneEventWithASeries) {
        {{{}, kJob, "n", Outcome::kCreated}, {minutes(6), kJob, "n", Outcome::kCreated}},
        2,
        1},
+      {"a_repeat_after_the_window_is_new_also_when_no_sweep_ran_since",
+       {{{}, kJob, "n", Outcome::kCreated},
+        {seconds(330), kOtherJob, "m", Outcome::kCreated},  // sweeps: n is 5.5 min old
+        {seconds(30), kJob, "n", Outcome::kCreated}},       // 30 s later: no sweep
+       3,
+       1},
       {"a_different_note_is_a_different_event",
        {{{}, kJob, "4 nodes", Outcome::kCreated}, {seconds(1), kJob, "3 nodes", Outcome::kCreated}},
        2,
@@ -122,6 +128,20 @@ TEST(EventRecorder, AggregatesRepeatsIntoOneEventWithASeries) {
     }
     EXPECT_EQ(largest, c.want_largest_count);
   }
+}
+
+// What the recorder holds follows the events of the last window, not every object it ever
+// saw: one series and one bucket per object until they expire.
+TEST(EventRecorder, LetsGoOfSeriesAndBucketsOnceTheyExpire) {
+  Fixture f;
+  for (const ObjectRef& o : {kJob, kOtherJob}) f.record(o, "n");
+  EXPECT_EQ(f.recorder->tracked(), 4u);
+  f.clock->advance(minutes(5) + seconds(59));
+  EXPECT_EQ(f.recorder->tracked(), 2u) << "the buckets refilled; the series are in their window";
+  f.clock->advance(seconds(1));
+  EXPECT_EQ(f.recorder->tracked(), 2u) << "past the window, but no sweep is due yet";
+  f.clock->advance(minutes(1));
+  EXPECT_EQ(f.recorder->tracked(), 0u);
 }
 
 TEST(EventRecorder, ALoopCannotFloodTheApiServerButTheCountStaysTrue) {
@@ -175,5 +195,5 @@ TEST(EventRecorder, WritesAnEventsV1EventAboutTheObject) {
   EXPECT_FALSE(event.contains("series"));
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::kube

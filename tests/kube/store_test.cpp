@@ -106,6 +106,110 @@ TEST(Store, NotificationsNameTheKeysThatChanged) {
   }
 }
 
+json labelled(const std::string& ns, const std::string& name, const std::string& rv,
+              const json& labels) {
+  json o = obj(name, rv, ns);
+  o["metadata"]["labels"] = labels;
+  return o;
+}
+
+std::string names(const std::vector<Store::Object>& objects) {
+  std::string out;
+  for (const auto& o : objects)
+    out += (*o)["metadata"].value("namespace", "") + "/" +
+           (*o)["metadata"]["name"].get<std::string>() + " ";
+  return out;
+}
+
+// A namespace's objects are one key range: a namespace whose name is a prefix of another's
+// ("ns" and "ns2") or that sorts beside it must not leak into it.
+TEST(Store, ListsOneNamespaceByItsKeyRange) {
+  Store store;
+  store.apply(
+      WatcherEvent::restarted({obj("a", "1", "ns"), obj("b", "1", "ns2"), obj("c", "1", "n"),
+                               obj("d", "1", "ns"), obj("e", "1", "ns-x"), obj("f", "1", "nt")}));
+  EXPECT_EQ(names(store.list("ns")), "ns/a ns/d ");
+  EXPECT_EQ(names(store.list("n")), "n/c ");
+  EXPECT_EQ(names(store.list("ns2")), "ns2/b ");
+  EXPECT_EQ(names(store.list("absent")), "");
+  EXPECT_EQ(store.list("").size(), 6u) << "no namespace: every object";
+  EXPECT_EQ(store.size(), 6u);
+}
+
+// The label index follows every kind of change: an add, a label's value changed or
+// removed, a delete, a relist; a list by index is what a scan would find.
+TEST(Store, TheLabelIndexFollowsEveryChange) {
+  Store store;
+  store.index_label("job");
+  EXPECT_TRUE(store.indexes_label("job"));
+  EXPECT_FALSE(store.indexes_label("other"));
+  store.apply(WatcherEvent::restarted(
+      {labelled("ns", "p1", "1", {{"job", "a"}}), labelled("ns", "p2", "1", {{"job", "b"}}),
+       labelled("ns2", "p3", "1", {{"job", "a"}}), obj("p4", "1", "ns")}));
+  EXPECT_EQ(names(store.with_label("ns", "job", "a")), "ns/p1 ");
+  EXPECT_EQ(names(store.with_label("", "job", "a")), "ns/p1 ns2/p3 ");
+  store.apply(WatcherEvent::applied(labelled("ns", "p2", "2", {{"job", "a"}})));
+  EXPECT_EQ(names(store.with_label("ns", "job", "a")), "ns/p1 ns/p2 ");
+  EXPECT_EQ(names(store.with_label("ns", "job", "b")), "") << "the old value lets go";
+  store.apply(WatcherEvent::applied(labelled("ns", "p1", "2", {{"other", "a"}})));
+  EXPECT_EQ(names(store.with_label("ns", "job", "a")), "ns/p2 ") << "the label removed";
+  store.apply(WatcherEvent::applied(labelled("ns", "p4", "2", {{"job", 7}})));
+  EXPECT_EQ(names(store.with_label("ns", "job", "7")), "") << "not a string: not indexed";
+  store.apply(WatcherEvent::deleted(labelled("ns", "p2", "3", {{"job", "a"}})));
+  EXPECT_EQ(names(store.with_label("", "job", "a")), "ns2/p3 ");
+  store.apply(WatcherEvent::restarted({labelled("ns", "p5", "4", {{"job", "a"}})}));
+  EXPECT_EQ(names(store.with_label("", "job", "a")), "ns/p5 ") << "a relist rebuilds it";
+  EXPECT_THROW(store.with_label("ns", "other", "a"), std::logic_error);
+  EXPECT_THROW(store.index_label("late"), std::logic_error) << "only before objects";
+}
+
+// A streamed list (Init, InitApply..., InitDone) replaces what is known only when it is
+// complete: readers see the old objects while it arrives, and a list that failed half way
+// (a new Init, no InitDone) leaves nothing of itself behind.
+TEST(Store, AStreamedListReplacesTheObjectsOnlyWhenItIsDone) {
+  Store store;
+  std::vector<std::string> seen;
+  store.subscribe(
+      [&](const std::vector<StoreChange>& changes) { seen.push_back(describe(changes)); });
+  store.apply(WatcherEvent::restarted({obj("a", "1"), obj("b", "1")}));
+  store.apply(WatcherEvent::init());
+  store.apply(WatcherEvent::init_apply(obj("a", "2")));
+  store.apply(WatcherEvent::init_apply(obj("zz", "2")));
+  EXPECT_EQ((*store.get("a"))["metadata"]["resourceVersion"], "1") << "not yet done";
+  EXPECT_EQ(store.get("zz"), nullptr);
+  store.apply(WatcherEvent::init());  // the list failed and starts again
+  store.apply(WatcherEvent::init_apply(obj("a", "2")));
+  store.apply(WatcherEvent::init_apply(obj("c", "2")));
+  EXPECT_EQ(seen.size(), 1u) << "nothing notified while the list arrives";
+  store.apply(WatcherEvent::init_done());
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1], "modified a; deleted b; added c; ");
+  EXPECT_EQ(store.get("zz"), nullptr) << "the abandoned list left nothing";
+  EXPECT_EQ(store.size(), 2u);
+  EXPECT_THROW(store.apply(WatcherEvent::init_apply(obj("d", "3"))), std::logic_error);
+  EXPECT_THROW(store.apply(WatcherEvent::init_done()), std::logic_error);
+}
+
+// Objects are held packed: what a reader gets back is the object that was applied, every
+// JSON type included, and its own copy.
+TEST(Store, ReadsGiveBackTheObjectAsApplied) {
+  const json object = {{"metadata", {{"name", "a"}, {"resourceVersion", "1"}}},
+                       {"spec",
+                        {{"int", -3},
+                         {"big", 18446744073709551615ULL},
+                         {"float", 0.1},
+                         {"bool", true},
+                         {"null", nullptr},
+                         {"text", "GPU \u00e9\u00e8 \"quoted\""},
+                         {"list", json::array({1, "two", json::object()})}}}};
+  Store store;
+  store.apply(WatcherEvent::restarted({object}));
+  EXPECT_EQ(*store.get("a"), object);
+  EXPECT_NE(store.get("a"), store.get("a")) << "each read unpacks its own copy";
+  EXPECT_EQ(*store.list("").at(0), object);
+  EXPECT_EQ(*store.snapshot()->at("a"), object);
+}
+
 TEST(Store, EverySubscriberHearsEveryChangeInOrder) {
   Store store;
   std::vector<std::string> order;
@@ -115,5 +219,5 @@ TEST(Store, EverySubscriberHearsEveryChangeInOrder) {
   EXPECT_EQ(order, (std::vector<std::string>{"first", "second"}));
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::kube

@@ -47,7 +47,10 @@ class WatcherTest : public ::testing::Test {
     o.backoff_initial = std::chrono::milliseconds(20);
     o.backoff_max = std::chrono::milliseconds(200);
     watcher_ = std::make_unique<Watcher>(*client_, o, [this](const WatcherEvent& e) {
-      if (e.type == WatcherEvent::Type::kRestarted) restarted_sizes_.push_back(e.objects.size());
+      // A list arrives as Init, one InitApply per object, InitDone.
+      if (e.type == WatcherEvent::Type::kInit) listing_ = 0;
+      if (e.type == WatcherEvent::Type::kInitApply) ++listing_;
+      if (e.type == WatcherEvent::Type::kInitDone) restarted_sizes_.push_back(listing_);
       store_.apply(e);
     });
     watcher_->start();
@@ -91,6 +94,7 @@ class WatcherTest : public ::testing::Test {
   std::unique_ptr<ApiClient> client_;
   Store store_;
   std::vector<size_t> restarted_sizes_;  // written on the watcher's thread; read after stop
+  size_t listing_ = 0;                   // objects of the list being delivered
   std::unique_ptr<Watcher> watcher_;
 };
 

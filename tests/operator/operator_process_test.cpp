@@ -50,24 +50,6 @@ TEST(ManagedRefOf, ReadsTheWorkloadsTrainingJobAndTheProbesPool) {
   }
 }
 
-json trainingjob(json suspend) {
-  json spec = json::object();
-  if (!suspend.is_null()) spec["suspend"] = suspend;
-  return {{"spec", spec}};
-}
-
-TEST(SuspendedTrainingJobs, AreTheOnesWithSpecSuspendTrue) {
-  const kube::Store::Objects objects = kube::stored_objects({
-      {"a/gated", trainingjob(true)},
-      {"a/running", trainingjob(false)},
-      {"b/gated", trainingjob(true)},
-      {"b/no-suspend-field", trainingjob(nullptr)},
-      {"b/suspend-as-string", trainingjob("true")},
-  });
-  EXPECT_EQ(suspended_trainingjobs(objects), (std::vector<std::string>{"a/gated", "b/gated"}));
-  EXPECT_TRUE(suspended_trainingjobs({}).empty());
-}
-
 TEST(LeaderIdentity, IsThePodNameAndASuffix) {
   EXPECT_EQ(leader_identity("commgate-operator-7f9c-x", "0a1b2c3d"),
             "commgate-operator-7f9c-x_0a1b2c3d");
