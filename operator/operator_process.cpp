@@ -25,8 +25,12 @@ namespace {
 
 using nlohmann::json;
 
-// The policy-status queue's one key: each pass writes every CommPolicy that needs it.
+// The policy-status queue's keys: each pass of the first writes every CommPolicy that
+// needs it; the second writes the decisions counted since its last pass (one write per
+// policy), a second after a decision was counted (the queue holds the key once).
 constexpr const char* kPolicyStatusKey = "commpolicies";
+constexpr const char* kDecisionCountsKey = "decision-counts";
+constexpr auto kDecisionCountsDelay = std::chrono::seconds(1);
 
 std::string label(const json& object, const char* key) {
   const json::json_pointer p("/metadata/labels");
@@ -144,10 +148,26 @@ struct OperatorProcess::Parts {
             },
             {1, std::string(kMetricsPrefix) + "_measurement"}),
         policy_status_queue(std::make_shared<kube::WorkQueue>(kube::steady_clock())),
-        policy_status_runner(policy_status_queue, kube::steady_clock(),
-                             [this, log = o.log.with({{"component", "policy-status"}})](
-                                 const std::string&) { return write_policy_status(log); },
-                             {1, std::string(kMetricsPrefix) + "_policy_status"}) {}
+        policy_status_runner(
+            policy_status_queue, kube::steady_clock(),
+            [this, log = o.log.with({{"component", "policy-status"}})](const std::string& key) {
+              return key == kDecisionCountsKey ? write_decision_counts(log)
+                                               : write_policy_status(log);
+            },
+            {1, std::string(kMetricsPrefix) + "_policy_status"}) {}
+
+  // The decisions counted since the last pass, on their CommPolicies' status; retried
+  // with backoff while a write fails (the increments stay pending).
+  kube::ReconcileResult write_decision_counts(const Logger& log) {
+    try {
+      reconciler.flush_counters();
+    } catch (const std::exception& e) {
+      log.warning(std::string("writing CommPolicy decision counts failed, will retry: ") +
+                  e.what());
+      return kube::ReconcileError::retryable(e.what());
+    }
+    return kube::Action::await_change();
+  }
 
   // One pass over every CommPolicy (the key is always kPolicyStatusKey): the status says
   // what the current snapshot says of each (operator/policy_status.h).
@@ -185,9 +205,13 @@ struct OperatorProcess::Parts {
     a.request_timeout = std::max(std::chrono::seconds(1), o.renew_deadline / 2);
     return a;
   }
-  static ReconcilerSettings reconciler_settings(const OperatorOptions& o) {
+  ReconcilerSettings reconciler_settings(const OperatorOptions& o) {
     ReconcilerSettings r = o.reconciler;
     r.log = o.log.with({{"component", "reconcile"}});
+    // policy_status_queue is built after the reconciler, and only used once it runs.
+    r.counted = [this] {
+      policy_status_queue->add_after(kDecisionCountsKey, kDecisionCountsDelay);
+    };
     return r;
   }
   static MeasurementSettings measurement_settings(const OperatorOptions& o) {
@@ -476,6 +500,19 @@ void OperatorProcess::shutdown() {
   parts_->runner.stop();
   parts_->measurement_runner.stop();
   parts_->policy_status_runner.stop();
+  // The decisions counted in the last second are written before the process exits.
+  bool counted_here;
+  {
+    std::lock_guard lock(mu_);
+    counted_here = runner_started_ && !lost_;
+  }
+  if (counted_here) {
+    try {
+      parts_->reconciler.flush_counters();
+    } catch (const std::exception& e) {
+      options_.log.warning(std::string("writing CommPolicy decision counts failed: ") + e.what());
+    }
+  }
   leading_ = false;
   parts_->pods.stop();
   parts_->jobs.stop();

@@ -1,5 +1,6 @@
 #include "operator/policy_counters.h"
 
+#include <exception>
 #include <utility>
 
 #include "kube/api_error.h"
@@ -35,17 +36,24 @@ std::vector<std::string> counters_for(const Decision& d) {
   return out;
 }
 
-json with_counted(const json& status, const std::vector<std::string>& counters, TimePoint now) {
+json with_increments(const json& status, const std::map<std::string, int64_t>& increments,
+                     TimePoint now) {
   json out = status.is_object() ? status : json::object();
   json& counts = out["decisionCounts"];
   if (!counts.is_object()) counts = json::object();
   if (!counts.contains("countingSince")) counts["countingSince"] = format_rfc3339(now);
-  for (const std::string& name : counters) {
+  for (const auto& [name, by] : increments) {
     const json& current = counts.value(name, json(0));
     const int64_t n = current.is_number_integer() ? current.get<int64_t>() : 0;
-    counts[name] = n + 1;
+    counts[name] = n + by;
   }
   return out;
+}
+
+json with_counted(const json& status, const std::vector<std::string>& counters, TimePoint now) {
+  std::map<std::string, int64_t> increments;
+  for (const std::string& name : counters) ++increments[name];
+  return with_increments(status, increments, now);
 }
 
 PolicyCounters::PolicyCounters(const kube::Reader& reader, kube::StatusWriter& status_writer,
@@ -62,17 +70,14 @@ json PolicyCounters::read(const std::string& path) {
   return object;
 }
 
-PolicyCounters::Outcome PolicyCounters::count(const std::string& policy_name,
-                                              const Decision& decision, TimePoint now) {
-  if (policy_name.empty() || policy_name == kBuiltinPolicyName) return Outcome::kNoPolicyObject;
-  const std::vector<std::string> counters = counters_for(decision);
+void PolicyCounters::write(const std::string& policy_name, const Pending& pending) {
   const std::string path = policy_path(policy_name);
-  std::lock_guard lock(mu_);
   try {
-    return kube::retry_on_conflict(
+    kube::retry_on_conflict(
         [&] {
           json object = read(path);
-          object["status"] = with_counted(object.value("status", json()), counters, now);
+          object["status"] =
+              with_increments(object.value("status", json()), pending.increments, pending.first);
           try {
             own_writes_.remember(path, status_writer_.update_status(path, object),
                                  OwnWrites::Keep::kObject);
@@ -80,13 +85,61 @@ PolicyCounters::Outcome PolicyCounters::count(const std::string& policy_name,
             own_writes_.forget(path);
             throw;
           }
-          return Outcome::kCounted;
+          return true;
         },
         attempts_);
   } catch (const kube::ApiError& e) {
-    if (e.not_found()) return Outcome::kNoPolicyObject;
-    throw;
+    if (!e.not_found()) throw;  // deleted since: nothing to count on
   }
+}
+
+PolicyCounters::Outcome PolicyCounters::count(const std::string& policy_name,
+                                              const Decision& decision, TimePoint now) {
+  if (policy_name.empty() || policy_name == kBuiltinPolicyName) return Outcome::kNoPolicyObject;
+  std::lock_guard lock(mu_);
+  Pending& p = pending_[policy_name];
+  for (const std::string& counter : counters_for(decision)) ++p.increments[counter];
+  if (p.first == TimePoint{}) p.first = now;
+  return Outcome::kQueued;
+}
+
+std::size_t PolicyCounters::flush() {
+  std::lock_guard flushing(flush_mu_);
+  std::map<std::string, Pending> batch;
+  {
+    std::lock_guard lock(mu_);
+    batch.swap(pending_);
+  }
+  std::size_t written = 0;
+  std::map<std::string, Pending> failed;
+  std::exception_ptr first_error;
+  for (auto& [name, p] : batch) {
+    try {
+      write(name, p);
+      ++written;
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+      failed.emplace(name, std::move(p));
+    }
+  }
+  if (first_error) {
+    // What was not written stays pending, with what was counted since.
+    std::lock_guard lock(mu_);
+    for (auto& [name, unwritten] : failed) {
+      Pending& p = pending_[name];
+      for (const auto& [counter, by] : unwritten.increments) p.increments[counter] += by;
+      if (p.first == TimePoint{} || unwritten.first < p.first) p.first = unwritten.first;
+    }
+    std::rethrow_exception(first_error);
+  }
+  return written;
+}
+
+std::map<std::string, std::map<std::string, int64_t>> PolicyCounters::pending() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, std::map<std::string, int64_t>> out;
+  for (const auto& [name, p] : pending_) out[name] = p.increments;
+  return out;
 }
 
 }  // namespace commgate::op

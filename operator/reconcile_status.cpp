@@ -55,12 +55,18 @@ void TrainingJobReconciler::count_decision(Context& ctx, const Decision& d,
                                            const std::string& policy) {
   // The built-in default policy has no object to count on; a CommPolicy named "default"
   // does, and is counted.
+  if (counters_.count(policy, d, ctx.now) == PolicyCounters::Outcome::kQueued && settings_.counted)
+    settings_.counted();
+}
+
+void TrainingJobReconciler::flush_counters() {
   try {
-    counters_.count(policy, d, ctx.now);
+    counters_.flush();
   } catch (const std::exception&) {
-    // An audit counter is not worth failing the job's reconcile for (the status is
-    // written, so a retry would not count it either): counted as an error of the step.
+    // An audit counter is not worth failing a job's reconcile for: the increments stay
+    // pending for the next flush, and the failure is counted as an error of the step.
     count("commgate_operator_reconcile_errors_total", "step", "count");
+    throw;
   }
 }
 

@@ -77,6 +77,8 @@ struct ReconcilerSettings {
   // Each reconcile logs with the job's key (field `trainingjob`): its Events (decisions,
   // workloads, failures) at info or warning, its status writes at debug.
   Logger log = Logger::discard();
+  // Called after a decision was counted (pending in memory): schedules flush_counters().
+  std::function<void()> counted;
 };
 
 class TrainingJobReconciler {
@@ -94,12 +96,17 @@ class TrainingJobReconciler {
   // key: "namespace/name".
   kube::ReconcileResult reconcile(const std::string& key);
 
+  // Writes the decisions counted since the last flush on their CommPolicies
+  // (PolicyCounters::flush); throws as it does, after counting the failure as an error of
+  // step "count".
+  void flush_counters();
+
   // The reconciler's metrics in the Prometheus text format:
   //   commgate_operator_reconciles_total{step}        steps run (read, decide, wait,
   //                                                   workload, status)
   //   commgate_operator_reconcile_errors_total{step}  steps that ended in an error (and
-  //                                                   step="count": a CommPolicy counter
-  //                                                   write that failed, not retried)
+  //                                                   step="count": a flush of the
+  //                                                   CommPolicy counters that failed)
   //   commgate_operator_decisions_total{action}       decisions written (Admit, Downsize,
   //                                                   Deny, Warn, Gate)
   //   (the probes' metrics are the measurement controller's)

@@ -92,5 +92,5 @@ TEST(Conditions, remove_drops_only_that_type) {
   EXPECT_EQ(conditions[0]["type"], "Admitted");
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

@@ -314,5 +314,5 @@ TEST_F(OperatorCli, ALeaderThatSeesAnotherHolderStopsAndExitsWith1) {
   EXPECT_EQ(holder(), "operator-z_00000000");
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

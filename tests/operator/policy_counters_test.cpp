@@ -82,14 +82,17 @@ json policy(const std::string& name) {
           {"spec", {{"maxCommShare", 0.3}}}};
 }
 
-TEST(PolicyCounters, counts_on_the_policys_status) {
+TEST(PolicyCounters, counts_on_the_policys_status_when_flushed) {
   FakeClient api;
   api.seed(kPolicies, policy("team"));
   PolicyCounters counters(api, api);
-  EXPECT_EQ(counters.count("team", decision(commgate::Action::kDeny, reason::kDenied), test_now()),
-            PolicyCounters::Outcome::kCounted);
-  EXPECT_EQ(counters.count("team", decision(commgate::Action::kDeny, reason::kDenied), test_now()),
-            PolicyCounters::Outcome::kCounted);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(
+        counters.count("team", decision(commgate::Action::kDeny, reason::kDenied), test_now()),
+        PolicyCounters::Outcome::kQueued);
+  EXPECT_EQ(api.calls(Method::kUpdateStatus), 0) << "counted in memory until the flush";
+  EXPECT_EQ(counters.flush(), 1u);
+  EXPECT_EQ(api.calls(Method::kUpdateStatus), 1) << "two decisions, one write";
   const json status = (*api.peek(kPolicies + "/team"))["status"];
   EXPECT_EQ(status["decisionCounts"]["denied"], 2);
   const json crd = commgate::testing::load_crd("commpolicies.commgate.io.yaml");
@@ -97,15 +100,27 @@ TEST(PolicyCounters, counts_on_the_policys_status) {
       *commgate::testing::schema_at(commgate::testing::crd_schema(crd), "status"), status,
       "status");
   EXPECT_TRUE(issues.empty()) << commgate::testing::to_string(issues);
+  EXPECT_EQ(counters.flush(), 0u) << "nothing pending";
+  EXPECT_EQ(api.calls(Method::kUpdateStatus), 1);
 }
 
 TEST(PolicyCounters, the_built_in_default_has_no_object_to_count_on) {
   FakeClient api;
   PolicyCounters counters(api, api);
-  EXPECT_EQ(counters.count("default", decision(commgate::Action::kAdmit, reason::kWithinPolicy),
-                           test_now()),
+  EXPECT_EQ(counters.count(kBuiltinPolicyName,
+                           decision(commgate::Action::kAdmit, reason::kWithinPolicy), test_now()),
             PolicyCounters::Outcome::kNoPolicyObject);
+  EXPECT_TRUE(counters.pending().empty());
+  counters.flush();
   EXPECT_EQ(api.calls(Method::kUpdateStatus), 0);
+}
+
+TEST(PolicyCounters, a_policy_deleted_since_is_nothing_to_count_on) {
+  FakeClient api;
+  PolicyCounters counters(api, api);
+  counters.count("gone", decision(commgate::Action::kAdmit, reason::kWithinPolicy), test_now());
+  EXPECT_EQ(counters.flush(), 1u);
+  EXPECT_TRUE(counters.pending().empty()) << "not retried forever";
 }
 
 TEST(PolicyCounters, a_conflicting_writer_loses_no_increment) {
@@ -119,22 +134,32 @@ TEST(PolicyCounters, a_conflicting_writer_loses_no_increment) {
     other["status"] = with_counted(json(), {"admitted"}, test_now());
     api.update_status(kPolicies + "/team", other);
   });
-  EXPECT_EQ(
-      counters.count("team", decision(commgate::Action::kAdmit, reason::kWithinPolicy), test_now()),
-      PolicyCounters::Outcome::kCounted);
+  counters.count("team", decision(commgate::Action::kAdmit, reason::kWithinPolicy), test_now());
+  EXPECT_EQ(counters.flush(), 1u);
   EXPECT_EQ((*api.peek(kPolicies + "/team"))["status"]["decisionCounts"]["admitted"], 2);
 }
 
-TEST(PolicyCounters, conflicts_past_the_attempts_are_an_error) {
+// A write that still conflicts after the attempts is an error; its increments stay pending
+// and the next flush writes them with what was counted since; the other policies of the
+// failed flush were written.
+TEST(PolicyCounters, a_failed_write_keeps_its_increments_for_the_next_flush) {
   FakeClient api;
-  api.seed(kPolicies, policy("team"));
+  api.seed(kPolicies, policy("a-team"));
+  api.seed(kPolicies, policy("b-team"));
   PolicyCounters counters(api, api, 2);
-  api.fail_next(Method::kUpdateStatus, FakeClient::conflict("commpolicies", "team"), 2);
-  EXPECT_THROW(
-      counters.count("team", decision(commgate::Action::kAdmit, reason::kWithinPolicy), test_now()),
-      kube::ApiError);
-  EXPECT_EQ(api.calls(Method::kUpdateStatus), 2);
+  counters.count("a-team", decision(commgate::Action::kAdmit, reason::kWithinPolicy), test_now());
+  counters.count("b-team", decision(commgate::Action::kDeny, reason::kDenied), test_now());
+  api.fail_next(Method::kUpdateStatus, FakeClient::conflict("commpolicies", "a-team"), 2);
+  EXPECT_THROW(counters.flush(), kube::ApiError);
+  EXPECT_EQ(api.calls(Method::kUpdateStatus), 3) << "a-team twice, then b-team";
+  EXPECT_EQ((*api.peek(kPolicies + "/b-team"))["status"]["decisionCounts"]["denied"], 1);
+  EXPECT_EQ(counters.pending(),
+            (std::map<std::string, std::map<std::string, int64_t>>{{"a-team", {{"admitted", 1}}}}));
+  counters.count("a-team", decision(commgate::Action::kAdmit, reason::kWithinPolicy), test_now());
+  EXPECT_EQ(counters.flush(), 1u);
+  EXPECT_EQ((*api.peek(kPolicies + "/a-team"))["status"]["decisionCounts"]["admitted"], 2);
+  EXPECT_TRUE(counters.pending().empty());
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

@@ -331,9 +331,12 @@ struct World {
   }
   // The job's reconcile alone, checking that the status written fits the CRD: a field the
   // schema does not name would be pruned by the API server without a word.
+  // The decisions it counted are written at once (the operator writes them a second
+  // later, from its policy-status queue).
   kube::ReconcileResult reconcile_job(const std::string& name) {
     kube::ReconcileResult r = reconciler.reconcile("ml/" + name);
     expect_status_fits("trainingjobs.commgate.io.yaml", kJobs + "/" + name);
+    reconciler.flush_counters();
     return r;
   }
   void expect_status_fits(const std::string& crd_file, const std::string& path) const {
@@ -2113,9 +2116,9 @@ TEST(Reconcile, metrics_name_every_step) {
   ASSERT_TRUE(w.measure().ok());
   ASSERT_TRUE(w.reconcile_job("bert").ok());
   ASSERT_EQ(w.status("bert")["phase"], phase::kAdmitted);
-  EXPECT_NE(w.reconciler.metrics_text().find(
-                "commgate_operator_reconciles_total{step=\"decide\"} 3\n"),
-            std::string::npos)
+  EXPECT_NE(
+      w.reconciler.metrics_text().find("commgate_operator_reconciles_total{step=\"decide\"} 3\n"),
+      std::string::npos)
       << w.reconciler.metrics_text();
   const std::string measured = w.measurement.metrics_text();
   for (const char* want : {"commgate_operator_probes_created_total 1",
