@@ -8,12 +8,15 @@
 //     growth with N matters), the API requests per job (the sim's counter, GET
 //     /sim/requests, less this program's own), the operator's RSS and peak (VmHWM);
 // then, on the last size's cluster:
-//  2. a second operator started as a standby (the Lease is held by another identity, so it
-//     only lists and watches): its RSS once ready, with the N decided TrainingJobs and
-//     their workload Jobs, Services and pods in its caches;
+//  2. each workload Job's pods, made as the sim's Job controller makes them
+//     (sim/job_controller.h pod_for_job; the sim runs no controllers without nodes), then a
+//     second operator started as a standby (the Lease is held by another identity, so it
+//     only lists and watches): its RSS once ready, with the N decided TrainingJobs, their
+//     workload Jobs and pods in its caches, and that less the leader's RSS when it started
+//     with empty caches, per job: what one TrainingJob costs the operator;
 //  3. --unrelated-pods pods that are not commgate's (another namespace, no commgate
-//     labels), then a fresh standby's RSS: the watches are label-selected, so the change
-//     should be noise.
+//     labels): the standby's RSS after they were added, and a fresh standby's: the watches
+//     are label-selected, so the change should be noise.
 // The jobs are submitted by this program over one keep-alive HTTPS connection (the sim's
 // REST API, not kubectl: kubectl's process start costs more than the operator's work).
 // Progress is read from the operator's decision counter (a list of 50,000 jobs every
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +46,7 @@
 #include <vector>
 
 #include "core/yaml_json.h"
+#include "sim/job_controller.h"
 #include "tests/server/test_client.h"
 #include "tests/support/child_process.h"
 
@@ -97,11 +102,13 @@ class Api {
     const std::string err = client_.connect();
     if (!err.empty()) throw std::runtime_error("connect: " + err);
   }
+  // A page of a large list can take the sim seconds: 60 s, not the test client's 5.
   Reply call(const std::string& method, const std::string& target, const json& body = nullptr) {
     ++requests_;
     return client_.request(
         method, target, body.is_null() ? "" : body.dump(),
-        {{"Authorization", std::string("Bearer ") + kToken}, {"Content-Type", "application/json"}});
+        {{"Authorization", std::string("Bearer ") + kToken}, {"Content-Type", "application/json"}},
+        std::chrono::milliseconds(60'000));
   }
   json must(const std::string& method, const std::string& target, const json& body, int want) {
     const Reply r = call(method, target, body);
@@ -139,22 +146,40 @@ json training_job(const json& example, int i) {
   return job;
 }
 
+// Every item of a collection, in pages of 1,000 (one list of 50,000 TrainingJobs is 250 MB).
+std::vector<json> list_all(Api& api, const std::string& path) {
+  std::vector<json> items;
+  std::string token;
+  do {
+    std::string escaped;
+    for (const unsigned char c : token) {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      escaped += std::isalnum(c) ? std::string(1, static_cast<char>(c)) : std::string(hex);
+    }
+    const json page = api.must(
+        "GET", path + "?limit=1000" + (token.empty() ? "" : "&continue=" + escaped), nullptr, 200);
+    for (const json& item : page["items"]) items.push_back(item);
+    token = page["metadata"].value("continue", "");
+  } while (!token.empty());
+  return items;
+}
+
 // The decisions' actions seen by the last decided() call ("Downsize": 1000).
 std::map<std::string, int> g_actions;
 
 // How many of the namespace's TrainingJobs have status.decision, and how many there are.
 std::pair<int, int> decided(Api& api) {
   g_actions.clear();
-  const json list = api.must(
-      "GET", std::string("/apis/commgate.io/v1alpha1/namespaces/") + kNamespace + "/trainingjobs",
-      nullptr, 200);
+  const std::vector<json> items = list_all(
+      api, std::string("/apis/commgate.io/v1alpha1/namespaces/") + kNamespace + "/trainingjobs");
   int n = 0;
-  for (const auto& item : list["items"])
+  for (const auto& item : items)
     if (item.contains("status") && item["status"].contains("decision")) {
       ++n;
       ++g_actions[item["status"]["decision"].value("action", "?")];
     }
-  return {n, static_cast<int>(list["items"].size())};
+  return {n, static_cast<int>(items.size())};
 }
 
 bool wait_ready(uint16_t port, const std::string& ca, std::chrono::seconds timeout) {
@@ -208,11 +233,6 @@ double decisions_counted(uint16_t port, const std::string& ca) {
     if (line.rfind("commgate_operator_decisions_total{", 0) == 0)
       sum += std::stod(line.substr(line.rfind(' ') + 1));
   return sum;
-}
-
-// How many objects a collection holds (one list).
-std::size_t count_of(Api& api, const std::string& path) {
-  return api.must("GET", path, nullptr, 200)["items"].size();
 }
 
 std::vector<int> parse_sizes(const std::string& text) {
@@ -383,6 +403,7 @@ int main(int argc, char** argv) {
                 concurrency.c_str(), qps.c_str());
     std::vector<SizeResult> results;
     std::unique_ptr<Cluster> cluster;
+    double empty_rss = 0;  // the last size's operator, ready with empty caches
     bool all_decided = true;
     const std::string tjs =
         std::string("/apis/commgate.io/v1alpha1/namespaces/") + kNamespace + "/trainingjobs";
@@ -392,6 +413,7 @@ int main(int argc, char** argv) {
       Api& api = *cluster->api;
       uint16_t op_port = 0;
       auto op = start_operator(bin, *cluster, false, qps, concurrency, "op.log", &op_port);
+      empty_rss = status_mib(op->pid(), "VmRSS");
       const uint64_t served_before = api.served();
       const uint64_t own_before = api.own_requests();
       const auto start = Clock::now();
@@ -434,32 +456,60 @@ int main(int argc, char** argv) {
     // pods added.
     Api& api = *cluster->api;
     hold_lease_elsewhere(api);
-    const auto standby_rss = [&](const char* log) {
-      uint16_t port = 0;
-      auto standby = start_operator(bin, *cluster, true, qps, concurrency, log, &port);
-      std::this_thread::sleep_for(2s);
-      return std::pair<double, double>{status_mib(standby->pid(), "VmRSS"),
-                                       status_mib(standby->pid(), "VmHWM")};
+    const auto rss_of = [](const ChildProcess& p) {
+      return std::pair<double, double>{status_mib(p.pid(), "VmRSS"), status_mib(p.pid(), "VmHWM")};
     };
     const std::string ns_path = std::string("/namespaces/") + kNamespace;
-    const std::size_t workload_jobs = count_of(api, "/apis/batch/v1" + ns_path + "/jobs");
-    const std::size_t pods = count_of(api, "/api/v1" + ns_path + "/pods");
-    const auto [cached_rss, cached_peak] = standby_rss("standby.log");
+    const std::vector<json> workloads = list_all(api, "/apis/batch/v1" + ns_path + "/jobs");
+    std::size_t pods = 0;
+    for (const json& job : workloads) {
+      const json& spec = job["spec"];
+      const int parallelism = spec.value("parallelism", 1);
+      const bool indexed = spec.value("completionMode", "") == "Indexed";
+      for (int i = 0; i < parallelism; ++i, ++pods)
+        api.must("POST", "/api/v1" + ns_path + "/pods",
+                 commgate::sim::pod_for_job(job, indexed ? i : -1), 201);
+    }
+    uint16_t standby_port = 0;
+    auto standby =
+        start_operator(bin, *cluster, true, qps, concurrency, "standby.log", &standby_port);
+    std::this_thread::sleep_for(2s);
+    const auto [cached_rss, cached_peak] = rss_of(*standby);
+    const int n = results.back().jobs;
     std::printf(
         "  standby with %d decided TrainingJobs, %zu workload Jobs and %zu pods cached: RSS "
         "%.1f MiB (peak %.1f)   goal <= 200 MiB: ratio %.2f\n",
-        results.back().jobs, workload_jobs, pods, cached_rss, cached_peak, cached_rss / 200.0);
+        n, workloads.size(), pods, cached_rss, cached_peak, cached_rss / 200.0);
+    std::printf(
+        "  per TrainingJob with its Job and pods: (%.1f - %.1f MiB at start) / %d = %.1f "
+        "KiB\n",
+        cached_rss, empty_rss, n, (cached_rss - empty_rss) * 1024.0 / n);
     if (unrelated > 0) {
+      // The running standby watches on while they are added (its watches are
+      // label-selected: none should reach it), then a fresh one lists with them there.
       const auto start = Clock::now();
       const std::string path = std::string("/api/v1/namespaces/") + kUnrelatedNamespace + "/pods";
       for (int i = 0; i < unrelated; ++i) api.must("POST", path, unrelated_pod(i), 201);
       const double added_s = std::chrono::duration<double>(Clock::now() - start).count();
-      const auto [rss, peak] = standby_rss("standby-unrelated.log");
-      const double change = (rss - cached_rss) / cached_rss * 100.0;
+      std::this_thread::sleep_for(2s);
+      const auto [running_rss, running_peak] = rss_of(*standby);
+      standby.reset();
+      uint16_t port = 0;
+      auto fresh =
+          start_operator(bin, *cluster, true, qps, concurrency, "standby-fresh.log", &port);
+      std::this_thread::sleep_for(2s);
+      const auto [fresh_rss, fresh_peak] = rss_of(*fresh);
+      fresh.reset();
+      const auto change = [&](double rss) { return (rss - cached_rss) / cached_rss * 100.0; };
+      std::printf("  %d unrelated pods added in %.1f s; goal < 5%% change:\n", unrelated, added_s);
       std::printf(
-          "  the same standby after %d unrelated pods (added in %.1f s): RSS %.1f MiB (peak "
-          "%.1f), %+.1f%%   goal < 5%%: ratio %.2f\n",
-          unrelated, added_s, rss, peak, change, std::abs(change) / 5.0);
+          "    the standby that watched them arrive: RSS %.1f MiB (peak %.1f), %+.1f%%: "
+          "ratio %.2f\n",
+          running_rss, running_peak, change(running_rss), std::abs(change(running_rss)) / 5.0);
+      std::printf(
+          "    a standby started after them: RSS %.1f MiB (peak %.1f), %+.1f%%: ratio "
+          "%.2f\n",
+          fresh_rss, fresh_peak, change(fresh_rss), std::abs(change(fresh_rss)) / 5.0);
     }
 
     std::printf("  time per job by size (goal: flat within 20%% of the first):");

@@ -367,23 +367,36 @@ TEST(ParseLabelSelectorQuery, MatchesAsTheApiServerDoes) {
 // AddressSanitizer in operator_faults_test; under `make test-sanitize` this test shows it
 // in one run.)
 TEST_F(CachedReaderTest, ListsStayWholeWhileTheWatchReplacesObjects) {
-  const CachedReader cached = reader();
-  std::atomic<bool> stop{false};
-  std::thread watch([&] {
-    for (int i = 0; !stop; ++i) {
-      json changed = object("Job", "a", "train", {{"commgate.io/role", "workload"}});
-      changed["metadata"]["resourceVersion"] = std::to_string(i + 2);
-      changed["spec"] = {{"note", std::string(64, 'x') + std::to_string(i)}};
-      jobs_.apply(WatcherEvent::applied(changed));
+  // Through the namespace's key range, and through the label index (the watch moves the
+  // object in and out of the index entry the list reads).
+  for (const bool indexed : {false, true}) {
+    SCOPED_TRACE(indexed ? "indexed store, by label" : "by namespace");
+    Store& store = indexed ? indexed_jobs_ : jobs_;
+    const CachedReader cached = reader(indexed);
+    std::atomic<bool> stop{false};
+    std::thread watch([&] {
+      for (int i = 0; !stop; ++i) {
+        json changed = object("Job", "a", "train", {{"commgate.io/role", "workload"}});
+        changed["metadata"]["resourceVersion"] = std::to_string(i + 2);
+        changed["spec"] = {{"note", std::string(64, 'x') + std::to_string(i)}};
+        store.apply(WatcherEvent::applied(changed));
+      }
+    });
+    for (int i = 0; i < 2000; ++i) {
+      const ListPage page =
+          indexed ? cached.list("/apis/batch/v1/jobs", labels("commgate.io/role=workload"))
+                  : cached.list("/apis/batch/v1/namespaces/a/jobs", {});
+      ASSERT_EQ(page.items.size(), 2u);
+      for (const json& item : page.items) {
+        if (indexed)
+          ASSERT_EQ(item["metadata"]["labels"]["commgate.io/role"], "workload");
+        else
+          ASSERT_EQ(item["metadata"]["namespace"], "a");
+      }
     }
-  });
-  for (int i = 0; i < 2000; ++i) {
-    const ListPage page = cached.list("/apis/batch/v1/namespaces/a/jobs", {});
-    ASSERT_EQ(page.items.size(), 2u);
-    for (const json& item : page.items) ASSERT_EQ(item["metadata"]["namespace"], "a");
+    stop = true;
+    watch.join();
   }
-  stop = true;
-  watch.join();
 }
 
 TEST(ParseLabelSelectorQuery, RefusesMalformedSelectorsNamingTheTerm) {
