@@ -334,7 +334,9 @@ bool workload_created(const Json& status) {
   for (const Json& c : *conditions) {
     if (!c.is_object() || c.value("type", Json()) != "Running") continue;
     const Json reason = c.value("reason", Json());
-    return reason.is_string() && reason != "Suspended" && reason != "PreviousWorkloadExists";
+    // Not created: suspended, or a Job of its name that is not its own stands in the way.
+    return reason.is_string() && reason != "Suspended" && reason != "PreviousWorkloadExists" &&
+           reason != "WorkloadNameTaken";
   }
   return false;
 }

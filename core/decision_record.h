@@ -132,7 +132,8 @@ std::vector<std::string> decision_fields_changed(const TrainingJobSpec& before,
 // Whether a TrainingJob's status (as the operator writes it, docs/operator.md "Status")
 // says its training workload (the Job) was created: the operator sets the Running
 // condition from the Job's state once it exists (any reason but Suspended, when nothing
-// was started, and PreviousWorkloadExists, when the Job found is an earlier TrainingJob's),
+// was started, PreviousWorkloadExists, when the Job found is an earlier TrainingJob's, and
+// WorkloadNameTaken, when it is a Job commgate did not create),
 // and phase Running or Succeeded only from it. Phase Admitted or Failed alone is not
 // enough (a suspended admitted job; a probe that failed for good). From then on a change of
 // the decision-relevant spec cannot be applied: the Job's pods and their torchrun world size

@@ -344,14 +344,31 @@ bool is_accelerator_resource(std::string_view name) {
 
 // Accelerators a pod with this PodSpec holds: its containers' together, or its largest
 // init container's when larger (the scheduler's effective request).
+// As the scheduler counts a pod's requests (k8s.io/component-helpers resource.PodRequests,
+// with KEP-753's sidecars): the containers add up; an init container with restartPolicy
+// Always is a sidecar that keeps running beside every later init container and beside the
+// containers, so it adds to both; an ordinary init container runs alone beside the
+// sidecars started before it. A sidecar's GPUs counted as an init container's (the largest
+// one alone) let a pod hold more than its template seemed to ask (issue #19 review).
 long long pod_accelerators(const nlohmann::json& pod_spec) {
   long long sum = 0;
-  long long init = 0;
   if (const Json* cs = json_member(pod_spec, "containers"); cs && cs->is_array())
     for (const Json& c : *cs) sum += container_accelerators(c);
+  long long sidecars = 0;  // of the restartable init containers started so far
+  long long init = 0;      // the most any init container's stage holds
   if (const Json* cs = json_member(pod_spec, "initContainers"); cs && cs->is_array())
-    for (const Json& c : *cs) init = std::max(init, container_accelerators(c));
-  return std::max(sum, init);
+    for (const Json& c : *cs) {
+      const Json* restart = json_member(c, "restartPolicy");
+      const bool sidecar =
+          restart && restart->is_string() && restart->get<std::string>() == "Always";
+      if (sidecar) {
+        sidecars += container_accelerators(c);
+        init = std::max(init, sidecars);
+      } else {
+        init = std::max(init, container_accelerators(c) + sidecars);
+      }
+    }
+  return std::max(sum + sidecars, init);
 }
 
 WorkloadShape workload_shape(WorkloadKind kind, const nlohmann::json& object) {

@@ -27,7 +27,9 @@ const char* to_string(WorkloadKind kind);
 bool is_accelerator_resource(std::string_view name);
 
 // Accelerators one pod with this PodSpec holds (every accelerator resource its containers
-// limit, or request where no limit names it; its largest init container's when larger).
+// limit, or request where no limit names it), as the scheduler counts them: the containers
+// plus the sidecars (init containers with restartPolicy Always), or an init container's
+// stage when larger.
 long long pod_accelerators(const nlohmann::json& pod_spec);
 
 struct WorkloadShape {

@@ -111,7 +111,7 @@ struct OperatorProcess::Parts {
         reader(reader_sources(), http),
         events(std::make_shared<kube::ApiEventSink>(http), recorder_options(o)),
         reconciler(
-            reader, http, http, [this] { return snapshots.snapshot(); }, events,
+            reader, http, http, http, [this] { return snapshots.snapshot(); }, events,
             [] { return std::chrono::system_clock::now(); }, reconciler_settings(o)),
         measurement(
             reader, http, http, http, [this] { return snapshots.snapshot(); }, events,

@@ -67,17 +67,36 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
                 format_nodes(ctx.job.spec.num_nodes) + " x " +
                 std::to_string(ctx.job.spec.num_proc_per_node) +
                 (ctx.job.spec.num_proc_per_node == 1 ? " process" : " processes"));
+      workload = objects.job;  // as created; its status arrives with the next change
+    } else {
+      // A Job of this name exists that the cache does not hold: ours, created a moment
+      // ago (the cache lags), or one commgate did not create (without commgate's label it
+      // is outside the watch). The API server says which.
+      workload = get_or_null(live_reader_, path);
+      if (!workload) return false;  // deleted since: created at the next reconcile
     }
-    workload = objects.job;  // as created; its status arrives with the next change
   }
   if (const std::string owner = controller_uid_of(*workload);
-      !owner.empty() && owner != meta_string(ctx.object, "uid")) {
-    // The Job of an earlier TrainingJob of the same name, not yet garbage-collected.
+      owner != meta_string(ctx.object, "uid")) {
     ctx.set_phase(decision_phase(record.action));
-    ctx.condition(condition::kRunning, kFalse, op_reason::kPreviousWorkloadExists,
-                  "Job " + ctx.ns + "/" + ctx.name +
-                      " belongs to an earlier TrainingJob of this name; waiting for it to be "
-                      "deleted");
+    if (!owner.empty()) {
+      // The Job of an earlier TrainingJob of the same name, not yet garbage-collected.
+      ctx.condition(condition::kRunning, kFalse, op_reason::kPreviousWorkloadExists,
+                    "Job " + ctx.ns + "/" + ctx.name +
+                        " belongs to an earlier TrainingJob of this name; waiting for it to be "
+                        "deleted");
+      return false;
+    }
+    // Never adopted (issue #19 review): the Job's pods would run a template commgate did
+    // not shape (its GPUs, no pool nodeSelector, no spreading), and holding it to the
+    // admitted size would grow it.
+    const std::string message =
+        "Job " + ctx.ns + "/" + ctx.name +
+        " exists and was not created by commgate for this TrainingJob (it has no controller "
+        "reference to it); commgate does not adopt it. Delete or rename that Job, or submit "
+        "the TrainingJob under another name";
+    ctx.condition(condition::kRunning, kFalse, op_reason::kWorkloadNameTaken, message);
+    event(ctx, "Warning", op_reason::kWorkloadNameTaken, "Launch", message);
     return false;
   }
   // The Job is held to the decision: an `edit` user may patch its parallelism (and an

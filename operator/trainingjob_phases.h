@@ -44,6 +44,9 @@ inline constexpr const char* kInvalidWorkloadName = "InvalidWorkloadName";
 // The workload's name is taken by the Job of an earlier TrainingJob of the same name that
 // the garbage collector has not deleted yet.
 inline constexpr const char* kPreviousWorkloadExists = "PreviousWorkloadExists";
+// A Job of the TrainingJob's name exists that commgate did not create for it (no controller
+// reference to it): never adopted, it would run a template commgate did not shape.
+inline constexpr const char* kWorkloadNameTaken = "WorkloadNameTaken";
 // Someone other than commgate changed the workload Job's parallelism or completions: the
 // operator restores the admitted size (a Warning; docs/security.md).
 inline constexpr const char* kWorkloadResized = "WorkloadResized";

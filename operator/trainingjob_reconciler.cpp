@@ -50,10 +50,11 @@ const char* help_of(std::string_view family) {
 }  // namespace
 
 TrainingJobReconciler::TrainingJobReconciler(
-    const kube::Reader& reader, kube::Writer& writer, kube::StatusWriter& status_writer,
-    std::function<std::shared_ptr<const Snapshot>()> snapshot, kube::EventRecorder& events,
-    std::function<TimePoint()> now, ReconcilerSettings settings)
+    const kube::Reader& reader, const kube::Reader& live_reader, kube::Writer& writer,
+    kube::StatusWriter& status_writer, std::function<std::shared_ptr<const Snapshot>()> snapshot,
+    kube::EventRecorder& events, std::function<TimePoint()> now, ReconcilerSettings settings)
     : reader_(reader),
+      live_reader_(live_reader),
       writer_(writer),
       status_writer_(status_writer),
       snapshot_(std::move(snapshot)),

@@ -87,8 +87,8 @@ class TrainingJobReconciler {
   // snapshot: the current policies, profiles and namespace labels (core/snapshot.h).
   // events: Events on the TrainingJob (aggregated by the recorder).
   // All references must outlive the reconciler.
-  TrainingJobReconciler(const kube::Reader& reader, kube::Writer& writer,
-                        kube::StatusWriter& status_writer,
+  TrainingJobReconciler(const kube::Reader& reader, const kube::Reader& live_reader,
+                        kube::Writer& writer, kube::StatusWriter& status_writer,
                         std::function<std::shared_ptr<const Snapshot>()> snapshot,
                         kube::EventRecorder& events, std::function<TimePoint()> now,
                         ReconcilerSettings settings);
@@ -157,6 +157,9 @@ class TrainingJobReconciler {
   void count_decision(Context& ctx, const Decision& d, const std::string& policy);
 
   const kube::Reader& reader_;
+  // The API server itself: only to see a Job of the job's name that the cache (watching
+  // commgate's own Jobs) does not hold, when creating the workload finds one.
+  const kube::Reader& live_reader_;
   kube::Writer& writer_;
   kube::StatusWriter& status_writer_;
   std::function<std::shared_ptr<const Snapshot>()> snapshot_;

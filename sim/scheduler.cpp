@@ -220,19 +220,49 @@ int spread_penalty(const json& pod, const json& node, const std::vector<json>& n
   return penalty;
 }
 
+namespace {
+
+// One container's requests, a limit standing in for a request it lacks.
+std::map<std::string, double> container_requests(const json& c) {
+  const json& resources = field(c, "resources");
+  std::map<std::string, double> mine;
+  if (field(resources, "limits").is_object())
+    for (const auto& [k, v] : resources["limits"].items()) mine[k] = quantity(v);
+  if (field(resources, "requests").is_object())
+    for (const auto& [k, v] : resources["requests"].items()) mine[k] = quantity(v);
+  return mine;
+}
+
+}  // namespace
+
+// As kube-scheduler counts them (k8s.io/component-helpers resource.PodRequests, with
+// KEP-753's sidecars): the containers add up; a restartable init container (a sidecar,
+// restartPolicy Always) runs beside every later init container and the containers; an
+// ordinary init container beside the sidecars started before it; the pod needs the larger
+// of the containers' stage and any init container's.
 std::map<std::string, double> pod_requests(const json& pod) {
   std::map<std::string, double> total;
   const json& containers = field(field(pod, "spec"), "containers");
-  if (!containers.is_array()) return total;
-  for (const auto& c : containers) {
-    const json& resources = field(c, "resources");
-    std::map<std::string, double> mine;
-    if (field(resources, "limits").is_object())
-      for (const auto& [k, v] : resources["limits"].items()) mine[k] = quantity(v);
-    if (field(resources, "requests").is_object())
-      for (const auto& [k, v] : resources["requests"].items()) mine[k] = quantity(v);
-    for (const auto& [k, v] : mine) total[k] += v;
-  }
+  if (containers.is_array())
+    for (const auto& c : containers)
+      for (const auto& [k, v] : container_requests(c)) total[k] += v;
+  std::map<std::string, double> sidecars, init;
+  const json& inits = field(field(pod, "spec"), "initContainers");
+  if (inits.is_array())
+    for (const auto& c : inits) {
+      const std::map<std::string, double> mine = container_requests(c);
+      std::map<std::string, double> stage;
+      if (field(c, "restartPolicy") == json("Always")) {
+        for (const auto& [k, v] : mine) sidecars[k] += v;
+        stage = sidecars;
+      } else {
+        stage = sidecars;
+        for (const auto& [k, v] : mine) stage[k] += v;
+      }
+      for (const auto& [k, v] : stage) init[k] = std::max(init[k], v);
+    }
+  for (const auto& [k, v] : sidecars) total[k] += v;
+  for (const auto& [k, v] : init) total[k] = std::max(total[k], v);
   return total;
 }
 

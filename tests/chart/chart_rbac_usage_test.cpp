@@ -550,6 +550,65 @@ TEST_F(GateUnderAttack, an_editor_neither_resizes_the_workload_nor_forges_a_reco
   EXPECT_TRUE(w.is_null() || w["spec"].value("parallelism", 0) < 2) << w.dump(2);
 }
 
+// The review of 2026-12-05: the researcher's own Job, made before a TrainingJob of its name,
+// was taken for the training workload (reported as the training, and open to being
+// "restored" to the admitted size). Now never adopted: the job says why and waits, and runs
+// its own Job once the name is free.
+TEST_F(GateUnderAttack, an_editors_own_job_of_the_same_name_is_not_adopted) {
+  ASSERT_NO_FATAL_FAILURE(install_and_start());
+  ASSERT_NO_FATAL_FAILURE(bind_the_researcher());
+  json theirs = {{"apiVersion", "batch/v1"},
+                 {"kind", "Job"},
+                 {"metadata", {{"name", "taken"}, {"namespace", "nlp"}}},
+                 {"spec",
+                  {{"parallelism", 1},
+                   {"completions", 1},
+                   {"completionMode", "Indexed"},
+                   {"template",
+                    {{"spec",
+                      {{"restartPolicy", "Never"},
+                       {"containers", json::array({{{"name", "c"},
+                                                    {"image", "registry.example/own:1"},
+                                                    {"command", {"/bin/sleep", "60"}}}})}}}}}}}};
+  std::ofstream(dir_ + "/theirs.yaml") << theirs.dump(2);
+  Result r = as_researcher({"create", "-f", dir_ + "/theirs.yaml"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ofstream(dir_ + "/taken.yaml") << training_job("taken").dump(2);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        r = as_researcher({"apply", "-f", dir_ + "/taken.yaml"});
+        return r.code == 0;
+      },
+      30s))
+      << r.output << logs();
+  const auto told = [&](const json& job) {
+    for (const auto& c : job.value("/status/conditions"_json_pointer, json::array()))
+      if (c.value("type", "") == "Running" && c.value("reason", "") == "WorkloadNameTaken")
+        return true;
+    return false;
+  };
+  ASSERT_TRUE(wait_until(
+      [&] { return has_event("taken", "WorkloadNameTaken") && told(get_job("taken")); }, 60s))
+      << events() << get_job("taken").dump(2) << logs();
+  const json stuck = get_job("taken");
+  const json w = workload("taken");
+  EXPECT_EQ(w["spec"].value("parallelism", 0), 1) << "not resized: " << w.dump(2);
+  EXPECT_FALSE(w["metadata"].contains("ownerReferences")) << w.dump(2);
+
+  // The researcher frees the name: the operator creates its own Job for the job.
+  r = as_researcher({"delete", "job", "taken", "-n", "nlp", "--wait=false"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json mine = workload("taken");
+        return mine.is_object() &&
+               mine.value("/metadata/ownerReferences/0/uid"_json_pointer, std::string()) ==
+                   stuck.value("/metadata/uid"_json_pointer, std::string());
+      },
+      60s))
+      << workload("taken").dump(2) << events() << logs();
+}
+
 // Item 4: with the workload gate on (webhook.workloadGate.enabled and the default policy's
 // unmanagedWorkloads: deny), the editor's multi-node GPU Job, CronJob and bare torchrun
 // pod are refused through kubectl; one-node GPU work and the TrainingJob

@@ -321,6 +321,8 @@ TEST(WorkloadCreated, FromTheOperatorsStatus) {
       workload_created({{"phase", "Admitted"}, {"conditions", running_condition("Suspended")}}));
   EXPECT_FALSE(workload_created(
       {{"phase", "Admitted"}, {"conditions", running_condition("PreviousWorkloadExists")}}));
+  EXPECT_FALSE(workload_created(
+      {{"phase", "Admitted"}, {"conditions", running_condition("WorkloadNameTaken")}}));
   EXPECT_TRUE(workload_created({{"phase", "Running"}}));
   EXPECT_TRUE(workload_created({{"phase", "Succeeded"}}));
   EXPECT_TRUE(

@@ -74,6 +74,23 @@ INSTANTIATE_TEST_SUITE_P(
                 pod_spec({container(gpus("nvidia.com/gpu", "1"))},
                          {container(gpus("nvidia.com/gpu", "4"))}),
                 4},
+        // Sidecars (restartPolicy Always) run beside the containers: they add up.
+        PodCase{"ASidecarAddsToTheContainers",
+                pod_spec({container(gpus("nvidia.com/gpu", "1"))},
+                         {container(gpus("nvidia.com/gpu", "1"), {{"restartPolicy", "Always"}})}),
+                2},
+        // An init container after a sidecar runs beside it: 1 + 4 > the 1 + 1 later.
+        PodCase{"AnInitContainerRunsBesideTheSidecarsBeforeIt",
+                pod_spec({container(gpus("nvidia.com/gpu", "1"))},
+                         {container(gpus("nvidia.com/gpu", "1"), {{"restartPolicy", "Always"}}),
+                          container(gpus("nvidia.com/gpu", "4"))}),
+                5},
+        // Before the sidecar starts, the init container runs alone.
+        PodCase{"AnInitContainerBeforeTheSidecarRunsAlone",
+                pod_spec({container(gpus("nvidia.com/gpu", "1"))},
+                         {container(gpus("nvidia.com/gpu", "3")),
+                          container(gpus("nvidia.com/gpu", "1"), {{"restartPolicy", "Always"}})}),
+                3},
         PodCase{"MigSlices", pod_spec({container(gpus("nvidia.com/mig-1g.10gb", "3"))}), 3},
         PodCase{"NotAQuantity", pod_spec({container(gpus("nvidia.com/gpu", "lots"))}), 0},
         PodCase{"NotAnObject", json("x"), 0}),

@@ -214,7 +214,8 @@ struct World {
     return s;
   }();
   TrainingJobReconciler reconciler{
-      reader, api, api, [this] { return snapshot(); }, recorder, [this] { return now; }, settings};
+      reader,  api, api, api, [this] { return snapshot(); }, recorder, [this] { return now; },
+      settings};
   MeasurementReconciler measurement{reader,
                                     api,
                                     api,
@@ -233,7 +234,7 @@ struct World {
   // A reconciler over this world with other settings (a decision key).
   std::unique_ptr<TrainingJobReconciler> reconciler_with(ReconcilerSettings other) {
     return std::make_unique<TrainingJobReconciler>(
-        reader, api, api, [this] { return snapshot(); }, recorder, [this] { return now; },
+        reader, api, api, api, [this] { return snapshot(); }, recorder, [this] { return now; },
         std::move(other));
   }
   // A measurement controller over this world with other settings (probe slots, a key).
@@ -1646,6 +1647,42 @@ TEST(Reconcile, the_job_of_an_earlier_trainingjob_of_the_same_name_is_waited_for
   w.api.remove(kWorkloadJobs + "/bert");  // the garbage collector catches up
   ASSERT_TRUE(w.reconcile("bert").ok());
   EXPECT_EQ(w.creates_of(kWorkloadJobs + "/bert"), 1);
+}
+
+// A researcher's own Job of the job's name, made before the TrainingJob (issue #19 review):
+// never adopted, never resized to the admitted count, and said so. Found both ways: in the
+// cache, and (a Job without commgate's label is outside the operator's watch) only when
+// creating the workload meets AlreadyExists.
+TEST(Reconcile, a_job_of_the_same_name_that_commgate_did_not_create_is_not_adopted) {
+  for (const bool in_cache : {true, false}) {
+    SCOPED_TRACE(in_cache ? "the cache holds it" : "only the API server holds it");
+    World w;
+    json theirs = {{"apiVersion", "batch/v1"},
+                   {"kind", "Job"},
+                   {"metadata", {{"name", "bert"}}},
+                   {"spec", {{"parallelism", 1}, {"completions", 1}}}};
+    w.api.seed(kWorkloadJobs, theirs);
+    w.submit(a_job("bert"));
+    reconcile_to_probing(w, "bert");
+    w.finish_probe(a_probe_result(50.0, w.now - 1min));
+    if (!in_cache) w.reader.hide(kWorkloadJobs + "/bert", 100);
+    const auto r = w.reconcile("bert");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(requeue_of(r), 2s);
+    const json status = w.status("bert");
+    EXPECT_EQ(condition_reason(status, condition::kRunning), op_reason::kWorkloadNameTaken)
+        << status.dump(2);
+    EXPECT_TRUE(w.event(op_reason::kWorkloadNameTaken));
+    EXPECT_FALSE(w.event(op_reason::kWorkloadCreated));
+    const json job = *w.api.peek(kWorkloadJobs + "/bert");
+    EXPECT_EQ(job["spec"]["parallelism"], 1) << "not held to the admitted count";
+    EXPECT_FALSE(job["metadata"].contains("ownerReferences"));
+
+    w.api.remove(kWorkloadJobs + "/bert");  // the researcher deletes it
+    w.reader.hide("", 0);
+    ASSERT_TRUE(w.reconcile("bert").ok());
+    EXPECT_TRUE(w.event(op_reason::kWorkloadCreated));
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -185,6 +185,24 @@ TEST(PodRequests, limits_stand_in_for_missing_requests_and_containers_add_up) {
   EXPECT_DOUBLE_EQ(r.at("cpu"), 0.25);
 }
 
+// Init containers as kube-scheduler counts them: a sidecar (restartPolicy Always) adds to
+// the containers; an ordinary init container needs its own stage, beside the sidecars
+// started before it.
+TEST(PodRequests, sidecars_add_up_and_init_containers_need_their_stage) {
+  json p = gpu_pod("p", "1");
+  const auto init = [](const char* name, const char* gpus, bool sidecar) {
+    json c = {{"name", name}, {"resources", {{"limits", {{"nvidia.com/gpu", gpus}}}}}};
+    if (sidecar) c["restartPolicy"] = "Always";
+    return c;
+  };
+  p["spec"]["initContainers"] = json::array({init("side", "1", true)});
+  EXPECT_DOUBLE_EQ(pod_requests(p).at("nvidia.com/gpu"), 2.0) << "1 + the sidecar's 1";
+  p["spec"]["initContainers"].push_back(init("setup", "4", false));
+  EXPECT_DOUBLE_EQ(pod_requests(p).at("nvidia.com/gpu"), 5.0) << "4 beside the sidecar's 1";
+  p["spec"]["initContainers"] = json::array({init("setup", "3", false), init("side", "1", true)});
+  EXPECT_DOUBLE_EQ(pod_requests(p).at("nvidia.com/gpu"), 3.0) << "3 alone, before the sidecar";
+}
+
 TEST(Scheduler, binds_what_fits_and_marks_the_rest_unschedulable) {
   ObjectStore store;
   const auto nodes = *store.find_resource("", "v1", "nodes");
