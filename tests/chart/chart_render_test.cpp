@@ -444,6 +444,29 @@ TEST(CommgateChart, the_secrets_are_mounted_0440_and_the_decision_key_reaches_bo
   }
 }
 
+// The review of 2026-12-05: on the simulated cluster (pods are processes, no cgroup) the
+// webhook ran without a memory limit, so none of its memory bounds applied. The chart
+// passes the container's limit; without one, none.
+TEST(CommgateChart, the_webhook_is_told_its_memory_limit) {
+  const auto args_of = [](const RenderedChart& r) {
+    return r.get("Deployment",
+                 "commgate-webhook")["spec"]["template"]["spec"]["containers"][0]["args"];
+  };
+  const auto has = [](const json& args, const std::string& arg) {
+    return std::find(args.begin(), args.end(), arg) != args.end();
+  };
+  const auto plain = render_chart();
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_TRUE(has(args_of(plain), "--memory-limit=256Mi")) << args_of(plain).dump();
+  const auto larger = render_chart({"--set", "webhook.resources.limits.memory=1Gi"});
+  ASSERT_EQ(larger.exit_code, 0) << larger.output;
+  EXPECT_TRUE(has(args_of(larger), "--memory-limit=1Gi")) << args_of(larger).dump();
+  const auto none = render_chart({"--set", "webhook.resources.limits=null"});
+  ASSERT_EQ(none.exit_code, 0) << none.output;
+  for (const json& arg : args_of(none))
+    EXPECT_EQ(arg.get<std::string>().rfind("--memory-limit", 0), std::string::npos) << arg;
+}
+
 TEST(CommgateChart, the_operators_certificate_comes_from_the_values_choice) {
   const auto generated = render_chart();
   ASSERT_EQ(generated.exit_code, 0) << generated.output;
