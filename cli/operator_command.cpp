@@ -53,6 +53,8 @@ Options:
                                   repeated, each occurrence appends
   --probe-port N                  the probe's rendezvous port (default 29501)
   --probe-ttl-seconds N           seconds a finished probe Job is kept (default 600)
+  --probe-threads N               the probe's torch threads per rank (default 0: the
+                                  cores the probe may use)
   --max-concurrent-probes N       probes running at once, in all (default 8; 0: no bound)
   --max-probes-per-namespace N    probes running at once for the jobs of one namespace
                                   (default 2; 0: no bound)
@@ -147,6 +149,8 @@ OperatorFlags parse_operator_flags(const std::vector<std::string>& args,
       o.reconciler.probe.port = flags.int_value(1, 65535);
     } else if (flags.is("--probe-ttl-seconds")) {
       o.reconciler.probe.ttl_seconds_after_finished = flags.int_value(0, 1 << 30);
+    } else if (flags.is("--probe-threads")) {
+      o.reconciler.probe.threads = flags.int_value(0, 4096);
     } else if (flags.is("--max-concurrent-probes")) {
       o.reconciler.probe.max_concurrent = flags.int_value(0, 100000);
     } else if (flags.is("--max-probes-per-namespace")) {

@@ -17,6 +17,10 @@ const char* to_string(MissingMeasurementAction a) {
   return name_of(kMissingMeasurementActions, a);
 }
 
+const char* to_string(InsufficientNodesAction a) {
+  return name_of(kInsufficientNodesActions, a);
+}
+
 const char* to_string(UnmanagedWorkloads a) {
   return name_of(kUnmanagedWorkloadsActions, a);
 }
@@ -62,6 +66,9 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
   s.unmanaged_workloads =
       spec.enumeration("unmanagedWorkloads", P::kOptional, kUnmanagedWorkloadsActions)
           .value_or(s.unmanaged_workloads);
+  s.on_insufficient_nodes =
+      spec.enumeration("onInsufficientNodes", P::kOptional, kInsufficientNodesActions)
+          .value_or(s.on_insufficient_nodes);
 
   auto probe = spec.object("probe");
   ProbeSettings& ps = s.probe;
@@ -139,6 +146,7 @@ nlohmann::json to_json(const CommPolicy& p) {
                          {"onMissingMeasurement", to_string(s.on_missing_measurement)},
                          {"maxExtrapolation", s.max_extrapolation},
                          {"unmanagedWorkloads", to_string(s.unmanaged_workloads)},
+                         {"onInsufficientNodes", to_string(s.on_insufficient_nodes)},
                          {"probe",
                           {{"timeoutSeconds", s.probe.timeout_seconds},
                            {"sizes",

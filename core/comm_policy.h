@@ -22,6 +22,11 @@ enum class MissingMeasurementAction { kGate, kAdmit, kDeny };
 // manageJobsWithoutQueueName plays this part there).
 // In order of strictness (policy_selection.cpp compares them).
 enum class UnmanagedWorkloads { kAllow, kWarn, kDeny };
+// spec.onInsufficientNodes: what happens to a job its pool cannot hold (fewer usable nodes
+// than it would run, core/pool_nodes.h; issue #20 defect 2). gate: admitted suspended until
+// the pool has the nodes; deny: refused; ignore: not checked (a pool that a cluster
+// autoscaler grows from pending pods, which a gated job never creates).
+enum class InsufficientNodesAction { kGate, kDeny, kIgnore };
 
 // The names spec.enforcementAction and spec.onMissingMeasurement take: the parser reads
 // and to_string prints from these tables, and the CRD's enums must list the same names.
@@ -43,7 +48,14 @@ inline constexpr std::array<EnumName<UnmanagedWorkloads>, 3> kUnmanagedWorkloads
     {UnmanagedWorkloads::kDeny, "deny"},
 }};
 
+inline constexpr std::array<EnumName<InsufficientNodesAction>, 3> kInsufficientNodesActions = {{
+    {InsufficientNodesAction::kGate, "gate"},
+    {InsufficientNodesAction::kDeny, "deny"},
+    {InsufficientNodesAction::kIgnore, "ignore"},
+}};
+
 const char* to_string(EnforcementAction a);
+const char* to_string(InsufficientNodesAction a);
 const char* to_string(UnmanagedWorkloads a);
 const char* to_string(MissingMeasurementAction a);
 
@@ -98,6 +110,7 @@ struct CommPolicySpec {
   // commgate's operator created it or its requester is exempt here (docs/policy.md).
   // warn: admitted with the warning a refusal would give (to roll the gate out).
   UnmanagedWorkloads unmanaged_workloads = UnmanagedWorkloads::kAllow;
+  InsufficientNodesAction on_insufficient_nodes = InsufficientNodesAction::kGate;
 };
 
 struct CommPolicy {

@@ -1,5 +1,7 @@
 #include "core/job_decision.h"
 
+#include <algorithm>
+
 #include "core/annotations.h"
 #include "core/measurement.h"
 #include "core/policy_selection.h"
@@ -15,7 +17,69 @@ std::map<std::string, std::string> commgate_annotations(const TrainingJob& job) 
   return out;
 }
 
+std::string nodes_text(int n) {
+  return std::to_string(n) + (n == 1 ? " node" : " nodes");
+}
+
+// The pool check (decide_for_job's comment): changes `out.decision` when the pool cannot
+// hold the job.
+void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapshot) {
+  if (!snapshot.nodes || !out.policy) return;
+  const CommPolicySpec& spec = out.policy->spec;
+  if (spec.on_insufficient_nodes == InsufficientNodesAction::kIgnore) return;
+  Decision& d = out.decision;
+  if (d.reason == reason::kExempt) return;
+  const PoolDemand demand = pool_demand_of(job, *snapshot.nodes);
+  const PoolCount count = count_pool(*snapshot.nodes, demand);
+  out.pool = count;
+  int runs = 0;  // the fewest nodes the job would run
+  switch (d.action) {
+    case Action::kAdmit:
+    case Action::kDownsize:
+    case Action::kWarn:
+      runs = d.admitted_nodes;
+      break;
+    case Action::kGate:  // for a measurement: it can run no smaller than minNodes
+      runs = std::min(job.spec.min_nodes, job.spec.num_nodes);
+      break;
+    case Action::kDeny:
+      return;
+  }
+  if (count.usable >= runs) return;
+  const bool deny = spec.on_insufficient_nodes == InsufficientNodesAction::kDeny;
+  std::string message = "the pool of nodeSelector " + format_node_selector(job.spec.node_selector) +
+                        " has " + describe_pool_count(count, demand) + ", fewer than the " +
+                        nodes_text(runs) + " this job would run";
+  if (d.action != Action::kGate)
+    message += " (" + policy_label(d.policy_name) + " would " +
+               (d.action == Action::kDownsize ? "downsize it to " + nodes_text(runs)
+                                              : "admit " + nodes_text(runs)) +
+               ")";
+  message += deny ? ", so it is refused (onInsufficientNodes: deny)"
+                  : ", so it is suspended until the pool has them (onInsufficientNodes: gate)";
+  if (count.usable > 0)
+    message += "; ask for at most " + nodes_text(count.usable) + " to run now";
+  else
+    message += "; check spec.nodeSelector and spec.tolerations against the cluster's nodes";
+  d.action = deny ? Action::kDeny : Action::kGate;
+  d.reason = reason::kPoolTooSmall;
+  d.message = std::move(message);
+  if (deny) d.admitted_nodes = 0;
+  d.would_action.reset();
+  d.would_admit_nodes.reset();
+}
+
 }  // namespace
+
+PoolDemand pool_demand_of(const TrainingJob& job, const std::vector<PoolNode>& nodes) {
+  PoolDemand demand;
+  demand.node_selector = job.spec.node_selector;
+  demand.tolerations = job.spec.tolerations;
+  demand.accelerators_per_pod = job.spec.template_accelerators;
+  if (demand.accelerators_per_pod.empty() && pool_has_gpus(nodes, job.spec.node_selector))
+    demand.accelerators_per_pod[kNvidiaGpu] = job.spec.num_proc_per_node;
+  return demand;
+}
 
 std::string format_node_selector(const std::map<std::string, std::string>& selector) {
   if (selector.empty()) return "{} (every node)";
@@ -67,6 +131,7 @@ JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
                             ", the pool of nodeSelector " +
                             format_node_selector(job.spec.node_selector) + ")";
   }
+  check_pool(out, job, snapshot);
   return out;
 }
 

@@ -23,6 +23,10 @@ inline constexpr const char* kDecisionTimeout = "DecisionTimeout";
 // gated until a decider sees the namespace (issue #19 item 6: a namespace read as
 // unlabelled could fall to a milder policy than its own).
 inline constexpr const char* kNamespaceUnknown = "NamespaceUnknown";
+// The job's pool has fewer usable nodes (core/pool_nodes.h) than the job would run: gated
+// or denied as the policy's onInsufficientNodes says (issue #20 defect 2: such a job
+// used to be admitted and hang, its first pods holding their nodes).
+inline constexpr const char* kPoolTooSmall = "PoolTooSmall";
 }  // namespace reason
 
 struct JobDecision {
@@ -33,11 +37,19 @@ struct JobDecision {
   std::optional<ObjectRef> profile;  // the CommProfile found, if any
   std::optional<Measurement> measurement;  // from that CommProfile
   Decision decision;                       // valid when policy is set
+  // The job's pool counted against what it asks of each node, where the snapshot holds
+  // the cluster's Nodes and the policy checks them (onInsufficientNodes not ignore).
+  std::optional<PoolCount> pool;
 };
 
 // Selects the policy (core's select_policy with the namespace's labels), reads the
 // measurement from the CommProfile named pool_name(spec.nodeSelector) and decides. A
 // Gate's message names the CommProfile it looked for and the nodeSelector it stands for.
+// Where the snapshot holds the cluster's Nodes and the policy's onInsufficientNodes is
+// not ignore, a job that would run more nodes than its pool has usable (or, gated for a
+// measurement, whose minNodes is more) is gated or denied with reason PoolTooSmall, the
+// message saying how many nodes the pool has and why the others do not count. An exempt
+// requester is not checked.
 JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
                            const Requester& requester, TimePoint now);
 
@@ -52,6 +64,11 @@ bool needs_new_decision(const TrainingJob& old_job, const TrainingJob& new_job);
 
 // True when the commgate.io/ annotations differ between the two objects.
 bool commgate_annotations_changed(const TrainingJob& old_job, const TrainingJob& new_job);
+
+// What `job` asks of each node of its pool: its nodeSelector and tolerations, and the
+// accelerators one pod asks for: its template's, else numProcPerNode nvidia.com/gpu where
+// the pool has GPUs (the operator adds that limit to the workload's pods then).
+PoolDemand pool_demand_of(const TrainingJob& job, const std::vector<PoolNode>& nodes);
 
 // "{commgate.io/pool=cpu-1gbe}", "{} (every node)": a nodeSelector for messages.
 std::string format_node_selector(const std::map<std::string, std::string>& selector);

@@ -35,6 +35,18 @@ int missing_measurement_rank(MissingMeasurementAction a) {
   return 0;
 }
 
+int insufficient_nodes_rank(InsufficientNodesAction a) {
+  switch (a) {
+    case InsufficientNodesAction::kDeny:
+      return 2;
+    case InsufficientNodesAction::kGate:
+      return 1;
+    case InsufficientNodesAction::kIgnore:
+      return 0;
+  }
+  return 0;
+}
+
 bool subset(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   return std::all_of(a.begin(), a.end(), [&](const std::string& x) {
     return std::find(b.begin(), b.end(), x) != b.end();
@@ -101,6 +113,14 @@ int compare_strictness(const CommPolicySpec& a, const CommPolicySpec& b, std::st
       *why = "a stricter onMissingMeasurement (" +
              std::string(to_string(pick(c, a, b).on_missing_measurement)) + " against " +
              to_string(pick(c, b, a).on_missing_measurement) + ")";
+    return c;
+  }
+  if (int c = order(insufficient_nodes_rank(b.on_insufficient_nodes),
+                    insufficient_nodes_rank(a.on_insufficient_nodes))) {
+    if (why)
+      *why = "a stricter onInsufficientNodes (" +
+             std::string(to_string(pick(c, a, b).on_insufficient_nodes)) + " against " +
+             to_string(pick(c, b, a).on_insufficient_nodes) + ")";
     return c;
   }
   if (int c = order(a.max_extrapolation, b.max_extrapolation)) {

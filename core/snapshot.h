@@ -3,13 +3,16 @@
 // operator's caches build it; decide_for_job (core/job_decision.h) reads it.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/comm_policy.h"
 #include "core/comm_profile.h"
+#include "core/pool_nodes.h"
 #include "core/time_format.h"
 
 namespace commgate {
@@ -32,6 +35,12 @@ struct Snapshot {
   // files): a namespace missing from it is one the cache has not seen yet, whose labels,
   // and so whose policy, are unknown (decide_for_job gates such a job).
   bool namespaces_listed = false;
+  // The cluster's Nodes, summarised (core/pool_nodes.h), where the decider watches them;
+  // null where it does not (`commgate evaluate`, the file-backed policy source): no pool
+  // check then. Shared between snapshots: rebuilt only when a summary changes.
+  std::shared_ptr<const std::vector<PoolNode>> nodes;
+  // Changes whenever `nodes` does: what a consumer compares instead of the nodes.
+  uint64_t nodes_generation = 0;
   TimePoint loaded_at{};  // when this snapshot was built (for the snapshot-age metric)
 
   // Parses a stored CommPolicy into `policies`, or records it in `invalid_policies` under

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/json_access.h"
 #include "core/object_reader.h"
+#include "core/pod_requests.h"
 #include "core/pod_template_fields.h"
 #include "core/workload_shape.h"
 
@@ -12,7 +14,7 @@ namespace {
 
 using P = Presence;
 
-void read_tolerations(ObjectReader& spec, TrainingJobSpec& out, Verbatim verbatim) {
+void read_tolerations(ObjectReader& spec, TrainingJobSpec& out) {
   const Json* raw = spec.raw("tolerations");
   if (!raw) return;
   for (auto& t : spec.object_list("tolerations")) {
@@ -34,7 +36,8 @@ void read_tolerations(ObjectReader& spec, TrainingJobSpec& out, Verbatim verbati
     }
     t.reject_unknown_fields();
   }
-  if (raw->is_array() && verbatim == Verbatim::kKeep) out.tolerations = *raw;
+  // Kept for every decider: the pool check counts the nodes whose taints they tolerate.
+  if (raw->is_array()) out.tolerations = *raw;
 }
 
 void read_template(ObjectReader& spec, TrainingJobSpec& out, Verbatim verbatim) {
@@ -57,6 +60,9 @@ void read_template(ObjectReader& spec, TrainingJobSpec& out, Verbatim verbatim) 
   const Json& raw = *spec.raw("template");
   reject_unknown_pod_template_fields(raw, tmpl.path(), spec.errors());
   reject_non_finite(raw, tmpl.path(), spec.errors());
+  if (const Json* ps = json_member(raw, "spec"))
+    for (const auto& [name, amount] : pod_requests(*ps))
+      if (is_accelerator_resource(name) && amount > 0) out.template_accelerators[name] = amount;
   if (verbatim == Verbatim::kKeep) out.pod_template = raw;
 }
 
@@ -164,7 +170,7 @@ TrainingJob parse_training_job(const nlohmann::json& doc, ObjectSource source, V
   s.suspend = spec.boolean("suspend", P::kOptional).value_or(false);
   s.node_selector =
       spec.string_map("nodeSelector", P::kOptional).value_or(std::map<std::string, std::string>{});
-  read_tolerations(spec, s, verbatim);
+  read_tolerations(spec, s);
   read_model(spec, s.model);
   read_template(spec, s, verbatim);
   // commgate starts numProcPerNode processes on each node and decides for that many GPUs

@@ -47,7 +47,11 @@ struct TrainingJobSpec {
   nlohmann::json tolerations = nlohmann::json::array();  // []corev1.Toleration, validated
   ModelSpec model;
   nlohmann::json pod_template;  // corev1.PodTemplateSpec, kept verbatim
-  std::string policy_ref;       // CommPolicy name, optional
+  // The accelerators one pod of the template asks for (core/pod_requests.h), read even
+  // where the template is not kept: empty when it names none (the operator then adds
+  // numProcPerNode nvidia.com/gpu on a GPU pool).
+  std::map<std::string, double> template_accelerators;
+  std::string policy_ref;  // CommPolicy name, optional
   RunPolicy run_policy;
 };
 
@@ -68,8 +72,8 @@ enum class ObjectSource {
 
 // What the parse keeps of the parts it validates but does not interpret.
 enum class Verbatim {
-  kKeep,  // spec.template, spec.tolerations and status copied into the TrainingJob
-  // Left empty (null, [], null): for deciders that read only what decide() and the
+  kKeep,  // spec.template and status copied into the TrainingJob
+  // Left empty (null and null): for deciders that read only what decide() and the
   // decision record read (the webhook's handlers). The copy of the pod template was a
   // tenth of /mutate's handler time (#9). Validation and its errors are the same.
   kSkip,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/json_access.h"
+#include "core/pod_requests.h"
 #include "core/quantity.h"
 
 namespace commgate {
@@ -20,33 +21,6 @@ long long count_or(const Json& object, const char* key, long long fallback) {
   const Json* v = json_member(object, key);
   if (!v || !v->is_number_integer()) return fallback;
   return std::max<long long>(0, v->get<long long>());
-}
-
-// Accelerators of one container: each accelerator resource's limit, else its request.
-long long container_accelerators(const Json& container) {
-  const Json* resources = json_member(container, "resources");
-  if (!resources) return 0;
-  long long total = 0;
-  for (const char* part : {"limits", "requests"}) {
-    const Json* list = json_member(*resources, part);
-    if (!list || !list->is_object()) continue;
-    for (const auto& [name, value] : list->items()) {
-      if (!is_accelerator_resource(name)) continue;
-      // A request counts only where no limit names the resource (extended resources
-      // must have them equal when both are set).
-      if (std::string_view(part) == "requests") {
-        const Json* limits = json_member(*resources, "limits");
-        if (limits && json_member(*limits, name.c_str())) continue;
-      }
-      std::string text = value.is_string()   ? value.get<std::string>()
-                         : value.is_number() ? value.dump()
-                                             : std::string();
-      std::string error;
-      const auto n = parse_quantity(text, &error);
-      if (n && *n > 0) total += static_cast<long long>(*n + 0.5);
-    }
-  }
-  return total;
 }
 
 // Pods of a JobSpec that run at once: parallelism (default 1), no more than completions
@@ -351,24 +325,10 @@ bool is_accelerator_resource(std::string_view name) {
 // sidecars started before it. A sidecar's GPUs counted as an init container's (the largest
 // one alone) let a pod hold more than its template seemed to ask (issue #19 review).
 long long pod_accelerators(const nlohmann::json& pod_spec) {
-  long long sum = 0;
-  if (const Json* cs = json_member(pod_spec, "containers"); cs && cs->is_array())
-    for (const Json& c : *cs) sum += container_accelerators(c);
-  long long sidecars = 0;  // of the restartable init containers started so far
-  long long init = 0;      // the most any init container's stage holds
-  if (const Json* cs = json_member(pod_spec, "initContainers"); cs && cs->is_array())
-    for (const Json& c : *cs) {
-      const Json* restart = json_member(c, "restartPolicy");
-      const bool sidecar =
-          restart && restart->is_string() && restart->get<std::string>() == "Always";
-      if (sidecar) {
-        sidecars += container_accelerators(c);
-        init = std::max(init, sidecars);
-      } else {
-        init = std::max(init, container_accelerators(c) + sidecars);
-      }
-    }
-  return std::max(sum + sidecars, init);
+  double total = 0;
+  for (const auto& [name, amount] : pod_requests(pod_spec))
+    if (is_accelerator_resource(name) && amount > 0) total += amount;
+  return static_cast<long long>(total + 0.5);
 }
 
 WorkloadShape workload_shape(WorkloadKind kind, const nlohmann::json& object) {

@@ -81,6 +81,19 @@ SnapshotCache::SnapshotCache(const ApiClient& client, Options options)
   policies_ = make(kCommPoliciesPath);
   profiles_ = make(kCommProfilesPath);
   namespaces_ = make(kNamespacesPath);
+  if (options_.watch_nodes) {
+    Watcher::Options o;
+    o.path = kNodesPath;
+    o.watch_timeout_seconds = options_.watch_timeout_seconds;
+    o.backoff_initial = options_.backoff_initial;
+    o.backoff_max = options_.backoff_max;
+    o.log = options_.log;
+    o.transform = keep_pool_node_fields;
+    nodes_informer_ = std::make_unique<Informer>(client, o);
+    nodes_informer_->on_change([this](const std::vector<StoreChange>& changes) {
+      if (update_nodes(changes)) rebuild();
+    });
+  }
 }
 
 SnapshotCache::~SnapshotCache() {
@@ -92,11 +105,37 @@ void SnapshotCache::on_rebuild(std::function<void()> handler) {
 }
 
 void SnapshotCache::start() {
-  for (const auto* f : {&policies_, &profiles_, &namespaces_}) (*f)->start();
+  for (const auto* f : {&policies_, &profiles_, &namespaces_, &nodes_informer_})
+    if (*f) (*f)->start();
 }
 
 void SnapshotCache::stop() {
-  for (const auto* f : {&policies_, &profiles_, &namespaces_}) (*f)->stop();
+  for (const auto* f : {&policies_, &profiles_, &namespaces_, &nodes_informer_})
+    if (*f) (*f)->stop();
+}
+
+bool SnapshotCache::update_nodes(const std::vector<StoreChange>& changes) {
+  std::lock_guard lock(rebuild_mu_);
+  bool changed = !nodes_;  // the first list makes the vector, even of no nodes
+  for (const StoreChange& c : changes) {
+    const Store::Object object = nodes_informer_->store().get(c.key);
+    if (!object) {
+      changed = node_summaries_.erase(c.key) > 0 || changed;
+      continue;
+    }
+    PoolNode summary = pool_node_of(*object);
+    auto it = node_summaries_.find(c.key);
+    if (it != node_summaries_.end() && it->second == summary) continue;
+    node_summaries_[c.key] = std::move(summary);
+    changed = true;
+  }
+  if (!changed || !nodes_informer_->has_synced()) return false;
+  auto nodes = std::make_shared<std::vector<PoolNode>>();
+  nodes->reserve(node_summaries_.size());
+  for (const auto& [name, node] : node_summaries_) nodes->push_back(node);
+  nodes_ = std::move(nodes);
+  ++nodes_generation_;
+  return true;
 }
 
 std::shared_ptr<const Snapshot> SnapshotCache::snapshot() const {
@@ -104,11 +143,14 @@ std::shared_ptr<const Snapshot> SnapshotCache::snapshot() const {
 }
 
 bool SnapshotCache::has_synced() const {
-  return policies_->has_synced() && profiles_->has_synced() && namespaces_->has_synced();
+  return policies_->has_synced() && profiles_->has_synced() && namespaces_->has_synced() &&
+         (!nodes_informer_ || nodes_informer_->has_synced());
 }
 
 std::vector<const Informer*> SnapshotCache::informers() const {
-  return {policies_.get(), profiles_.get(), namespaces_.get()};
+  std::vector<const Informer*> out = {policies_.get(), profiles_.get(), namespaces_.get()};
+  if (nodes_informer_) out.push_back(nodes_informer_.get());
+  return out;
 }
 
 std::string SnapshotCache::metrics_text(std::string_view prefix) const {
@@ -135,6 +177,8 @@ void SnapshotCache::rebuild() {
         build_snapshot(*policies_->store().snapshot(), *profiles_->store().snapshot(),
                        *namespaces_->store().snapshot(), now, last_valid_);
     last_valid_ = std::move(built.valid);
+    built.snapshot->nodes = nodes_;
+    built.snapshot->nodes_generation = nodes_generation_;
     // Logs a bad object once per resourceVersion, not on every rebuild.
     std::map<std::string, std::string> still_bad;
     for (const RejectedObject& r : built.rejected) {

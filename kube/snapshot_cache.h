@@ -1,8 +1,11 @@
-// What a decision reads besides the job (core/snapshot.h: CommPolicies, CommProfiles and
-// namespace labels), kept current from the API: three informers (kube/informer.h) whose
-// notifications rebuild one immutable Snapshot from all three stores with core's parsers,
-// swapped in atomically. The webhook (webhook/kube_policy_source.h) and the operator both
-// read it; neither includes the other (tests/layering).
+// What a decision reads besides the job (core/snapshot.h: CommPolicies, CommProfiles,
+// namespace labels and the Nodes' summaries), kept current from the API: four informers
+// (kube/informer.h) whose notifications rebuild one immutable Snapshot from the stores
+// with core's parsers, swapped in atomically. The Nodes' store keeps only what
+// core/pool_nodes.h reads (a watch transform), and a Node's change rebuilds only when its
+// summary changed: a kubelet's status updates change nothing a decision reads. The webhook
+// (webhook/kube_policy_source.h) and the operator both read it; neither includes the other
+// (tests/layering).
 //
 // An object that does not parse is logged once per resourceVersion with its field paths
 // and left out; it never stops the others. The snapshot stays null until all three stores
@@ -37,6 +40,7 @@ namespace commgate::kube {
 constexpr const char* kCommPoliciesPath = "/apis/commgate.io/v1alpha1/commpolicies";
 constexpr const char* kCommProfilesPath = "/apis/commgate.io/v1alpha1/commprofiles";
 constexpr const char* kNamespacesPath = "/api/v1/namespaces";
+constexpr const char* kNodesPath = "/api/v1/nodes";
 
 // An object left out of a snapshot because it does not parse.
 struct RejectedObject {
@@ -85,6 +89,9 @@ class SnapshotCache {
     int watch_timeout_seconds = 290;
     std::chrono::milliseconds backoff_initial{200};
     std::chrono::milliseconds backoff_max{30'000};
+    // Watch the cluster's Nodes for the pool check (core/job_decision.h): the snapshot's
+    // `nodes` stays null without it, and no job is checked against its pool's size.
+    bool watch_nodes = true;
   };
 
   // `client` must outlive the cache.
@@ -100,7 +107,7 @@ class SnapshotCache {
   // No rebuild and no handler runs after it returns.
   void stop();
 
-  // Null until all three collections have been listed.
+  // Null until every collection watched has been listed.
   std::shared_ptr<const Snapshot> snapshot() const;
   bool has_synced() const;
   // Objects left out of the current snapshot because they do not parse.
@@ -108,8 +115,8 @@ class SnapshotCache {
   // CommPolicies that do not parse and govern as their last valid version.
   uint64_t policies_kept_last_valid() const { return kept_.load(); }
   uint64_t rebuilds() const { return rebuilds_.load(); }
-  // The three informers (policies, profiles, namespaces): for metrics, for a cache-backed
-  // reader over their stores (kube/cached_reader.h), and for tests.
+  // The informers (policies, profiles, namespaces, then nodes where watched): for metrics,
+  // for a cache-backed reader over their stores (kube/cached_reader.h), and for tests.
   std::vector<const Informer*> informers() const;
   // informer_metrics_text(informers(), prefix), <prefix>_rejected_objects and
   // <prefix>_policies_kept_last_valid (gauges).
@@ -117,15 +124,23 @@ class SnapshotCache {
 
  private:
   void rebuild();
+  // After a change of the Nodes' store: true when a node's summary changed (then
+  // nodes_ and nodes_generation_ are new).
+  bool update_nodes(const std::vector<StoreChange>& changes);
 
   const Options options_;
   std::unique_ptr<Informer> policies_, profiles_, namespaces_;
+  std::unique_ptr<Informer> nodes_informer_;  // null unless options_.watch_nodes
   std::shared_ptr<const Snapshot> snapshot_;  // std::atomic_load / atomic_store
   std::vector<std::function<void()>> handlers_;
 
   std::mutex rebuild_mu_;                        // one rebuild at a time; guards reported_
   std::map<std::string, std::string> reported_;  // "kind/key" -> resourceVersion logged
   LastValidPolicies last_valid_;                 // guarded by rebuild_mu_
+  // Guarded by rebuild_mu_: each node's summary by name, and the vector the snapshots share.
+  std::map<std::string, PoolNode> node_summaries_;
+  std::shared_ptr<const std::vector<PoolNode>> nodes_;
+  uint64_t nodes_generation_ = 0;
   std::atomic<uint64_t> kept_{0};
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> rebuilds_{0};

@@ -25,15 +25,24 @@ std::optional<std::string> beyond_probe_reach(const TrainingJob& job, const JobD
   if (!jd.policy || jd.decision.reason != reason::kExtrapolationTooFar || !jd.measurement)
     return std::nullopt;
   const ProbeSettings& probe = jd.policy->spec.probe;
-  const int reach = probe_node_count(job.spec.num_nodes, probe);
+  const int by_policy = probe_node_count(job.spec.num_nodes, probe);
+  // A probe takes no more nodes than the pool has usable (fit_probe_to_pool).
+  const bool pool_bound = jd.pool && jd.pool->usable < by_policy;
+  const int reach = pool_bound ? std::max(1, jd.pool->usable) : by_policy;
   if (jd.measurement->nodes_probed < reach) return std::nullopt;  // a larger probe helps
   const int k = std::max(1, jd.policy->spec.max_extrapolation);
+  const int64_t decidable = static_cast<int64_t>(k) * jd.measurement->nodes_probed;
+  if (pool_bound)
+    return jd.decision.message + " The pool was probed on " +
+           format_nodes(jd.measurement->nodes_probed) + ", all the usable nodes it has, so no " +
+           "probe can decide " + format_nodes(job.spec.num_nodes) + ": ask for at most " +
+           std::to_string(std::min<int64_t>(decidable, jd.pool->usable)) +
+           " nodes, or have an admin add nodes to the pool";
   return jd.decision.message + " The pool was probed on " +
          format_nodes(jd.measurement->nodes_probed) + ", as many as " +
          policy_label(jd.policy->metadata.name) + " lets a probe take (probe.maxNodes " +
          std::to_string(probe.max_nodes) + "), so no probe can decide " +
-         format_nodes(job.spec.num_nodes) + ": ask for at most " +
-         std::to_string(static_cast<int64_t>(k) * jd.measurement->nodes_probed) +
+         format_nodes(job.spec.num_nodes) + ": ask for at most " + std::to_string(decidable) +
          " nodes, or have an admin raise probe.maxNodes or maxExtrapolation";
 }
 

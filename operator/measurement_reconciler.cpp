@@ -270,6 +270,25 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
   request.model = lead.model;
   request.policy_probe = policy.spec.probe;
   request.for_job = lead.job;
+  std::string sized;  // why the probe is smaller than its demand
+  if (p.view.nodes) {
+    const ProbePoolFit fit = fit_probe_to_pool(request, *p.view.nodes);
+    request.policy_probe.backend = fit.backend;
+    // A one-node probe measures no link: a multi-node demand waits for a second node.
+    if (fit.nodes < std::min(request.nodes, 2)) {
+      write_status(p, history, kFalse, kReasonPoolTooSmall,
+                   "pool " + p.name + " has " + describe_pool_count(fit.count, fit.demand) +
+                       " for the probe's pods, and a probe of its link needs " +
+                       format_nodes(std::min(request.nodes, 2)) +
+                       "; it starts when the pool has them" +
+                       dropped_tolerations_note(tolerations.dropped, policy));
+      return Action::await_change();  // a change of the Nodes brings the pool back
+    }
+    if (fit.nodes < request.nodes)
+      sized = " (" + format_nodes(request.nodes) + " asked for; the pool has " +
+              describe_pool_count(fit.count, fit.demand) + ")";
+    request.nodes = fit.nodes;
+  }
   const ProbeObjects objects = build_probe(request, settings_.probe);
   const std::string& ns = settings_.probe.ns;
   create_if_absent(writer_, services_collection(ns), objects.service);
@@ -277,7 +296,7 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
   const std::string what = "probe " + ns + "/" + probe_job_name(p.name) + " measures pool " +
                            p.name + " on " + format_nodes(request.nodes) + " (attempt " +
                            std::to_string(history.failed_attempts + 1) + " of " +
-                           std::to_string(attempts) + ") for " + joined(plan.jobs) +
+                           std::to_string(attempts) + ")" + sized + " for " + joined(plan.jobs) +
                            dropped_tolerations_note(tolerations.dropped, policy);
   if (created) {
     probes_created_.inc();

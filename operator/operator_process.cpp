@@ -70,6 +70,8 @@ std::string decision_inputs_of(const Snapshot& snapshot) {
     out += "stale policy " + name + " " + why + "\n";
   for (const auto& [name, profile] : snapshot.profiles)
     out += "profile " + name + " " + profile.metadata.resource_version + "\n";
+  // A node's summary that changed (the pool check reads them): a new generation.
+  out += "nodes " + std::to_string(snapshot.nodes_generation) + "\n";
   for (const auto& [ns, labels] : snapshot.namespace_labels) {
     out += "namespace " + ns;
     for (const auto& [k, v] : labels) out += " " + k + "=" + v;
@@ -248,9 +250,11 @@ struct OperatorProcess::Parts {
     std::vector<kube::CachedReader::Source> out = {{kTrainingJobsPath, &trainingjobs.store()},
                                                    {kJobsPath, &jobs.store()},
                                                    {kPodsPath, &pods.store()}};
-    const char* paths[] = {kube::kCommPoliciesPath, kube::kCommProfilesPath, kube::kNamespacesPath};
-    const auto informers = snapshots.informers();
-    for (size_t i = 0; i < informers.size(); ++i) out.push_back({paths[i], &informers[i]->store()});
+    // Not the Nodes: their store holds only what the pool check reads (a transform), which
+    // a reader of Node objects must not take for the objects.
+    for (const kube::Informer* informer : snapshots.informers())
+      if (informer->path() != kube::kNodesPath)
+        out.push_back({informer->path(), &informer->store()});
     return out;
   }
   std::vector<const kube::Informer*> informers() const {

@@ -66,7 +66,8 @@ bool link_only(const ProbeRequest& request) {
 // The probe's flags (probe-job/probe_config.cpp): the job's model and the policy's probe
 // settings. The world (rank, world size, master) comes from the environment instead.
 // No --quiet: the human summary on stderr is what `kubectl logs` of a probe pod shows.
-std::vector<std::string> probe_args(const ProbeRequest& request) {
+std::vector<std::string> probe_args(const ProbeRequest& request,
+                                    const ProbeLaunchSettings& settings) {
   const ModelSpec& model = request.model;
   const ProbeSettings& probe = request.policy_probe;
   std::vector<std::string> args = {"--backend",    probe.backend.empty() ? "auto" : probe.backend,
@@ -85,6 +86,8 @@ std::vector<std::string> probe_args(const ProbeRequest& request) {
                std::to_string(probe.warmup_iterations), "--iters", std::to_string(probe.iterations),
                "--timeout", std::to_string(probe.timeout_seconds), "--termination-log",
                kTerminationLogPath});
+  if (settings.threads > 0)
+    args.insert(args.end(), {"--threads", std::to_string(settings.threads)});
   return args;
 }
 
@@ -154,7 +157,7 @@ json container(const ProbeRequest& request, const ProbeLaunchSettings& settings,
       {"name", kContainerName},
       {"image", request.policy_probe.image.empty() ? settings.image : request.policy_probe.image},
       {"command", settings.command},
-      {"args", probe_args(request)},
+      {"args", probe_args(request, settings)},
       {"env", probe_env(name, settings, request.nodes)},
       {"ports",
        json::array({{{"name", kPortName}, {"containerPort", settings.port}, {"protocol", "TCP"}}})},
@@ -191,6 +194,21 @@ json pod_template(const ProbeRequest& request, const ProbeLaunchSettings& settin
 
 std::string probe_job_name(const std::string& pool) {
   return "commgate-probe-" + pool;
+}
+
+ProbePoolFit fit_probe_to_pool(const ProbeRequest& request, const std::vector<PoolNode>& nodes) {
+  ProbePoolFit fit;
+  fit.backend = request.policy_probe.backend.empty() ? "auto" : request.policy_probe.backend;
+  if (fit.backend == "auto" && !pool_has_gpus(nodes, request.node_selector)) fit.backend = "gloo";
+  ProbeRequest resolved = request;
+  resolved.policy_probe.backend = fit.backend;
+  fit.demand.node_selector = request.node_selector;
+  fit.demand.tolerations = request.tolerations;
+  if (probe_uses_gpus(resolved))
+    fit.demand.accelerators_per_pod[kGpuResource] = request.procs_per_node;
+  fit.count = count_pool(nodes, fit.demand);
+  fit.nodes = std::min(request.nodes, fit.count.usable);
+  return fit;
 }
 
 int probe_node_count(int requested_nodes, const ProbeSettings& policy_probe) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/comm_policy.h"
+#include "core/pool_nodes.h"
 #include "core/training_job.h"
 
 namespace commgate::op {
@@ -28,6 +29,9 @@ struct ProbeLaunchSettings {
   // do not collide.
   int port = 29501;
   int ttl_seconds_after_finished = 600;
+  // The probe's torch threads per rank (`--probe-threads`, the probe's --threads); 0: the
+  // probe's default (the cores it may use).
+  int threads = 0;
   // Probes running at once, in all and for the jobs of one namespace
   // (`--max-concurrent-probes`, `--max-probes-per-namespace`): each takes GPU nodes
   // outside the namespace's ResourceQuota, and one researcher's jobs with ten
@@ -73,6 +77,18 @@ std::string probe_job_name(const std::string& pool);
 // Nodes a probe takes: min(requested, policy maxNodes), but at least 2 when the job asks for
 // 2 or more (a one-node probe measures no link); 1 when it asks for 1.
 int probe_node_count(int requested_nodes, const ProbeSettings& policy_probe);
+
+// How the pool's nodes shape a probe (issue #20 defect 3): `backend: auto` becomes gloo
+// on a pool whose nodes have no GPU (pods asking for nvidia.com/gpu would never schedule
+// there), and the probe takes no more nodes than the pool has usable for its pods (its
+// nodeSelector, the tolerations it keeps, a GPU per process where it uses GPUs).
+struct ProbePoolFit {
+  std::string backend;  // the request's, with auto resolved on a pool without GPUs
+  int nodes = 0;        // min(request.nodes, usable)
+  PoolCount count;      // the pool's nodes for the probe's pods
+  PoolDemand demand;    // what each probe pod asks of a node
+};
+ProbePoolFit fit_probe_to_pool(const ProbeRequest& request, const std::vector<PoolNode>& nodes);
 
 // The compact JSON of commgate.io/probe-model: {parameters, gradientDtype, batchSize,
 // optimizer}, keys sorted.

@@ -23,6 +23,8 @@ inline constexpr const char* kReasonProbeUnschedulable = "ProbeUnschedulable";
 inline constexpr const char* kReasonProbeResultInvalid = "ProbeResultInvalid";
 // Not a probe's outcome: the pool's probe waits for a slot (probe_slot_refusal).
 inline constexpr const char* kReasonProbeQueued = "ProbeQueued";
+// Not a probe's outcome: the pool has fewer usable nodes than a probe of its link needs.
+inline constexpr const char* kReasonPoolTooSmall = "PoolTooSmall";
 
 struct ProbeOutcome {
   ProbeState state = ProbeState::kRunning;

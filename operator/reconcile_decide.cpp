@@ -156,6 +156,14 @@ void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
     }
   }
   count("commgate_operator_decisions_total", "action", commgate::to_string(jd.decision.action));
+  const commgate::Decision& d = jd.decision;
+  ctx.log.info(
+      std::string("decided ") + commgate::to_string(d.action) + " (" + d.reason + "): " + d.message,
+      {{"action", commgate::to_string(d.action)},
+       {"reason", d.reason},
+       {"requestedNodes", std::to_string(d.requested_nodes)},
+       {"admittedNodes", std::to_string(d.admitted_nodes)},
+       {"policy", d.policy_name}});
 }
 
 ReconcileResult TrainingJobReconciler::apply_decision(Context& ctx, const JobDecision& jd) {

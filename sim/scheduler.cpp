@@ -5,6 +5,8 @@
 #include "core/field_errors.h"
 #include "core/label_selector.h"
 #include "core/object_reader.h"
+#include "core/pod_requests.h"
+#include "core/pool_nodes.h"
 #include "core/quantity.h"
 #include "sim/api_status.h"
 #include "sim/json_fields.h"
@@ -220,50 +222,9 @@ int spread_penalty(const json& pod, const json& node, const std::vector<json>& n
   return penalty;
 }
 
-namespace {
-
-// One container's requests, a limit standing in for a request it lacks.
-std::map<std::string, double> container_requests(const json& c) {
-  const json& resources = field(c, "resources");
-  std::map<std::string, double> mine;
-  if (field(resources, "limits").is_object())
-    for (const auto& [k, v] : resources["limits"].items()) mine[k] = quantity(v);
-  if (field(resources, "requests").is_object())
-    for (const auto& [k, v] : resources["requests"].items()) mine[k] = quantity(v);
-  return mine;
-}
-
-}  // namespace
-
-// As kube-scheduler counts them (k8s.io/component-helpers resource.PodRequests, with
-// KEP-753's sidecars): the containers add up; a restartable init container (a sidecar,
-// restartPolicy Always) runs beside every later init container and the containers; an
-// ordinary init container beside the sidecars started before it; the pod needs the larger
-// of the containers' stage and any init container's.
+// core/pod_requests.h's rule, which core's workload gate and pool check share.
 std::map<std::string, double> pod_requests(const json& pod) {
-  std::map<std::string, double> total;
-  const json& containers = field(field(pod, "spec"), "containers");
-  if (containers.is_array())
-    for (const auto& c : containers)
-      for (const auto& [k, v] : container_requests(c)) total[k] += v;
-  std::map<std::string, double> sidecars, init;
-  const json& inits = field(field(pod, "spec"), "initContainers");
-  if (inits.is_array())
-    for (const auto& c : inits) {
-      const std::map<std::string, double> mine = container_requests(c);
-      std::map<std::string, double> stage;
-      if (field(c, "restartPolicy") == json("Always")) {
-        for (const auto& [k, v] : mine) sidecars[k] += v;
-        stage = sidecars;
-      } else {
-        stage = sidecars;
-        for (const auto& [k, v] : mine) stage[k] += v;
-      }
-      for (const auto& [k, v] : stage) init[k] = std::max(init[k], v);
-    }
-  for (const auto& [k, v] : sidecars) total[k] += v;
-  for (const auto& [k, v] : init) total[k] = std::max(total[k], v);
-  return total;
+  return commgate::pod_requests(field(pod, "spec"));
 }
 
 bool is_terminal(const json& pod) {
@@ -272,24 +233,9 @@ bool is_terminal(const json& pod) {
 }
 
 bool tolerates(const json& pod, const json& taint) {
-  const json& tolerations = field(field(pod, "spec"), "tolerations");
-  if (!tolerations.is_array()) return false;
-  const std::string key = str(field(taint, "key")), value = str(field(taint, "value")),
-                    effect = str(field(taint, "effect"));
-  for (const auto& t : tolerations) {
-    const std::string tkey = str(field(t, "key")), teffect = str(field(t, "effect"));
-    std::string op = str(field(t, "operator"));
-    if (op.empty()) op = "Equal";
-    if (!teffect.empty() && teffect != effect) continue;
-    if (tkey.empty()) {
-      if (op == "Exists") return true;  // an empty key with Exists tolerates everything
-      continue;
-    }
-    if (tkey != key) continue;
-    if (op == "Exists") return true;
-    if (op == "Equal" && str(field(t, "value")) == value) return true;
-  }
-  return false;
+  return commgate::tolerates(
+      field(field(pod, "spec"), "tolerations"),
+      {str(field(taint, "key")), str(field(taint, "value")), str(field(taint, "effect"))});
 }
 
 NodeUsage node_usage(const std::vector<json>& pods_on_node) {

@@ -24,6 +24,7 @@ namespace commgate::webhook {
 using kube::kCommPoliciesPath;
 using kube::kCommProfilesPath;
 using kube::kNamespacesPath;
+using kube::kNodesPath;
 
 class KubePolicySource : public PolicySource {
  public:

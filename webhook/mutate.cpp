@@ -78,6 +78,26 @@ std::string downsize_warning(const Decision& d, const Measurement& m) {
   return w;
 }
 
+// Issue #20: an exempt submission over the limit said nothing of it. What the policy would
+// have done to the job without the exemption (a downsize, a denial, a warning), said as a
+// warning; the exemption's verdict stands. nullopt when the job is within the policy, or
+// waits for a measurement either way.
+std::optional<std::string> exempt_over_policy_warning(const Decision& d, const TrainingJob& job,
+                                                      const Snapshot& snapshot, TimePoint now) {
+  const JobDecision without = decide_for_job(job, snapshot, Requester{}, now);
+  if (!without.policy) return std::nullopt;
+  const Decision& w = without.decision;
+  const bool over = w.action == Action::kDownsize || w.action == Action::kDeny ||
+                    w.action == Action::kWarn || w.reason == reason::kDryRun;
+  if (!over) return std::nullopt;
+  const std::string would = w.action == Action::kDownsize
+                                ? "downsized to " + std::to_string(w.admitted_nodes) + " nodes"
+                            : w.action == Action::kDeny ? "denied"
+                                                        : "admitted over the policy";
+  return "commgate: " + d.message + "; without the exemption it would be " + would + ": " +
+         w.message;
+}
+
 // The annotations every decision writes: the decision and reason (printer columns and
 // quick reading), the request, and the decision record later checks hold the object to.
 void annotate_decision(PatchBuilder& patch, const DecisionRecord& record) {
@@ -161,6 +181,8 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
       patch.set_spec("suspend", true);
       warnings.push_back(std::string(d.reason == reason::kNamespaceUnknown
                                          ? "commgate: suspended until commgate sees the namespace: "
+                                     : d.reason == reason::kPoolTooSmall
+                                         ? "commgate: suspended until the pool has the nodes: "
                                          : "commgate: suspended until measured: ") +
                          d.message);
       break;
@@ -174,6 +196,8 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
     case Action::kAdmit:
       patch.default_spec("suspend", false);
       if (d.reason == reason::kDryRun) warnings.push_back("commgate (dry run): " + d.message);
+      if (d.reason == reason::kExempt)
+        if (auto w = exempt_over_policy_warning(d, job, snapshot, now)) warnings.push_back(*w);
       break;
   }
   DecisionRecord record = record_of(jd, job, now);

@@ -95,6 +95,22 @@ Response AdmissionService::admit(const Request& request, bool mutate) {
         answer->decision = "Timeout";
       }
       decision = answer->decision;
+      // One line per admission decided (at /validate, which the API server calls once per
+      // admission, after /mutate): who asked for what, and the answer.
+      if (!mutate && decision != "None") {
+        const std::string key =
+            parsed->namespace_.empty() ? parsed->name : parsed->namespace_ + "/" + parsed->name;
+        LogFields fields = {{"decision", decision},
+                            {"kind", parsed->kind},
+                            {"object", key},
+                            {"operation", parsed->operation},
+                            {"user", parsed->user_info.username},
+                            {"allowed", answer->allowed ? "true" : "false"}};
+        if (!answer->allowed) fields.push_back({"message", answer->message});
+        config_.log.info(std::string(answer->allowed ? "admitted " : "refused ") + parsed->kind +
+                             " " + key + ": " + decision,
+                         std::move(fields));
+      }
       return review(200, parsed->uid, parsed->api_version, *answer);
     }();
   } catch (const std::exception& e) {

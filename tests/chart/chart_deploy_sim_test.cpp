@@ -139,18 +139,20 @@ class ChartDeployedOnSim : public ::testing::Test {
     if (got.code != 0) return "";
     return json::parse(got.output)["spec"].value("holderIdentity", "");
   }
-  // Whether the operator decided the job: the gate stands (status.decision) and its probe
-  // for the pool is reported as it fared on the sim (no node carries the example's pool
-  // label: the scheduler's message in the Probed condition).
+  // Whether the operator decided the job (status.decision, which only it writes): no node
+  // carries the example's pool label, so it waits for its pool (PoolTooSmall, issue #20),
+  // which the Admitted condition says.
   bool decided(const std::string& name, json& job) {
     const auto got = kubectl({"get", "tj", "-n", "nlp", name, "-o", "json"});
     if (got.code != 0) return false;
     job = json::parse(got.output);
     const json status = job.value("status", json::object());
-    if (status.value("decision", json::object()).value("action", "") != "Gate") return false;
+    const json decision = status.value("decision", json::object());
+    if (decision.value("action", "") != "Gate" || decision.value("reason", "") != "PoolTooSmall")
+      return false;
     for (const auto& cond : status.value("conditions", json::array()))
-      if (cond.value("type", "") == "Probed" && cond.value("reason", "") == "ProbeUnschedulable")
-        return cond.value("message", "").find("didn't match Pod's node affinity/selector") !=
+      if (cond.value("type", "") == "Admitted" && cond.value("reason", "") == "PoolTooSmall")
+        return cond.value("message", "").find("has no node (none matches the nodeSelector)") !=
                std::string::npos;
     return false;
   }
@@ -215,7 +217,7 @@ TEST_F(ChartDeployedOnSim, the_applied_chart_runs_its_webhook_and_operator_as_a_
 
   // A researcher's job: the sim calls the webhook through the chart's Service (its
   // selector leads to the Ready webhook pods' named port, in their node's namespace) and
-  // verifies it with the chart's caBundle; with no measurement yet the webhook gates it.
+  // verifies it with the chart's caBundle; with no node of its pool the webhook gates it.
   const json job =
       create_job(source_path("examples/jobs/bert-large-350m.yaml"), "bert-large", true);
   EXPECT_EQ(job.value("spec", json::object()).value("suspend", false), true) << job.dump(2);

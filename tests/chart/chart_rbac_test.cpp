@@ -127,7 +127,12 @@ const std::vector<Request> kOperatorRequests = {
     {"reads_no_secret", "get", "", "secrets", "", "commgate-system", "commgate-webhook-tls", false},
     {"lists_no_secrets", "list", "", "secrets", "", "", "", false},
     {"reads_no_configmap", "get", "", "configmaps", "", "nlp", "settings", false},
+    // The pool check and a probe's size and backend read the Nodes (issue #20), as a
+    // watch; no single node is read, none is written.
+    {"lists_nodes", "list", "", "nodes", "", "", "", true},
+    {"watches_nodes", "watch", "", "nodes", "", "", "", true},
     {"reads_no_node", "get", "", "nodes", "", "", "gpu-1", false},
+    {"changes_no_node", "patch", "", "nodes", "", "", "gpu-1", false},
     {"creates_no_pod_itself", "create", "", "pods", "", "nlp", "", false},
     {"deletes_no_pod", "delete", "", "pods", "", "nlp", "bert-0", false},
     // ... and gives it back its admitted size when someone else changed it
@@ -201,6 +206,10 @@ TEST(WebhookRbac, the_chart_allows_the_webhook_its_watches_and_nothing_more) {
       {"", "watch", "commgate.io", "commprofiles", "", "", "", true},
       {"", "list", "", "namespaces", "", "", "", true},
       {"", "watch", "", "namespaces", "", "", "", true},
+      {"", "list", "", "nodes", "", "", "", true},
+      {"", "watch", "", "nodes", "", "", "", true},
+      {"", "get", "", "nodes", "", "", "gpu-1", false},
+      {"", "update", "", "nodes", "", "", "gpu-1", false},
       {"", "get", "commgate.io", "trainingjobs", "", "nlp", "bert", false},
       {"", "create", "commgate.io", "commprofiles", "", "", "", false},
       {"", "update", "coordination.k8s.io", "leases", "", "commgate-system", "commgate-operator",

@@ -236,8 +236,8 @@ std::set<Grant> grants_of(const json& role) {
 // KubePolicySource watches, from the paths it uses.
 std::set<Grant> webhook_calls() {
   std::set<Grant> out;
-  for (std::string path :
-       {webhook::kCommPoliciesPath, webhook::kCommProfilesPath, webhook::kNamespacesPath}) {
+  for (std::string path : {webhook::kCommPoliciesPath, webhook::kCommProfilesPath,
+                           webhook::kNamespacesPath, webhook::kNodesPath}) {
     // "/api/v1/RESOURCE" or "/apis/GROUP/VERSION/RESOURCE"
     std::vector<std::string> parts;
     for (size_t at = 1, next; at <= path.size(); at = next + 1) {
@@ -308,6 +308,8 @@ const std::set<Grant> kOperatorGrants = {
     {"", "namespaces", "get"},
     {"", "namespaces", "list"},
     {"", "namespaces", "watch"},
+    {"", "nodes", "list"},  // the pool check and a probe's size and backend (#20)
+    {"", "nodes", "watch"},
     {"batch", "jobs", "create"},
     {"batch", "jobs", "get"},
     {"batch", "jobs", "list"},
@@ -361,7 +363,8 @@ TEST(ChartRbac, the_operators_lease_is_granted_by_name_in_the_release_namespace_
   // That the operator's own Lease name is this one: chart_operator_flags_test.cpp.
 }
 
-TEST(ChartRbac, no_role_grants_secrets_configmaps_nodes_or_rbac) {
+// Nodes are read (list, watch: the pool check, issue #20), never written.
+TEST(ChartRbac, no_role_grants_secrets_configmaps_rbac_or_a_write_of_nodes) {
   for (const auto& args : variations()) {
     const auto r = render_chart(args);
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -378,7 +381,7 @@ TEST(ChartRbac, no_role_grants_secrets_configmaps_nodes_or_rbac) {
           const bool for_people =
               component == "researcher-access" || component == "researcher-role";
           EXPECT_TRUE(resource != "secrets" && (for_people || resource != "configmaps") &&
-                      resource != "nodes")
+                      (resource != "nodes" || verb == "list" || verb == "watch"))
               << id(role) << " grants " << verb << " " << resource;
           EXPECT_NE(group, "rbac.authorization.k8s.io") << id(role);
           if (!for_people) EXPECT_NE(verb, "deletecollection") << id(role);

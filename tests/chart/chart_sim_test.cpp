@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "sim/api_server.h"
+#include "sim/cluster.h"
 #include "sim/rbac_authorizer.h"
 #include "tests/chart/chart_render.h"
 #include "tests/chart/chart_sim_fixture.h"
@@ -256,6 +257,13 @@ TEST_F(ChartOnSim, the_charts_operator_starts_and_takes_the_lease_its_role_names
 TEST_F(ChartOnSim, the_charts_rbac_lets_its_operator_probe_for_a_gated_job) {
   if (!fs::exists("/usr/bin/curl")) GTEST_SKIP() << "no /usr/bin/curl to ask /readyz with";
   ASSERT_NO_FATAL_FAILURE(install());
+  // Two Nodes of the example's pool (objects only: no kubelet runs the probe's pods).
+  const auto nodes = *api_.store().find_resource("", "v1", "nodes");
+  for (const char* name : {"cpu-1", "cpu-2"}) {
+    sim::NodeSpec spec = sim::node_spec(name);
+    spec.labels["commgate.io/pool"] = "cpu-1gbe";
+    api_.store().create(nodes, "", sim::node_object(spec));
+  }
   const uint16_t port = start_operator();
   ASSERT_NE(port, 0) << operator_->output();
   ASSERT_TRUE(wait_until([&] { return operator_get(port, "/readyz").has_value(); }, 30s))

@@ -362,10 +362,10 @@ TEST(TrainingJobParsing, yaml_unquoted_bool_in_node_selector_is_named) {
 }
 
 // Verbatim::kSkip (the webhook's parse, #9) against kKeep: the same TrainingJob apart from
-// the three parts it leaves empty, and the same errors, over the example jobs, the
+// the two parts it leaves empty, and the same errors, over the example jobs, the
 // TrainingJobs in the webhook's fuzz seeds, and broken variants of both.
 
-// Every field of a parsed TrainingJob except spec.template, spec.tolerations and status.
+// Every field of a parsed TrainingJob except spec.template and status.
 Json decided_fields(const TrainingJob& j) {
   const ObjectMeta& m = j.metadata;
   const TrainingJobSpec& s = j.spec;
@@ -378,7 +378,8 @@ Json decided_fields(const TrainingJob& j) {
         m.annotations}},
       {"spec",
        {s.num_nodes, s.min_nodes, s.num_proc_per_node, s.suspend, s.node_selector, s.policy_ref,
-        opt(r.backoff_limit), opt(r.active_deadline_seconds), opt(r.ttl_seconds_after_finished)}},
+        opt(r.backoff_limit), opt(r.active_deadline_seconds), opt(r.ttl_seconds_after_finished),
+        s.tolerations, s.template_accelerators}},
       {"model",
        {s.model.parameters, s.model.gradient_dtype, s.model.torch_script, s.model.input_shape,
         s.model.batch_size, s.model.optimizer, opt(s.model.step_time_hint_ms)}}};
@@ -450,7 +451,6 @@ TEST(TrainingJobVerbatimSkip, parses_the_same_job_and_the_same_errors_as_keep) {
     ++valid;
     EXPECT_EQ(decision_spec_hash(skipped.spec), decision_spec_hash(kept.spec));
     EXPECT_TRUE(skipped.spec.pod_template.is_null());
-    EXPECT_EQ(skipped.spec.tolerations, Json::array());
     EXPECT_TRUE(skipped.status.is_null());
     EXPECT_FALSE(kept.spec.pod_template.is_null()) << "kKeep keeps the template";
   }

@@ -118,6 +118,10 @@ TEST(DecisionInputsOf, ChangeWithPolicySpecsProfilesAndNamespaceLabelsButNotPoli
   Snapshot policy_deleted = base;
   policy_deleted.policies.clear();
   EXPECT_NE(decision_inputs_of(policy_deleted), before);
+
+  Snapshot node_changed = base;  // a node's summary changed (the pool check reads them)
+  node_changed.nodes_generation = base.nodes_generation + 1;
+  EXPECT_NE(decision_inputs_of(node_changed), before);
 }
 
 }  // namespace commgate::op

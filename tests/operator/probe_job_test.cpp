@@ -289,6 +289,70 @@ TEST(ProbeJob, args_carry_the_jobs_model_and_the_policys_sweep) {
   EXPECT_EQ(parse_quantity("256Mi", nullptr), 256 * 1048576.0);
 }
 
+TEST(ProbeJob, threads_from_the_operators_flag) {
+  ProbeLaunchSettings settings;
+  EXPECT_FALSE(flag_value(args_of(build_probe(a_request(), settings)), "--threads"))
+      << "0: the probe's own default";
+  settings.threads = 6;
+  EXPECT_EQ(flag_value(args_of(build_probe(a_request(), settings)), "--threads"), "6");
+}
+
+// --- fit_probe_to_pool (issue #20 defect 3) ---
+
+PoolNode pool_node(const std::string& name, double gpus, bool ready = true) {
+  PoolNode n;
+  n.name = name;
+  n.labels = {{"pool", "a100"}, {"topology.kubernetes.io/zone", "eu-1a"}};
+  n.ready = ready;
+  if (gpus > 0) n.accelerators["nvidia.com/gpu"] = gpus;
+  n.taints = {{"nvidia.com/gpu", "present", "NoSchedule"}};
+  return n;
+}
+
+struct FitCase {
+  std::string name;
+  std::vector<PoolNode> nodes;
+  std::string backend;  // the policy's
+  int want_nodes;
+  std::string want_backend;
+};
+
+TEST(FitProbeToPool, auto_is_gloo_without_gpus_and_the_probe_fits_the_pool) {
+  const std::vector<FitCase> cases = {
+      {"gpu_pool_keeps_auto",
+       {pool_node("a", 8), pool_node("b", 8), pool_node("c", 8)},
+       "auto",
+       3,
+       "auto"},
+      {"cpu_pool_is_gloo_and_asks_no_gpu",
+       {pool_node("a", 0), pool_node("b", 0), pool_node("c", 0)},
+       "auto",
+       3,
+       "gloo"},
+      {"two_of_three_fit",
+       {pool_node("a", 8), pool_node("b", 8), pool_node("c", 8, false)},
+       "auto",
+       2,
+       "auto"},
+      {"nodes_with_too_few_gpus_do_not_count",
+       {pool_node("a", 8), pool_node("b", 4)},
+       "auto",
+       1,
+       "auto"},
+      {"an_explicit_nccl_stays", {pool_node("a", 0), pool_node("b", 0)}, "nccl", 0, "nccl"},
+      {"an_explicit_gloo_asks_no_gpu", {pool_node("a", 0), pool_node("b", 0)}, "gloo", 2, "gloo"},
+      {"no_node", {}, "auto", 0, "gloo"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    ProbeRequest r = a_request();  // 3 nodes, 8 processes a node, tolerates nvidia.com/gpu
+    r.policy_probe.backend = c.backend;
+    const ProbePoolFit fit = fit_probe_to_pool(r, c.nodes);
+    EXPECT_EQ(fit.nodes, c.want_nodes);
+    EXPECT_EQ(fit.backend, c.want_backend);
+  }
+}
+
 TEST(ProbeJob, args_round_trip_odd_parameter_counts_exactly) {
   ProbeRequest r = a_request();
   r.model.parameters = 1234567;

@@ -208,9 +208,13 @@ struct World {
   bool cache_lags = false;  // the snapshot misses every CommProfile (an informer behind)
   // The namespaces the cache has listed (namespaces_listed); nullopt: none listed.
   std::optional<std::vector<std::string>> namespaces;
-  ReconcilerSettings settings = [] {
+  // The Nodes the cache holds (the pool check, the probe's size); nullopt: not watched.
+  std::optional<std::vector<PoolNode>> nodes;
+  std::vector<std::string> logged;  // the reconcilers' log lines
+  ReconcilerSettings settings = [this] {
     ReconcilerSettings s;
     s.probe_poll = 2s;
+    s.log = Logger([this](const LogRecord& r) { logged.push_back(format_log_text(r, "")); });
     return s;
   }();
   TrainingJobReconciler reconciler{
@@ -276,6 +280,7 @@ struct World {
       s->namespaces_listed = true;
       for (const std::string& ns : *namespaces) s->namespace_labels[ns];
     }
+    if (nodes) s->nodes = std::make_shared<const std::vector<PoolNode>>(*nodes);
     s->loaded_at = now;
     return s;
   }
@@ -654,6 +659,71 @@ TEST(Reconcile, an_operator_restarted_mid_probe_does_not_probe_the_pool_again) {
   EXPECT_EQ(w.status("bert")["phase"], phase::kProbing);
   EXPECT_NE(restarted->metrics_text().find("commgate_operator_probes_created_total 0"),
             std::string::npos);
+}
+
+PoolNode a_node(const std::string& name, double gpus = 0) {
+  PoolNode n;
+  n.name = name;
+  n.labels = {{"pool", "gpu-1g"}};
+  n.ready = true;
+  if (gpus > 0) n.accelerators["nvidia.com/gpu"] = gpus;
+  return n;
+}
+
+// Issue #20 defects 2 and 3: on a pool of two nodes without GPUs, a 4-node job's probe
+// takes the two nodes with Gloo (`auto`), its pods asking for no GPU; the job, which the
+// policy admits at 4, then waits PoolTooSmall with no workload holding a node, and runs
+// once the pool has 4 nodes. On a pool of one node no probe starts.
+TEST(Reconcile, the_probe_fits_the_pool_and_a_job_larger_than_its_pool_waits_for_nodes) {
+  World w;
+  w.nodes = std::vector<PoolNode>{a_node("n1")};
+  w.submit(a_job("bert"));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  EXPECT_FALSE(w.probe_job()) << "one node measures no link";
+  const json profile = *w.api.peek(kProfiles + "/" + w.pool());
+  const json* probing = find_condition(profile["status"]["conditions"], kProbingCondition);
+  ASSERT_TRUE(probing) << profile.dump(2);
+  EXPECT_EQ((*probing)["reason"], kReasonPoolTooSmall);
+  EXPECT_NE((*probing)["message"].get<std::string>().find(
+                "has 1 usable node (all that match the nodeSelector) for the probe's pods, and "
+                "a probe of its link needs 2 nodes"),
+            std::string::npos)
+      << probing->dump();
+
+  w.nodes->push_back(a_node("n2"));
+  reconcile_to_probing(w, "bert");
+  EXPECT_EQ(w.probe_nodes(), 2);
+  const json pod = (*w.probe_job())["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["containers"][0]["args"][1], "gloo") << pod["containers"][0]["args"].dump();
+  EXPECT_FALSE(pod["containers"][0]
+                   .value("/resources/limits"_json_pointer, json::object())
+                   .contains("nvidia.com/gpu"))
+      << pod.dump();
+
+  w.finish_probe(a_probe_result(50.0, w.now - 1min, 2));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  const json status = w.status("bert");
+  EXPECT_EQ(status["phase"], phase::kGated) << status.dump(2);
+  EXPECT_EQ(condition_reason(status, condition::kAdmitted), reason::kPoolTooSmall);
+  EXPECT_NE(condition_message(status, condition::kAdmitted)
+                .find("has 2 usable nodes (all that match the nodeSelector), fewer than the 4 "
+                      "nodes this job would run"),
+            std::string::npos)
+      << status.dump(2);
+  EXPECT_FALSE(w.api.peek(kWorkloadJobs + "/bert"));
+  EXPECT_EQ(w.job("bert")["spec"]["suspend"], true);
+
+  w.nodes->push_back(a_node("n3"));
+  w.nodes->push_back(a_node("n4"));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
+  EXPECT_TRUE(w.api.peek(kWorkloadJobs + "/bert"));
+  // Issue #20: the operator logged no decisions; each one it makes is a line at info.
+  bool logged = false;
+  for (const std::string& line : w.logged)
+    logged = logged || (line.find("info: decided Admit (WithinPolicy)") != std::string::npos &&
+                        line.find("admittedNodes=4") != std::string::npos);
+  EXPECT_TRUE(logged) << ::testing::PrintToString(w.logged);
 }
 
 TEST(Reconcile, two_jobs_on_one_pool_share_one_probe) {

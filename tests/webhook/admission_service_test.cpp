@@ -126,6 +126,30 @@ TEST(AdmissionService, TurnsAnExceptionIntoAnAdmissionReview500WithTheUidAndLogs
   EXPECT_NE(logged[0].find("c3ce937b-1a18-4e45-a0e8-adf5c962f1e4"), std::string::npos) << logged[0];
 }
 
+// Issue #20: the webhook logged no admissions. Each one it decides is one info line, at
+// /validate (the API server calls it once per admission, after /mutate): the object, the
+// requester and the answer, with the message of a refusal. Here a job that reached
+// /validate without /mutate's record (Bypass).
+TEST(AdmissionService, LogsEachDecidedAdmissionOnceWithTheObjectAndTheRequester) {
+  std::vector<std::string> logged;
+  WebhookConfig config;
+  config.log = Logger([&](const LogRecord& r) { logged.push_back(format_log_text(r, "test")); });
+  auto source =
+      std::make_shared<StaticPolicySource>(std::make_shared<Snapshot>(snapshot_of({}, {})));
+  AdmissionService service(source, config, [] { return test_now(); });
+  const std::string body = a_create_of(a_training_job("bert").nodes(4).json()).user("carol").body();
+  service.admit(post("/mutate", body), true);
+  EXPECT_TRUE(logged.empty()) << logged[0];
+  service.admit(post("/validate", body), false);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_NE(logged[0].find("info: refused TrainingJob research/bert: Bypass"), std::string::npos)
+      << logged[0];
+  EXPECT_NE(logged[0].find("message=\"spec.suspend: must stay true"), std::string::npos)
+      << logged[0];
+  EXPECT_NE(logged[0].find("user=carol"), std::string::npos) << logged[0];
+  EXPECT_NE(logged[0].find("operation=CREATE"), std::string::npos) << logged[0];
+}
+
 // docs/webhook.md lists `Exempt`: an exempt requester's admission is counted as such, not
 // as a plain Admit (issue #20 defect 9).
 TEST(AdmissionService, CountsAnExemptAdmissionAsExempt) {

@@ -124,6 +124,28 @@ INSTANTIATE_TEST_SUITE_P(
                    "Admitted anyway"}),
     [](const auto& case_info) { return case_info.param.name; });
 
+// Issue #20: an exempt submission over the limit said nothing of it. It is admitted as
+// requested and told what the policy would have done without the exemption; within the
+// policy it is told nothing.
+TEST(Mutate, TellsAnExemptRequesterWhatThePolicyWouldHaveDone) {
+  const CommPolicy exempt =
+      a_policy().named("strict").max_comm_share(0.10).exempt_user("carol").build();
+  const auto request = a_create_of(bert(8)).user("carol").parse();
+  auto response =
+      handle_mutate(request, snapshot_of({exempt}, {a_profile(kSlowLink, test_now())}), test_now());
+  EXPECT_EQ(response.decision, "Exempt");
+  EXPECT_EQ(apply_patch(request.object, response)["spec"]["numNodes"], 8);
+  ASSERT_EQ(response.warnings.size(), 1u);
+  EXPECT_NE(response.warnings[0].find("user carol is exempt under CommPolicy strict; without the "
+                                      "exemption it would be downsized to 6 nodes: "),
+            std::string::npos)
+      << response.warnings[0];
+  response =
+      handle_mutate(request, snapshot_of({exempt}, {a_profile(kFastLink, test_now())}), test_now());
+  EXPECT_EQ(response.decision, "Exempt");
+  EXPECT_TRUE(response.warnings.empty()) << response.warnings.front();
+}
+
 TEST(Mutate, RecordsTheRequestedCountWhenDownsizing) {
   const auto request = a_create_of(bert(8)).parse();
   const auto response = handle_mutate(

@@ -1,0 +1,179 @@
+#include "core/pool_nodes.h"
+
+#include "core/json_access.h"
+#include "core/pod_requests.h"
+#include "core/quantity.h"
+#include "core/workload_shape.h"
+
+namespace commgate {
+
+using Json = nlohmann::json;
+
+namespace {
+
+std::string string_at(const Json& object, const char* key) {
+  const Json* v = json_member(object, key);
+  return v && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+bool keeps_pods_off(const std::string& effect) {
+  return effect == "NoSchedule" || effect == "NoExecute";
+}
+
+bool selects(const std::map<std::string, std::string>& selector,
+             const std::map<std::string, std::string>& labels) {
+  for (const auto& [k, v] : selector) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+std::string plural(int n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+PoolNode pool_node_of(const Json& node) {
+  PoolNode out;
+  const Json& meta = json_at(node, {"metadata"});
+  out.name = string_at(meta, "name");
+  if (const Json* labels = json_member(meta, "labels"); labels && labels->is_object())
+    for (const auto& [k, v] : labels->items())
+      if (v.is_string()) out.labels[k] = v.get<std::string>();
+  const Json& spec = json_at(node, {"spec"});
+  if (const Json* u = json_member(spec, "unschedulable"); u && u->is_boolean())
+    out.cordoned = u->get<bool>();
+  if (const Json* taints = json_member(spec, "taints"); taints && taints->is_array())
+    for (const Json& t : *taints) {
+      NodeTaint taint{string_at(t, "key"), string_at(t, "value"), string_at(t, "effect")};
+      if (keeps_pods_off(taint.effect)) out.taints.push_back(std::move(taint));
+    }
+  const Json& status = json_at(node, {"status"});
+  if (const Json* conditions = json_member(status, "conditions");
+      conditions && conditions->is_array())
+    for (const Json& c : *conditions)
+      if (string_at(c, "type") == "Ready") out.ready = string_at(c, "status") == "True";
+  if (const Json* alloc = json_member(status, "allocatable"); alloc && alloc->is_object())
+    for (const auto& [name, value] : alloc->items())
+      if (is_accelerator_resource(name)) out.accelerators[name] = resource_quantity(value);
+  return out;
+}
+
+void keep_pool_node_fields(Json& node) {
+  if (!node.is_object()) return;
+  Json kept = Json::object();
+  if (const Json* meta = json_member(node, "metadata"); meta && meta->is_object()) {
+    Json& m = kept["metadata"] = Json::object();
+    for (const char* key : {"name", "resourceVersion", "labels"})
+      if (const Json* v = json_member(*meta, key)) m[key] = *v;
+  }
+  if (const Json* spec = json_member(node, "spec"); spec && spec->is_object()) {
+    Json& s = kept["spec"] = Json::object();
+    for (const char* key : {"unschedulable", "taints"})
+      if (const Json* v = json_member(*spec, key)) s[key] = *v;
+  }
+  if (const Json* status = json_member(node, "status"); status && status->is_object()) {
+    Json& s = kept["status"] = Json::object();
+    if (const Json* alloc = json_member(*status, "allocatable"); alloc && alloc->is_object()) {
+      Json& a = s["allocatable"] = Json::object();
+      for (const auto& [name, value] : alloc->items())
+        if (is_accelerator_resource(name)) a[name] = value;
+    }
+    if (const Json* conditions = json_member(*status, "conditions");
+        conditions && conditions->is_array())
+      for (const Json& c : *conditions)
+        if (string_at(c, "type") == "Ready")
+          s["conditions"] = Json::array({{{"type", "Ready"}, {"status", string_at(c, "status")}}});
+  }
+  node = std::move(kept);
+}
+
+bool tolerates(const Json& tolerations, const NodeTaint& taint) {
+  if (!tolerations.is_array()) return false;
+  for (const Json& t : tolerations) {
+    const std::string key = string_at(t, "key"), effect = string_at(t, "effect");
+    std::string op = string_at(t, "operator");
+    if (op.empty()) op = "Equal";
+    if (!effect.empty() && effect != taint.effect) continue;
+    if (key.empty()) {
+      if (op == "Exists") return true;  // an empty key with Exists tolerates everything
+      continue;
+    }
+    if (key != taint.key) continue;
+    if (op == "Exists") return true;
+    if (op == "Equal" && string_at(t, "value") == taint.value) return true;
+  }
+  return false;
+}
+
+PoolCount count_pool(const std::vector<PoolNode>& nodes, const PoolDemand& demand) {
+  PoolCount c;
+  for (const PoolNode& n : nodes) {
+    if (!selects(demand.node_selector, n.labels)) continue;
+    ++c.selected;
+    if (n.cordoned) {
+      ++c.cordoned;
+      continue;
+    }
+    if (!n.ready) {
+      ++c.not_ready;
+      continue;
+    }
+    bool tolerated = true;
+    for (const NodeTaint& t : n.taints)
+      if (!tolerates(demand.tolerations, t)) tolerated = false;
+    if (!tolerated) {
+      ++c.tainted;
+      continue;
+    }
+    bool fits = true;
+    for (const auto& [resource, want] : demand.accelerators_per_pod) {
+      auto have = n.accelerators.find(resource);
+      // A relative epsilon: quantities are doubles ("1" and "1000m").
+      if (have == n.accelerators.end() || have->second * (1 + 1e-9) < want) fits = false;
+    }
+    if (!fits) {
+      ++c.too_small;
+      continue;
+    }
+    ++c.usable;
+  }
+  return c;
+}
+
+bool pool_has_gpus(const std::vector<PoolNode>& nodes,
+                   const std::map<std::string, std::string>& node_selector) {
+  for (const PoolNode& n : nodes) {
+    if (!selects(node_selector, n.labels)) continue;
+    auto gpus = n.accelerators.find(kNvidiaGpu);
+    if (gpus != n.accelerators.end() && gpus->second > 0) return true;
+  }
+  return false;
+}
+
+std::string describe_pool_count(const PoolCount& c, const PoolDemand& demand) {
+  if (c.selected == 0) return "no node (none matches the nodeSelector)";
+  std::string out = c.usable == 0 ? std::string("no usable node")
+                                  : plural(c.usable, "usable node", "usable nodes");
+  if (c.usable == c.selected) return out + " (all that match the nodeSelector)";
+  out += " (" + plural(c.selected, "matches", "match") + " the nodeSelector:";
+  std::string sep = " ";
+  auto part = [&](int n, const std::string& what) {
+    if (n == 0) return;
+    out += sep + std::to_string(n) + " " + what;
+    sep = ", ";
+  };
+  part(c.cordoned, "cordoned");
+  part(c.not_ready, "not Ready");
+  part(c.tainted, c.tainted == 1 ? "has a taint the pods do not tolerate"
+                                 : "have a taint the pods do not tolerate");
+  std::string wants;
+  for (const auto& [resource, amount] : demand.accelerators_per_pod)
+    wants += (wants.empty() ? "" : " or ") + format_count(amount) + " " + resource;
+  part(c.too_small, (c.too_small == 1 ? "has fewer than " : "have fewer than ") + wants);
+  return out + ")";
+}
+
+}  // namespace commgate

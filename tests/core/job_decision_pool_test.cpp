@@ -1,0 +1,197 @@
+// The pool check of decide_for_job (core/job_decision.h, issue #20 defect 2): a job larger
+// than its pool's usable nodes is gated or denied with the pool's size in the message,
+// as the policy's onInsufficientNodes says; the rest of the decision is untouched.
+#include <gtest/gtest.h>
+
+#include "core/job_decision.h"
+#include "tests/support/builders.h"
+
+namespace commgate {
+namespace COMMGATE_TEST_UNIT {
+
+using nlohmann::json;
+using testing::a_policy;
+using testing::a_training_job;
+using testing::test_now;
+
+PoolNode pool_node(const std::string& name, const std::string& pool, double gpus = 0) {
+  PoolNode n;
+  n.name = name;
+  n.labels = {{"commgate.io/pool", pool}};
+  n.ready = true;
+  if (gpus > 0) n.accelerators["nvidia.com/gpu"] = gpus;
+  return n;
+}
+
+// Two usable CPU nodes in pool `cpu`, a cordoned third; two 8-GPU nodes in pool `h100`.
+std::shared_ptr<const std::vector<PoolNode>> cluster_nodes() {
+  auto nodes = std::make_shared<std::vector<PoolNode>>();
+  nodes->push_back(pool_node("cpu-a", "cpu"));
+  nodes->push_back(pool_node("cpu-b", "cpu"));
+  PoolNode cordoned = pool_node("cpu-c", "cpu");
+  cordoned.cordoned = true;
+  nodes->push_back(cordoned);
+  nodes->push_back(pool_node("gpu-a", "h100", 8));
+  nodes->push_back(pool_node("gpu-b", "h100", 8));
+  return nodes;
+}
+
+struct Case {
+  std::string name;
+  testing::TrainingJobBuilder job =
+      a_training_job("bert").nodes(6).set("/spec/nodeSelector", {{"commgate.io/pool", "cpu"}});
+  CommPolicy policy = a_policy().on_missing(MissingMeasurementAction::kAdmit).build();
+  bool nodes_known = true;
+  Requester requester = {};
+  Action want_action;
+  std::string want_reason;
+  std::string want_message;  // substring
+  int want_usable = -1;      // -1: no pool count
+};
+
+CommPolicy on_insufficient(CommPolicy p, InsufficientNodesAction a) {
+  p.spec.on_insufficient_nodes = a;
+  return p;
+}
+
+TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
+  const CommPolicy admit_unmeasured = a_policy().on_missing(MissingMeasurementAction::kAdmit).build();
+  std::vector<Case> cases;
+  cases.push_back({.name = "six_nodes_on_two_is_gated_by_default",
+                   .want_action = Action::kGate,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message = "the pool of nodeSelector {commgate.io/pool=cpu} has 2 usable "
+                                   "nodes (3 match the nodeSelector: 1 cordoned), fewer than the 6 "
+                                   "nodes this job would run",
+                   .want_usable = 2});
+  cases.push_back({.name = "the_message_says_how_to_run_now",
+                   .want_action = Action::kGate,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message = "suspended until the pool has them (onInsufficientNodes: gate); "
+                                   "ask for at most 2 nodes to run now",
+                   .want_usable = 2});
+  cases.push_back(
+      {.name = "deny_refuses_it",
+       .policy = on_insufficient(admit_unmeasured, InsufficientNodesAction::kDeny),
+       .want_action = Action::kDeny,
+       .want_reason = reason::kPoolTooSmall,
+       .want_message = "so it is refused (onInsufficientNodes: deny)",
+       .want_usable = 2});
+  cases.push_back({.name = "ignore_does_not_check",
+                   .policy = on_insufficient(admit_unmeasured, InsufficientNodesAction::kIgnore),
+                   .want_action = Action::kAdmit,
+                   .want_reason = reason::kNoMeasurement});
+  cases.push_back({.name = "a_job_that_fits_is_untouched",
+                   .job = a_training_job("bert").nodes(2).set("/spec/nodeSelector",
+                                                              {{"commgate.io/pool", "cpu"}}),
+                   .want_action = Action::kAdmit,
+                   .want_reason = reason::kNoMeasurement,
+                   .want_usable = 2});
+  cases.push_back({.name = "unknown_nodes_are_not_checked",
+                   .nodes_known = false,
+                   .want_action = Action::kAdmit,
+                   .want_reason = reason::kNoMeasurement});
+  cases.push_back({.name = "an_exempt_requester_is_not_checked",
+                   .policy = a_policy()
+                                 .on_missing(MissingMeasurementAction::kAdmit)
+                                 .exempt_user("carol")
+                                 .build(),
+                   .requester = {"carol", {}},
+                   .want_action = Action::kAdmit,
+                   .want_reason = reason::kExempt});
+  cases.push_back({.name = "a_nodeselector_typo_is_told_at_once",
+                   .job = a_training_job("bert").nodes(1).set("/spec/nodeSelector",
+                                                              {{"commgate.io/pool", "cpux"}}),
+                   .want_action = Action::kGate,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message = "has no node (none matches the nodeSelector), fewer than the 1 "
+                                   "node this job would run",
+                   .want_usable = 0});
+  cases.push_back({.name = "gated_for_a_measurement_it_is_checked_at_min_nodes",
+                   .job = a_training_job("bert").nodes(6).min_nodes(2).set(
+                       "/spec/nodeSelector", {{"commgate.io/pool", "cpu"}}),
+                   .policy = a_policy().build(),
+                   .want_action = Action::kGate,
+                   .want_reason = reason::kNoMeasurement,
+                   .want_usable = 2});
+  cases.push_back({.name = "gated_for_a_measurement_min_nodes_over_the_pool",
+                   .job = a_training_job("bert").nodes(6).min_nodes(3).set(
+                       "/spec/nodeSelector", {{"commgate.io/pool", "cpu"}}),
+                   .policy = a_policy().build(),
+                   .want_action = Action::kGate,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message = "fewer than the 3 nodes this job would run",
+                   .want_usable = 2});
+  cases.push_back(
+      {.name = "gpu_pool_counts_a_gpu_per_process",
+       .job = a_training_job("bert").nodes(2).procs_per_node(16).set(
+           "/spec/nodeSelector", {{"commgate.io/pool", "h100"}}),
+       .want_action = Action::kGate,
+       .want_reason = reason::kPoolTooSmall,
+       .want_message = "has no usable node (2 match the nodeSelector: 2 have fewer than 16 "
+                       "nvidia.com/gpu)",
+       .want_usable = 0});
+  cases.push_back(
+      {.name = "the_templates_own_accelerators_count",
+       .job = a_training_job("bert")
+                  .nodes(2)
+                  .procs_per_node(8)
+                  .set("/spec/nodeSelector", {{"commgate.io/pool", "h100"}})
+                  .set("/spec/template/spec/containers/0/resources",
+                       {{"limits", {{"amd.com/gpu", "8"}}}}),
+       .want_action = Action::kGate,
+       .want_reason = reason::kPoolTooSmall,
+       .want_message = "2 have fewer than 8 amd.com/gpu",
+       .want_usable = 0});
+  cases.push_back({.name = "eight_gpus_per_pod_fit_eight_gpu_nodes",
+                   .job = a_training_job("bert").nodes(2).procs_per_node(8).set(
+                       "/spec/nodeSelector", {{"commgate.io/pool", "h100"}}),
+                   .want_action = Action::kAdmit,
+                   .want_reason = reason::kNoMeasurement,
+                   .want_usable = 2});
+  cases.push_back(
+      {.name = "a_toleration_opens_a_tainted_pool",
+       .job = a_training_job("bert")
+                  .nodes(2)
+                  .set("/spec/nodeSelector", {{"commgate.io/pool", "cpu"}})
+                  .set("/spec/tolerations", json::parse(R"([{"key":"x","operator":"Exists"}])")),
+       .want_action = Action::kAdmit,
+       .want_reason = reason::kNoMeasurement,
+       .want_usable = 2});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Snapshot snapshot;
+    snapshot.policies.push_back(c.policy);
+    if (c.nodes_known) snapshot.nodes = cluster_nodes();
+    const TrainingJob job = c.job.build();
+    const JobDecision jd = decide_for_job(job, snapshot, c.requester, test_now());
+    ASSERT_TRUE(jd.policy);
+    EXPECT_EQ(to_string(jd.decision.action), std::string(to_string(c.want_action)))
+        << jd.decision.message;
+    EXPECT_EQ(jd.decision.reason, c.want_reason) << jd.decision.message;
+    EXPECT_NE(jd.decision.message.find(c.want_message), std::string::npos) << jd.decision.message;
+    if (c.want_usable < 0) {
+      EXPECT_FALSE(jd.pool);
+    } else {
+      ASSERT_TRUE(jd.pool);
+      EXPECT_EQ(jd.pool->usable, c.want_usable);
+    }
+    if (jd.decision.action == Action::kDeny) EXPECT_EQ(jd.decision.admitted_nodes, 0);
+  }
+}
+
+TEST(DecideForJobPoolCheck, KeepsTolerationsAndTemplateAcceleratorsInTheWebhooksParse) {
+  const json doc = a_training_job("bert")
+                       .procs_per_node(8)
+                       .set("/spec/tolerations", json::parse(R"([{"key":"x","operator":"Exists"}])"))
+                       .set("/spec/template/spec/containers/0/resources",
+                            {{"limits", {{"nvidia.com/gpu", "8"}}}})
+                       .json();
+  const TrainingJob job = parse_training_job(doc, ObjectSource::kAdmission, Verbatim::kSkip);
+  EXPECT_EQ(job.spec.tolerations.size(), 1u);
+  EXPECT_EQ(job.spec.template_accelerators, (std::map<std::string, double>{{"nvidia.com/gpu", 8}}));
+  EXPECT_TRUE(job.spec.pod_template.is_null());
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate
