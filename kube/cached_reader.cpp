@@ -201,16 +201,11 @@ ListPage CachedReader::list(const std::string& collection, const ListOptions& op
   ListPage page;
   // An equality on a label the store indexes narrows the candidates to that index entry
   // (the operator's pods by job name, issue #27); the whole selector is still applied.
-  std::vector<Store::Object> candidates;
-  bool narrowed = false;
+  std::optional<std::vector<Store::Object>> candidates;
   for (const auto& [label, value] : selector.match_labels)
-    if (store->indexes_label(label)) {
-      candidates = store->with_label(parsed->ns, label, value);
-      narrowed = true;
-      break;
-    }
-  if (!narrowed) candidates = store->list(parsed->ns);
-  for (const Store::Object& stored : candidates) {
+    if ((candidates = store->with_label(parsed->ns, label, value))) break;
+  if (!candidates) candidates = store->list(parsed->ns);
+  for (const Store::Object& stored : *candidates) {
     const nlohmann::json& object = *stored;
     if (!selector.empty() && !selector.matches(labels_of(object))) continue;
     page.items.push_back(object);

@@ -131,10 +131,11 @@ bool Store::apply_locked(const WatcherEvent& event, std::vector<StoreChange>& ch
     case WatcherEvent::Type::kApplied: {
       const std::string key = object_key(event.object);
       auto it = objects_.find(key);
-      Entry entry = pack(event.object);
-      if (it != objects_.end() && !entry.resource_version.empty() &&
-          it->second.resource_version == entry.resource_version)
+      // A repeat of what is held (a relist's replay, a duplicated event) is not packed.
+      if (it != objects_.end() && !it->second.resource_version.empty() &&
+          it->second.resource_version == resource_version_of(event.object))
         return false;
+      Entry entry = pack(event.object);
       changes.push_back(
           {it == objects_.end() ? StoreChange::Type::kAdded : StoreChange::Type::kModified, key});
       if (it == objects_.end()) {
@@ -201,17 +202,12 @@ std::vector<Store::Object> Store::list(const std::string& ns) const {
   return out;
 }
 
-bool Store::indexes_label(const std::string& label) const {
-  std::shared_lock lock(mu_);
-  return labels_.count(label) > 0;
-}
-
-std::vector<Store::Object> Store::with_label(const std::string& ns, const std::string& label,
-                                             const std::string& value) const {
+std::optional<std::vector<Store::Object>> Store::with_label(const std::string& ns,
+                                                            const std::string& label,
+                                                            const std::string& value) const {
   std::shared_lock lock(mu_);
   auto index = labels_.find(label);
-  if (index == labels_.end())
-    throw std::logic_error("Store::with_label: label " + label + " is not indexed");
+  if (index == labels_.end()) return std::nullopt;
   std::vector<Object> out;
   auto keys = index->second.find(value);
   if (keys == index->second.end()) return out;

@@ -72,10 +72,10 @@ class Store {
   // The objects of namespace `ns` in key order; every object when `ns` is empty.
   std::vector<Object> list(const std::string& ns) const;
   // The objects of namespace `ns` (every namespace when empty) whose label `label` has
-  // `value`, in key order. Throws std::logic_error when `label` is not indexed.
-  std::vector<Object> with_label(const std::string& ns, const std::string& label,
-                                 const std::string& value) const;
-  bool indexes_label(const std::string& label) const;
+  // `value`, in key order; nullopt when `label` is not indexed (one lock for the question
+  // and the answer).
+  std::optional<std::vector<Object>> with_label(const std::string& ns, const std::string& label,
+                                                const std::string& value) const;
   // Every object as it is now (O(n) unpacked), which the store's later changes leave as
   // it was. For small collections read whole.
   std::shared_ptr<const Objects> snapshot() const;

@@ -50,12 +50,6 @@ json with_increments(const json& status, const std::map<std::string, int64_t>& i
   return out;
 }
 
-json with_counted(const json& status, const std::vector<std::string>& counters, TimePoint now) {
-  std::map<std::string, int64_t> increments;
-  for (const std::string& name : counters) ++increments[name];
-  return with_increments(status, increments, now);
-}
-
 PolicyCounters::PolicyCounters(const kube::Reader& reader, kube::StatusWriter& status_writer,
                                int attempts)
     : reader_(reader), status_writer_(status_writer), attempts_(attempts < 1 ? 1 : attempts) {}
@@ -96,11 +90,18 @@ void PolicyCounters::write(const std::string& policy_name, const Pending& pendin
 PolicyCounters::Outcome PolicyCounters::count(const std::string& policy_name,
                                               const Decision& decision, TimePoint now) {
   if (policy_name.empty() || policy_name == kBuiltinPolicyName) return Outcome::kNoPolicyObject;
+  Pending one;
+  for (const std::string& counter : counters_for(decision)) ++one.increments[counter];
+  one.first = now;
   std::lock_guard lock(mu_);
-  Pending& p = pending_[policy_name];
-  for (const std::string& counter : counters_for(decision)) ++p.increments[counter];
-  if (p.first == TimePoint{}) p.first = now;
+  merge_locked(policy_name, one);
   return Outcome::kQueued;
+}
+
+void PolicyCounters::merge_locked(const std::string& policy_name, const Pending& more) {
+  Pending& p = pending_[policy_name];
+  for (const auto& [counter, by] : more.increments) p.increments[counter] += by;
+  if (p.first == TimePoint{} || more.first < p.first) p.first = more.first;
 }
 
 std::size_t PolicyCounters::flush() {
@@ -125,11 +126,7 @@ std::size_t PolicyCounters::flush() {
   if (first_error) {
     // What was not written stays pending, with what was counted since.
     std::lock_guard lock(mu_);
-    for (auto& [name, unwritten] : failed) {
-      Pending& p = pending_[name];
-      for (const auto& [counter, by] : unwritten.increments) p.increments[counter] += by;
-      if (p.first == TimePoint{} || unwritten.first < p.first) p.first = unwritten.first;
-    }
+    for (const auto& [name, unwritten] : failed) merge_locked(name, unwritten);
     std::rethrow_exception(first_error);
   }
   return written;

@@ -23,11 +23,8 @@ namespace commgate::op {
 // dryRunWouldDownsize / dryRunWouldDeny for what enforcement would have done.
 std::vector<std::string> counters_for(const Decision& decision);
 
-// `status` (a CommPolicy's .status, null when none) with each of `counters` incremented by
-// one; countingSince is set to `now` when absent. Other status fields are kept.
-nlohmann::json with_counted(const nlohmann::json& status, const std::vector<std::string>& counters,
-                            TimePoint now);
-// The same with each counter incremented by its amount.
+// `status` (a CommPolicy's .status, null when none) with each counter incremented by its
+// amount; countingSince is set to `now` when absent. Other status fields are kept.
 nlohmann::json with_increments(const nlohmann::json& status,
                                const std::map<std::string, int64_t>& increments, TimePoint now);
 
@@ -69,6 +66,9 @@ class PolicyCounters {
     std::map<std::string, int64_t> increments;
     TimePoint first{};  // of the first decision counted: countingSince when absent
   };
+  // Adds `more` to what is pending for `policy_name` (the earlier first time wins).
+  // Requires mu_.
+  void merge_locked(const std::string& policy_name, const Pending& more);
   // The policy from `reader_`, or this object's last write of it when the reader lags.
   nlohmann::json read(const std::string& path);
   // One policy's pending increments, written (read-modify-write, retried on conflict).

@@ -440,6 +440,19 @@ class GateUnderAttack : public ChartRbacUsage {
     args.insert(args.begin(), {"--as", kResearcher});
     return kubectl(args);
   }
+  // `kubectl apply -f FILE` as the researcher until it succeeds (the webhook answers once
+  // its caches have listed) or `accepted` is false, until it fails (the webhook's cache
+  // has a change that refuses it); the last answer.
+  Result apply_as_researcher(const std::string& file, bool accepted = true) {
+    Result r{};
+    wait_until(
+        [&] {
+          r = as_researcher({"apply", "-f", file});
+          return (r.code == 0) == accepted;
+        },
+        30s);
+    return r;
+  }
   json workload(const std::string& name) { return stored("batch", "v1", "jobs", "nlp", name); }
   int active_pods_of(const std::string& job) {
     int n = 0;
@@ -484,14 +497,8 @@ TEST_F(GateUnderAttack, an_editor_neither_resizes_the_workload_nor_forges_a_reco
   json job = training_job("bert");
   job["spec"]["template"]["spec"]["containers"][0]["command"] = {"/bin/sleep", "60"};
   std::ofstream(dir_ + "/bert.yaml") << job.dump(2);
-  Result r{};
-  ASSERT_TRUE(wait_until(
-      [&] {
-        r = as_researcher({"apply", "-f", dir_ + "/bert.yaml"});
-        return r.code == 0;
-      },
-      30s))
-      << r.output << logs();
+  Result r = apply_as_researcher(dir_ + "/bert.yaml");
+  ASSERT_EQ(r.code, 0) << r.output << logs();
   ASSERT_TRUE(
       wait_until([&] { return phase("bert") == "Running" && active_pods_of("bert") == 2; }, 60s))
       << get_job("bert").dump(2) << logs();
@@ -583,13 +590,8 @@ TEST_F(GateUnderAttack, an_editors_own_job_of_the_same_name_is_not_adopted) {
   Result r = as_researcher({"create", "-f", dir_ + "/theirs.yaml"});
   ASSERT_EQ(r.code, 0) << r.output;
   std::ofstream(dir_ + "/taken.yaml") << training_job("taken").dump(2);
-  ASSERT_TRUE(wait_until(
-      [&] {
-        r = as_researcher({"apply", "-f", dir_ + "/taken.yaml"});
-        return r.code == 0;
-      },
-      30s))
-      << r.output << logs();
+  r = apply_as_researcher(dir_ + "/taken.yaml");
+  ASSERT_EQ(r.code, 0) << r.output << logs();
   const auto told = [&](const json& job) {
     for (const auto& c : job.value("/status/conditions"_json_pointer, json::array()))
       if (c.value("type", "") == "Running" && c.value("reason", "") == "WorkloadNameTaken")
@@ -629,14 +631,8 @@ TEST_F(GateUnderAttack, a_job_larger_than_its_pool_waits_for_the_nodes_or_is_ref
   json job = training_job("wide");
   job["spec"]["numNodes"] = 3;
   std::ofstream(dir_ + "/wide.yaml") << job.dump(2);
-  Result r{};
-  ASSERT_TRUE(wait_until(
-      [&] {
-        r = as_researcher({"apply", "-f", dir_ + "/wide.yaml"});
-        return r.code == 0;
-      },
-      30s))
-      << r.output << logs();
+  Result r = apply_as_researcher(dir_ + "/wide.yaml");
+  ASSERT_EQ(r.code, 0) << r.output << logs();
   // Probed on the pool's 2 nodes, admitted by the policy at 3, held for the pool's size.
   const std::string admitted_message =
       R"(jsonpath={.status.conditions[?(@.type=="Admitted")].reason}: )"
@@ -675,13 +671,9 @@ TEST_F(GateUnderAttack, a_job_larger_than_its_pool_waits_for_the_nodes_or_is_ref
   job = training_job("wider");
   job["spec"]["numNodes"] = 4;
   std::ofstream(dir_ + "/wider.yaml") << job.dump(2);
-  ASSERT_TRUE(wait_until(
-      [&] {
-        r = as_researcher({"apply", "-f", dir_ + "/wider.yaml"});
-        return r.code != 0;  // once the webhook's cache has the policy's change
-      },
-      30s))
-      << r.output << logs();
+  r = apply_as_researcher(dir_ + "/wider.yaml",
+                          /*accepted=*/false);  // once the webhook has the change
+  ASSERT_NE(r.code, 0) << r.output << logs();
   EXPECT_NE(r.output.find("has 3 usable nodes (all that match the nodeSelector), fewer than the "
                           "4 nodes this job would run"),
             std::string::npos)

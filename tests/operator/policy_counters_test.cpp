@@ -63,13 +63,13 @@ INSTANTIATE_TEST_SUITE_P(
         CountersCase{"gate", decision(commgate::Action::kGate, reason::kNoMeasurement), {"gated"}}),
     [](const ::testing::TestParamInfo<CountersCase>& param_info) { return param_info.param.name; });
 
-TEST(PolicyCounters, with_counted_starts_counting_and_keeps_other_status) {
+TEST(PolicyCounters, with_increments_starts_counting_and_keeps_other_status) {
   const json status = {{"observedGeneration", 4}};
-  json out = with_counted(status, {"admitted", "exempted"}, test_now());
+  json out = with_increments(status, {{"admitted", 1}, {"exempted", 1}}, test_now());
   EXPECT_EQ(out["observedGeneration"], 4);
   EXPECT_EQ(out["decisionCounts"]["countingSince"], "2026-11-30T12:00:00Z");
   EXPECT_EQ(out["decisionCounts"]["admitted"], 1);
-  out = with_counted(out, {"admitted"}, test_now() + std::chrono::hours(1));
+  out = with_increments(out, {{"admitted", 1}}, test_now() + std::chrono::hours(1));
   EXPECT_EQ(out["decisionCounts"]["countingSince"], "2026-11-30T12:00:00Z");
   EXPECT_EQ(out["decisionCounts"]["admitted"], 2);
   EXPECT_EQ(out["decisionCounts"]["exempted"], 1);
@@ -131,7 +131,7 @@ TEST(PolicyCounters, a_conflicting_writer_loses_no_increment) {
   // and the retry applies our increment on top of theirs.
   api.before_next(Method::kUpdateStatus, [&] {
     json other = *api.peek(kPolicies + "/team");
-    other["status"] = with_counted(json(), {"admitted"}, test_now());
+    other["status"] = with_increments(json(), {{"admitted", 1}}, test_now());
     api.update_status(kPolicies + "/team", other);
   });
   counters.count("team", decision(commgate::Action::kAdmit, reason::kWithinPolicy), test_now());
