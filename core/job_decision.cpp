@@ -39,8 +39,10 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
     case Action::kWarn:
       runs = d.admitted_nodes;
       break;
-    case Action::kGate:  // for a measurement: it can run no smaller than minNodes
-      runs = std::min(job.spec.min_nodes, job.spec.num_nodes);
+    case Action::kGate:
+      // Waiting for a measurement: it can run no smaller than minNodes, and a probe of the
+      // link between nodes needs two (a pool of one node can never decide a multi-node job).
+      runs = std::min(job.spec.num_nodes, std::max(job.spec.min_nodes, 2));
       break;
     case Action::kDeny:
       return;
@@ -49,7 +51,13 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
   const bool deny = spec.on_insufficient_nodes == InsufficientNodesAction::kDeny;
   std::string message = "the pool of nodeSelector " + format_node_selector(job.spec.node_selector) +
                         " has " + describe_pool_count(count, demand) + ", fewer than the " +
-                        nodes_text(runs) + " this job would run";
+                        nodes_text(runs);
+  if (d.action != Action::kGate)
+    message += " this job would run";
+  else if (runs > job.spec.min_nodes)
+    message += " a measurement of its link needs";
+  else
+    message += " this job needs at the least (spec.minNodes)";
   if (d.action != Action::kGate)
     message += " (" + policy_label(d.policy_name) + " would " +
                (d.action == Action::kDownsize ? "downsize it to " + nodes_text(runs)
@@ -57,10 +65,14 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
                ")";
   message += deny ? ", so it is refused (onInsufficientNodes: deny)"
                   : ", so it is suspended until the pool has them (onInsufficientNodes: gate)";
-  if (count.usable > 0)
+  if (count.usable > 1 || (count.usable == 1 && runs > 1 && d.action != Action::kGate))
     message += "; ask for at most " + nodes_text(count.usable) + " to run now";
-  else
-    message += "; check spec.nodeSelector and spec.tolerations against the cluster's nodes";
+  else if (count.too_small > 0)
+    message += "; ask for fewer GPUs a node (spec.numProcPerNode), or check spec.nodeSelector";
+  else if (count.selected > 0 && count.usable == 0)
+    message += "; check spec.tolerations against the nodes' taints, or spec.nodeSelector";
+  else if (count.selected == 0)
+    message += "; check spec.nodeSelector against the cluster's nodes' labels";
   d.action = deny ? Action::kDeny : Action::kGate;
   d.reason = reason::kPoolTooSmall;
   d.message = std::move(message);

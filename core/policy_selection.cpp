@@ -203,6 +203,8 @@ bool at_least_as_strict(const CommPolicy& a, const CommPolicy& b) {
          action_rank(x.enforcement_action) >= action_rank(y.enforcement_action) &&
          missing_measurement_rank(x.on_missing_measurement) >=
              missing_measurement_rank(y.on_missing_measurement) &&
+         insufficient_nodes_rank(x.on_insufficient_nodes) >=
+             insufficient_nodes_rank(y.on_insufficient_nodes) &&
          x.measurement_ttl <= y.measurement_ttl && x.max_extrapolation <= y.max_extrapolation &&
          subset(x.exemptions.users, y.exemptions.users) &&
          subset(x.exemptions.groups, y.exemptions.groups) &&

@@ -121,10 +121,14 @@ PoolCount count_pool(const std::vector<PoolNode>& nodes, const PoolDemand& deman
       ++c.not_ready;
       continue;
     }
-    bool tolerated = true;
+    const NodeTaint* untolerated = nullptr;
     for (const NodeTaint& t : n.taints)
-      if (!tolerates(demand.tolerations, t)) tolerated = false;
-    if (!tolerated) {
+      if (!untolerated && !tolerates(demand.tolerations, t)) untolerated = &t;
+    if (untolerated) {
+      if (c.untolerated_taint.empty())
+        c.untolerated_taint = untolerated->key +
+                              (untolerated->value.empty() ? "" : "=" + untolerated->value) + ":" +
+                              untolerated->effect;
       ++c.tainted;
       continue;
     }
@@ -167,8 +171,9 @@ std::string describe_pool_count(const PoolCount& c, const PoolDemand& demand) {
   };
   part(c.cordoned, "cordoned");
   part(c.not_ready, "not Ready");
-  part(c.tainted, c.tainted == 1 ? "has a taint the pods do not tolerate"
-                                 : "have a taint the pods do not tolerate");
+  part(c.tainted, std::string(c.tainted == 1 ? "has a taint the pods do not tolerate"
+                                             : "have a taint the pods do not tolerate") +
+                      (c.untolerated_taint.empty() ? "" : " (" + c.untolerated_taint + ")"));
   std::string wants;
   for (const auto& [resource, amount] : demand.accelerators_per_pod)
     wants += (wants.empty() ? "" : " or ") + format_count(amount) + " " + resource;

@@ -67,6 +67,8 @@ struct PoolCount {
   int tainted = 0;    // a NoSchedule/NoExecute taint the pods do not tolerate
   int too_small = 0;  // fewer allocatable accelerators than one pod asks for
   int usable = 0;     // the rest: nodes the job's pods could be placed on
+  // The first taint counted in `tainted`, "key=value:Effect", to name in messages.
+  std::string untolerated_taint;
 };
 
 PoolCount count_pool(const std::vector<PoolNode>& nodes, const PoolDemand& demand);

@@ -67,14 +67,17 @@ SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Object
 
 SnapshotCache::SnapshotCache(const ApiClient& client, Options options)
     : options_(std::move(options)) {
-  auto make = [&](const char* path) {
+  auto watch_of = [&](const char* path) {
     Watcher::Options o;
     o.path = path;
     o.watch_timeout_seconds = options_.watch_timeout_seconds;
     o.backoff_initial = options_.backoff_initial;
     o.backoff_max = options_.backoff_max;
     o.log = options_.log;
-    auto informer = std::make_unique<Informer>(client, o);
+    return o;
+  };
+  auto make = [&](const char* path) {
+    auto informer = std::make_unique<Informer>(client, watch_of(path));
     informer->on_change([this](const std::vector<StoreChange>&) { rebuild(); });
     return informer;
   };
@@ -82,12 +85,7 @@ SnapshotCache::SnapshotCache(const ApiClient& client, Options options)
   profiles_ = make(kCommProfilesPath);
   namespaces_ = make(kNamespacesPath);
   if (options_.watch_nodes) {
-    Watcher::Options o;
-    o.path = kNodesPath;
-    o.watch_timeout_seconds = options_.watch_timeout_seconds;
-    o.backoff_initial = options_.backoff_initial;
-    o.backoff_max = options_.backoff_max;
-    o.log = options_.log;
+    Watcher::Options o = watch_of(kNodesPath);
     o.transform = keep_pool_node_fields;
     nodes_informer_ = std::make_unique<Informer>(client, o);
     nodes_informer_->on_change([this](const std::vector<StoreChange>& changes) {

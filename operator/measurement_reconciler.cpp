@@ -271,11 +271,16 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
   request.policy_probe = policy.spec.probe;
   request.for_job = lead.job;
   std::string sized;  // why the probe is smaller than its demand
+  // Under onInsufficientNodes: ignore the probe's pods are created whatever the pool has
+  // now: an autoscaler adds nodes for pending pods, and a probe that waited would wait
+  // for ever.
   if (p.view.nodes) {
     const ProbePoolFit fit = fit_probe_to_pool(request, *p.view.nodes);
     request.policy_probe.backend = fit.backend;
+    const bool sized_to_pool =
+        policy.spec.on_insufficient_nodes != InsufficientNodesAction::kIgnore;
     // A one-node probe measures no link: a multi-node demand waits for a second node.
-    if (fit.nodes < std::min(request.nodes, 2)) {
+    if (sized_to_pool && fit.nodes < std::min(request.nodes, 2)) {
       write_status(p, history, kFalse, kReasonPoolTooSmall,
                    "pool " + p.name + " has " + describe_pool_count(fit.count, fit.demand) +
                        " for the probe's pods, and a probe of its link needs " +
@@ -284,10 +289,11 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
                        dropped_tolerations_note(tolerations.dropped, policy));
       return Action::await_change();  // a change of the Nodes brings the pool back
     }
-    if (fit.nodes < request.nodes)
+    if (sized_to_pool && fit.nodes < request.nodes) {
       sized = " (" + format_nodes(request.nodes) + " asked for; the pool has " +
               describe_pool_count(fit.count, fit.demand) + ")";
-    request.nodes = fit.nodes;
+      request.nodes = fit.nodes;
+    }
   }
   const ProbeObjects objects = build_probe(request, settings_.probe);
   const std::string& ns = settings_.probe.ns;

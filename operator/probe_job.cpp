@@ -199,7 +199,12 @@ std::string probe_job_name(const std::string& pool) {
 ProbePoolFit fit_probe_to_pool(const ProbeRequest& request, const std::vector<PoolNode>& nodes) {
   ProbePoolFit fit;
   fit.backend = request.policy_probe.backend.empty() ? "auto" : request.policy_probe.backend;
-  if (fit.backend == "auto" && !pool_has_gpus(nodes, request.node_selector)) fit.backend = "gloo";
+  // A pool with no node yet (one an autoscaler grows from pending pods) says nothing of
+  // GPUs: auto stays auto, and the pods ask for them.
+  const bool any_node =
+      count_pool(nodes, {request.node_selector, request.tolerations, {}}).selected > 0;
+  if (fit.backend == "auto" && any_node && !pool_has_gpus(nodes, request.node_selector))
+    fit.backend = "gloo";
   ProbeRequest resolved = request;
   resolved.policy_probe.backend = fit.backend;
   fit.demand.node_selector = request.node_selector;

@@ -80,8 +80,11 @@ int probe_node_count(int requested_nodes, const ProbeSettings& policy_probe);
 
 // How the pool's nodes shape a probe (issue #20 defect 3): `backend: auto` becomes gloo
 // on a pool whose nodes have no GPU (pods asking for nvidia.com/gpu would never schedule
-// there), and the probe takes no more nodes than the pool has usable for its pods (its
-// nodeSelector, the tolerations it keeps, a GPU per process where it uses GPUs).
+// there; a pool with no node at all keeps auto), and `nodes` is how many the pool has
+// usable for its pods (its nodeSelector, the tolerations it keeps, a GPU per process
+// where it uses GPUs), which the probe takes at most unless the policy ignores the
+// pool's size (onInsufficientNodes: ignore, where an autoscaler adds nodes for pending
+// pods).
 struct ProbePoolFit {
   std::string backend;  // the request's, with auto resolved on a pool without GPUs
   int nodes = 0;        // min(request.nodes, usable)

@@ -56,7 +56,7 @@ ReconcileResult TrainingJobReconciler::follow_record(Context& ctx, const Decisio
 
 // ----- gated: decide once -----------------------------------------------------------------
 
-ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_recorded) {
+ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, const std::string& gate_reason) {
   enter(ctx, Step::kDecide);
   // Written by operators before the measurement controller (issue #21): the pool's
   // CommProfile keeps the probe's attempts now.
@@ -77,8 +77,10 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, bool gate_reco
   }
   if (jd.decision.action != commgate::Action::kGate) return apply_decision(ctx, jd);
 
-  if (!gate_recorded) {
-    // No webhook gated it (or the spec changed without one): the operator does.
+  if (gate_reason != jd.decision.reason) {
+    // No webhook gated it (or the spec changed without one), or it waits for something
+    // else now (measured, but the pool is too small): the operator records its own gate,
+    // so the reason annotation (kubectl's REASON column) and the Events follow.
     patch_decision(ctx, jd, record_for(ctx, jd));
     if (jd.decision.reason != reason::kNamespaceUnknown)
       event(ctx, "Normal", "Gated", "Decide",

@@ -210,7 +210,9 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
       (verdict == RecordVerdict::kHolds || verdict == RecordVerdict::kDenied))
     return follow_record(ctx, *record);
   return decide_gated(
-      ctx, record && record->action == commgate::Action::kGate && verdict == RecordVerdict::kHolds);
+      ctx, record && record->action == commgate::Action::kGate && verdict == RecordVerdict::kHolds
+               ? record->reason
+               : std::string());
 }
 
 void TrainingJobReconciler::remember_write(const Context& ctx) {

@@ -122,7 +122,9 @@ class TrainingJobReconciler {
   kube::ReconcileResult run(Context& ctx);
   kube::ReconcileResult invalid_spec(Context& ctx, const std::string& message);
   kube::ReconcileResult follow_record(Context& ctx, const DecisionRecord& record);
-  kube::ReconcileResult decide_gated(Context& ctx, bool gate_recorded);
+  // `gate_reason`: the reason of the gate the job's record holds it to, when it holds one
+  // for this spec ("" otherwise).
+  kube::ReconcileResult decide_gated(Context& ctx, const std::string& gate_reason);
   // A job gated for its pool's measurement: what the pool's probe does, in the Probed
   // condition; Failed for good when the pool's probe failed past this job's retries.
   kube::ReconcileResult wait_for_measurement(Context& ctx, const JobDecision& jd);

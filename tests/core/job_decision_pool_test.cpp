@@ -15,15 +15,11 @@ using testing::a_training_job;
 using testing::test_now;
 
 PoolNode pool_node(const std::string& name, const std::string& pool, double gpus = 0) {
-  PoolNode n;
-  n.name = name;
-  n.labels = {{"commgate.io/pool", pool}};
-  n.ready = true;
-  if (gpus > 0) n.accelerators["nvidia.com/gpu"] = gpus;
-  return n;
+  return testing::a_pool_node(name, {{"commgate.io/pool", pool}}, gpus);
 }
 
-// Two usable CPU nodes in pool `cpu`, a cordoned third; two 8-GPU nodes in pool `h100`.
+// Two usable CPU nodes in pool `cpu`, a cordoned third; two 8-GPU nodes in pool `h100`;
+// one node in pool `solo`.
 std::shared_ptr<const std::vector<PoolNode>> cluster_nodes() {
   auto nodes = std::make_shared<std::vector<PoolNode>>();
   nodes->push_back(pool_node("cpu-a", "cpu"));
@@ -33,6 +29,7 @@ std::shared_ptr<const std::vector<PoolNode>> cluster_nodes() {
   nodes->push_back(cordoned);
   nodes->push_back(pool_node("gpu-a", "h100", 8));
   nodes->push_back(pool_node("gpu-b", "h100", 8));
+  nodes->push_back(pool_node("solo-a", "solo"));
   return nodes;
 }
 
@@ -46,6 +43,7 @@ struct Case {
   Action want_action;
   std::string want_reason;
   std::string want_message;  // substring
+  std::string want_hint;     // substring too: what to change
   int want_usable = -1;      // -1: no pool count
 };
 
@@ -55,7 +53,8 @@ CommPolicy on_insufficient(CommPolicy p, InsufficientNodesAction a) {
 }
 
 TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
-  const CommPolicy admit_unmeasured = a_policy().on_missing(MissingMeasurementAction::kAdmit).build();
+  const CommPolicy admit_unmeasured =
+      a_policy().on_missing(MissingMeasurementAction::kAdmit).build();
   std::vector<Case> cases;
   cases.push_back({.name = "six_nodes_on_two_is_gated_by_default",
                    .want_action = Action::kGate,
@@ -70,13 +69,12 @@ TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
                    .want_message = "suspended until the pool has them (onInsufficientNodes: gate); "
                                    "ask for at most 2 nodes to run now",
                    .want_usable = 2});
-  cases.push_back(
-      {.name = "deny_refuses_it",
-       .policy = on_insufficient(admit_unmeasured, InsufficientNodesAction::kDeny),
-       .want_action = Action::kDeny,
-       .want_reason = reason::kPoolTooSmall,
-       .want_message = "so it is refused (onInsufficientNodes: deny)",
-       .want_usable = 2});
+  cases.push_back({.name = "deny_refuses_it",
+                   .policy = on_insufficient(admit_unmeasured, InsufficientNodesAction::kDeny),
+                   .want_action = Action::kDeny,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message = "so it is refused (onInsufficientNodes: deny)",
+                   .want_usable = 2});
   cases.push_back({.name = "ignore_does_not_check",
                    .policy = on_insufficient(admit_unmeasured, InsufficientNodesAction::kIgnore),
                    .want_action = Action::kAdmit,
@@ -91,14 +89,13 @@ TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
                    .nodes_known = false,
                    .want_action = Action::kAdmit,
                    .want_reason = reason::kNoMeasurement});
-  cases.push_back({.name = "an_exempt_requester_is_not_checked",
-                   .policy = a_policy()
-                                 .on_missing(MissingMeasurementAction::kAdmit)
-                                 .exempt_user("carol")
-                                 .build(),
-                   .requester = {"carol", {}},
-                   .want_action = Action::kAdmit,
-                   .want_reason = reason::kExempt});
+  cases.push_back(
+      {.name = "an_exempt_requester_is_not_checked",
+       .policy =
+           a_policy().on_missing(MissingMeasurementAction::kAdmit).exempt_user("carol").build(),
+       .requester = {"carol", {}},
+       .want_action = Action::kAdmit,
+       .want_reason = reason::kExempt});
   cases.push_back({.name = "a_nodeselector_typo_is_told_at_once",
                    .job = a_training_job("bert").nodes(1).set("/spec/nodeSelector",
                                                               {{"commgate.io/pool", "cpux"}}),
@@ -120,29 +117,39 @@ TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
                    .policy = a_policy().build(),
                    .want_action = Action::kGate,
                    .want_reason = reason::kPoolTooSmall,
-                   .want_message = "fewer than the 3 nodes this job would run",
+                   .want_message = "fewer than the 3 nodes this job needs at the least "
+                                   "(spec.minNodes)",
                    .want_usable = 2});
-  cases.push_back(
-      {.name = "gpu_pool_counts_a_gpu_per_process",
-       .job = a_training_job("bert").nodes(2).procs_per_node(16).set(
-           "/spec/nodeSelector", {{"commgate.io/pool", "h100"}}),
-       .want_action = Action::kGate,
-       .want_reason = reason::kPoolTooSmall,
-       .want_message = "has no usable node (2 match the nodeSelector: 2 have fewer than 16 "
-                       "nvidia.com/gpu)",
-       .want_usable = 0});
-  cases.push_back(
-      {.name = "the_templates_own_accelerators_count",
-       .job = a_training_job("bert")
-                  .nodes(2)
-                  .procs_per_node(8)
-                  .set("/spec/nodeSelector", {{"commgate.io/pool", "h100"}})
-                  .set("/spec/template/spec/containers/0/resources",
-                       {{"limits", {{"amd.com/gpu", "8"}}}}),
-       .want_action = Action::kGate,
-       .want_reason = reason::kPoolTooSmall,
-       .want_message = "2 have fewer than 8 amd.com/gpu",
-       .want_usable = 0});
+  cases.push_back({.name = "a_pool_of_one_node_can_measure_no_link",
+                   .job = a_training_job("bert").nodes(2).set("/spec/nodeSelector",
+                                                              {{"commgate.io/pool", "solo"}}),
+                   .policy = a_policy().build(),
+                   .want_action = Action::kGate,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message = "has 1 usable node (all that match the nodeSelector), fewer "
+                                   "than the 2 nodes a measurement of its link needs",
+                   .want_usable = 1});
+  cases.push_back({.name = "gpu_pool_counts_a_gpu_per_process",
+                   .job = a_training_job("bert").nodes(2).procs_per_node(16).set(
+                       "/spec/nodeSelector", {{"commgate.io/pool", "h100"}}),
+                   .want_action = Action::kGate,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message =
+                       "has no usable node (2 match the nodeSelector: 2 have fewer than 16 "
+                       "nvidia.com/gpu), fewer than the 2 nodes this job would run",
+                   .want_hint = "; ask for fewer GPUs a node (spec.numProcPerNode)",
+                   .want_usable = 0});
+  cases.push_back({.name = "the_templates_own_accelerators_count",
+                   .job = a_training_job("bert")
+                              .nodes(2)
+                              .procs_per_node(8)
+                              .set("/spec/nodeSelector", {{"commgate.io/pool", "h100"}})
+                              .set("/spec/template/spec/containers/0/resources",
+                                   {{"limits", {{"amd.com/gpu", "8"}}}}),
+                   .want_action = Action::kGate,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message = "2 have fewer than 8 amd.com/gpu",
+                   .want_usable = 0});
   cases.push_back({.name = "eight_gpus_per_pod_fit_eight_gpu_nodes",
                    .job = a_training_job("bert").nodes(2).procs_per_node(8).set(
                        "/spec/nodeSelector", {{"commgate.io/pool", "h100"}}),
@@ -170,6 +177,7 @@ TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
         << jd.decision.message;
     EXPECT_EQ(jd.decision.reason, c.want_reason) << jd.decision.message;
     EXPECT_NE(jd.decision.message.find(c.want_message), std::string::npos) << jd.decision.message;
+    EXPECT_NE(jd.decision.message.find(c.want_hint), std::string::npos) << jd.decision.message;
     if (c.want_usable < 0) {
       EXPECT_FALSE(jd.pool);
     } else {
@@ -181,12 +189,13 @@ TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
 }
 
 TEST(DecideForJobPoolCheck, KeepsTolerationsAndTemplateAcceleratorsInTheWebhooksParse) {
-  const json doc = a_training_job("bert")
-                       .procs_per_node(8)
-                       .set("/spec/tolerations", json::parse(R"([{"key":"x","operator":"Exists"}])"))
-                       .set("/spec/template/spec/containers/0/resources",
-                            {{"limits", {{"nvidia.com/gpu", "8"}}}})
-                       .json();
+  const json doc =
+      a_training_job("bert")
+          .procs_per_node(8)
+          .set("/spec/tolerations", json::parse(R"([{"key":"x","operator":"Exists"}])"))
+          .set("/spec/template/spec/containers/0/resources",
+               {{"limits", {{"nvidia.com/gpu", "8"}}}})
+          .json();
   const TrainingJob job = parse_training_job(doc, ObjectSource::kAdmission, Verbatim::kSkip);
   EXPECT_EQ(job.spec.tolerations.size(), 1u);
   EXPECT_EQ(job.spec.template_accelerators, (std::map<std::string, double>{{"nvidia.com/gpu", 8}}));

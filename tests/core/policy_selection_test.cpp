@@ -364,6 +364,13 @@ TEST(PolicySelection, AtLeastAsStrictComparesEveryFieldThatDecides) {
   CommPolicy narrower = base;
   narrower.spec.max_extrapolation = 2;
   milder_and_stricter("maxExtrapolation", wider, narrower);
+  // Issue #20: a policyRef to a policy that ignores the pool's size would escape the pool
+  // check of the policy that governs.
+  CommPolicy ignores = base;
+  ignores.spec.on_insufficient_nodes = InsufficientNodesAction::kIgnore;
+  CommPolicy denies = base;
+  denies.spec.on_insufficient_nodes = InsufficientNodesAction::kDeny;
+  milder_and_stricter("onInsufficientNodes", ignores, denies);
   EXPECT_FALSE(at_least_as_strict(a_policy().max_comm_share(0.2).exempt_group("ml").build(), base));
   EXPECT_FALSE(at_least_as_strict(
       a_policy().max_comm_share(0.2).exempt_service_account("ns/nightly").build(), base));

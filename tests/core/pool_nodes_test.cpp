@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/pod_requests.h"
+#include "tests/support/builders.h"
 
 namespace commgate {
 namespace COMMGATE_TEST_UNIT {
@@ -113,12 +114,7 @@ TEST(Tolerates, AsCoreV1ToleratesTaint) {
 }
 
 PoolNode node(const std::string& name, const std::string& pool, double gpus = 0) {
-  PoolNode n;
-  n.name = name;
-  n.labels = {{"commgate.io/pool", pool}};
-  n.ready = true;
-  if (gpus > 0) n.accelerators["nvidia.com/gpu"] = gpus;
-  return n;
+  return testing::a_pool_node(name, {{"commgate.io/pool", pool}}, gpus);
 }
 
 struct CountCase {
@@ -156,7 +152,7 @@ TEST(CountPool, CountsEachNodeOnceUnderTheFirstFilterItFails) {
        {h100, json::array(), {{"nvidia.com/gpu", 8}}},
        {.selected = 5, .cordoned = 1, .not_ready = 1, .tainted = 1, .too_small = 1, .usable = 1},
        "1 usable node (5 match the nodeSelector: 1 cordoned, 1 not Ready, 1 has a taint the pods "
-       "do not tolerate, 1 has fewer than 8 nvidia.com/gpu)"},
+       "do not tolerate (dedicated=infra:NoExecute), 1 has fewer than 8 nvidia.com/gpu)"},
       {"tolerated_taint_counts",
        {tainted},
        {h100, json::parse(R"([{"key":"dedicated","operator":"Exists"}])"), {}},

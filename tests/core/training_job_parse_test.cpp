@@ -371,18 +371,17 @@ Json decided_fields(const TrainingJob& j) {
   const TrainingJobSpec& s = j.spec;
   const RunPolicy& r = s.run_policy;
   auto opt = [](const auto& o) { return o ? Json(*o) : Json(); };
-  return {
-      {"metadata",
-       {m.name, m.generate_name, m.namespace_, m.uid, m.resource_version, m.generation,
-        m.creation_timestamp ? format_rfc3339(*m.creation_timestamp) : "", m.labels,
-        m.annotations}},
-      {"spec",
-       {s.num_nodes, s.min_nodes, s.num_proc_per_node, s.suspend, s.node_selector, s.policy_ref,
-        opt(r.backoff_limit), opt(r.active_deadline_seconds), opt(r.ttl_seconds_after_finished),
-        s.tolerations, s.template_accelerators}},
-      {"model",
-       {s.model.parameters, s.model.gradient_dtype, s.model.torch_script, s.model.input_shape,
-        s.model.batch_size, s.model.optimizer, opt(s.model.step_time_hint_ms)}}};
+  return {{"metadata",
+           {m.name, m.generate_name, m.namespace_, m.uid, m.resource_version, m.generation,
+            m.creation_timestamp ? format_rfc3339(*m.creation_timestamp) : "", m.labels,
+            m.annotations}},
+          {"spec",
+           {s.num_nodes, s.min_nodes, s.num_proc_per_node, s.suspend, s.node_selector, s.policy_ref,
+            opt(r.backoff_limit), opt(r.active_deadline_seconds), opt(r.ttl_seconds_after_finished),
+            s.tolerations, s.template_accelerators}},
+          {"model",
+           {s.model.parameters, s.model.gradient_dtype, s.model.torch_script, s.model.input_shape,
+            s.model.batch_size, s.model.optimizer, opt(s.model.step_time_hint_ms)}}};
 }
 
 // The parse's outcome as text: the decided fields, or the error message.

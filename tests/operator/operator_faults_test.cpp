@@ -483,9 +483,9 @@ TEST_F(OperatorFaults, OperatorKilledMidProbeRestartsWithoutADuplicateProbe) {
 }
 
 // A node of a 2-node pool stops while the probe runs: the probe fails (an attempt counted
-// in the pool's CommProfile), and the next one waits for a second usable node (reason
-// PoolTooSmall, issue #20 defect 3) rather than failing again on the one node left and
-// failing the job; a node that joins the pool lets it probe, and the job trains.
+// in the pool's CommProfile), and the job waits for a second usable node (reason
+// PoolTooSmall: one node can measure no link, issue #20) rather than probing again on the
+// one node left and failing; a node that joins the pool lets it probe, and the job trains.
 // (Before the pool check, the job was Failed with ProbeFailed after its retries.)
 TEST_F(OperatorFaults, NodeStoppingMidProbeWaitsForTheNodesThenProbesAgain) {
   add_pool("p", 2);
@@ -495,12 +495,12 @@ TEST_F(OperatorFaults, NodeStoppingMidProbeWaitsForTheNodesThenProbesAgain) {
       << op_->output();
   const auto stopped = Clock::now();
   cluster_->stop_node("p-2");
-  auto probed_reason = [&] {
+  auto admitted_reason = [&] {
     for (const json& c : get_job("unlucky")["status"].value("conditions", json::array()))
-      if (c["type"] == "Probed") return c.value("reason", std::string());
+      if (c["type"] == "Admitted") return c.value("reason", std::string());
     return std::string();
   };
-  ASSERT_TRUE(wait_until([&] { return probed_reason() == "PoolTooSmall"; }, seconds(30)))
+  ASSERT_TRUE(wait_until([&] { return admitted_reason() == "PoolTooSmall"; }, seconds(30)))
       << get_job("unlucky").dump(2) << op_->output();
   std::printf("[ timing ] waiting for nodes %.1f s after the node stopped\n", since(stopped));
   const json tj = get_job("unlucky");

@@ -14,6 +14,7 @@
 
 #include "core/comm_profile.h"
 #include "core/quantity.h"
+#include "tests/support/builders.h"
 
 namespace commgate::op {
 namespace COMMGATE_TEST_UNIT {
@@ -300,11 +301,9 @@ TEST(ProbeJob, threads_from_the_operators_flag) {
 // --- fit_probe_to_pool (issue #20 defect 3) ---
 
 PoolNode pool_node(const std::string& name, double gpus, bool ready = true) {
-  PoolNode n;
-  n.name = name;
-  n.labels = {{"pool", "a100"}, {"topology.kubernetes.io/zone", "eu-1a"}};
+  PoolNode n = commgate::testing::a_pool_node(
+      name, {{"pool", "a100"}, {"topology.kubernetes.io/zone", "eu-1a"}}, gpus);
   n.ready = ready;
-  if (gpus > 0) n.accelerators["nvidia.com/gpu"] = gpus;
   n.taints = {{"nvidia.com/gpu", "present", "NoSchedule"}};
   return n;
 }
@@ -341,7 +340,7 @@ TEST(FitProbeToPool, auto_is_gloo_without_gpus_and_the_probe_fits_the_pool) {
        "auto"},
       {"an_explicit_nccl_stays", {pool_node("a", 0), pool_node("b", 0)}, "nccl", 0, "nccl"},
       {"an_explicit_gloo_asks_no_gpu", {pool_node("a", 0), pool_node("b", 0)}, "gloo", 2, "gloo"},
-      {"no_node", {}, "auto", 0, "gloo"},
+      {"no_node_yet_keeps_auto", {}, "auto", 0, "auto"},  // an autoscaled pool from zero
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -661,34 +661,28 @@ TEST(Reconcile, an_operator_restarted_mid_probe_does_not_probe_the_pool_again) {
             std::string::npos);
 }
 
-PoolNode a_node(const std::string& name, double gpus = 0) {
-  PoolNode n;
-  n.name = name;
-  n.labels = {{"pool", "gpu-1g"}};
-  n.ready = true;
-  if (gpus > 0) n.accelerators["nvidia.com/gpu"] = gpus;
-  return n;
+PoolNode a_node(const std::string& name) {
+  return commgate::testing::a_pool_node(name, {{"pool", "gpu-1g"}});
 }
 
-// Issue #20 defects 2 and 3: on a pool of two nodes without GPUs, a 4-node job's probe
-// takes the two nodes with Gloo (`auto`), its pods asking for no GPU; the job, which the
-// policy admits at 4, then waits PoolTooSmall with no workload holding a node, and runs
-// once the pool has 4 nodes. On a pool of one node no probe starts.
+// Issue #20 defects 2 and 3: on a pool of one node no probe starts (none can measure a
+// link) and the job waits PoolTooSmall; on two nodes without GPUs the 4-node job's probe
+// takes both with Gloo (`auto`), its pods asking for no GPU; the job, which the policy
+// admits at 4, then waits PoolTooSmall with no workload holding a node, and runs once the
+// pool has 4 nodes.
 TEST(Reconcile, the_probe_fits_the_pool_and_a_job_larger_than_its_pool_waits_for_nodes) {
   World w;
   w.nodes = std::vector<PoolNode>{a_node("n1")};
   w.submit(a_job("bert"));
   ASSERT_TRUE(w.reconcile("bert").ok());
   EXPECT_FALSE(w.probe_job()) << "one node measures no link";
-  const json profile = *w.api.peek(kProfiles + "/" + w.pool());
-  const json* probing = find_condition(profile["status"]["conditions"], kProbingCondition);
-  ASSERT_TRUE(probing) << profile.dump(2);
-  EXPECT_EQ((*probing)["reason"], kReasonPoolTooSmall);
-  EXPECT_NE((*probing)["message"].get<std::string>().find(
-                "has 1 usable node (all that match the nodeSelector) for the probe's pods, and "
-                "a probe of its link needs 2 nodes"),
+  EXPECT_FALSE(w.api.peek(kProfiles + "/" + w.pool())) << "nothing to measure";
+  EXPECT_EQ(condition_reason(w.status("bert"), condition::kAdmitted), reason::kPoolTooSmall);
+  EXPECT_NE(condition_message(w.status("bert"), condition::kAdmitted)
+                .find("has 1 usable node (all that match the nodeSelector), fewer than the 2 "
+                      "nodes a measurement of its link needs"),
             std::string::npos)
-      << probing->dump();
+      << w.status("bert").dump(2);
 
   w.nodes->push_back(a_node("n2"));
   reconcile_to_probing(w, "bert");
@@ -712,6 +706,17 @@ TEST(Reconcile, the_probe_fits_the_pool_and_a_job_larger_than_its_pool_waits_for
       << status.dump(2);
   EXPECT_FALSE(w.api.peek(kWorkloadJobs + "/bert"));
   EXPECT_EQ(w.job("bert")["spec"]["suspend"], true);
+  // Issue #20 trial: the reason annotation (kubectl's REASON column) and an Event follow the
+  // operator's new gate, not the measurement gate the job was held to before.
+  EXPECT_EQ(w.job("bert")["metadata"]["annotations"][annotation::kReason], reason::kPoolTooSmall);
+  const auto gated = w.event("Gated");
+  ASSERT_TRUE(gated) << ::testing::PrintToString(w.event_reasons());
+  bool told = false;
+  for (const json& e : w.sink->events())
+    told = told || (e.value("reason", "") == "Gated" &&
+                    e.value("note", "").find("fewer than the 4 nodes this job would run") !=
+                        std::string::npos);
+  EXPECT_TRUE(told) << ::testing::PrintToString(w.event_reasons());
 
   w.nodes->push_back(a_node("n3"));
   w.nodes->push_back(a_node("n4"));

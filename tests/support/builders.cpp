@@ -99,6 +99,16 @@ PolicyBuilder& PolicyBuilder::unmanaged_workloads(UnmanagedWorkloads u) {
   policy_.spec.unmanaged_workloads = u;
   return *this;
 }
+PoolNode a_pool_node(const std::string& name, std::map<std::string, std::string> labels,
+                     double gpus) {
+  PoolNode n;
+  n.name = name;
+  n.labels = std::move(labels);
+  n.ready = true;
+  if (gpus > 0) n.accelerators[kNvidiaGpu] = gpus;
+  return n;
+}
+
 PolicyBuilder a_policy() {
   return PolicyBuilder();
 }

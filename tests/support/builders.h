@@ -8,6 +8,7 @@
 
 #include "core/comm_policy.h"
 #include "core/measurement.h"
+#include "core/pool_nodes.h"
 #include "core/training_job.h"
 
 namespace commgate::testing {
@@ -55,6 +56,10 @@ class PolicyBuilder {
   CommPolicy policy_;
 };
 PolicyBuilder a_policy();
+
+// A Ready, schedulable node with `labels`, and `gpus` allocatable nvidia.com/gpu when > 0.
+PoolNode a_pool_node(const std::string& name, std::map<std::string, std::string> labels,
+                     double gpus = 0);
 
 // A fixed instant for hermetic tests.
 TimePoint test_now();
