@@ -109,6 +109,9 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, const std::str
     return Action::requeue_after(std::chrono::seconds(10));
   }
   if (!measurement_gate) {
+    // Measured, and held for the pool's size: the probe the job waited on is done (the
+    // trial of 2026-12-05 saw Probed stay ProbeRunning).
+    if (jd.decision.reason == reason::kPoolTooSmall) settle_probed(ctx, jd);
     ctx.set_phase(phase::kGated);
     sync_status(ctx);
     return Action::await_change();

@@ -699,6 +699,7 @@ TEST(Reconcile, the_probe_fits_the_pool_and_a_job_larger_than_its_pool_waits_for
   const json status = w.status("bert");
   EXPECT_EQ(status["phase"], phase::kGated) << status.dump(2);
   EXPECT_EQ(condition_reason(status, condition::kAdmitted), reason::kPoolTooSmall);
+  EXPECT_EQ(condition_reason(status, condition::kProbed), kReasonProbeSucceeded);
   EXPECT_NE(condition_message(status, condition::kAdmitted)
                 .find("has 2 usable nodes (all that match the nodeSelector), fewer than the 4 "
                       "nodes this job would run"),
