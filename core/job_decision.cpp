@@ -5,6 +5,7 @@
 #include "core/annotations.h"
 #include "core/measurement.h"
 #include "core/policy_selection.h"
+#include "core/quantity.h"
 
 namespace commgate {
 namespace {
@@ -15,10 +16,6 @@ std::map<std::string, std::string> commgate_annotations(const TrainingJob& job) 
     if (k.rfind(annotation::kPrefix, 0) == 0) out.emplace(k, v);
   }
   return out;
-}
-
-std::string nodes_text(int n) {
-  return std::to_string(n) + (n == 1 ? " node" : " nodes");
 }
 
 // The pool check (decide_for_job's comment): changes `out.decision` when the pool cannot
@@ -51,7 +48,7 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
   const bool deny = spec.on_insufficient_nodes == InsufficientNodesAction::kDeny;
   std::string message = "the pool of nodeSelector " + format_node_selector(job.spec.node_selector) +
                         " has " + describe_pool_count(count, demand) + ", fewer than the " +
-                        nodes_text(runs);
+                        format_nodes(runs);
   if (d.action != Action::kGate)
     message += " this job would run";
   else if (runs > job.spec.min_nodes)
@@ -60,13 +57,13 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
     message += " this job needs at the least (spec.minNodes)";
   if (d.action != Action::kGate)
     message += " (" + policy_label(d.policy_name) + " would " +
-               (d.action == Action::kDownsize ? "downsize it to " + nodes_text(runs)
-                                              : "admit " + nodes_text(runs)) +
+               (d.action == Action::kDownsize ? "downsize it to " + format_nodes(runs)
+                                              : "admit " + format_nodes(runs)) +
                ")";
   message += deny ? ", so it is refused (onInsufficientNodes: deny)"
                   : ", so it is suspended until the pool has them (onInsufficientNodes: gate)";
   if (count.usable > 1 || (count.usable == 1 && runs > 1 && d.action != Action::kGate))
-    message += "; ask for at most " + nodes_text(count.usable) + " to run now";
+    message += "; ask for at most " + format_nodes(count.usable) + " to run now";
   else if (count.too_small > 0)
     message += "; ask for fewer GPUs a node (spec.numProcPerNode), or check spec.nodeSelector";
   else if (count.selected > 0 && count.usable == 0)

@@ -11,11 +11,6 @@ using Json = nlohmann::json;
 
 namespace {
 
-std::string string_at(const Json& object, const char* key) {
-  const Json* v = json_member(object, key);
-  return v && v->is_string() ? v->get<std::string>() : std::string();
-}
-
 bool keeps_pods_off(const std::string& effect) {
   return effect == "NoSchedule" || effect == "NoExecute";
 }
@@ -38,7 +33,7 @@ std::string plural(int n, const char* one, const char* many) {
 PoolNode pool_node_of(const Json& node) {
   PoolNode out;
   const Json& meta = json_at(node, {"metadata"});
-  out.name = string_at(meta, "name");
+  out.name = json_string(meta, {"name"});
   if (const Json* labels = json_member(meta, "labels"); labels && labels->is_object())
     for (const auto& [k, v] : labels->items())
       if (v.is_string()) out.labels[k] = v.get<std::string>();
@@ -47,14 +42,15 @@ PoolNode pool_node_of(const Json& node) {
     out.cordoned = u->get<bool>();
   if (const Json* taints = json_member(spec, "taints"); taints && taints->is_array())
     for (const Json& t : *taints) {
-      NodeTaint taint{string_at(t, "key"), string_at(t, "value"), string_at(t, "effect")};
+      NodeTaint taint{json_string(t, {"key"}), json_string(t, {"value"}),
+                      json_string(t, {"effect"})};
       if (keeps_pods_off(taint.effect)) out.taints.push_back(std::move(taint));
     }
   const Json& status = json_at(node, {"status"});
   if (const Json* conditions = json_member(status, "conditions");
       conditions && conditions->is_array())
     for (const Json& c : *conditions)
-      if (string_at(c, "type") == "Ready") out.ready = string_at(c, "status") == "True";
+      if (json_string(c, {"type"}) == "Ready") out.ready = json_string(c, {"status"}) == "True";
   if (const Json* alloc = json_member(status, "allocatable"); alloc && alloc->is_object())
     for (const auto& [name, value] : alloc->items())
       if (is_accelerator_resource(name)) out.accelerators[name] = resource_quantity(value);
@@ -84,8 +80,9 @@ void keep_pool_node_fields(Json& node) {
     if (const Json* conditions = json_member(*status, "conditions");
         conditions && conditions->is_array())
       for (const Json& c : *conditions)
-        if (string_at(c, "type") == "Ready")
-          s["conditions"] = Json::array({{{"type", "Ready"}, {"status", string_at(c, "status")}}});
+        if (json_string(c, {"type"}) == "Ready")
+          s["conditions"] =
+              Json::array({{{"type", "Ready"}, {"status", json_string(c, {"status"})}}});
   }
   node = std::move(kept);
 }
@@ -93,8 +90,8 @@ void keep_pool_node_fields(Json& node) {
 bool tolerates(const Json& tolerations, const NodeTaint& taint) {
   if (!tolerations.is_array()) return false;
   for (const Json& t : tolerations) {
-    const std::string key = string_at(t, "key"), effect = string_at(t, "effect");
-    std::string op = string_at(t, "operator");
+    const std::string key = json_string(t, {"key"}), effect = json_string(t, {"effect"});
+    std::string op = json_string(t, {"operator"});
     if (op.empty()) op = "Equal";
     if (!effect.empty() && effect != taint.effect) continue;
     if (key.empty()) {
@@ -103,7 +100,7 @@ bool tolerates(const Json& tolerations, const NodeTaint& taint) {
     }
     if (key != taint.key) continue;
     if (op == "Exists") return true;
-    if (op == "Equal" && string_at(t, "value") == taint.value) return true;
+    if (op == "Equal" && json_string(t, {"value"}) == taint.value) return true;
   }
   return false;
 }

@@ -31,12 +31,6 @@ std::map<std::string, std::string> labels_of(const json& obj) {
   return out;
 }
 
-double quantity(const json& v) {
-  if (v.is_number()) return v.get<double>();
-  std::string error;
-  return parse_quantity(str(v), &error).value_or(0.0);
-}
-
 bool selector_matches(const json& selector, const std::map<std::string, std::string>& labels) {
   // A null labelSelector in an affinity term matches nothing (metav1.LabelSelectorAsSelector).
   if (!selector.is_object()) return false;
@@ -287,12 +281,13 @@ std::vector<std::string> fit_failures(const json& pod,
       field(status, "allocatable").is_object() ? status["allocatable"] : field(status, "capacity");
   std::vector<std::string> insufficient;
   if (field(allocatable, "pods").is_string() || field(allocatable, "pods").is_number()) {
-    if (static_cast<double>(usage.pods) + 1 > quantity(allocatable["pods"]))
+    if (static_cast<double>(usage.pods) + 1 > resource_quantity(allocatable["pods"]))
       insufficient.push_back("Too many pods");
   }
   for (const auto& [k, want] : requests) {
     if (want <= 0) continue;
-    const double have = field(allocatable, k.c_str()).is_null() ? 0.0 : quantity(allocatable[k]);
+    const double have =
+        field(allocatable, k.c_str()).is_null() ? 0.0 : resource_quantity(allocatable[k]);
     auto used = usage.requested.find(k);
     const double in_use = used == usage.requested.end() ? 0.0 : used->second;
     // A relative epsilon: quantities are parsed into doubles ("100m" + "900m" == "1").

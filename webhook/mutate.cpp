@@ -91,7 +91,7 @@ std::optional<std::string> exempt_over_policy_warning(const Decision& d, const T
                     w.action == Action::kWarn || w.reason == reason::kDryRun;
   if (!over) return std::nullopt;
   const std::string would = w.action == Action::kDownsize
-                                ? "downsized to " + std::to_string(w.admitted_nodes) + " nodes"
+                                ? "downsized to " + format_nodes(w.admitted_nodes)
                             : w.action == Action::kDeny ? "denied"
                                                         : "admitted over the policy";
   return "commgate: " + d.message + "; without the exemption it would be " + would + ": " +
