@@ -176,8 +176,14 @@ json pod_template(const TrainingJob& job, const std::map<std::string, std::strin
       containers[0].is_object())
     containers[0]["resources"]["limits"][kGpuResource] = std::to_string(job.spec.num_proc_per_node);
   const json torchrun = torchrun_env(job, settings);
-  for (auto& c : containers)
-    if (c.is_object()) c["env"] = container_env(c, torchrun, nccl_env);
+  for (auto& c : containers) {
+    if (!c.is_object()) continue;
+    c["env"] = container_env(c, torchrun, nccl_env);
+    // A failed rank's log tail becomes its termination message, which the TrainingJob's
+    // message quotes (operator/pod_failure.h); the template's own choice stands.
+    if (!c.contains("terminationMessagePolicy"))
+      c["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  }
   return tmpl;
 }
 

@@ -1,5 +1,6 @@
 #include "operator/workload_state.h"
 
+#include "operator/pod_failure.h"
 #include "operator/pod_scheduling.h"
 
 namespace commgate::op {
@@ -49,8 +50,12 @@ WorkloadState workload_state(const nlohmann::json& job, const std::vector<nlohma
   // Terminal conditions first: a finished Job keeps its counts, and a Failed one may still
   // list active pods for a moment. Failed wins over Complete (both never hold at once in
   // kube; if they did, a failure must not read as success).
-  if (const json* c = true_condition(status, "Failed"))
-    return terminal(WorkloadPhase::kFailed, *c, "Failed", state);
+  if (const json* c = true_condition(status, "Failed")) {
+    state = terminal(WorkloadPhase::kFailed, *c, "Failed", state);
+    if (const std::string why = first_pod_failure(pods); !why.empty())
+      state.message += (state.message.empty() ? "" : "; ") + why;
+    return state;
+  }
   if (const json* c = true_condition(status, "Complete"))
     return terminal(WorkloadPhase::kSucceeded, *c, "Complete", state);
   if (const json* c = true_condition(status, "Suspended")) {

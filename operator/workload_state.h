@@ -28,7 +28,8 @@ struct WorkloadState {
 };
 
 // `job`: a batch/v1 Job as read (status may be absent: a Job just created).
-// Succeeded: condition Complete=True. Failed: condition Failed=True (wins over Complete).
+// Succeeded: condition Complete=True. Failed: condition Failed=True (wins over Complete);
+// its message adds the pod that failed first and its log's error line (pod_failure.h).
 // Running: a pod is ready (status.ready > 0; status.active > 0 where kube has no
 // `ready`) or has finished. Pending otherwise: no pod yet, pods active but none ready
 // (scheduling, image pull, an unschedulable pod), or Suspended.

@@ -4,11 +4,16 @@
 # with tc tbf to RATE in both directions (node -> bridge on the node's eth0, bridge ->
 # node on the bridge's port), optionally with a netem DELAY on the node's egress (one-way
 # node-to-node latency DELAY, round trip 2*DELAY). Node i (0-based) is namespace
-# <prefix>-n<i> with address 198.18.0.<i+1>/24 on eth0.
+# <prefix>-n<i> with address 198.18.0.<i+1>/24 on eth0, and a pod network: a bridge cni0
+# at 198.19.<i>.1/24 (its podCIDR 198.19.<i>.0/24), IP forwarding, and a route to each
+# other node's podCIDR via that node's address. commgate-sim's kubelet puts each pod in a
+# namespace <prefix>-n<i>-p<k> on cni0 (sim/pod_network.h); traffic between nodes' pods
+# leaves through the node's shaped eth0.
 #
 #   netsim.sh up N RATE [DELAY]    e.g. up 2 1gbit, up 4 200mbit 1ms
 #   netsim.sh exec I CMD...        run CMD in node I's namespace
 #   netsim.sh addr I               print node I's address
+#   netsim.sh podcidr I            print node I's podCIDR
 #   netsim.sh down                 remove everything this prefix created
 #   netsim.sh reap                 remove the leftovers of owners that died
 #
@@ -39,6 +44,7 @@ need_root() {
 node_ns() { echo "${PREFIX}-n$1"; }
 bridge_ns() { echo "${PREFIX}-br"; }
 node_addr() { echo "198.18.0.$(($1 + 1))"; }
+node_pod_cidr() { echo "198.19.$1.0/24"; }
 
 # Bits per second of a tc rate ("1gbit", "200mbit", "500kbit", "1000000bit", "5gbit").
 rate_bits() {
@@ -67,7 +73,7 @@ shape() {
 
 down_prefix() {
   local p="$1" ns
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${p}-(n[0-9]+|br)$" || true); do
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${p}-(n[0-9]+(-p[0-9]+)?|br)$" || true); do
     ip netns pids "$ns" 2>/dev/null | while read -r pid; do
       # Only processes still inside our namespaces, by pid.
       kill -KILL "$pid" 2>/dev/null || true
@@ -75,7 +81,7 @@ down_prefix() {
     ip netns delete "$ns" 2>/dev/null || true
   done
   for ns in /etc/netns/"${p}"-n*; do
-    [[ "$ns" =~ /${p}-n[0-9]+$ ]] && rm -rf "$ns"
+    [[ "$ns" =~ /${p}-n[0-9]+(-p[0-9]+)?$ ]] && rm -rf "$ns"
   done
   rm -f "$STATE_DIR/$p.owner"
 }
@@ -134,13 +140,24 @@ up() {
     ip -n "$nsname" link set eth0 up
     shape "$nsname" eth0 "$rate" "$delay"
     shape "$br" "p$i" "$rate"
+    # The pod network: the pods' bridge, and forwarding between it and eth0.
+    ip -n "$nsname" link add cni0 type bridge
+    ip -n "$nsname" addr add "198.19.$i.1/24" dev cni0
+    ip -n "$nsname" link set cni0 up
+    ip netns exec "$nsname" sysctl -qw net.ipv4.ip_forward=1
+  done
+  # Each node reaches the other nodes' pods through their node (one `ip` per node).
+  for ((i = 0; i < n; i++)); do
+    for ((j = 0; j < n; j++)); do
+      if [ "$i" -ne "$j" ]; then echo "route add $(node_pod_cidr "$j") via $(node_addr "$j")"; fi
+    done | ip -n "$(node_ns "$i")" -batch -
   done
   trap - ERR
   echo "netsim: $n node(s) '${PREFIX}' at $rate${delay:+, delay $delay}: $(node_addr 0) .. $(node_addr $((n - 1)))" >&2
 }
 
 cmd="${1:-}"
-[ -n "$cmd" ] || die "usage: netsim.sh up N RATE [DELAY] | exec I CMD... | addr I | down | reap"
+[ -n "$cmd" ] || die "usage: netsim.sh up N RATE [DELAY] | exec I CMD... | addr I | podcidr I | down | reap"
 shift
 case "$cmd" in
   up) need_root; [ $# -ge 2 ] || die "usage: netsim.sh up N RATE [DELAY]"; up "$@" ;;
@@ -151,5 +168,6 @@ case "$cmd" in
     i="$1"; shift
     exec ip netns exec "$(node_ns "$i")" "$@" ;;
   addr) [ $# -eq 1 ] || die "usage: netsim.sh addr I"; node_addr "$1" ;;
-  *) die "unknown command '$cmd' (up, exec, addr, down, reap)" ;;
+  podcidr) [ $# -eq 1 ] || die "usage: netsim.sh podcidr I"; node_pod_cidr "$1" ;;
+  *) die "unknown command '$cmd' (up, exec, addr, podcidr, down, reap)" ;;
 esac

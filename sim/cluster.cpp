@@ -46,6 +46,10 @@ json node_object(const NodeSpec& spec) {
           {"operatingSystem", "linux"},
           {"architecture", "amd64"}}}}}};
   if (!spec.taints.empty()) node["spec"]["taints"] = spec.taints;
+  if (!spec.pod_cidr.empty()) {
+    node["spec"]["podCIDR"] = spec.pod_cidr;
+    node["spec"]["podCIDRs"] = json::array({spec.pod_cidr});
+  }
   if (!spec.netns.empty()) node["metadata"]["annotations"] = {{kNetnsAnnotation, spec.netns}};
   return node;
 }

@@ -30,6 +30,10 @@ struct NodeSpec {
   // scripts/netsim.sh makes such namespaces). "" = host network, pod IP 127.0.0.1.
   std::string netns;
   std::string address;
+  // spec.podCIDR: with `netns`, each pod gets a namespace and an address of its own from
+  // it (sim/pod_network.h; scripts/netsim.sh gives node i 198.19.i.0/24). "" = pods share
+  // the node's namespace and address.
+  std::string pod_cidr;
 };
 
 // A NodeSpec with the defaults but for name and GPU count.

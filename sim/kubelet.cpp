@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <system_error>
 
@@ -23,6 +24,7 @@
 #include "sim/http_probe.h"
 #include "sim/json_fields.h"
 #include "sim/netns_relay.h"
+#include "sim/pod_network.h"
 #include "sim/scheduler.h"
 
 namespace commgate::sim {
@@ -77,6 +79,13 @@ std::pair<std::string, std::string> node_addresses(const json& node) {
           return {str(at(a, "address")), str(at(a, "address"))};
   }
   return {"127.0.0.1", "127.0.0.1"};
+}
+
+// A pod gets a network namespace of its own (sim/pod_network.h) on a node in a namespace
+// that has a podCIDR, unless it asks for the host's network.
+bool uses_pod_network(const json& node, const json& pod_spec) {
+  return !str(at(at(at(node, "metadata"), "annotations"), kNetnsAnnotation)).empty() &&
+         !str(at(at(node, "spec"), "podCIDR")).empty() && at(pod_spec, "hostNetwork") != json(true);
 }
 
 }  // namespace
@@ -390,6 +399,7 @@ void Kubelet::stop() {
       close(c.pidfd);
       c.running = false;
     }
+  for (auto& [uid, pod] : pods_) release_pod_network(pod);
   pods_.clear();
   api_relays_.clear();
 }
@@ -573,7 +583,32 @@ void Kubelet::sync() {
     for (const auto& c : pod.containers) any_running = any_running || c.running;
     if (pod.killing && !any_running) forget.push_back(uid);
   }
-  for (const auto& uid : forget) pods_.erase(uid);
+  for (const auto& uid : forget) {
+    release_pod_network(pods_[uid]);
+    pods_.erase(uid);
+  }
+}
+
+void Kubelet::release_pod_network(Pod& pod) {
+  if (pod.network_index == 0) return;
+  api_relays_.erase(pod.netns);  // its sockets hold the namespace
+  detach_pod_network(pod_netns_name(pod.node_netns, pod.network_index));
+  pod.network_index = 0;
+}
+
+int Kubelet::free_network_index(const std::string& node) const {
+  std::set<int> taken;
+  for (const auto& [uid, p] : pods_)
+    if (p.node == node && p.network_index > 0) taken.insert(p.network_index);
+  for (int index = 2; index <= 254; ++index)
+    if (taken.count(index) == 0) return index;
+  return 0;
+}
+
+void Kubelet::report_once(Pod& pod, const std::string& problem) {
+  if (pod.reported == problem) return;
+  pod.reported = problem;
+  std::cerr << "commgate-sim kubelet: pod " << pod.ns << "/" << pod.name << ": " << problem << "\n";
 }
 
 void Kubelet::begin_kill(Pod& pod) {
@@ -595,7 +630,22 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
     if (str(n["metadata"]["name"]) == pod.node) node = &n;
   if (node == nullptr) return;
   std::tie(pod.pod_ip, pod.host_ip) = node_addresses(*node);
-  const std::string netns = str(at(at(at(*node, "metadata"), "annotations"), kNetnsAnnotation));
+  pod.node_netns = str(at(at(at(*node, "metadata"), "annotations"), kNetnsAnnotation));
+  std::string netns = pod.node_netns;
+  const bool own_network = uses_pod_network(*node, pod.spec);
+  if (own_network) {
+    // The address is chosen now (env may read status.podIP), the namespace made just
+    // before the containers start; a retry keeps the index.
+    if (pod.network_index == 0) pod.network_index = free_network_index(pod.node);
+    const auto address = pod_address(str(at(at(*node, "spec"), "podCIDR")), pod.network_index);
+    if (!address) {
+      report_once(pod, "node " + pod.node + ": no pod address left in its podCIDR " +
+                           str(at(at(*node, "spec"), "podCIDR")) + " (a /24 gives 253)");
+      return;
+    }
+    pod.pod_ip = address->ip;
+    netns = pod_netns_name(pod.node_netns, pod.network_index);
+  }
   json self = object;
   self["status"]["podIP"] = pod.pod_ip;
   self["status"]["hostIP"] = pod.host_ip;
@@ -621,8 +671,16 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
       const std::string bound_to = str(at(p["spec"], "nodeName"));
       for (const auto& n : nodes) {
         if (bound_to.empty() || str(n["metadata"]["name"]) != bound_to) continue;
-        if (!is_terminal(p)) return node_addresses(n).first;
-        if (!finished) finished = node_addresses(n).first;
+        // A pod with a network of its own has its address once its kubelet started it
+        // (this pod's own is chosen above); until then the name does not resolve.
+        std::optional<std::string> ip = node_addresses(n).first;
+        if (uses_pod_network(n, at(p, "spec"))) {
+          ip = str(at(p["metadata"], "uid")) == pod.uid ? pod.pod_ip
+                                                        : str(at(at(p, "status"), "podIP"));
+          if (ip->empty()) ip.reset();
+        }
+        if (!is_terminal(p)) return ip;
+        if (!finished) finished = ip;
       }
     }
     return finished;
@@ -666,6 +724,15 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
 
   std::map<std::string, std::string> volume_dirs;
   if (!write_volumes(pod, self, volume_dirs)) return;  // a Secret/ConfigMap missing: wait
+  if (own_network) {
+    try {
+      attach_pod_network(pod.node_netns, pod.network_index,
+                         *pod_address(str(at(at(*node, "spec"), "podCIDR")), pod.network_index));
+    } catch (const std::exception& e) {
+      report_once(pod, e.what());  // the pod waits, as ContainerCreating; the next sync retries
+      return;
+    }
+  }
   if (!netns.empty()) relay_api_server(netns);
   pod.start_time = now_text();
   pod.started = true;

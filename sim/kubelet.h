@@ -34,13 +34,17 @@
 //   <subdomain> in the namespace) is replaced by that pod's IP when the container starts;
 //   the container waits (ContainerCreating) until the named pod is bound to a node.
 // - Networking: a node annotated `sim.commgate.io/netns: <name>` runs its pods under
-//   `ip netns exec <name>` (needs root) and its pods' IP is the node's InternalIP; other
-//   nodes' pods get 127.0.0.1. Such pods share the node's namespace (ports included, as
-//   hostNetwork pods do), so replicas of one server need different nodes. The API server
-//   on the host's loopback (api_host 127.0.0.1) is reached from there as from the host:
-//   the kubelet relays 127.0.0.1:<api_port> inside the namespace to it (sim/netns_relay.h,
-//   the `kubernetes` Service's part of kube-proxy), and runs readiness probes from inside
-//   the namespace.
+//   `ip netns exec` (needs root). With a spec.podCIDR (an IPv4 /24; scripts/netsim.sh
+//   nodes, `--node-group ...,netns=P` gives node j 198.19.j.0/24) each pod has a network
+//   namespace of its own with the next free address of that CIDR, reachable from every
+//   node's pods, as a CNI bridge plugin gives it (sim/pod_network.h): two pods of one
+//   node may listen on one port. A hostNetwork pod, and every pod of a node without a
+//   podCIDR, shares the node's namespace (ports included) and has the node's InternalIP.
+//   Other nodes' pods get 127.0.0.1. A pod DNS name resolves to the named pod's IP once
+//   it has one. The API server on the host's loopback (api_host 127.0.0.1) is reached
+//   from a namespace as from the host: the kubelet relays 127.0.0.1:<api_port> inside it
+//   to the server (sim/netns_relay.h, the `kubernetes` Service's part of kube-proxy),
+//   and runs readiness probes from inside the pod's namespace.
 // - Working dir: spec workingDir, else the pod's own directory (also HOME); stdout and
 //   stderr go to <pod dir>/<container>.log.
 // - Readiness: a container with an httpGet readinessProbe (scheme HTTP or HTTPS, without
@@ -191,7 +195,11 @@ class Kubelet {
     std::vector<PathMapping> mounts;         // its volumeMounts, mountPath -> pod-local
   };
   struct Pod {
-    std::string ns, name, uid, node, dir, pod_ip, host_ip, start_time, netns;
+    // netns: where its containers run (its own, its node's, or "" for the host's);
+    // node_netns: its node's.
+    std::string ns, name, uid, node, dir, pod_ip, host_ip, start_time, netns, node_netns;
+    int network_index = 0;            // host index in the node's podCIDR; 0 = no network of its own
+    std::string reported;             // the last problem written to stderr (each once)
     std::string service_account_dir;  // "" = no service-account volume
     nlohmann::json spec;
     std::vector<Container> containers;
@@ -217,6 +225,12 @@ class Kubelet {
   void begin_kill(Pod& pod);
   void write_status(Pod& pod);
   void wake();
+  // The pod's own network (sim/pod_network.h): the lowest host index no pod of `node`
+  // holds (0 when all are taken), and its removal with the pod's API server relay.
+  int free_network_index(const std::string& node) const;
+  void release_pod_network(Pod& pod);
+  // Writes a problem that keeps the pod from starting to stderr, once per problem.
+  void report_once(Pod& pod, const std::string& problem);
   // Makes the API server reachable at 127.0.0.1:<api_port> inside `netns` (once).
   void relay_api_server(const std::string& netns);
 

@@ -111,6 +111,7 @@ std::vector<NodeSpec> node_specs(const std::vector<NodeGroup>& groups) {
       if (!group.netns_prefix.empty()) {
         node.netns = group.netns_prefix + "-n" + std::to_string(j);
         node.address = "198.18.0." + std::to_string(j + 1);
+        node.pod_cidr = "198.19." + std::to_string(j) + ".0/24";  // scripts/netsim.sh's
       }
       nodes.push_back(std::move(node));
     }

@@ -1,7 +1,7 @@
 // The nodes commgate-sim starts with, from its flags: groups of nodes with their GPU
 // count, labels (a pool is a nodeSelector) and network namespaces (scripts/netsim.sh
-// with NETSIM_PREFIX=<prefix>: node j of a group runs its pods in netns <prefix>-n<j> at
-// 198.18.0.<j+1>). Pure parsing, unit-tested; main.cpp adds the nodes.
+// with NETSIM_PREFIX=<prefix>: node j of a group is netns <prefix>-n<j> at 198.18.0.<j+1>,
+// its pods in namespaces of their own with addresses of podCIDR 198.19.<j>.0/24). Pure parsing, unit-tested; main.cpp adds the nodes.
 #pragma once
 
 #include <map>
@@ -30,7 +30,8 @@ std::map<std::string, std::string> parse_node_labels(const std::string& text);
 NodeGroup parse_node_group(const std::string& text);
 
 // The nodes of `groups` in order, named sim-node-0, sim-node-1, ... across groups; node
-// j of a group with a netns prefix gets netns "<prefix>-n<j>" and address 198.18.0.<j+1>.
+// j of a group with a netns prefix gets netns "<prefix>-n<j>", address 198.18.0.<j+1> and
+// podCIDR 198.19.<j>.0/24.
 std::vector<NodeSpec> node_specs(const std::vector<NodeGroup>& groups);
 
 }  // namespace commgate::sim

@@ -120,6 +120,19 @@ INSTANTIATE_TEST_SUITE_P(
                       EnvCase{"torchrun_nproc_per_node_default", "PET_NPROC_PER_NODE", "4"}),
     [](const ::testing::TestParamInfo<EnvCase>& p) { return p.param.name; });
 
+TEST(WorkloadJob, a_failed_containers_log_tail_is_its_termination_message_unless_chosen) {
+  // The TrainingJob's message quotes a failed rank's error line from it (pod_failure.h).
+  const auto o = build(
+      bert()
+          .set("/spec/template/spec/containers",
+               json::array({trainer(),
+                            trainer({{"name", "sidecar"}, {"terminationMessagePolicy", "File"}})}))
+          .build());
+  EXPECT_EQ(pod_spec(o)["containers"][0]["terminationMessagePolicy"], "FallbackToLogsOnError");
+  EXPECT_EQ(pod_spec(o)["containers"][1]["terminationMessagePolicy"], "File")
+      << "the template's own choice stands";
+}
+
 TEST(WorkloadJob, researchers_torchrun_values_are_replaced_and_their_other_env_kept_after_ours) {
   const auto job =
       bert()

@@ -232,5 +232,35 @@ TEST(WorkloadStatePods, placed_pods_and_a_finished_job_read_as_before) {
             WorkloadPhase::kRunning);
 }
 
+TEST(WorkloadStatePods, a_failed_job_says_which_rank_failed_first_and_why) {
+  const json failed =
+      job_with(started({{"conditions", {kBackoffTarget, kBackoffFailed}}, {"failed", 2}}));
+  const auto rank = [](const std::string& name, int index, const std::string& finished,
+                       const std::string& log) {
+    return json{
+        {"metadata",
+         {{"name", name},
+          {"labels", {{"batch.kubernetes.io/job-completion-index", std::to_string(index)}}}}},
+        {"status",
+         {{"phase", "Failed"},
+          {"containerStatuses",
+           json::array({{{"name", "trainer"},
+                         {"state",
+                          {{"terminated",
+                            {{"exitCode", 1}, {"finishedAt", finished}, {"message", log}}}}}}})}}}};
+  };
+  const WorkloadState s = workload_state(
+      failed, {rank("bert-0-x", 0, "2026-12-05T10:00:05Z", "RuntimeError: Connection closed\n"),
+               rank("bert-1-y", 1, "2026-12-05T10:00:01Z",
+                    "Traceback (most recent call last):\nModuleNotFoundError: No module named "
+                    "'transformers'\n")});
+  EXPECT_EQ(s.phase, WorkloadPhase::kFailed);
+  EXPECT_EQ(s.message,
+            "Job has reached the specified backoff limit; pod bert-1-y (node rank 1) exited with "
+            "code 1: ModuleNotFoundError: No module named 'transformers'");
+  EXPECT_EQ(workload_state(failed).message, "Job has reached the specified backoff limit")
+      << "without pods, the Job's own words";
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

@@ -1,7 +1,7 @@
-// Nodes in network namespaces (scripts/netsim.sh): the kubelet runs each node's pods
-// under `ip netns exec`, pods get the node's 198.18.0.x address, and a pod on one node
+// Nodes in network namespaces (scripts/netsim.sh): the kubelet runs each pod in a network
+// namespace of its own with an address of its node's podCIDR, and a pod on one node
 // reaches another node's pod by its DNS name; a pod reaches the API server at its
-// KUBERNETES_SERVICE_HOST/PORT, its readiness probe runs inside its node's namespace, and
+// KUBERNETES_SERVICE_HOST/PORT, its readiness probe runs inside its namespace, and
 // a Service leads to it from the host. Root only; skipped otherwise.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -44,6 +44,18 @@ class Netns {
   bool ok_ = false;
 };
 
+// Nodes n0 and n1 as commgate-sim's --node-group makes them: the node's namespace and
+// address, and its podCIDR (each pod a namespace and address of its own).
+void add_nodes(SimCluster& cluster, const Netns& netns) {
+  for (int i = 0; i < 2; ++i) {
+    NodeSpec node = node_spec("n" + std::to_string(i));
+    node.netns = netns.node_ns(i);
+    node.address = "198.18.0." + std::to_string(i + 1);
+    node.pod_cidr = "198.19." + std::to_string(i) + ".0/24";
+    cluster.add_node(node);
+  }
+}
+
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 15s) {
   return testing::wait_until(done, limit);
 }
@@ -55,12 +67,7 @@ TEST(ClusterNetns, pods_on_different_nodes_talk_over_the_emulated_links) {
   ObjectStore store;
   SimCluster cluster(store);
   cluster.start();
-  for (int i = 0; i < 2; ++i) {
-    NodeSpec node = node_spec("n" + std::to_string(i));
-    node.netns = netns.node_ns(i);
-    node.address = "198.18.0." + std::to_string(i + 1);
-    cluster.add_node(node);
-  }
+  add_nodes(cluster, netns);
   const auto services = *store.find_resource("", "v1", "services");
   const auto jobs = *store.find_resource("batch", "v1", "jobs");
   const auto pods = *store.find_resource("", "v1", "pods");
@@ -98,7 +105,7 @@ TEST(ClusterNetns, pods_on_different_nodes_talk_over_the_emulated_links) {
   EXPECT_EQ(store.get(jobs, "default", "net")["status"]["succeeded"], 2);
   for (const auto& p : store.list(pods, "default", {}).items) {
     const std::string node = p["spec"]["nodeName"];
-    const std::string ip = "198.18.0." + std::to_string(node == "n0" ? 1 : 2);
+    const std::string ip = "198.19." + std::to_string(node == "n0" ? 0 : 1) + ".2";
     EXPECT_EQ(p["status"]["podIP"], ip);
     EXPECT_EQ(p["status"]["containerStatuses"][0]["state"]["terminated"]["message"], ip + "/24\n");
   }
@@ -114,12 +121,7 @@ TEST(ClusterNetns, a_pod_dns_name_resolves_to_the_live_pod_over_a_finished_one) 
   ObjectStore store;
   SimCluster cluster(store);
   cluster.start();
-  for (int i = 0; i < 2; ++i) {
-    NodeSpec node = node_spec("n" + std::to_string(i));
-    node.netns = netns.node_ns(i);
-    node.address = "198.18.0." + std::to_string(i + 1);
-    cluster.add_node(node);
-  }
+  add_nodes(cluster, netns);
   const auto services = *store.find_resource("", "v1", "services");
   const auto pods = *store.find_resource("", "v1", "pods");
   store.create(services, "default",
@@ -149,13 +151,13 @@ TEST(ClusterNetns, a_pod_dns_name_resolves_to_the_live_pod_over_a_finished_one) 
   ASSERT_TRUE(eventually([&] { return phase("client") == "Succeeded"; }));
   EXPECT_EQ(store.get(pods, "default",
                       "client")["status"]["containerStatuses"][0]["state"]["terminated"]["message"],
-            "198.18.0.2\n");
+            "198.19.1.2\n");
   cluster.stop();
 }
 
 // What a cluster's node network and kube-proxy give a pod, through the sim's relays: the
 // API server (on the host's loopback) at the pod's KUBERNETES_SERVICE_HOST:PORT, a
-// readinessProbe on the pod's 198.18.0.x address, and the pod from the host through its
+// readinessProbe on the pod's 198.19.x.y address, and the pod from the host through its
 // Service (as the API server calls a webhook).
 TEST(ClusterNetns, a_pod_reaches_the_api_server_and_its_service_reaches_the_pod) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
@@ -169,12 +171,7 @@ TEST(ClusterNetns, a_pod_reaches_the_api_server_and_its_service_reaches_the_pod)
   point_pods_at(kubelet, api, {});
   SimCluster cluster(api.store(), kubelet);
   cluster.start();
-  for (int i = 0; i < 2; ++i) {
-    NodeSpec node = node_spec("n" + std::to_string(i));
-    node.netns = netns.node_ns(i);
-    node.address = "198.18.0." + std::to_string(i + 1);
-    cluster.add_node(node);
-  }
+  add_nodes(cluster, netns);
   ObjectStore& store = api.store();
   const auto services = *store.find_resource("", "v1", "services");
   const auto pods = *store.find_resource("", "v1", "pods");
@@ -218,7 +215,7 @@ TEST(ClusterNetns, a_pod_reaches_the_api_server_and_its_service_reaches_the_pod)
       if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
     return false;
   })) << status("web").dump(2);
-  EXPECT_EQ(status("web")["podIP"], "198.18.0.2");
+  EXPECT_EQ(status("web")["podIP"], "198.19.1.2");
   ServiceDirectory directory(&store);
   const auto endpoint = directory.find("web", "default", 80);
   ASSERT_TRUE(endpoint.has_value());
@@ -226,6 +223,77 @@ TEST(ClusterNetns, a_pod_reaches_the_api_server_and_its_service_reaches_the_pod)
   EXPECT_NE(endpoint->port, 9443);
   EXPECT_EQ(endpoint->pod, "web");
   EXPECT_TRUE(run_http_probe({endpoint->host, endpoint->port, "/", false}, 5s));
+  cluster.stop();
+}
+
+// Issue #20 defect 4: two trainings on one node both listen on torchrun's port 29500 (in
+// Kubernetes each pod has its own network; they shared the node's and one failed to
+// bind), and a pod on another node reaches each by its DNS name. A hostNetwork pod has
+// the node's address. A deleted pod's namespace goes with it.
+TEST(ClusterNetns, pods_of_one_node_listen_on_the_same_port_each_in_its_own_network) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  if (::access("/usr/bin/python3", X_OK) != 0 || ::access("/usr/bin/curl", X_OK) != 0)
+    GTEST_SKIP() << "no /usr/bin/python3 or /usr/bin/curl";
+  Netns netns;
+  ASSERT_TRUE(netns.ok()) << "netsim.sh up failed";
+  ObjectStore store;
+  SimCluster cluster(store);
+  cluster.start();
+  add_nodes(cluster, netns);
+  const auto services = *store.find_resource("", "v1", "services");
+  const auto pods = *store.find_resource("", "v1", "pods");
+  store.create(services, "default",
+               {{"metadata", {{"name", "ranks"}}}, {"spec", {{"clusterIP", "None"}}}});
+  auto pod = [](const std::string& name, const std::string& node, json command,
+                json env = json::array()) {
+    return json{{"metadata", {{"name", name}}},
+                {"spec",
+                 {{"restartPolicy", "Never"},
+                  {"hostname", name},
+                  {"subdomain", "ranks"},
+                  {"nodeName", node},
+                  {"containers", {{{"name", "c"}, {"command", command}, {"env", env}}}}}}};
+  };
+  auto status = [&](const std::string& name) {
+    return store.get(pods, "default", name).value("status", json::object());
+  };
+  const json server = {"/usr/bin/python3", "-m", "http.server", "29500", "--bind", "0.0.0.0"};
+  store.create(pods, "default", pod("a", "n0", server));
+  store.create(pods, "default", pod("b", "n0", server));
+  json host = pod("host", "n0", {"sleep", "30"});
+  host["spec"]["hostNetwork"] = true;
+  store.create(pods, "default", host);
+  const std::string curl_both =
+      "for t in $A $B; do for i in $(seq 50); do "
+      "/usr/bin/curl -s -o /dev/null -w '%{http_code} ' http://$t:29500/ && break; sleep 0.2; "
+      "done; done > /dev/termination-log";
+  store.create(pods, "default",
+               pod("client", "n1", {"sh", "-c", curl_both},
+                   {{{"name", "A"}, {"value", "a.ranks"}}, {{"name", "B"}, {"value", "b.ranks"}}}));
+  ASSERT_TRUE(eventually([&] { return status("client").value("phase", "") == "Succeeded"; }, 30s))
+      << status("client").dump(2) << status("a").dump(2) << status("b").dump(2);
+  EXPECT_EQ(status("client")["containerStatuses"][0]["state"]["terminated"].value("message", ""),
+            "200 200 ")
+      << "both servers on n0 answered on port 29500";
+  EXPECT_EQ(status("a").value("phase", ""), "Running") << status("a").dump(2);
+  EXPECT_EQ(status("b").value("phase", ""), "Running") << status("b").dump(2);
+  EXPECT_NE(status("a").value("podIP", ""), status("b").value("podIP", ""));
+  EXPECT_EQ(status("a").value("hostIP", ""), "198.18.0.1");
+  EXPECT_EQ(status("host").value("podIP", ""), "198.18.0.1") << "hostNetwork: the node's address";
+
+  auto pod_namespaces = [&] {
+    const std::string cmd = "ip netns list | grep -c '^" + netns.node_ns(0) + "-p'";
+    FILE* f = ::popen(cmd.c_str(), "r");
+    int n = -1;
+    if (f && std::fscanf(f, "%d", &n) != 1) n = -1;
+    if (f) ::pclose(f);
+    return n;
+  };
+  EXPECT_EQ(pod_namespaces(), 2) << "a and b; the hostNetwork pod has none";
+  store.remove(pods, "default", "a");
+  store.remove(pods, "default", "b");
+  EXPECT_TRUE(eventually([&] { return pod_namespaces() == 0; }))
+      << "a deleted pod's namespace is removed";
   cluster.stop();
 }
 

@@ -79,10 +79,13 @@ TEST(NodeSpecs, names_run_across_groups_and_addresses_restart_in_each_netns_grou
                                     "sim-node-4"};
   const std::string want_netns[] = {"cgslow-n0", "cgslow-n1", "cgfast-n0", "cgfast-n1", ""};
   const std::string want_address[] = {"198.18.0.1", "198.18.0.2", "198.18.0.1", "198.18.0.2", ""};
+  const std::string want_pod_cidr[] = {"198.19.0.0/24", "198.19.1.0/24", "198.19.0.0/24",
+                                       "198.19.1.0/24", ""};
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     EXPECT_EQ(nodes[i].name, want_names[i]);
     EXPECT_EQ(nodes[i].netns, want_netns[i]);
     EXPECT_EQ(nodes[i].address, want_address[i]);
+    EXPECT_EQ(nodes[i].pod_cidr, want_pod_cidr[i]) << "scripts/netsim.sh's pod network";
   }
   EXPECT_EQ(nodes[0].gpus, 1);
   EXPECT_EQ(nodes[2].gpus, 0);
@@ -91,5 +94,5 @@ TEST(NodeSpecs, names_run_across_groups_and_addresses_restart_in_each_netns_grou
   EXPECT_TRUE(nodes[4].labels.empty());
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
