@@ -5,11 +5,17 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "bench/realistic_job.h"
 #include "core/comm_policy.h"
 #include "core/decision.h"
+#include "core/job_decision.h"
 #include "core/measurement.h"
+#include "core/pool_nodes.h"
+#include "core/snapshot.h"
 #include "core/training_job.h"
 
 namespace {
@@ -133,6 +139,47 @@ void BM_DecideBeyondExtrapolation(benchmark::State& state) {
   decide_large(state, commgate::kDefaultMaxExtrapolation);
 }
 BENCHMARK(BM_DecideBeyondExtrapolation)->Args({15, 10000})->Unit(benchmark::kMicrosecond);
+
+// Issue #20: the pool check counts the job's usable nodes on every admission (the
+// webhook's snapshot holds every Node's summary). Arg: the cluster's Nodes, a quarter of
+// them in the job's pool (8 GPUs, the GPU taint the job tolerates, Ready); 0 = Nodes not
+// watched, the reference without the check. The decision is the default policy's gate
+// (no CommProfile), so the difference between the rows is the pool check's cost.
+void BM_DecideForJobPoolCheck(benchmark::State& state) {
+  const auto job = commgate::parse_training_job(Json::parse(realistic_job_json()),
+                                                commgate::ObjectSource::kAdmission);
+  commgate::Snapshot snapshot;
+  snapshot.policies.push_back(commgate::default_comm_policy());
+  const int count = static_cast<int>(state.range(0));
+  if (count > 0) {
+    auto nodes = std::make_shared<std::vector<commgate::PoolNode>>();
+    for (int i = 0; i < count; ++i) {
+      commgate::PoolNode n;
+      n.name = "node-" + std::to_string(i);
+      n.ready = true;
+      n.labels = {{"kubernetes.io/hostname", n.name}, {"topology.example/fabric", "roce"}};
+      n.labels["node.kubernetes.io/instance-type"] = i % 4 == 0 ? "gpu-8x-h100" : "cpu-64";
+      if (i % 4 == 0) {
+        n.accelerators[commgate::kNvidiaGpu] = 8;
+        n.taints.push_back({commgate::kNvidiaGpu, "", "NoSchedule"});
+      }
+      nodes->push_back(std::move(n));
+    }
+    snapshot.nodes = nodes;
+  }
+  const auto now = commgate::Clock::now();
+  for (auto _ : state) {
+    commgate::JobDecision d = commgate::decide_for_job(job, snapshot, {}, now);
+    benchmark::DoNotOptimize(d);
+  }
+  state.counters["nodes"] = count;
+}
+BENCHMARK(BM_DecideForJobPoolCheck)
+    ->Arg(0)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(50000)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

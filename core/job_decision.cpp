@@ -18,9 +18,38 @@ std::map<std::string, std::string> commgate_annotations(const TrainingJob& job) 
   return out;
 }
 
+// Under enforcementAction downsize, a job the policy admits (or downsizes) that its pool
+// cannot hold, whose spec.minNodes the pool can, is decided again as if it had asked for
+// the pool's usable nodes: the researcher accepted any count down to minNodes, and a
+// fixed pool never grows (the trial of 2026-12-05: `numNodes: 3, minNodes: 1` on two
+// nodes waited, though two passed the policy). nullopt when that decision admits nothing.
+std::optional<Decision> fit_to_pool(const Decision& d, const TrainingJob& job, DecisionInput in,
+                                    int usable, const std::string& pool_text) {
+  const CommPolicySpec& spec = in.policy->spec;
+  if (spec.enforcement_action != EnforcementAction::kDownsize) return std::nullopt;
+  if (d.action != Action::kAdmit && d.action != Action::kDownsize) return std::nullopt;
+  if (usable < 1 || usable < job.spec.min_nodes) return std::nullopt;
+  TrainingJob fitted = job;
+  fitted.spec.num_nodes = usable;
+  in.job = &fitted;
+  Decision at_pool = decide(in);
+  if (at_pool.action != Action::kAdmit && at_pool.action != Action::kDownsize) return std::nullopt;
+  at_pool.requested_nodes = job.spec.num_nodes;
+  at_pool.action = Action::kDownsize;
+  at_pool.reason = reason::kPoolTooSmall;
+  at_pool.message = "Downsized from " + std::to_string(job.spec.num_nodes) + " to " +
+                    format_nodes(at_pool.admitted_nodes) + ": " + pool_text + ", fewer than the " +
+                    format_nodes(job.spec.num_nodes) + " asked for, and spec.minNodes (" +
+                    std::to_string(job.spec.min_nodes) + ") allows fewer (" +
+                    policy_label(d.policy_name) + " downsizes). At " + format_nodes(usable) + ": " +
+                    at_pool.message;
+  return at_pool;
+}
+
 // The pool check (decide_for_job's comment): changes `out.decision` when the pool cannot
 // hold the job.
-void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapshot) {
+void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapshot,
+                const DecisionInput& in) {
   if (!snapshot.nodes || !out.policy) return;
   const CommPolicySpec& spec = out.policy->spec;
   if (spec.on_insufficient_nodes == InsufficientNodesAction::kIgnore) return;
@@ -45,10 +74,15 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
       return;
   }
   if (count.usable >= runs) return;
+  const std::string pool_text = "the pool of nodeSelector " +
+                                format_node_selector(job.spec.node_selector) + " has " +
+                                describe_pool_count(count, demand);
+  if (auto fitted = fit_to_pool(d, job, in, count.usable, pool_text)) {
+    d = std::move(*fitted);
+    return;
+  }
   const bool deny = spec.on_insufficient_nodes == InsufficientNodesAction::kDeny;
-  std::string message = "the pool of nodeSelector " + format_node_selector(job.spec.node_selector) +
-                        " has " + describe_pool_count(count, demand) + ", fewer than the " +
-                        format_nodes(runs);
+  std::string message = pool_text + ", fewer than the " + format_nodes(runs);
   if (d.action != Action::kGate)
     message += " this job would run";
   else if (runs > job.spec.min_nodes)
@@ -62,9 +96,13 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
                ")";
   message += deny ? ", so it is refused (onInsufficientNodes: deny)"
                   : ", so it is suspended until the pool has them (onInsufficientNodes: gate)";
-  if (count.usable > 1 || (count.usable == 1 && runs > 1 && d.action != Action::kGate))
+  if (count.usable > 1 || (count.usable == 1 && runs > 1 && d.action != Action::kGate)) {
     message += "; ask for at most " + format_nodes(count.usable) + " to run now";
-  else if (count.too_small > 0)
+    if (spec.enforcement_action == EnforcementAction::kDownsize &&
+        job.spec.min_nodes > count.usable && d.action != Action::kGate)
+      message += " (spec.minNodes " + std::to_string(job.spec.min_nodes) +
+                 " keeps it from being downsized to them)";
+  } else if (count.too_small > 0)
     message += "; ask for fewer GPUs a node (spec.numProcPerNode), or check spec.nodeSelector";
   else if (count.selected > 0 && count.usable == 0)
     message += "; check spec.tolerations against the nodes' taints, or spec.nodeSelector";
@@ -140,7 +178,7 @@ JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
                             ", the pool of nodeSelector " +
                             format_node_selector(job.spec.node_selector) + ")";
   }
-  check_pool(out, job, snapshot);
+  check_pool(out, job, snapshot, in);
   return out;
 }
 

@@ -25,7 +25,8 @@ inline constexpr const char* kDecisionTimeout = "DecisionTimeout";
 inline constexpr const char* kNamespaceUnknown = "NamespaceUnknown";
 // The job's pool has fewer usable nodes (core/pool_nodes.h) than the job would run: gated
 // or denied as the policy's onInsufficientNodes says (issue #20 defect 2: such a job
-// used to be admitted and hang, its first pods holding their nodes).
+// used to be admitted and hang, its first pods holding their nodes), or downsized to the
+// pool when spec.minNodes allows and the policy downsizes.
 inline constexpr const char* kPoolTooSmall = "PoolTooSmall";
 }  // namespace reason
 
@@ -48,8 +49,10 @@ struct JobDecision {
 // Where the snapshot holds the cluster's Nodes and the policy's onInsufficientNodes is
 // not ignore, a job that would run more nodes than its pool has usable (or, gated for a
 // measurement, whose minNodes is more) is gated or denied with reason PoolTooSmall, the
-// message saying how many nodes the pool has and why the others do not count. An exempt
-// requester is not checked.
+// message saying how many nodes the pool has and why the others do not count; but under
+// enforcementAction downsize a job the policy admits whose minNodes the pool holds is
+// downsized to the pool's usable nodes (decided again at that count; reason
+// PoolTooSmall, action Downsize). An exempt requester is not checked.
 JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
                            const Requester& requester, TimePoint now);
 

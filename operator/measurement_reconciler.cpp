@@ -290,8 +290,9 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
       return Action::await_change();  // a change of the Nodes brings the pool back
     }
     if (sized_to_pool && fit.nodes < request.nodes) {
-      sized = " (" + format_nodes(request.nodes) + " asked for; the pool has " +
-              describe_pool_count(fit.count, fit.demand) + ")";
+      // Told to every job waiting on the pool: the demand is the largest among them.
+      sized = " (the jobs waiting on it would have it take up to " + format_nodes(request.nodes) +
+              "; the pool has " + describe_pool_count(fit.count, fit.demand) + ")";
       request.nodes = fit.nodes;
     }
   }
@@ -300,7 +301,7 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
   create_if_absent(writer_, services_collection(ns), objects.service);
   const bool created = create_if_absent(writer_, jobs_collection(ns), objects.job);
   const std::string what = "probe " + ns + "/" + probe_job_name(p.name) + " measures pool " +
-                           p.name + " on " + format_nodes(request.nodes) + " (attempt " +
+                           p.name + " on " + format_nodes(request.nodes) + " (the pool's attempt " +
                            std::to_string(history.failed_attempts + 1) + " of " +
                            std::to_string(attempts) + ")" + sized + " for " + joined(plan.jobs) +
                            dropped_tolerations_note(tolerations.dropped, policy);

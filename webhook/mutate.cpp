@@ -60,19 +60,21 @@ class PatchBuilder {
 // "commgate: spec.numNodes lowered from 8 to 2: at 8 nodes 71.2% of each step would be
 // exposed communication, over the built-in default policy's limit (measured busbw 0.118 GB/s);
 // at 2 nodes 24.9%."
-std::string downsize_warning(const Decision& d, const Measurement& m) {
+// A downsize to the pool's size (reason PoolTooSmall) may have no measurement (a policy
+// that admits unmeasured jobs): `m` is null then.
+std::string downsize_warning(const Decision& d, const Measurement* m) {
   const StepPrediction* asked = d.prediction_for(d.requested_nodes);
   const StepPrediction* given = d.prediction_for(d.admitted_nodes);
   std::string w = "commgate: spec.numNodes lowered from " + std::to_string(d.requested_nodes) +
                   " to " + std::to_string(d.admitted_nodes);
-  if (asked && given) {
+  if (asked && given && m && d.reason != reason::kPoolTooSmall) {
     w += ": at " + format_nodes(d.requested_nodes) + " " + format_percent(asked->comm_share) +
          " of each step would be exposed communication, over " + policy_label(d.policy_name) +
-         "'s limit (measured all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + "); at " +
-         format_nodes(d.admitted_nodes) + " " + format_percent(given->comm_share);
+         "'s limit (measured all-reduce busbw " + format_gbps(m->link.busbw_bytes_per_s) +
+         "); at " + format_nodes(d.admitted_nodes) + " " + format_percent(given->comm_share);
   } else {
-    // No prediction at the requested count (beyond what any allowed probe can decide):
-    // the decision's message says why (maxExtrapolation x the probe) and what it kept.
+    // No prediction at the requested count (beyond what any allowed probe can decide, or
+    // more nodes than the pool has): the decision's message says why and what it kept.
     w += ": " + d.message;
   }
   return w;
@@ -188,7 +190,7 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
       break;
     case Action::kDownsize:
       patch.set_spec("numNodes", d.admitted_nodes);
-      warnings.push_back(downsize_warning(d, *jd.measurement));
+      warnings.push_back(downsize_warning(d, jd.measurement ? &*jd.measurement : nullptr));
       break;
     case Action::kWarn:
       warnings.push_back("commgate: " + d.message);

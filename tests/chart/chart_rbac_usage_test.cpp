@@ -621,19 +621,21 @@ TEST_F(GateUnderAttack, an_editors_own_job_of_the_same_name_is_not_adopted) {
 }
 
 // Issue #20 defect 2: a job larger than its pool was admitted and hung, its first pods
-// holding their nodes while the rest stayed Pending. Now it waits, gated, with the pool's
-// size in its condition (what `kubectl get` shows the researcher), runs once the pool has
-// the nodes, and under onInsufficientNodes: deny is refused by `kubectl apply` itself.
+// holding their nodes while the rest stayed Pending. Now, when it accepts no fewer nodes,
+// it waits, gated, with the pool's size in its condition (what `kubectl get` shows the
+// researcher), runs once the pool has the nodes, and under onInsufficientNodes: deny is
+// refused by `kubectl apply` itself; one that accepts fewer is downsized to the pool.
 TEST_F(GateUnderAttack, a_job_larger_than_its_pool_waits_for_the_nodes_or_is_refused) {
   ASSERT_NO_FATAL_FAILURE(install_and_start());
   ASSERT_NO_FATAL_FAILURE(bind_the_researcher());
 
   json job = training_job("wide");
   job["spec"]["numNodes"] = 3;
+  job["spec"]["minNodes"] = 3;  // it accepts no fewer: not downsized to the pool
   std::ofstream(dir_ + "/wide.yaml") << job.dump(2);
   Result r = apply_as_researcher(dir_ + "/wide.yaml");
   ASSERT_EQ(r.code, 0) << r.output << logs();
-  // Probed on the pool's 2 nodes, admitted by the policy at 3, held for the pool's size.
+  // It needs 3 nodes at the least (minNodes): held for the pool's size before any probe.
   const std::string admitted_message =
       R"(jsonpath={.status.conditions[?(@.type=="Admitted")].reason}: )"
       R"({.status.conditions[?(@.type=="Admitted")].message})";
@@ -645,7 +647,8 @@ TEST_F(GateUnderAttack, a_job_larger_than_its_pool_waits_for_the_nodes_or_is_ref
       60s))
       << r.output << get_job("wide").dump(2) << logs();
   EXPECT_NE(r.output.find("the pool of nodeSelector {pool=p} has 2 usable nodes (all that match "
-                          "the nodeSelector), fewer than the 3 nodes this job would run"),
+                          "the nodeSelector), fewer than the 3 nodes this job needs at the least "
+                          "(spec.minNodes)"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("ask for at most 2 nodes to run now"), std::string::npos) << r.output;
@@ -670,6 +673,7 @@ TEST_F(GateUnderAttack, a_job_larger_than_its_pool_waits_for_the_nodes_or_is_ref
   ASSERT_EQ(r.code, 0) << r.output;
   job = training_job("wider");
   job["spec"]["numNodes"] = 4;
+  job["spec"]["minNodes"] = 4;
   std::ofstream(dir_ + "/wider.yaml") << job.dump(2);
   r = apply_as_researcher(dir_ + "/wider.yaml",
                           /*accepted=*/false);  // once the webhook has the change
@@ -680,6 +684,19 @@ TEST_F(GateUnderAttack, a_job_larger_than_its_pool_waits_for_the_nodes_or_is_ref
       << r.output;
   EXPECT_NE(r.output.find("refused (onInsufficientNodes: deny)"), std::string::npos) << r.output;
   EXPECT_TRUE(get_job("wider").is_null());
+
+  // A job that accepts fewer nodes (minNodes 1, the default) is downsized to the pool by
+  // the policy's enforcementAction downsize, before onInsufficientNodes is asked.
+  job = training_job("flexible");
+  job["spec"]["numNodes"] = 5;
+  std::ofstream(dir_ + "/flexible.yaml") << job.dump(2);
+  r = apply_as_researcher(dir_ + "/flexible.yaml");
+  ASSERT_EQ(r.code, 0) << r.output << logs();
+  EXPECT_NE(r.output.find("Downsized from 5 to 3 nodes: the pool of nodeSelector {pool=p} has 3 "
+                          "usable nodes"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(get_job("flexible")["spec"].value("numNodes", 0), 3) << get_job("flexible").dump(2);
 }
 
 // Item 4: with the workload gate on (webhook.workloadGate.enabled and the default policy's

@@ -35,8 +35,9 @@ std::shared_ptr<const std::vector<PoolNode>> cluster_nodes() {
 
 struct Case {
   std::string name;
-  testing::TrainingJobBuilder job =
-      a_training_job("bert").nodes(6).set("/spec/nodeSelector", {{"commgate.io/pool", "cpu"}});
+  // minNodes 3: more than the pool's 2 usable nodes, so it is not downsized to them.
+  testing::TrainingJobBuilder job = a_training_job("bert").nodes(6).min_nodes(3).set(
+      "/spec/nodeSelector", {{"commgate.io/pool", "cpu"}});
   CommPolicy policy = a_policy().on_missing(MissingMeasurementAction::kAdmit).build();
   bool nodes_known = true;
   Requester requester = {};
@@ -45,6 +46,7 @@ struct Case {
   std::string want_message;  // substring
   std::string want_hint;     // substring too: what to change
   int want_usable = -1;      // -1: no pool count
+  int want_admitted = -1;    // -1: not checked
 };
 
 CommPolicy on_insufficient(CommPolicy p, InsufficientNodesAction a) {
@@ -67,8 +69,47 @@ TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
                    .want_action = Action::kGate,
                    .want_reason = reason::kPoolTooSmall,
                    .want_message = "suspended until the pool has them (onInsufficientNodes: gate); "
-                                   "ask for at most 2 nodes to run now",
+                                   "ask for at most 2 nodes to run now (spec.minNodes 3 keeps it "
+                                   "from being downsized to them)",
                    .want_usable = 2});
+  const auto cpu_job = [](int nodes, int min_nodes) {
+    return a_training_job("bert").nodes(nodes).min_nodes(min_nodes).set(
+        "/spec/nodeSelector", {{"commgate.io/pool", "cpu"}});
+  };
+  cases.push_back({.name = "min_nodes_lets_a_downsizing_policy_fit_it_to_the_pool",
+                   .job = cpu_job(6, 1),
+                   .want_action = Action::kDownsize,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message = "Downsized from 6 to 2 nodes: the pool of nodeSelector "
+                                   "{commgate.io/pool=cpu} has 2 usable nodes (3 match the "
+                                   "nodeSelector: 1 cordoned), fewer than the 6 nodes asked for, "
+                                   "and spec.minNodes (1) allows fewer",
+                   .want_usable = 2,
+                   .want_admitted = 2});
+  cases.push_back({.name = "min_nodes_equal_to_the_pool_fits",
+                   .job = cpu_job(6, 2),
+                   .want_action = Action::kDownsize,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_usable = 2,
+                   .want_admitted = 2});
+  cases.push_back({.name = "a_policy_that_denies_does_not_downsize_to_the_pool",
+                   .job = cpu_job(6, 1),
+                   .policy = a_policy()
+                                 .on_missing(MissingMeasurementAction::kAdmit)
+                                 .action(EnforcementAction::kDeny)
+                                 .build(),
+                   .want_action = Action::kGate,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message = "ask for at most 2 nodes to run now",
+                   .want_usable = 2});
+  cases.push_back({.name = "a_pool_of_one_fits_a_job_that_accepts_one_node",
+                   .job = a_training_job("bert").nodes(2).set("/spec/nodeSelector",
+                                                              {{"commgate.io/pool", "solo"}}),
+                   .want_action = Action::kDownsize,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message = "At 1 node: a single-node job sends no gradients between nodes",
+                   .want_usable = 1,
+                   .want_admitted = 1});
   cases.push_back({.name = "deny_refuses_it",
                    .policy = on_insufficient(admit_unmeasured, InsufficientNodesAction::kDeny),
                    .want_action = Action::kDeny,
@@ -185,6 +226,10 @@ TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
       EXPECT_EQ(jd.pool->usable, c.want_usable);
     }
     if (jd.decision.action == Action::kDeny) EXPECT_EQ(jd.decision.admitted_nodes, 0);
+    if (c.want_admitted >= 0) {
+      EXPECT_EQ(jd.decision.admitted_nodes, c.want_admitted);
+      EXPECT_EQ(jd.decision.requested_nodes, c.job.build().spec.num_nodes);
+    }
   }
 }
 

@@ -47,7 +47,7 @@ const std::vector<CrdCase> kCrds = {
      "commpolicy",
      "cpol",
      "Cluster",
-     {"MaxCommShare", "Action", "OnMissing", "TTL", "Governs", "Age"}},
+     {"MaxCommShare", "Action", "OnMissing", "OnInsufficientNodes", "TTL", "Governs", "Age"}},
     {"commprofiles.commgate.io.yaml",
      "CommProfile",
      "commprofiles",

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -79,6 +81,37 @@ TEST_F(PrinterColumns, commshare_shows_the_stored_share_at_four_significant_digi
   ASSERT_EQ(as_json.code, 0) << as_json.output;
   EXPECT_EQ(json::parse(as_json.output)["status"]["decision"]["predictedCommShare"], 0.01314)
       << as_json.output;
+}
+
+// `kubectl get cpol` shows what the policy does with a job larger than its pool (the
+// trial of 2026-12-05 had to read -o yaml for it), with the default the API server fills.
+TEST_F(PrinterColumns, commpolicies_show_what_happens_to_a_job_larger_than_its_pool) {
+  ASSERT_EQ(kubectl({"apply", "-f",
+                     std::string(COMMGATE_SOURCE_DIR) +
+                         "/charts/commgate/crds/commpolicies.commgate.io.yaml"})
+                .code,
+            0);
+  std::ofstream(dir_ + "/policies.yaml")
+      << "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata:\n  name: defaults\n"
+         "spec:\n  maxCommShare: 0.3\n---\n"
+         "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata:\n  name: autoscaled\n"
+         "spec:\n  maxCommShare: 0.25\n  onInsufficientNodes: ignore\n";
+  Result applied = kubectl({"apply", "-f", dir_ + "/policies.yaml"});
+  ASSERT_EQ(applied.code, 0) << applied.output;
+  Result get = kubectl({"get", "cpol"});
+  ASSERT_EQ(get.code, 0) << get.output;
+  // The column's value in each row (kubectl aligns the columns under the header).
+  std::map<std::string, std::string> column;
+  std::istringstream lines(get.output);
+  std::string header;
+  std::getline(lines, header);
+  const size_t at = header.find("ONINSUFFICIENTNODES");
+  ASSERT_NE(at, std::string::npos) << get.output;
+  for (std::string line; std::getline(lines, line);)
+    if (line.size() > at)
+      column[line.substr(0, line.find(' '))] = line.substr(at, line.find(' ', at) - at);
+  EXPECT_EQ(column["defaults"], "gate") << get.output;
+  EXPECT_EQ(column["autoscaled"], "ignore") << get.output;
 }
 
 }  // namespace COMMGATE_TEST_UNIT

@@ -668,10 +668,10 @@ PoolNode a_node(const std::string& name) {
 // Issue #20 defects 2 and 3: on a pool of one node no probe starts (none can measure a
 // link) and the job waits PoolTooSmall; on two nodes without GPUs the 4-node job's probe
 // takes both with Gloo (`auto`), its pods asking for no GPU; the job, which the policy
-// admits at 4, then waits PoolTooSmall with no workload holding a node, and runs once the
-// pool has 4 nodes.
+// admits at 4 (and, enforcing by deny, does not downsize to the pool), then waits
+// PoolTooSmall with no workload holding a node, and runs once the pool has 4 nodes.
 TEST(Reconcile, the_probe_fits_the_pool_and_a_job_larger_than_its_pool_waits_for_nodes) {
-  World w;
+  World w(EnforcementAction::kDeny);
   w.nodes = std::vector<PoolNode>{a_node("n1")};
   w.submit(a_job("bert"));
   ASSERT_TRUE(w.reconcile("bert").ok());
@@ -730,6 +730,34 @@ TEST(Reconcile, the_probe_fits_the_pool_and_a_job_larger_than_its_pool_waits_for
     logged = logged || (line.find("info: decided Admit (WithinPolicy)") != std::string::npos &&
                         line.find("admittedNodes=4") != std::string::npos);
   EXPECT_TRUE(logged) << ::testing::PrintToString(w.logged);
+}
+
+// The trial of 2026-12-05 (#20): a 4-node job with minNodes 1 on a 2-node pool waited
+// PoolTooSmall for ever, though the researcher accepted fewer nodes and 2 passed the
+// policy. Under a downsizing policy it runs on the pool's 2 nodes, the reason and
+// message saying why.
+TEST(Reconcile, a_job_that_accepts_fewer_nodes_is_downsized_to_its_pool) {
+  World w;
+  w.nodes = std::vector<PoolNode>{a_node("n1"), a_node("n2")};
+  w.submit(a_job("bert").min_nodes(1));
+  reconcile_to_probing(w, "bert");
+  EXPECT_EQ(w.probe_nodes(), 2);
+  w.finish_probe(a_probe_result(50.0, w.now - 1min, 2));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  const json status = w.status("bert");
+  EXPECT_EQ(status["phase"], phase::kDownsized) << status.dump(2);
+  EXPECT_EQ(status["admittedNodes"], 2);
+  EXPECT_EQ(condition_reason(status, condition::kAdmitted), reason::kPoolTooSmall);
+  EXPECT_NE(condition_message(status, condition::kAdmitted)
+                .find("Downsized from 4 to 2 nodes: the pool of nodeSelector {pool=gpu-1g} has 2 "
+                      "usable nodes (all that match the nodeSelector), fewer than the 4 nodes "
+                      "asked for, and spec.minNodes (1) allows fewer"),
+            std::string::npos)
+      << status.dump(2);
+  const auto workload = w.api.peek(kWorkloadJobs + "/bert");
+  ASSERT_TRUE(workload) << "it runs now, on the pool's nodes";
+  EXPECT_EQ((*workload)["spec"]["completions"], 2);
+  EXPECT_EQ((*workload)["spec"]["parallelism"], 2);
 }
 
 TEST(Reconcile, two_jobs_on_one_pool_share_one_probe) {
@@ -1167,6 +1195,64 @@ TEST(Reconcile, a_spec_change_after_the_workload_exists_is_not_applied_and_said)
 // node is cordoned): the workload Job has pods running and one Pending as Unschedulable.
 // The job is not Running (torchrun waits for every node): Running=False with the
 // scheduler's message, and one Warning however often it is reconciled.
+// Issue #20 defect 4: a failed training said only "Job has reached the specified backoff
+// limit"; the researcher had to find the pods and their logs. The message now names the
+// rank that failed first and its error line (from the termination message the kubelet
+// keeps under FallbackToLogsOnError, which the operator sets on the workload's containers).
+TEST(Reconcile, a_failed_workload_says_which_rank_failed_first_and_why) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  w.finish_probe(a_probe_result(0.4, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  json workload = *w.api.peek(kWorkloadJobs + "/bert");
+  EXPECT_EQ(workload["spec"]["template"]["spec"]["containers"][0]["terminationMessagePolicy"],
+            "FallbackToLogsOnError");
+  const std::string uid = workload["metadata"]["uid"];
+  const char* const logs[] = {
+      "RuntimeError: Connection closed by peer\n",
+      "Traceback (most recent call last):\n  File \"train.py\", line 9\n"
+      "RuntimeError: The server socket has failed to bind to [::]:29500 (errno: 98 - Address "
+      "already in use).\nERROR:torch.distributed.elastic.multiprocessing.api:failed\n"};
+  for (int i = 0; i < 2; ++i) {
+    json terminated = {{"exitCode", 1},
+                       {"reason", "Error"},
+                       {"finishedAt", i == 1 ? "2026-12-05T10:00:01Z" : "2026-12-05T10:00:04Z"},
+                       {"message", logs[i]}};
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", "bert-" + std::to_string(i) + "-x"},
+                  {"labels",
+                   {{kJobNameLabel, "bert"},
+                    {"batch.kubernetes.io/controller-uid", uid},
+                    {"batch.kubernetes.io/job-completion-index", std::to_string(i)}}}}},
+                {"status",
+                 {{"phase", "Failed"},
+                  {"containerStatuses",
+                   {{{"name", "trainer"}, {"state", {{"terminated", terminated}}}}}}}}};
+    w.api.seed("/api/v1/namespaces/ml/pods", pod);
+  }
+  workload["status"] = {{"failed", 2},
+                        {"conditions",
+                         {{{"type", "Failed"},
+                           {"status", "True"},
+                           {"reason", "BackoffLimitExceeded"},
+                           {"message", "Job has reached the specified backoff limit"}}}}};
+  w.api.update_status(kWorkloadJobs + "/bert", workload);
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  const json status = w.status("bert");
+  EXPECT_EQ(status["phase"], phase::kFailed);
+  const json* failed = find_condition(status["conditions"], condition::kFailed);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ((*failed)["reason"], "BackoffLimitExceeded");
+  EXPECT_NE((*failed)["message"].get<std::string>().find(
+                "Job has reached the specified backoff limit; pod bert-1-x (node rank 1) exited "
+                "with code 1: RuntimeError: The server socket has failed to bind to [::]:29500"),
+            std::string::npos)
+      << (*failed)["message"];
+}
+
 TEST(Reconcile, a_workload_pod_the_scheduler_cannot_place_is_said_not_running) {
   World w;
   w.submit(a_job("bert"));
