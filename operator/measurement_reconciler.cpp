@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/field_errors.h"
+#include "core/json_access.h"
 #include "core/profile_recording.h"
 #include "core/prometheus_text.h"
 #include "core/quantity.h"
@@ -18,6 +19,20 @@
 
 namespace commgate::op {
 namespace {
+
+// "; running 3m of its 11m deadline": how far a running probe is, so a long probe does
+// not read as stuck (the trial of #20: a 350M probe took 599 s of 600, Probing the whole
+// time). Whole minutes: the CommProfile's status changes once a minute, not every poll.
+std::string probe_elapsed_text(const nlohmann::json& probe, TimePoint now) {
+  const auto created = parse_rfc3339(detail::meta_string(probe, "creationTimestamp"));
+  const nlohmann::json& deadline = json_at(probe, {"spec", "activeDeadlineSeconds"});
+  if (!created || !deadline.is_number_integer()) return "";
+  const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(now - *created);
+  const std::string elapsed =
+      minutes.count() < 1 ? std::string("under 1m") : format_duration(minutes);
+  return "; running " + elapsed + " of its " +
+         format_duration(std::chrono::seconds(deadline.get<int64_t>())) + " deadline";
+}
 
 using kube::Action;
 using kube::ApiError;
@@ -362,7 +377,8 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
                      annotation_of(probe, kProbeNodesAnnotation) + " node(s) (attempt " +
                      std::to_string(history.failed_attempts + 1) + " of " +
                      std::to_string(attempts) + ") for " + joined(served) +
-                     (outcome.message.empty() ? "" : ": " + outcome.message));
+                     (outcome.message.empty() ? "" : ": " + outcome.message) +
+                     probe_elapsed_text(probe, p.now));
     return Action::requeue_after(settings_.probe_poll);
   }
   if (auto created = parse_rfc3339(meta_string(probe, "creationTimestamp")))

@@ -905,6 +905,11 @@ TEST(Reconcile, a_running_probe_requeues_after_the_poll) {
   World w;
   w.submit(a_job("bert"));
   reconcile_to_probing(w, "bert");
+  {
+    json created = *w.probe_job();  // as an API server stamps it (the fake does not)
+    created["metadata"]["creationTimestamp"] = format_rfc3339(w.now);
+    w.api.seed(kProbeJobs, created);
+  }
   w.probe_pods({{{"running", json::object()}}, {{"running", json::object()}}});
   w.probe_job_status({{"active", 2}});
   const auto r = w.reconcile("bert");
@@ -921,6 +926,17 @@ TEST(Reconcile, a_running_probe_requeues_after_the_poll) {
             std::string::npos)
       << probing->dump();
   EXPECT_EQ(condition_message(w.status("bert"), condition::kProbed), (*probing)["message"]);
+  // How far it is (#20: a long probe read as stuck), in whole minutes of its deadline
+  // (the policy's probe timeout, 300 s here, and a minute to start).
+  EXPECT_NE((*probing)["message"].get<std::string>().find("; running under 1m of its 6m deadline"),
+            std::string::npos)
+      << probing->dump();
+  w.now += 3min + 10s;
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  EXPECT_NE(condition_message(w.status("bert"), condition::kProbed)
+                .find("; running 3m of its 6m deadline"),
+            std::string::npos)
+      << w.status("bert").dump(2);
 }
 
 // ---------------------------------------------------------------------------------------
