@@ -46,6 +46,35 @@ std::optional<Decision> fit_to_pool(const Decision& d, const TrainingJob& job, D
   return at_pool;
 }
 
+// What the node count a job is held to stands for, in check_pool's message.
+std::string what_the_count_is(const Decision& d, const TrainingJob& job, int runs) {
+  if (d.action == Action::kGate)
+    return runs > job.spec.min_nodes ? " a measurement of its link needs"
+                                     : " this job needs at the least (spec.minNodes)";
+  return " this job would run (" + policy_label(d.policy_name) + " would " +
+         (d.action == Action::kDownsize ? "downsize it to " : "admit ") + format_nodes(runs) + ")";
+}
+
+// What the researcher can change to run now, in check_pool's message.
+std::string what_to_change(const Decision& d, const TrainingJob& job, const PoolCount& count,
+                           int runs, const CommPolicySpec& spec) {
+  const bool decided = d.action != Action::kGate;
+  if (count.usable > 1 || (count.usable == 1 && runs > 1 && decided)) {
+    std::string hint = "; ask for at most " + format_nodes(count.usable) + " to run now";
+    if (decided && spec.enforcement_action == EnforcementAction::kDownsize &&
+        job.spec.min_nodes > count.usable)
+      hint += " (spec.minNodes " + std::to_string(job.spec.min_nodes) +
+              " keeps it from being downsized to them)";
+    return hint;
+  }
+  if (count.too_small > 0)
+    return "; ask for fewer GPUs a node (spec.numProcPerNode), or check spec.nodeSelector";
+  if (count.selected > 0 && count.usable == 0)
+    return "; check spec.tolerations against the nodes' taints, or spec.nodeSelector";
+  if (count.selected == 0) return "; check spec.nodeSelector against the cluster's nodes' labels";
+  return "";
+}
+
 // The pool check (decide_for_job's comment): changes `out.decision` when the pool cannot
 // hold the job.
 void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapshot,
@@ -82,32 +111,12 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
     return;
   }
   const bool deny = spec.on_insufficient_nodes == InsufficientNodesAction::kDeny;
-  std::string message = pool_text + ", fewer than the " + format_nodes(runs);
-  if (d.action != Action::kGate)
-    message += " this job would run";
-  else if (runs > job.spec.min_nodes)
-    message += " a measurement of its link needs";
-  else
-    message += " this job needs at the least (spec.minNodes)";
-  if (d.action != Action::kGate)
-    message += " (" + policy_label(d.policy_name) + " would " +
-               (d.action == Action::kDownsize ? "downsize it to " + format_nodes(runs)
-                                              : "admit " + format_nodes(runs)) +
-               ")";
-  message += deny ? ", so it is refused (onInsufficientNodes: deny)"
-                  : ", so it is suspended until the pool has them (onInsufficientNodes: gate)";
-  if (count.usable > 1 || (count.usable == 1 && runs > 1 && d.action != Action::kGate)) {
-    message += "; ask for at most " + format_nodes(count.usable) + " to run now";
-    if (spec.enforcement_action == EnforcementAction::kDownsize &&
-        job.spec.min_nodes > count.usable && d.action != Action::kGate)
-      message += " (spec.minNodes " + std::to_string(job.spec.min_nodes) +
-                 " keeps it from being downsized to them)";
-  } else if (count.too_small > 0)
-    message += "; ask for fewer GPUs a node (spec.numProcPerNode), or check spec.nodeSelector";
-  else if (count.selected > 0 && count.usable == 0)
-    message += "; check spec.tolerations against the nodes' taints, or spec.nodeSelector";
-  else if (count.selected == 0)
-    message += "; check spec.nodeSelector against the cluster's nodes' labels";
+  std::string message = pool_text + ", fewer than the " + format_nodes(runs) +
+                        what_the_count_is(d, job, runs) +
+                        (deny ? ", so it is refused (onInsufficientNodes: deny)"
+                              : ", so it is suspended until the pool has them "
+                                "(onInsufficientNodes: gate)") +
+                        what_to_change(d, job, count, runs, spec);
   d.action = deny ? Action::kDeny : Action::kGate;
   d.reason = reason::kPoolTooSmall;
   d.message = std::move(message);
