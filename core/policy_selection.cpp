@@ -8,8 +8,9 @@
 namespace commgate {
 namespace {
 
-// How strict an action is: deny refuses, downsize cuts the job, warn and dryrun admit it.
-int action_rank(EnforcementAction a) {
+// How strict each setting is, higher stricter: the order strictest-wins and the policyRef
+// rule compare settings in. deny refuses; downsize cuts the job; warn and dryrun admit it.
+int strictness(EnforcementAction a) {
   switch (a) {
     case EnforcementAction::kDeny:
       return 3;
@@ -22,8 +23,8 @@ int action_rank(EnforcementAction a) {
   }
   return 0;
 }
-
-int missing_measurement_rank(MissingMeasurementAction a) {
+// deny refuses; gate holds the job until measured; admit lets it run unmeasured.
+int strictness(MissingMeasurementAction a) {
   switch (a) {
     case MissingMeasurementAction::kDeny:
       return 2;
@@ -34,8 +35,8 @@ int missing_measurement_rank(MissingMeasurementAction a) {
   }
   return 0;
 }
-
-int insufficient_nodes_rank(InsufficientNodesAction a) {
+// deny refuses; gate holds the job until the pool has the nodes; ignore does not check.
+int strictness(InsufficientNodesAction a) {
   switch (a) {
     case InsufficientNodesAction::kDeny:
       return 2;
@@ -100,29 +101,24 @@ int compare_strictness(const CommPolicySpec& a, const CommPolicySpec& b, std::st
              number(pick(c, b, a).min_scaling_efficiency.value_or(0)) + ")";
     return c;
   }
-  if (int c = order(action_rank(b.enforcement_action), action_rank(a.enforcement_action))) {
-    if (why)
-      *why = "a stricter enforcementAction (" +
-             std::string(to_string(pick(c, a, b).enforcement_action)) + " against " +
-             to_string(pick(c, b, a).enforcement_action) + ")";
+  // The stricter of one enum setting, `field` naming it in `why`.
+  auto stricter_setting = [&](const char* field, auto setting) {
+    const auto of_a = setting(a), of_b = setting(b);
+    const int c = order(strictness(of_b), strictness(of_a));
+    if (c != 0 && why)
+      *why = std::string("a stricter ") + field + " (" + to_string(c < 0 ? of_a : of_b) +
+             " against " + to_string(c < 0 ? of_b : of_a) + ")";
     return c;
-  }
-  if (int c = order(missing_measurement_rank(b.on_missing_measurement),
-                    missing_measurement_rank(a.on_missing_measurement))) {
-    if (why)
-      *why = "a stricter onMissingMeasurement (" +
-             std::string(to_string(pick(c, a, b).on_missing_measurement)) + " against " +
-             to_string(pick(c, b, a).on_missing_measurement) + ")";
+  };
+  if (int c = stricter_setting("enforcementAction",
+                               [](const CommPolicySpec& p) { return p.enforcement_action; }))
     return c;
-  }
-  if (int c = order(insufficient_nodes_rank(b.on_insufficient_nodes),
-                    insufficient_nodes_rank(a.on_insufficient_nodes))) {
-    if (why)
-      *why = "a stricter onInsufficientNodes (" +
-             std::string(to_string(pick(c, a, b).on_insufficient_nodes)) + " against " +
-             to_string(pick(c, b, a).on_insufficient_nodes) + ")";
+  if (int c = stricter_setting("onMissingMeasurement",
+                               [](const CommPolicySpec& p) { return p.on_missing_measurement; }))
     return c;
-  }
+  if (int c = stricter_setting("onInsufficientNodes",
+                               [](const CommPolicySpec& p) { return p.on_insufficient_nodes; }))
+    return c;
   if (int c = order(a.max_extrapolation, b.max_extrapolation)) {
     if (why)
       *why = "a lower maxExtrapolation (" + std::to_string(pick(c, a, b).max_extrapolation) +
@@ -200,11 +196,9 @@ bool at_least_as_strict(const CommPolicy& a, const CommPolicy& b) {
   const CommPolicySpec& y = b.spec;
   return x.max_comm_share <= y.max_comm_share &&
          x.min_scaling_efficiency.value_or(0) >= y.min_scaling_efficiency.value_or(0) &&
-         action_rank(x.enforcement_action) >= action_rank(y.enforcement_action) &&
-         missing_measurement_rank(x.on_missing_measurement) >=
-             missing_measurement_rank(y.on_missing_measurement) &&
-         insufficient_nodes_rank(x.on_insufficient_nodes) >=
-             insufficient_nodes_rank(y.on_insufficient_nodes) &&
+         strictness(x.enforcement_action) >= strictness(y.enforcement_action) &&
+         strictness(x.on_missing_measurement) >= strictness(y.on_missing_measurement) &&
+         strictness(x.on_insufficient_nodes) >= strictness(y.on_insufficient_nodes) &&
          x.measurement_ttl <= y.measurement_ttl && x.max_extrapolation <= y.max_extrapolation &&
          subset(x.exemptions.users, y.exemptions.users) &&
          subset(x.exemptions.groups, y.exemptions.groups) &&
