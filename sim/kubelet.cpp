@@ -657,32 +657,43 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
       if (str(s["metadata"]["namespace"]) == ns && str(s["metadata"]["name"]) == name) return true;
     return false;
   };
+  // The address a pod of the name has now: nullopt while it is not bound, or (with a
+  // network of its own) its kubelet has not started it (this pod's own is chosen above).
+  auto address_of = [&](const json& p) -> std::optional<std::string> {
+    const std::string bound_to = str(at(p["spec"], "nodeName"));
+    for (const auto& n : nodes) {
+      if (bound_to.empty() || str(n["metadata"]["name"]) != bound_to) continue;
+      if (!uses_pod_network(n, at(p, "spec"))) return node_addresses(n).first;
+      const std::string ip =
+          str(at(p["metadata"], "uid")) == pod.uid ? pod.pod_ip : str(at(at(p, "status"), "podIP"));
+      if (ip.empty()) return std::nullopt;
+      return ip;
+    }
+    return std::nullopt;
+  };
   auto resolve = [&](const PodDnsName& d) -> std::optional<std::string> {
-    // A live pod of that name first: when a Job replaced a failed pod 0 on another node,
-    // the name is the replacement's. A finished pod still resolves when no live one is
-    // bound (its IP cannot go to anyone else here): a waiting container must not hang
+    // A live pod of that name first: when a Job replaced a failed pod 0, the name is the
+    // replacement's, and a container waits until it has an address (the failed pod's
+    // address is dead, and may be another pod's by now: the trial of 2026-12-05 saw a
+    // retried rank 1 wait 600 s for a rank 0 that had failed). Only when no live pod has
+    // the name does a finished one still resolve: a waiting container must not hang
     // because the name's owner was quicker than it.
     std::optional<std::string> finished;
+    bool owner_on_its_way = false;
     for (const auto& p : pods) {
       if (str(p["metadata"]["namespace"]) != d.ns || is_deleting(p)) continue;
       if (str(at(p["spec"], "hostname")) != d.hostname ||
           str(at(p["spec"], "subdomain")) != d.subdomain)
         continue;
-      const std::string bound_to = str(at(p["spec"], "nodeName"));
-      for (const auto& n : nodes) {
-        if (bound_to.empty() || str(n["metadata"]["name"]) != bound_to) continue;
-        // A pod with a network of its own has its address once its kubelet started it
-        // (this pod's own is chosen above); until then the name does not resolve.
-        std::optional<std::string> ip = node_addresses(n).first;
-        if (uses_pod_network(n, at(p, "spec"))) {
-          ip = str(at(p["metadata"], "uid")) == pod.uid ? pod.pod_ip
-                                                        : str(at(at(p, "status"), "podIP"));
-          if (ip->empty()) ip.reset();
-        }
-        if (!is_terminal(p)) return ip;
-        if (!finished) finished = ip;
+      const std::optional<std::string> ip = address_of(p);
+      if (!is_terminal(p)) {
+        if (ip) return ip;
+        owner_on_its_way = true;
+      } else if (!finished) {
+        finished = ip;
       }
     }
+    if (owner_on_its_way) return std::nullopt;
     return finished;
   };
 

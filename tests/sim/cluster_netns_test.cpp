@@ -155,6 +155,58 @@ TEST(ClusterNetns, a_pod_dns_name_resolves_to_the_live_pod_over_a_finished_one) 
   cluster.stop();
 }
 
+// The trial of 2026-12-05 (#20): a Job replaced its failed pods 0 and 1 at once, and the
+// new rank 1 took the failed rank 0's address (dead, and reused by other pods since each
+// pod has its own): torchrun waited 600 s per retry. While a live pod of the name has no
+// address yet, a container naming it waits; only with no live pod of the name does the
+// finished one's address stand.
+TEST(ClusterNetns, a_pod_dns_name_waits_for_a_live_pod_that_has_no_address_yet) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  Netns netns;
+  ASSERT_TRUE(netns.ok()) << "netsim.sh up failed";
+  ObjectStore store;
+  SimCluster cluster(store);
+  cluster.start();
+  add_nodes(cluster, netns);
+  const auto services = *store.find_resource("", "v1", "services");
+  const auto pods = *store.find_resource("", "v1", "pods");
+  store.create(services, "default",
+               {{"metadata", {{"name", "ranks"}}}, {"spec", {{"clusterIP", "None"}}}});
+  auto pod = [](const std::string& name, const std::string& hostname, const std::string& node,
+                const std::string& script, json env = json::array()) {
+    return json{
+        {"metadata", {{"name", name}}},
+        {"spec",
+         {{"restartPolicy", "Never"},
+          {"hostname", hostname},
+          {"subdomain", "ranks"},
+          {"nodeName", node},
+          {"containers", {{{"name", "c"}, {"command", {"sh", "-c", script}}, {"env", env}}}}}}};
+  };
+  auto status = [&](const std::string& name) {
+    return store.get(pods, "default", name).value("status", json::object());
+  };
+  store.create(pods, "default", pod("z-failed", "z-0", "n0", "exit 1"));
+  ASSERT_TRUE(eventually([&] { return status("z-failed").value("phase", "") == "Failed"; }));
+  const std::string dead = status("z-failed").value("podIP", "");
+  ASSERT_FALSE(dead.empty());
+  // The replacement, bound to a node no kubelet serves yet: live, without an address.
+  store.create(pods, "default", pod("z-replacement", "z-0", "n-later", "sleep 30"));
+  store.create(pods, "default",
+               pod("client", "client", "n1", "echo $MASTER_ADDR > /dev/termination-log",
+                   {{{"name", "MASTER_ADDR"}, {"value", "z-0.ranks"}}}));
+  std::this_thread::sleep_for(2s);
+  EXPECT_NE(status("client").value("phase", ""), "Succeeded")
+      << "started with the failed pod's dead address: " << status("client").dump(2);
+  // No live pod of the name any more: the finished one's address stands.
+  store.remove(pods, "default", "z-replacement");
+  ASSERT_TRUE(eventually([&] { return status("client").value("phase", "") == "Succeeded"; }))
+      << status("client").dump(2);
+  EXPECT_EQ(status("client")["containerStatuses"][0]["state"]["terminated"]["message"],
+            dead + "\n");
+  cluster.stop();
+}
+
 // What a cluster's node network and kube-proxy give a pod, through the sim's relays: the
 // API server (on the host's loopback) at the pod's KUBERNETES_SERVICE_HOST:PORT, a
 // readinessProbe on the pod's 198.19.x.y address, and the pod from the host through its
