@@ -158,6 +158,15 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
   // refuses the request with what it waits for, rather than this patch silently
   // suspending it again (a script would take the held job for a running one).
   const bool user_unsuspends = old_job && old_job->spec.suspend && !job.spec.suspend;
+  // The job was suspended by commgate's own gate (its record says Gate) and the change
+  // makes it admissible (numNodes lowered to what the pool has, say): the gate is lifted,
+  // as the operator lifts it when it admits a gated job (the trial of 2026-12-05: a job
+  // fixed as its PoolTooSmall message said stayed suspended, Admitted, for ever).
+  const bool lifts_own_gate = [&] {
+    if (!old_job || !old_job->spec.suspend || !job.spec.suspend) return false;
+    const auto old_record = decision_record_of(*old_job);
+    return old_record && old_record->action == Action::kGate;
+  }();
 
   PatchBuilder patch(request.object);
   // Defaults the CRD schema also sets; repeated here for a CRD installed without them.
@@ -190,12 +199,15 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
       break;
     case Action::kDownsize:
       patch.set_spec("numNodes", d.admitted_nodes);
+      if (lifts_own_gate) patch.set_spec("suspend", false);
       warnings.push_back(downsize_warning(d, jd.measurement ? &*jd.measurement : nullptr));
       break;
     case Action::kWarn:
+      if (lifts_own_gate) patch.set_spec("suspend", false);
       warnings.push_back("commgate: " + d.message);
       break;
     case Action::kAdmit:
+      if (lifts_own_gate) patch.set_spec("suspend", false);
       patch.default_spec("suspend", false);
       if (d.reason == reason::kDryRun) warnings.push_back("commgate (dry run): " + d.message);
       if (d.reason == reason::kExempt)

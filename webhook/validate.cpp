@@ -148,8 +148,14 @@ AdmissionResponse invalid_policy_ref(const std::string& error) {
   return invalid(std::string(kField), std::string(why));
 }
 
-std::string unsuspend_refusal(const std::string& why) {
-  return "spec.suspend: must stay true until commgate has measured this pool: " + why;
+// What a gated job waits for, by the gate's reason: its pool's measurement, its pool's
+// nodes (the trial of 2026-12-05: a PoolTooSmall refusal said "until commgate has
+// measured this pool" of a pool measured long before), or its namespace.
+std::string unsuspend_refusal(const std::string& reason, const std::string& why) {
+  const char* until = reason == reason::kPoolTooSmall       ? "the pool has the nodes it needs"
+                      : reason == reason::kNamespaceUnknown ? "commgate sees the job's namespace"
+                                                            : "commgate has measured this pool";
+  return std::string("spec.suspend: must stay true until ") + until + ": " + why;
 }
 
 // The object carries a record for its current spec: hold it to the record, without
@@ -160,7 +166,7 @@ AdmissionResponse hold_to_record(const DecisionRecord& record, const TrainingJob
     case RecordVerdict::kDenied:
       return with_decision(denied(record.message), "Deny");
     case RecordVerdict::kUnsuspendedWhileGated:
-      return with_decision(denied(unsuspend_refusal(record.message)), "Gate");
+      return with_decision(denied(unsuspend_refusal(record.reason, record.message)), "Gate");
     case RecordVerdict::kNodesDifferFromRecord:
       return with_decision(
           denied("spec.numNodes: " + std::to_string(job.spec.num_nodes) + " is not the " +
@@ -226,7 +232,8 @@ AdmissionResponse decide_here(const TrainingJob& job, const Snapshot& snapshot,
     case Action::kDeny:
       return with_decision(denied(d.message), "Deny");
     case Action::kGate:
-      if (!job.spec.suspend) return with_decision(denied(unsuspend_refusal(d.message)), "Bypass");
+      if (!job.spec.suspend)
+        return with_decision(denied(unsuspend_refusal(d.reason, d.message)), "Bypass");
       return with_decision(allowed(), "Gate");
     case Action::kDownsize:
       // The mutating webhook lowers spec.numNodes and records it, so an over-policy count

@@ -697,6 +697,30 @@ TEST_F(GateUnderAttack, a_job_larger_than_its_pool_waits_for_the_nodes_or_is_ref
             std::string::npos)
       << r.output;
   EXPECT_EQ(get_job("flexible")["spec"].value("numNodes", 0), 3) << get_job("flexible").dump(2);
+
+  // A job held for its pool, changed as its message says, runs: the webhook lifts
+  // commgate's own gate (the trial of 2026-12-05: it stayed suspended, Admitted, for ever).
+  r = kubectl({"patch", "commpolicy", "default", "--type", "merge", "-p",
+               R"({"spec":{"onInsufficientNodes":"gate"}})"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  job = training_job("fixable");
+  job["spec"]["numNodes"] = 4;
+  job["spec"]["minNodes"] = 4;
+  std::ofstream(dir_ + "/fixable.yaml") << job.dump(2);
+  r = apply_as_researcher(dir_ + "/fixable.yaml");
+  ASSERT_EQ(r.code, 0) << r.output << logs();
+  ASSERT_TRUE(get_job("fixable")["spec"].value("suspend", false)) << get_job("fixable").dump(2);
+  r = as_researcher({"patch", "tj", "fixable", "-n", "nlp", "--type", "merge", "-p",
+                     R"({"spec":{"numNodes":3,"minNodes":3}})"});
+  ASSERT_EQ(r.code, 0) << r.output << logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json w = workload("fixable");
+        return w.is_object() && w["spec"].value("parallelism", 0) == 3;
+      },
+      30s))
+      << get_job("fixable").dump(2) << logs();
+  EXPECT_FALSE(get_job("fixable")["spec"].value("suspend", true));
 }
 
 // Item 4: with the workload gate on (webhook.workloadGate.enabled and the default policy's

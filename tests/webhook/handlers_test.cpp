@@ -249,6 +249,38 @@ TEST(Mutate, LeavesAUsersUnsuspendOfAGatedJobForValidateToRefuse) {
   EXPECT_EQ(annotation_of(after, annotation::kDecision), "Gate");
 }
 
+// The trial of 2026-12-05 (#20): a job gated by commgate, changed as its message said
+// (numNodes lowered), was decided Admit but kept spec.suspend: true, Admitted and never
+// started. A change that makes commgate's own gate pass lifts it; a job suspended with an
+// Admit record (the user's own suspend) stays suspended.
+TEST(Mutate, AChangeThatPassesCommgatesOwnGateLiftsIt) {
+  const auto created = a_create_of(bert(8)).user("alice").parse();
+  const json gated_job =
+      apply_patch(created.object, handle_mutate(created, snapshot_of({}, {}), test_now()));
+  ASSERT_EQ(annotation_of(gated_job, annotation::kDecision), "Gate");
+  ASSERT_EQ(gated_job["spec"]["suspend"], true);
+  json fixed = gated_job;
+  fixed["spec"]["numNodes"] = 1;  // a single node needs no measurement
+  const auto update = an_update_of(gated_job, fixed).user("alice").parse();
+  const json after =
+      apply_patch(update.object, handle_mutate(update, snapshot_of({}, {}), test_now()));
+  EXPECT_EQ(annotation_of(after, annotation::kDecision), "Admit");
+  EXPECT_EQ(after["spec"]["suspend"], false) << after["spec"].dump();
+
+  json own_suspend = bert(1);
+  own_suspend["spec"]["suspend"] = true;
+  const auto admitted_create = a_create_of(own_suspend).user("alice").parse();
+  const json admitted = apply_patch(
+      admitted_create.object, handle_mutate(admitted_create, snapshot_of({}, {}), test_now()));
+  ASSERT_EQ(annotation_of(admitted, annotation::kDecision), "Admit");
+  json changed = admitted;
+  changed["spec"]["minNodes"] = 1;
+  changed["spec"]["model"]["batchSize"] = 64;
+  const auto own = an_update_of(admitted, changed).user("alice").parse();
+  const json kept = apply_patch(own.object, handle_mutate(own, snapshot_of({}, {}), test_now()));
+  EXPECT_EQ(kept["spec"]["suspend"], true) << "the user's own suspend stands";
+}
+
 TEST(Mutate, LeavesTheOperatorsWritesAlone) {
   const auto request = a_create_of(bert(8)).user(kOperator).parse();
   EXPECT_TRUE(handle_mutate(request, snapshot_of({}, {}), test_now()).patch.empty());
@@ -1146,6 +1178,27 @@ TEST(Deadline, ValidateDeniesWith503) {
   const auto response = deny_past_deadline(std::chrono::milliseconds(2000));
   EXPECT_FALSE(response.allowed);
   EXPECT_EQ(response.code, 503);
+}
+
+// The trial of 2026-12-05 (#20): clearing spec.suspend of a job held for its pool's size
+// was refused "until commgate has measured this pool" of a pool measured long before.
+TEST(Validate, AnUnsuspendRefusalSaysWhatTheGateWaitsFor) {
+  json wide = bert(8);
+  wide["spec"]["minNodes"] = 8;
+  json gated_wide = gated(wide);
+  gated_wide["metadata"]["annotations"][annotation::kReason] = reason::kPoolTooSmall;
+  Snapshot snapshot = snapshot_of({strict()}, {a_profile(kFastLink, test_now())});
+  const TrainingJob parsed = parse_training_job(wide, ObjectSource::kAdmission, Verbatim::kSkip);
+  snapshot.nodes = std::make_shared<std::vector<PoolNode>>(
+      std::vector<PoolNode>{commgate::testing::a_pool_node("only", parsed.spec.node_selector)});
+  const auto response =
+      handle_validate(an_update_of(gated_wide, wide).user("alice").parse(), snapshot, test_now());
+  ASSERT_FALSE(response.allowed);
+  EXPECT_NE(response.message.find(
+                "spec.suspend: must stay true until the pool has the nodes it needs: the pool of "
+                "nodeSelector"),
+            std::string::npos)
+      << response.message;
 }
 
 }  // namespace COMMGATE_TEST_UNIT
