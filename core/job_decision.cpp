@@ -1,6 +1,7 @@
 #include "core/job_decision.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "core/annotations.h"
 #include "core/measurement.h"
@@ -15,6 +16,20 @@ std::map<std::string, std::string> commgate_annotations(const TrainingJob& job) 
   for (const auto& [k, v] : job.metadata.annotations) {
     if (k.rfind(annotation::kPrefix, 0) == 0) out.emplace(k, v);
   }
+  return out;
+}
+
+// The prediction rows of two decisions of one job, by node count (the first's row where
+// both have one).
+std::vector<StepPrediction> merged_rows(const std::vector<StepPrediction>& a,
+                                        const std::vector<StepPrediction>& b) {
+  std::vector<StepPrediction> out = a;
+  for (const StepPrediction& row : b)
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const StepPrediction& r) { return r.nodes == row.nodes; }))
+      out.push_back(row);
+  std::sort(out.begin(), out.end(),
+            [](const StepPrediction& x, const StepPrediction& y) { return x.nodes < y.nodes; });
   return out;
 }
 
@@ -37,12 +52,17 @@ std::optional<Decision> fit_to_pool(const Decision& d, const TrainingJob& job, D
   at_pool.requested_nodes = job.spec.num_nodes;
   at_pool.action = Action::kDownsize;
   at_pool.reason = reason::kPoolTooSmall;
-  at_pool.message = "Downsized from " + std::to_string(job.spec.num_nodes) + " to " +
-                    format_nodes(at_pool.admitted_nodes) + ": " + pool_text + ", fewer than the " +
-                    format_nodes(job.spec.num_nodes) + " asked for, and spec.minNodes (" +
-                    std::to_string(job.spec.min_nodes) + ") allows fewer (" +
-                    policy_label(d.policy_name) + " downsizes). At " + format_nodes(usable) + ": " +
-                    at_pool.message;
+  // The rows of both decisions: the requested count's prediction stays what the
+  // COMMSHARE column shows (the share the job would have had, had the pool held it).
+  at_pool.predictions = merged_rows(d.predictions, at_pool.predictions);
+  at_pool.raw_predictions = merged_rows(d.raw_predictions, at_pool.raw_predictions);
+  std::string why_at_pool = at_pool.message;
+  if (!why_at_pool.empty()) why_at_pool[0] = static_cast<char>(std::toupper(why_at_pool[0]));
+  at_pool.message = pool_text + ", fewer than the " + format_nodes(job.spec.num_nodes) +
+                    " asked for; spec.minNodes (" + std::to_string(job.spec.min_nodes) +
+                    ") allows fewer and " + policy_label(d.policy_name) +
+                    " downsizes, so it runs on " + format_nodes(at_pool.admitted_nodes) + ". " +
+                    why_at_pool;
   return at_pool;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/job_decision.h"
 #include "core/quantity.h"
 #include "core/significant_digits.h"
 #include "core/time_format.h"
@@ -116,6 +117,8 @@ std::string decision_event_note(const Decision& d, const CommPolicy& policy, con
     case commgate::Action::kDownsize: {
       std::string note = "downsized from " + std::to_string(d.requested_nodes) + " to " +
                          format_nodes(d.admitted_nodes);
+      // To the pool's size: the message says why (the pool, minNodes, the share there).
+      if (d.reason == reason::kPoolTooSmall) return note + ": " + d.message;
       const StepPrediction* asked = d.prediction_for(d.requested_nodes);
       const StepPrediction* given = d.prediction_for(d.admitted_nodes);
       if (asked && given) {

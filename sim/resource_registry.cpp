@@ -55,6 +55,8 @@ ResourceRegistry::ResourceRegistry() {
   resources_.back().returns_deleted_object = true;
   resources_.back().printer_columns = {
       {{"name", "Status"}, {"type", "string"}, {"jsonPath", ".status.phase"}},
+      // -o wide: the pod's address (each has its own on a node with a podCIDR) and node.
+      {{"name", "IP"}, {"type", "string"}, {"priority", 1}, {"jsonPath", ".status.podIP"}},
       {{"name", "Node"}, {"type", "string"}, {"priority", 1}, {"jsonPath", ".spec.nodeName"}}};
   add(builtin("", "v1", "services", "service", "Service", true, {"svc"}, {"all"}, true));
   resources_.back().returns_deleted_object = true;

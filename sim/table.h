@@ -2,7 +2,7 @@
 // which `kubectl get` prints. Custom resources: Name plus the CRD's
 // additionalPrinterColumns (Age only when the CRD declares none), as kube-apiserver's CR
 // table convertor does; built-ins: Name, the few columns the registry gives them
-// (namespaces: Status; pods: Status, Node), Age.
+// (namespaces: Status; pods: Status, and with -o wide IP and Node), Age.
 #pragma once
 
 #include <nlohmann/json.hpp>

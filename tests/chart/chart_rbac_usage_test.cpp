@@ -692,8 +692,8 @@ TEST_F(GateUnderAttack, a_job_larger_than_its_pool_waits_for_the_nodes_or_is_ref
   std::ofstream(dir_ + "/flexible.yaml") << job.dump(2);
   r = apply_as_researcher(dir_ + "/flexible.yaml");
   ASSERT_EQ(r.code, 0) << r.output << logs();
-  EXPECT_NE(r.output.find("Downsized from 5 to 3 nodes: the pool of nodeSelector {pool=p} has 3 "
-                          "usable nodes"),
+  EXPECT_NE(r.output.find("spec.numNodes lowered from 5 to 3: the pool of nodeSelector {pool=p} "
+                          "has 3 usable nodes"),
             std::string::npos)
       << r.output;
   EXPECT_EQ(get_job("flexible")["spec"].value("numNodes", 0), 3) << get_job("flexible").dump(2);

@@ -80,10 +80,10 @@ TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
                    .job = cpu_job(6, 1),
                    .want_action = Action::kDownsize,
                    .want_reason = reason::kPoolTooSmall,
-                   .want_message = "Downsized from 6 to 2 nodes: the pool of nodeSelector "
-                                   "{commgate.io/pool=cpu} has 2 usable nodes (3 match the "
-                                   "nodeSelector: 1 cordoned), fewer than the 6 nodes asked for, "
-                                   "and spec.minNodes (1) allows fewer",
+                   .want_message = "the pool of nodeSelector {commgate.io/pool=cpu} has 2 usable "
+                                   "nodes (3 match the nodeSelector: 1 cordoned), fewer than the 6 "
+                                   "nodes asked for; spec.minNodes (1) allows fewer and the "
+                                   "built-in default policy downsizes, so it runs on 2 nodes. ",
                    .want_usable = 2,
                    .want_admitted = 2});
   cases.push_back({.name = "min_nodes_equal_to_the_pool_fits",
@@ -102,14 +102,15 @@ TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
                    .want_reason = reason::kPoolTooSmall,
                    .want_message = "ask for at most 2 nodes to run now",
                    .want_usable = 2});
-  cases.push_back({.name = "a_pool_of_one_fits_a_job_that_accepts_one_node",
-                   .job = a_training_job("bert").nodes(2).set("/spec/nodeSelector",
-                                                              {{"commgate.io/pool", "solo"}}),
-                   .want_action = Action::kDownsize,
-                   .want_reason = reason::kPoolTooSmall,
-                   .want_message = "At 1 node: a single-node job sends no gradients between nodes",
-                   .want_usable = 1,
-                   .want_admitted = 1});
+  cases.push_back(
+      {.name = "a_pool_of_one_fits_a_job_that_accepts_one_node",
+       .job = a_training_job("bert").nodes(2).set("/spec/nodeSelector",
+                                                  {{"commgate.io/pool", "solo"}}),
+       .want_action = Action::kDownsize,
+       .want_reason = reason::kPoolTooSmall,
+       .want_message = "so it runs on 1 node. A single-node job sends no gradients between nodes",
+       .want_usable = 1,
+       .want_admitted = 1});
   cases.push_back({.name = "deny_refuses_it",
                    .policy = on_insufficient(admit_unmeasured, InsufficientNodesAction::kDeny),
                    .want_action = Action::kDeny,

@@ -749,11 +749,21 @@ TEST(Reconcile, a_job_that_accepts_fewer_nodes_is_downsized_to_its_pool) {
   EXPECT_EQ(status["admittedNodes"], 2);
   EXPECT_EQ(condition_reason(status, condition::kAdmitted), reason::kPoolTooSmall);
   EXPECT_NE(condition_message(status, condition::kAdmitted)
-                .find("Downsized from 4 to 2 nodes: the pool of nodeSelector {pool=gpu-1g} has 2 "
-                      "usable nodes (all that match the nodeSelector), fewer than the 4 nodes "
-                      "asked for, and spec.minNodes (1) allows fewer"),
+                .find("the pool of nodeSelector {pool=gpu-1g} has 2 usable nodes (all that match "
+                      "the nodeSelector), fewer than the 4 nodes asked for; spec.minNodes (1) "
+                      "allows fewer and CommPolicy team downsizes, so it runs on 2 nodes. At 2 "
+                      "nodes"),
             std::string::npos)
       << status.dump(2);
+  // The trial: the Event said only "downsized from 4 to 2 nodes (... busbw ...)", and
+  // COMMSHARE was blank (no prediction at the requested count).
+  const auto downsized = w.event("Downsized");
+  ASSERT_TRUE(downsized) << ::testing::PrintToString(w.event_reasons());
+  EXPECT_NE((*downsized)["note"].get<std::string>().find("fewer than the 4 nodes asked for"),
+            std::string::npos)
+      << (*downsized)["note"];
+  EXPECT_TRUE(status["decision"].value("predictedCommShare", json()).is_number())
+      << status["decision"].dump(2);
   const auto workload = w.api.peek(kWorkloadJobs + "/bert");
   ASSERT_TRUE(workload) << "it runs now, on the pool's nodes";
   EXPECT_EQ((*workload)["spec"]["completions"], 2);

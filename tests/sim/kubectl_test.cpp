@@ -220,8 +220,10 @@ spec:
   ASSERT_EQ(wait.code, 0) << wait.output;
   Result wide = kubectl({"get", "pods", "-o", "wide"});
   ASSERT_EQ(wide.code, 0) << wide.output;
-  EXPECT_NE(wide.output.find("Succeeded   n1"), std::string::npos) << wide.output;
-  EXPECT_NE(wide.output.find("Succeeded   n2"), std::string::npos) << wide.output;
+  EXPECT_NE(wide.output.find("Succeeded   127.0.0.1   n1"), std::string::npos) << wide.output;
+  EXPECT_NE(wide.output.find("Succeeded   127.0.0.1   n2"), std::string::npos) << wide.output;
+  EXPECT_NE(wide.output.find(" IP "), std::string::npos)
+      << "the trial looked for it: " << wide.output;
   Result describe = kubectl({"describe", "pods", "-l", "job-name=probe"});
   ASSERT_EQ(describe.code, 0) << describe.output;
   for (const char* want : {"Message:  rank 0 done", "Message:  rank 1 done",
