@@ -425,6 +425,10 @@ void Kubelet::run() {
           fds.push_back({c.pidfd, POLLIN, 0});
           owners.emplace_back(&pod, &c);
         }
+      // A pod whose network could not be made yet (report_once): tried again shortly,
+      // as no watch event may come for it.
+      if (!pod.started && !pod.killing && !pod.reported.empty())
+        timeout_ms = timeout_ms < 0 ? 500 : std::min(timeout_ms, 500);
       if (pod.killing && !pod.killed_hard) {
         const auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(pod.kill_deadline - now).count();
@@ -592,7 +596,7 @@ void Kubelet::sync() {
 void Kubelet::release_pod_network(Pod& pod) {
   if (pod.network_index == 0) return;
   api_relays_.erase(pod.netns);  // its sockets hold the namespace
-  detach_pod_network(pod_netns_name(pod.node_netns, pod.network_index));
+  detach_pod_network(pod.node_netns, pod.network_index);
   pod.network_index = 0;
 }
 

@@ -74,7 +74,7 @@ std::string pod_netns_name(const std::string& node_netns, int index) {
 void attach_pod_network(const std::string& node_netns, int index, const PodAddress& address) {
   const std::string ns = pod_netns_name(node_netns, index);
   const std::string veth = "vp" + std::to_string(index);
-  detach_pod_network(ns);  // a leftover of a kubelet that died
+  detach_pod_network(node_netns, index);  // a leftover of a kubelet that died
   const std::vector<std::vector<std::string>> steps = {
       {"netns", "add", ns},
       {"-n", ns, "link", "set", "lo", "up"},
@@ -87,7 +87,7 @@ void attach_pod_network(const std::string& node_netns, int index, const PodAddre
   };
   for (const auto& step : steps) {
     if (const int rc = run_ip(step); rc != 0) {
-      detach_pod_network(ns);
+      detach_pod_network(node_netns, index);
       throw std::runtime_error(
           "pod network on " + node_netns + ": `" + joined(step) + "` exited " + std::to_string(rc) +
           (step.back() == "cni0" ? " (no cni0 bridge in the node's namespace: make the "
@@ -104,7 +104,13 @@ void attach_pod_network(const std::string& node_netns, int index, const PodAddre
       << address.ip << "\t" << host << "\n";
 }
 
-void detach_pod_network(const std::string& pod_netns) {
+void detach_pod_network(const std::string& node_netns, int index) {
+  const std::string pod_netns = pod_netns_name(node_netns, index);
+  // The node's end of the veth first, and at once: deleting the namespace alone leaves
+  // it to the kernel's deferred namespace cleanup, and a pod given the same index a
+  // moment later met `vp<index>` still there ("File exists"; seen as a training pod that
+  // never started after the probe's pods went).
+  run_ip({"-n", node_netns, "link", "del", "vp" + std::to_string(index)});
   if (fs::exists(fs::path("/run/netns") / pod_netns)) run_ip({"netns", "delete", pod_netns});
   std::error_code ignored;
   fs::remove_all(fs::path("/etc/netns") / pod_netns, ignored);

@@ -33,8 +33,8 @@ std::string pod_netns_name(const std::string& node_netns, int index);
 // Throws std::runtime_error naming the step that failed, after removing what it made.
 void attach_pod_network(const std::string& node_netns, int index, const PodAddress& address);
 
-// Removes the pod's namespace (its veth goes with it) and /etc/netns/<pod_netns>. Quiet
-// when they are gone already.
-void detach_pod_network(const std::string& pod_netns);
+// Removes the pod's veth (at once: the node's end too), its namespace and
+// /etc/netns/<pod netns>. Quiet when they are gone already.
+void detach_pod_network(const std::string& node_netns, int index);
 
 }  // namespace commgate::sim
