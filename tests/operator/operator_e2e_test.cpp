@@ -212,14 +212,17 @@ class OperatorE2eTest : public ::testing::Test {
     std::ofstream(dir_ / "webhook-configurations.yaml") << configs;
     const Result hooks = admin({"apply", "-f", (dir_ / "webhook-configurations.yaml").string()});
     ASSERT_EQ(hooks.code, 0) << hooks.output;
-    // The default policy's limits, and a probe kept short: few sizes and iterations, on
-    // gloo (the nodes' GPUs are advertised only; there is no CUDA here).
+    // A probe kept short: few sizes and iterations, on gloo (the nodes' GPUs are
+    // advertised only; there is no CUDA here). The limit sits between the pools with room
+    // for this machine's noise: the slow pool's 3 nodes measure about 88%, the fast pool's
+    // 2 about 25% alone and up to 38% while another end-to-end test shares the 2 cores
+    // (the default's 30% made the fast pool's admission a coin toss under `ctest -j2`).
     std::ofstream(dir_ / "policy.yaml") << R"(apiVersion: commgate.io/v1alpha1
 kind: CommPolicy
 metadata:
   name: e2e
 spec:
-  maxCommShare: 0.30
+  maxCommShare: 0.50
   enforcementAction: downsize
   onMissingMeasurement: gate
   measurementTTL: 1h
@@ -485,7 +488,7 @@ TEST_F(OperatorE2eTest, probes_decide_and_train_on_slow_and_fast_pools) {
   const json& decision = slow["status"]["decision"];
   EXPECT_EQ(decision["requestedNodes"], 3);
   EXPECT_LT(decision["admittedNodes"].get<int>(), 3);
-  EXPECT_GT(decision.value("predictedCommShare", 0.0), 0.30) << decision.dump(2);
+  EXPECT_GT(decision.value("predictedCommShare", 0.0), 0.50) << decision.dump(2);
   EXPECT_EQ(decision.value("policy", ""), "e2e");
   const json& measurement = slow["status"]["measurement"];
   EXPECT_EQ(measurement.value("nodesProbed", 0), 3) << measurement.dump(2);
