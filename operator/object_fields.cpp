@@ -1,8 +1,10 @@
 #include "operator/object_fields.h"
 
+#include <climits>
 #include <cstdlib>
 
 #include "core/json_access.h"
+#include "operator/probe_job.h"
 
 namespace commgate::op::detail {
 
@@ -42,6 +44,15 @@ int int_field(const json& object, const std::string& key) {
   if (!object.is_object()) return 0;
   const json& v = object.value(key, json(0));
   return v.is_number_integer() ? v.get<int>() : 0;
+}
+
+int completion_index(const json& pod) {
+  std::string idx = json_string(pod, {"metadata", "labels", kCompletionIndexKey});
+  if (idx.empty()) idx = json_string(pod, {"metadata", "annotations", kCompletionIndexKey});
+  char* end = nullptr;
+  const long v = std::strtol(idx.c_str(), &end, 10);
+  if (idx.empty() || *end != '\0' || v < 0 || v > INT_MAX - 1) return INT_MAX;
+  return static_cast<int>(v);
 }
 
 }  // namespace commgate::op::detail

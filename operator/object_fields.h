@@ -21,5 +21,8 @@ std::string controller_uid_of(const nlohmann::json& object);
 std::string annotation_of(const nlohmann::json& object, const std::string& key);
 // object.<key> when it is an integer, else 0.
 int int_field(const nlohmann::json& object, const std::string& key);
+// A pod's completion index (its batch.kubernetes.io/job-completion-index label, else
+// annotation): an Indexed Job's rank; INT_MAX when it has none.
+int completion_index(const nlohmann::json& pod);
 
 }  // namespace commgate::op::detail

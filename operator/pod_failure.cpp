@@ -3,12 +3,12 @@
 #include <cctype>
 #include <climits>
 #include <cstdint>
-#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "core/json_access.h"
-#include "operator/probe_job.h"
+#include "core/text_cut.h"
+#include "operator/object_fields.h"
 
 namespace commgate::op {
 namespace {
@@ -31,14 +31,6 @@ std::string printable(std::string_view line) {
   const size_t first = out.find_first_not_of(' ');
   if (first == std::string::npos) return "";
   return out.substr(first, out.find_last_not_of(' ') - first + 1);
-}
-
-// The first `n` bytes of `text`, not cutting a UTF-8 sequence in two.
-std::string cut(const std::string& text, size_t n) {
-  if (text.size() <= n) return text;
-  size_t end = n;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return text.substr(0, end) + "...";
 }
 
 // `line` without torchrun's per-rank prefix ("[rank0]: ", "[default0]:").
@@ -111,14 +103,6 @@ const json* failed_container(const json& pod) {
   return nullptr;
 }
 
-std::optional<int> node_rank_of(const json& pod) {
-  std::string idx = json_string(pod, {"metadata", "labels", kCompletionIndexKey});
-  if (idx.empty()) idx = json_string(pod, {"metadata", "annotations", kCompletionIndexKey});
-  if (idx.empty() || idx.size() > 9 || idx.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoi(idx);
-}
-
 }  // namespace
 
 std::string failure_line(const std::string& log_tail, size_t max_bytes) {
@@ -137,16 +121,16 @@ std::string failure_line(const std::string& log_tail, size_t max_bytes) {
         lines[i].find("ChildFailedError") != std::string::npos)
       report = i;
   for (size_t i = report; i-- > 0;)
-    if (is_exception_line(lines[i])) return cut(lines[i], max_bytes);
+    if (is_exception_line(lines[i])) return utf8_prefix(lines[i], max_bytes);
   if (report < lines.size()) {
     // The child's last words (python's "can't open file"), else torchrun's summary.
     for (size_t i = report; i-- > 0;)
-      if (has_alnum(lines[i])) return cut(lines[i], max_bytes);
+      if (has_alnum(lines[i])) return utf8_prefix(lines[i], max_bytes);
     if (std::string summary = torchrun_summary(lines, report); !summary.empty())
-      return cut(summary, max_bytes);
+      return utf8_prefix(summary, max_bytes);
   }
   for (size_t i = lines.size(); i-- > 0;)
-    if (has_alnum(lines[i])) return cut(lines[i], max_bytes);
+    if (has_alnum(lines[i])) return utf8_prefix(lines[i], max_bytes);
   return "";
 }
 
@@ -157,8 +141,7 @@ std::string first_pod_failure(const std::vector<json>& pods) {
     const std::string fa = json_string(ca, {"state", "terminated", "finishedAt"});
     const std::string fb = json_string(cb, {"state", "terminated", "finishedAt"});
     if (fa != fb) return !fa.empty() && (fb.empty() || fa < fb);
-    const int ia = node_rank_of(a).value_or(INT_MAX);
-    const int ib = node_rank_of(b).value_or(INT_MAX);
+    const int ia = detail::completion_index(a), ib = detail::completion_index(b);
     if (ia != ib) return ia < ib;
     return json_string(a, {"metadata", "name"}) < json_string(b, {"metadata", "name"});
   };
@@ -170,10 +153,10 @@ std::string first_pod_failure(const std::vector<json>& pods) {
     }
   }
   if (!first) return "";
-  const std::optional<int> index = node_rank_of(*first);
+  const int index = detail::completion_index(*first);
   const json& terminated = json_at(*first_container, {"state", "terminated"});
   std::string out = "pod " + json_string(*first, {"metadata", "name"}) +
-                    (index ? " (node rank " + std::to_string(*index) + ")" : "") +
+                    (index != INT_MAX ? " (node rank " + std::to_string(index) + ")" : "") +
                     " exited with code " +
                     std::to_string(json_at(terminated, {"exitCode"}).get<int64_t>());
   if (const std::string why = failure_line(json_string(terminated, {"message"})); !why.empty())

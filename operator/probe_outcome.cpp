@@ -9,6 +9,8 @@
 
 #include "core/field_errors.h"
 #include "core/quantity.h"
+#include "core/text_cut.h"
+#include "operator/object_fields.h"
 #include "operator/pod_scheduling.h"
 #include "operator/probe_job.h"
 
@@ -34,14 +36,6 @@ std::string str(const json& j) {
   return j.is_string() ? j.get<std::string>() : std::string();
 }
 
-// The first `n` bytes of `text`, not cutting a UTF-8 sequence in two.
-std::string prefix(const std::string& text, size_t n) {
-  if (text.size() <= n) return text;
-  size_t end = n;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return text.substr(0, end) + "...";
-}
-
 // The Job's terminal condition (Complete or Failed with status True); null when running.
 const json* terminal_condition(const json& job) {
   const json& conditions = field(field(job, "status"), "conditions");
@@ -53,17 +47,6 @@ const json* terminal_condition(const json& job) {
   return nullptr;
 }
 
-// A pod's completion index (label, else annotation); INT_MAX when it has none.
-int completion_index(const json& pod) {
-  const json& meta = field(pod, "metadata");
-  std::string idx = str(field(field(meta, "labels"), kCompletionIndexKey));
-  if (idx.empty()) idx = str(field(field(meta, "annotations"), kCompletionIndexKey));
-  char* end = nullptr;
-  const long v = std::strtol(idx.c_str(), &end, 10);
-  if (idx.empty() || *end != '\0' || v < 0 || v > INT_MAX - 1) return INT_MAX;
-  return static_cast<int>(v);
-}
-
 std::string pod_name(const json& pod) {
   return str(field(field(pod, "metadata"), "name"));
 }
@@ -73,7 +56,7 @@ std::vector<const json*> ordered(const std::vector<json>& pods) {
   std::vector<const json*> out;
   for (const auto& p : pods) out.push_back(&p);
   std::stable_sort(out.begin(), out.end(), [](const json* a, const json* b) {
-    const int ia = completion_index(*a), ib = completion_index(*b);
+    const int ia = detail::completion_index(*a), ib = detail::completion_index(*b);
     return ia != ib ? ia < ib : pod_name(*a) < pod_name(*b);
   });
   return out;
@@ -121,15 +104,15 @@ std::string quoted_termination_message(const std::string& message) {
   const json doc = json::parse(message, nullptr, false);
   const json& error = field(doc, "error");
   if (error.is_object()) {
-    return prefix("stage " + str(field(error, "stage")) + ": " + str(field(error, "message")),
-                  kQuotedMessageBytes);
+    return utf8_prefix("stage " + str(field(error, "stage")) + ": " + str(field(error, "message")),
+                       kQuotedMessageBytes);
   }
-  return prefix(message, kQuotedMessageBytes);
+  return utf8_prefix(message, kQuotedMessageBytes);
 }
 
 // "rank 1 (pod p-1-x): exit code 3 (rendezvous failed), reason Error: stage rendezvous: ..."
 std::string describe_failed_pod(const json& pod) {
-  const int index = completion_index(pod);
+  const int index = detail::completion_index(pod);
   std::string out =
       (index == INT_MAX ? std::string("pod ") : "rank " + std::to_string(index) + " (pod ") +
       pod_name(pod) + (index == INT_MAX ? "" : ")");
@@ -284,7 +267,7 @@ ProbeOutcome invalid(const std::string& message) {
 const json* rank0_pod(const std::vector<json>& pods) {
   const json* any = nullptr;
   for (const json* p : ordered(pods)) {
-    if (completion_index(*p) != 0) continue;
+    if (detail::completion_index(*p) != 0) continue;
     const json& code = field(terminated_state(*p), "exitCode");
     if (code.is_number_integer() && code.get<int64_t>() == 0) return p;
     if (!any) any = p;
@@ -326,7 +309,7 @@ ProbeOutcome succeeded(const json& job, const std::vector<json>& pods) {
                    (cut ? " (cut at the " + std::to_string(kTerminationMessageLimit) +
                               "-byte termination message limit)"
                         : "") +
-                   ": " + prefix(message, 80));
+                   ": " + utf8_prefix(message, 80));
   }
   ProbeResult result;
   try {
@@ -338,7 +321,8 @@ ProbeOutcome succeeded(const json& job, const std::vector<json>& pods) {
   }
   if (result.error) {
     return invalid(where + " reports an error although the probe exited 0: error: stage " +
-                   result.error->stage + ": " + prefix(result.error->message, kQuotedMessageBytes));
+                   result.error->stage + ": " +
+                   utf8_prefix(result.error->message, kQuotedMessageBytes));
   }
   const json& completions = field(field(job, "spec"), "completions");
   if (completions.is_number_integer() && completions.get<int64_t>() != result.nodes) {

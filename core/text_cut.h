@@ -1,0 +1,19 @@
+// Quoting what others wrote (a container's termination message, a probe's error) in a
+// message of bounded size.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace commgate {
+
+// The first `n` bytes of `text` followed by "...", not cutting a UTF-8 sequence in two;
+// `text` itself when it fits.
+inline std::string utf8_prefix(const std::string& text, std::size_t n) {
+  if (text.size() <= n) return text;
+  std::size_t end = n;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end) + "...";
+}
+
+}  // namespace commgate
