@@ -57,6 +57,19 @@ void add_nodes(SimCluster& cluster, const Netns& netns) {
   }
 }
 
+// A pod bound to `node` under the headless Service "ranks" as `hostname` (its DNS name
+// `<hostname>.ranks`), running `command` once.
+json ranks_pod(const std::string& name, const std::string& hostname, const std::string& node,
+               const json& command, const json& env) {
+  return json{{"metadata", {{"name", name}}},
+              {"spec",
+               {{"restartPolicy", "Never"},
+                {"hostname", hostname},
+                {"subdomain", "ranks"},
+                {"nodeName", node},
+                {"containers", {{{"name", "c"}, {"command", command}, {"env", env}}}}}}};
+}
+
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 15s) {
   return testing::wait_until(done, limit);
 }
@@ -129,14 +142,7 @@ TEST(ClusterNetns, a_pod_dns_name_resolves_to_the_live_pod_over_a_finished_one) 
                {{"metadata", {{"name", "ranks"}}}, {"spec", {{"clusterIP", "None"}}}});
   auto pod = [](const std::string& name, const std::string& node, const std::string& script,
                 json env = json::array()) {
-    return json{
-        {"metadata", {{"name", name}}},
-        {"spec",
-         {{"restartPolicy", "Never"},
-          {"hostname", name == "client" ? "client" : "z-0"},
-          {"subdomain", "ranks"},
-          {"nodeName", node},
-          {"containers", {{{"name", "c"}, {"command", {"sh", "-c", script}}, {"env", env}}}}}}};
+    return ranks_pod(name, name == "client" ? "client" : "z-0", node, {"sh", "-c", script}, env);
   };
   auto phase = [&](const std::string& name) {
     return store.get(pods, "default", name).value("status", json::object()).value("phase", "");
@@ -175,14 +181,7 @@ TEST(ClusterNetns, a_pod_dns_name_waits_for_a_live_pod_that_has_no_address_yet) 
                {{"metadata", {{"name", "ranks"}}}, {"spec", {{"clusterIP", "None"}}}});
   auto pod = [](const std::string& name, const std::string& hostname, const std::string& node,
                 const std::string& script, json env = json::array()) {
-    return json{
-        {"metadata", {{"name", name}}},
-        {"spec",
-         {{"restartPolicy", "Never"},
-          {"hostname", hostname},
-          {"subdomain", "ranks"},
-          {"nodeName", node},
-          {"containers", {{{"name", "c"}, {"command", {"sh", "-c", script}}, {"env", env}}}}}}};
+    return ranks_pod(name, hostname, node, {"sh", "-c", script}, env);
   };
   auto status = [&](const std::string& name) {
     return store.get(pods, "default", name).value("status", json::object());
@@ -298,15 +297,7 @@ TEST(ClusterNetns, pods_of_one_node_listen_on_the_same_port_each_in_its_own_netw
   store.create(services, "default",
                {{"metadata", {{"name", "ranks"}}}, {"spec", {{"clusterIP", "None"}}}});
   auto pod = [](const std::string& name, const std::string& node, json command,
-                json env = json::array()) {
-    return json{{"metadata", {{"name", name}}},
-                {"spec",
-                 {{"restartPolicy", "Never"},
-                  {"hostname", name},
-                  {"subdomain", "ranks"},
-                  {"nodeName", node},
-                  {"containers", {{{"name", "c"}, {"command", command}, {"env", env}}}}}}};
-  };
+                json env = json::array()) { return ranks_pod(name, name, node, command, env); };
   auto status = [&](const std::string& name) {
     return store.get(pods, "default", name).value("status", json::object());
   };
@@ -317,9 +308,10 @@ TEST(ClusterNetns, pods_of_one_node_listen_on_the_same_port_each_in_its_own_netw
   host["spec"]["hostNetwork"] = true;
   store.create(pods, "default", host);
   const std::string curl_both =
+      // Each server's last answer: a try before it listens (code 000) is retried, not kept.
       "for t in $A $B; do for i in $(seq 50); do "
-      "/usr/bin/curl -s -o /dev/null -w '%{http_code} ' http://$t:29500/ && break; sleep 0.2; "
-      "done; done > /dev/termination-log";
+      "c=$(/usr/bin/curl -s -o /dev/null -w '%{http_code}' http://$t:29500/) && [ \"$c\" = 200 ] "
+      "&& break; sleep 0.2; done; printf '%s ' \"$c\"; done > /dev/termination-log";
   store.create(pods, "default",
                pod("client", "n1", {"sh", "-c", curl_both},
                    {{{"name", "A"}, {"value", "a.ranks"}}, {{"name", "B"}, {"value", "b.ranks"}}}));
