@@ -1,6 +1,7 @@
 #include "core/comm_policy.h"
 
 #include "core/object_reader.h"
+#include "core/probe_timeout.h"
 #include "core/quantity.h"
 #include "core/training_job.h"
 
@@ -73,8 +74,9 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
   auto probe = spec.object("probe");
   ProbeSettings& ps = s.probe;
   ps.image = probe.string("image", P::kOptional).value_or("");
-  ps.timeout_seconds = static_cast<int>(
-      probe.integer("timeoutSeconds", P::kOptional, 10, 3600).value_or(ps.timeout_seconds));
+  ps.timeout_seconds =
+      static_cast<int>(probe.integer("timeoutSeconds", P::kOptional, 10, kMaxProbeTimeoutSeconds)
+                           .value_or(ps.timeout_seconds));
   auto sizes = probe.object("sizes");
   ps.min_bytes = sizes.quantity("min", P::kOptional, 4).value_or(ps.min_bytes);
   ps.max_bytes = sizes.quantity("max", P::kOptional, 4).value_or(ps.max_bytes);
@@ -148,8 +150,7 @@ nlohmann::json to_json(const CommPolicy& p) {
                          {"unmanagedWorkloads", to_string(s.unmanaged_workloads)},
                          {"onInsufficientNodes", to_string(s.on_insufficient_nodes)},
                          {"probe",
-                          {{"timeoutSeconds", s.probe.timeout_seconds},
-                           {"sizes",
+                          {{"sizes",
                             {{"min", format_byte_quantity(s.probe.min_bytes)},
                              {"max", format_byte_quantity(s.probe.max_bytes)}}},
                            {"iterations", s.probe.iterations},
@@ -162,6 +163,8 @@ nlohmann::json to_json(const CommPolicy& p) {
                            {"backoffBaseSeconds", s.retry_strategy.backoff_base_seconds},
                            {"backoffMaxSeconds", s.retry_strategy.backoff_max_seconds}}}};
   if (!s.probe.image.empty()) spec["probe"]["image"] = s.probe.image;
+  // Absent: sized by each probe's model (core/probe_timeout.h).
+  if (s.probe.timeout_seconds > 0) spec["probe"]["timeoutSeconds"] = s.probe.timeout_seconds;
   if (s.min_scaling_efficiency) spec["minScalingEfficiency"] = *s.min_scaling_efficiency;
   if (!s.namespace_selector.empty())
     spec["namespaceSelector"] = label_selector_to_json(s.namespace_selector);

@@ -61,7 +61,9 @@ const char* to_string(MissingMeasurementAction a);
 
 struct ProbeSettings {
   std::string image;  // empty: the operator's default probe image
-  int timeout_seconds = 300;
+  // 0 (probe.timeoutSeconds absent): sized by the model the probe times
+  // (core/probe_timeout.h), 300 s for models up to 100M parameters at batch 32.
+  int timeout_seconds = 0;
   double min_bytes = 8 * 1024.0;       // smallest all-reduce message swept
   double max_bytes = 256 * 1048576.0;  // largest (also capped at the job's gradient size)
   int iterations = 20;

@@ -56,6 +56,20 @@ DdpStepRecord read_ddp_step(ObjectReader& s) {
   return d;
 }
 
+ComputeSpread read_spread(ObjectReader& s) {
+  ComputeSpread out;
+  out.median_ms = s.number("medianMs", P::kRequired, 0.0).value_or(0);
+  out.p10_ms = s.number("p10Ms", P::kRequired, 0.0).value_or(0);
+  out.p90_ms = s.number("p90Ms", P::kRequired, 0.0).value_or(0);
+  out.samples = static_cast<int>(s.integer("samples", P::kOptional, 0, 1 << 20).value_or(0));
+  out.rounds = static_cast<int>(s.integer("rounds", P::kOptional, 0, 1000).value_or(0));
+  out.slowest_rank_ms = s.number("slowestRankStepMs", P::kOptional, 0.0).value_or(0);
+  out.slowest_rank =
+      static_cast<int>(s.integer("slowestRank", P::kOptional, -1, 1 << 20).value_or(-1));
+  s.reject_unknown_fields();
+  return out;
+}
+
 ComputeStepRecord read_compute_step(ObjectReader& c, TimePoint now) {
   ComputeStepRecord r;
   r.parameters = c.quantity("parameters", P::kRequired, 1).value_or(0);
@@ -69,6 +83,7 @@ ComputeStepRecord read_compute_step(ObjectReader& c, TimePoint now) {
   r.optimizer_ms = c.number("optimizerMs", P::kOptional, 0.0).value_or(0);
   r.measured_at = read_measured_at(c, now);
   if (auto ddp = c.object("ddpStep"); ddp.present()) r.ddp_step = read_ddp_step(ddp);
+  if (auto s = c.object("spread"); s.present()) r.spread = read_spread(s);
   return r;
 }
 
@@ -166,6 +181,13 @@ nlohmann::json to_json(const CommProfile& p) {
           {"bucketCapBytes", d->bucket_cap_bytes},
           {"firstBucketBytes", d->first_bucket_bytes},
           {"buckets", d->buckets}};
+    }
+    if (const auto& s = c.spread) {
+      status["computeSteps"].back()["spread"] = {
+          {"medianMs", r(s->median_ms)},   {"p10Ms", r(s->p10_ms)},
+          {"p90Ms", r(s->p90_ms)},         {"samples", s->samples},
+          {"rounds", s->rounds},           {"slowestRankStepMs", r(s->slowest_rank_ms)},
+          {"slowestRank", s->slowest_rank}};
     }
   }
   nlohmann::json spec = nlohmann::json::object();

@@ -37,6 +37,9 @@ struct ComputeStepRecord {
   double backward_ms = 0;
   double optimizer_ms = 0;
   TimePoint measured_at{};
+  // How steady the probe's step was (its raw median, not scaled like the phases above);
+  // nullopt in records written before it was kept.
+  std::optional<ComputeSpread> spread;
   // The phases above are what the decision uses: when the probe ran its DDP step they
   // are scaled to add up to that step without communication (core/measurement.h), and
   // the step itself is kept here.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "core/compute_spread.h"
 #include "core/quantity.h"
 #include "core/significant_digits.h"
 
@@ -407,7 +408,9 @@ Decision decide(const DecisionInput& in) {
     d.predictions.push_back(predictor.at(n));
     if (predictor.correction) d.raw_predictions.push_back(predict_step(predictor.raw, n));
   }
-  const std::string fit_warning = m->link.poor ? " Caution: " + m->link.note + "." : "";
+  const std::string fit_warning =
+      (m->link.poor ? " Caution: " + m->link.note + "." : "") +
+      (m->compute_spread ? compute_noise_caution(*m->compute_spread) : "");
 
   if (too_far && !beyond_any_probe) {
     d.action = Action::kGate;

@@ -77,7 +77,8 @@ std::string what_the_count_is(const Decision& d, const TrainingJob& job, int run
 
 // What the researcher can change to run now, in check_pool's message.
 std::string what_to_change(const Decision& d, const TrainingJob& job, const PoolCount& count,
-                           int runs, const CommPolicySpec& spec) {
+                           int runs, const CommPolicySpec& spec,
+                           const std::vector<PoolNode>& nodes) {
   const bool decided = d.action != Action::kGate;
   if (count.usable > 1 || (count.usable == 1 && runs > 1 && decided)) {
     std::string hint = "; ask for at most " + format_nodes(count.usable) + " to run now";
@@ -91,7 +92,11 @@ std::string what_to_change(const Decision& d, const TrainingJob& job, const Pool
     return "; ask for fewer GPUs a node (spec.numProcPerNode), or check spec.nodeSelector";
   if (count.selected > 0 && count.usable == 0)
     return "; check spec.tolerations against the nodes' taints, or spec.nodeSelector";
-  if (count.selected == 0) return "; check spec.nodeSelector against the cluster's nodes' labels";
+  if (count.selected == 0) {
+    const std::string miss = selector_miss(nodes, job.spec.node_selector);
+    return "; check spec.nodeSelector against the cluster's nodes' labels" +
+           (miss.empty() ? "" : ": " + miss);
+  }
   return "";
 }
 
@@ -136,7 +141,7 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
                         (deny ? ", so it is refused (onInsufficientNodes: deny)"
                               : ", so it is suspended until the pool has them "
                                 "(onInsufficientNodes: gate)") +
-                        what_to_change(d, job, count, runs, spec);
+                        what_to_change(d, job, count, runs, spec, *snapshot.nodes);
   d.action = deny ? Action::kDeny : Action::kGate;
   d.reason = reason::kPoolTooSmall;
   d.message = std::move(message);

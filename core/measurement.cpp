@@ -106,6 +106,7 @@ std::optional<Measurement> measurement_from_profile(const CommProfile& p, const 
   m.compute =
       profile_from_ms(best->step_time_ms, best->forward_ms, best->backward_ms, best->optimizer_ms);
   m.compute_measured_at = best->measured_at;
+  m.compute_spread = best->spread;
   if (const auto& d = best->ddp_step) {
     // One probe writes the link and its model's record with the same time; a record older
     // than the link ran its DDP step on a link that has been probed again since.

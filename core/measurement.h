@@ -42,6 +42,9 @@ struct Measurement {
   // Set when the compute record holds a DDP step that was left out because the link was
   // probed again since: why, for the decision's message and correction fields.
   std::string ddp_step_not_used;
+  // How steady the measured compute step was (its record's spread); nullopt for a hint or
+  // a record written before spreads were kept.
+  std::optional<ComputeSpread> compute_spread;
 
   // The older of the link's and the compute record's times: as of when the whole
   // measurement holds (`commgate evaluate` of a file without --now judges it then).

@@ -1,6 +1,9 @@
 #include "core/pool_nodes.h"
 
+#include <set>
+
 #include "core/json_access.h"
+#include "core/object_reader.h"
 #include "core/pod_requests.h"
 #include "core/quantity.h"
 #include "core/workload_shape.h"
@@ -176,6 +179,29 @@ std::string describe_pool_count(const PoolCount& c, const PoolDemand& demand) {
     wants += (wants.empty() ? "" : " or ") + format_count(amount) + " " + resource;
   part(c.too_small, (c.too_small == 1 ? "has fewer than " : "have fewer than ") + wants);
   return out + ")";
+}
+
+std::string selector_miss(const std::vector<PoolNode>& nodes,
+                          const std::map<std::string, std::string>& node_selector) {
+  for (const auto& [key, value] : node_selector) {
+    std::set<std::string> keys, values;
+    for (const auto& n : nodes) {
+      auto it = n.labels.find(key);
+      if (it == n.labels.end()) {
+        for (const auto& [k, v] : n.labels) keys.insert(k);
+        continue;
+      }
+      values.insert(it->second);
+    }
+    if (values.count(value)) continue;
+    auto did_you_mean = [](const std::string& hint) {
+      return hint.empty() ? std::string() : " (did you mean \"" + hint + "\"?)";
+    };
+    if (values.empty())
+      return "no node has the label " + key + did_you_mean(closest_match(key, keys));
+    return "no node has " + key + "=" + value + did_you_mean(closest_match(value, values));
+  }
+  return node_selector.size() > 1 ? "no node has all of them" : "";
 }
 
 }  // namespace commgate

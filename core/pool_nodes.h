@@ -83,4 +83,13 @@ bool pool_has_gpus(const std::vector<PoolNode>& nodes,
 // nvidia.com/gpu)": for messages.
 std::string describe_pool_count(const PoolCount& count, const PoolDemand& demand);
 
+// Why no node matches `node_selector`, for a job whose selector matches none: the first
+// pair no node has, with the closest label key or value that nodes do have when one is
+// within two edits (a typo: `tinyy` for `tiny`), so a researcher who cannot list Nodes
+// learns what to fix without seeing the cluster's other labels: "no node has
+// commgate.io/pool=tinyy (did you mean \"tiny\"?)", "no node has the label gpu-typ (did you
+// mean \"gpu-type\"?)"; "no node has all of them" when each pair alone matches some node.
+std::string selector_miss(const std::vector<PoolNode>& nodes,
+                          const std::map<std::string, std::string>& node_selector);
+
 }  // namespace commgate

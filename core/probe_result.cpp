@@ -25,7 +25,10 @@ nlohmann::json compute_json(const ComputeResult& c, bool compact) {
           {"backwardMs", r(c.backward_ms)},
           {"optimizerMs", r(c.optimizer_ms)},
           {"p10Ms", r(c.p10_ms)},
-          {"p90Ms", r(c.p90_ms)}};
+          {"p90Ms", r(c.p90_ms)},
+          {"rounds", c.rounds},
+          {"slowestRankStepMs", r(c.slowest_rank_step_ms)},
+          {"slowestRank", c.slowest_rank}};
 }
 
 nlohmann::json ddp_json(const DdpStepResult& d, bool compact) {
@@ -82,6 +85,18 @@ nlohmann::json to_json_impl(const ProbeResult& p, bool compact) {
 }
 
 }  // namespace
+
+ComputeSpread spread_of(const ComputeResult& c) {
+  ComputeSpread s;
+  s.median_ms = c.step_time_ms;
+  s.p10_ms = c.p10_ms;
+  s.p90_ms = c.p90_ms;
+  s.samples = c.iterations;
+  s.rounds = c.rounds;
+  s.slowest_rank_ms = c.slowest_rank_step_ms;
+  s.slowest_rank = c.slowest_rank;
+  return s;
+}
 
 nlohmann::json to_json(const ProbeResult& result) {
   return to_json_impl(result, false);
@@ -161,6 +176,10 @@ ProbeResult parse_probe_result(const nlohmann::json& doc) {
     cr.optimizer_ms = c.number("optimizerMs", P::kOptional, 0.0).value_or(0);
     cr.p10_ms = c.number("p10Ms", P::kOptional, 0.0).value_or(0);
     cr.p90_ms = c.number("p90Ms", P::kOptional, 0.0).value_or(0);
+    cr.rounds = static_cast<int>(c.integer("rounds", P::kOptional, 0, 1000).value_or(0));
+    cr.slowest_rank_step_ms = c.number("slowestRankStepMs", P::kOptional, 0.0).value_or(0);
+    cr.slowest_rank =
+        static_cast<int>(c.integer("slowestRank", P::kOptional, -1, 1 << 20).value_or(-1));
     p.compute = cr;
   }
   auto d = root.object("ddpStep");

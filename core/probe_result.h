@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/compute_spread.h"
 #include "core/link_fit.h"
 #include "core/model_names.h"
 #include "core/time_format.h"
@@ -43,7 +44,16 @@ struct ComputeResult {
   double optimizer_ms = 0;
   double p10_ms = 0;
   double p90_ms = 0;
+  // Rounds of `iterations` timed steps run: the probe repeats a round while it is unsteady
+  // (core/compute_spread.h); the medians and percentiles above are the last round's.
+  int rounds = 0;
+  // The slowest rank's median step, and that rank; -1 when not reported.
+  double slowest_rank_step_ms = 0;
+  int slowest_rank = -1;
 };
+
+// The spread of a probe's compute step, as the decision's caution reads it.
+ComputeSpread spread_of(const ComputeResult& compute);
 
 // The directly measured DDP-style step at the probed node count.
 struct DdpStepResult {

@@ -41,6 +41,13 @@ std::optional<ComputeStepRecord> compute_record_of(const ProbeResult& r) {
   c.step_time_ms = round_significant(c.forward_ms + c.backward_ms + c.optimizer_ms);
   if (!(c.step_time_ms > 0)) c.step_time_ms = r.compute->step_time_ms;
   c.measured_at = r.start_time;
+  if (r.compute->p90_ms > 0) {
+    // Rounded as the profile stores it, so the probe's and the profile's paths decide alike.
+    ComputeSpread s = spread_of(*r.compute);
+    for (double* v : {&s.median_ms, &s.p10_ms, &s.p90_ms, &s.slowest_rank_ms})
+      *v = round_significant(*v);
+    c.spread = s;
+  }
   if (ddp && ddp->step_time_ms > 0 && ddp->compute_only_step_time_ms > 0) {
     DdpStepRecord d;
     static_cast<DdpStepResult&>(d) = *ddp;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/probe_memory.h"
+#include "core/probe_timeout.h"
 #include "core/quantity.h"
 #include "operator/gpu_resource.h"
 #include "operator/workload_state.h"
@@ -63,6 +64,12 @@ bool link_only(const ProbeRequest& request) {
              kProbePodMemoryCap;
 }
 
+// The policy's probe.timeoutSeconds, or one sized by the model the probe times.
+int probe_timeout(const ProbeRequest& request) {
+  return probe_timeout_seconds(request.policy_probe.timeout_seconds, request.model,
+                               !link_only(request));
+}
+
 // The probe's flags (probe-job/probe_config.cpp): the job's model and the policy's probe
 // settings. The world (rank, world size, master) comes from the environment instead.
 // No --quiet: the human summary on stderr is what `kubectl logs` of a probe pod shows.
@@ -84,7 +91,7 @@ std::vector<std::string> probe_args(const ProbeRequest& request,
               {"--min-bytes", format_byte_quantity(probe.min_bytes), "--max-bytes",
                format_byte_quantity(std::max(probe.min_bytes, probe.max_bytes)), "--warmup",
                std::to_string(probe.warmup_iterations), "--iters", std::to_string(probe.iterations),
-               "--timeout", std::to_string(probe.timeout_seconds), "--termination-log",
+               "--timeout", std::to_string(probe_timeout(request)), "--termination-log",
                kTerminationLogPath});
   if (settings.threads > 0)
     args.insert(args.end(), {"--threads", std::to_string(settings.threads)});
@@ -143,12 +150,33 @@ json container_security_context() {
           {"seccompProfile", {{"type", "RuntimeDefault"}}}};
 }
 
-// One probe pod per node: no two of this probe's pods on one host.
+// Labels of the pods of batch training, in any namespace: a Job's (Indexed Jobs,
+// JobSets, Trainer's TrainJobs and commgate's own workloads run as Jobs) and Kubeflow's
+// training operator's (PyTorchJob).
+constexpr const char* kBusyPodLabelKeys[] = {"batch.kubernetes.io/job-name",
+                                             "training.kubeflow.org/job-name"};
+
+// One probe pod per node: no two of this probe's pods on one host. And, where the pool
+// has the room, nodes no training runs on: the compute step a probe times beside another
+// training is slower and unsteadier than the job's will be (#20: 22.5 s against 4.9 s).
+// Preferred, not required: a pool that is busy everywhere is still measured, and the
+// decision then says the step was unsteady (core/compute_spread.h).
 json anti_affinity(const std::string& pool) {
+  json preferred = json::array();
+  for (const char* key : kBusyPodLabelKeys) {
+    preferred.push_back(
+        {{"weight", 100},
+         {"podAffinityTerm",
+          {{"labelSelector",
+            {{"matchExpressions", json::array({{{"key", key}, {"operator", "Exists"}}})}}},
+           {"namespaceSelector", json::object()},  // every namespace
+           {"topologyKey", "kubernetes.io/hostname"}}}});
+  }
   return {{"podAntiAffinity",
            {{"requiredDuringSchedulingIgnoredDuringExecution",
              json::array({{{"labelSelector", {{"matchLabels", probe_labels(pool)}}},
-                           {"topologyKey", "kubernetes.io/hostname"}}})}}}};
+                           {"topologyKey", "kubernetes.io/hostname"}}})},
+            {"preferredDuringSchedulingIgnoredDuringExecution", preferred}}}};
 }
 
 json container(const ProbeRequest& request, const ProbeLaunchSettings& settings,
@@ -265,8 +293,7 @@ ProbeObjects build_probe(const ProbeRequest& request, const ProbeLaunchSettings&
                // The probe bounds its own run with --timeout and then reports which stage
                // hung; the deadline adds room for scheduling, image pull and start-up, so
                // it fires only when the probe could not report at all.
-               {"activeDeadlineSeconds",
-                request.policy_probe.timeout_seconds + kProbeStartupMarginSeconds},
+               {"activeDeadlineSeconds", probe_timeout(request) + kProbeStartupMarginSeconds},
                {"ttlSecondsAfterFinished", settings.ttl_seconds_after_finished},
                {"template", pod_template(request, settings, name)}}}};
   return out;

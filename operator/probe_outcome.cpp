@@ -200,6 +200,64 @@ std::string pod_requests(const json& job) {
   return out;
 }
 
+// Why a scheduled pod has not started: its first container's waiting reason, with the
+// kubelet's message for the reasons that need one to act on ("ImagePullBackOff: Back-off
+// pulling image ..."); "" when no container says.
+std::string waiting_reason(const json& pod) {
+  const json& statuses = field(field(pod, "status"), "containerStatuses");
+  if (!statuses.is_array()) return "";
+  for (const auto& s : statuses) {
+    const json& waiting = field(field(s, "state"), "waiting");
+    const std::string reason = str(field(waiting, "reason"));
+    if (reason.empty()) continue;
+    const std::string message = str(field(waiting, "message"));
+    if (message.empty() || reason == "ContainerCreating" || reason == "PodInitializing")
+      return reason;
+    return reason + ": " + utf8_prefix(message, kQuotedMessageBytes);
+  }
+  return "";
+}
+
+// Where each of a running probe's pods is (#20: a probe `Probing` for ten minutes said
+// nothing of whether it measured or waited for an image): "2 probe pods: 1 measuring,
+// 1 starting (ImagePullBackOff: Back-off pulling image ...)"; pods the Job has not created
+// yet count as not created.
+std::string pod_stages(const json& job, const std::vector<const json*>& pods) {
+  int measuring = 0, starting = 0, finished = 0, failed_pods = 0, unscheduled = 0;
+  std::string why_starting;
+  for (const json* p : pods) {
+    const std::string phase = str(field(field(*p, "status"), "phase"));
+    if (phase == "Succeeded") {
+      ++finished;
+    } else if (phase == "Failed") {
+      ++failed_pods;
+    } else if (phase == "Running") {
+      ++measuring;
+    } else if (not_scheduled(*p)) {
+      ++unscheduled;
+    } else {
+      ++starting;
+      if (why_starting.empty()) why_starting = waiting_reason(*p);
+    }
+  }
+  const json& completions = field(field(job, "spec"), "completions");
+  const int64_t want = completions.is_number_integer() ? completions.get<int64_t>() : 0;
+  const int64_t total = std::max<int64_t>(want, static_cast<int64_t>(pods.size()));
+  const int64_t not_created = total - static_cast<int64_t>(pods.size());
+  std::string out;
+  auto add = [&](int64_t n, const std::string& what) {
+    if (n > 0) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(measuring, "measuring");
+  add(starting, "starting" + (why_starting.empty() ? "" : " (" + why_starting + ")"));
+  add(unscheduled, "not scheduled yet");
+  add(not_created, "not created yet");
+  add(finished, "finished");
+  add(failed_pods, "failed");
+  if (out.empty()) out = "none created yet";
+  return std::to_string(total) + (total == 1 ? " probe pod: " : " probe pods: ") + out;
+}
+
 ProbeOutcome running(const json& job, const std::vector<json>& pods) {
   const auto all = ordered(pods);
   std::optional<std::string> first;
@@ -218,15 +276,7 @@ ProbeOutcome running(const json& job, const std::vector<json>& pods) {
     message += ": " + *first;
     return outcome(ProbeState::kUnschedulable, kReasonProbeUnschedulable, message);
   }
-  const json& status = field(job, "status");
-  auto count = [&](const char* key) {
-    const json& v = field(status, key);
-    return v.is_number_integer() ? v.get<int64_t>() : 0;
-  };
-  return outcome(ProbeState::kRunning, kReasonProbeRunning,
-                 std::to_string(count("active")) + " active, " +
-                     std::to_string(count("succeeded")) + " succeeded, " +
-                     std::to_string(count("failed")) + " failed pod(s)");
+  return outcome(ProbeState::kRunning, kReasonProbeRunning, pod_stages(job, all));
 }
 
 ProbeOutcome failed(const json& job, const json& condition, const std::vector<json>& pods) {

@@ -67,6 +67,16 @@ double mean_over_ranks(Communicator& comm, double value) {
   return t.cpu().item<double>() / comm.size();
 }
 
+std::vector<double> values_of_ranks(Communicator& comm, double value) {
+  // Each rank fills its own slot; the sum holds them all.
+  auto t = at::zeros({comm.size()}, at::TensorOptions().dtype(at::kDouble).device(comm.device()));
+  t[comm.rank()] = value;
+  comm.allreduce_sum(t);
+  auto cpu = t.cpu();
+  const double* v = cpu.data_ptr<double>();
+  return std::vector<double>(v, v + comm.size());
+}
+
 bool check_allreduce_sum(Communicator& comm, int64_t count) {
   const auto opts = at::TensorOptions().device(comm.device());
   auto base = (at::arange(count, opts.dtype(at::kInt)).remainder(7) + 1).to(at::kFloat);

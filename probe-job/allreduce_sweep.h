@@ -58,6 +58,8 @@ struct SweepReport {
 
 // The mean over ranks of a per-rank number (a time), so every rank reports the same.
 double mean_over_ranks(Communicator& comm, double value);
+// Every rank's value of a per-rank number, indexed by rank, on every rank.
+std::vector<double> values_of_ranks(Communicator& comm, double value);
 
 // Fills a tensor of `count` floats with a rank-dependent pattern, all-reduces it and
 // checks every element against the expected sum. All ranks agree on the verdict.

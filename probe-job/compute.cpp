@@ -15,6 +15,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/compute_spread.h"
 #include "probe-job/stats.h"
 
 namespace commgate::probe {
@@ -244,17 +245,32 @@ StepTiming Trainer::step(const std::function<void()>& after_backward) {
 }
 
 ComputeResult measure_compute(TrainableModel& model, Trainer& trainer, int warmup, int iterations,
-                              const std::string& precision) {
+                              const std::string& precision, const RepeatRound& repeat) {
   for (int i = 0; i < warmup; ++i) trainer.step();
   std::vector<double> fwd, bwd, opt, total;
-  for (int i = 0; i < iterations; ++i) {
-    const StepTiming t = trainer.step();
-    fwd.push_back(t.forward_s);
-    bwd.push_back(t.backward_s);
-    opt.push_back(t.optimizer_s);
-    total.push_back(t.total_s());
+  int rounds = 0;
+  for (;;) {
+    fwd.clear();
+    bwd.clear();
+    opt.clear();
+    total.clear();
+    const auto round_start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iterations; ++i) {
+      const StepTiming t = trainer.step();
+      fwd.push_back(t.forward_s);
+      bwd.push_back(t.backward_s);
+      opt.push_back(t.optimizer_s);
+      total.push_back(t.total_s());
+    }
+    ++rounds;
+    if (rounds >= kMaxComputeRounds) break;
+    const bool unsteady = !steady(quantile(total, 0.1), quantile(total, 0.9), median(total));
+    const double round_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
+    if (!(repeat ? repeat(unsteady, round_s) : unsteady)) break;
   }
   ComputeResult r;
+  r.rounds = rounds;
   r.parameters = parameter_count(model.parameters());
   r.gradient_dtype = "fp32";  // gradients are fp32 (autocast keeps fp32 master weights)
   r.model = model.description();

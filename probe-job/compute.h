@@ -76,9 +76,16 @@ class Trainer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Warm-up steps (untimed), then `iterations` timed steps: medians per phase, p10/p90 of
-// the whole step; `optimizer` is the trainer's.
+// Whether to time another round: given whether this rank's round was unsteady
+// (core/compute_spread.h) and how long the round took; every rank must get the same answer
+// (the runner asks all of them), so that they keep computing at once, as in training.
+using RepeatRound = std::function<bool(bool unsteady, double round_s)>;
+
+// Warm-up steps (untimed), then rounds of `iterations` timed steps, another while
+// `repeat` says so (at most kMaxComputeRounds; without `repeat`, while this rank's round
+// is unsteady): the last round's medians per phase and p10/p90 of the whole step;
+// `optimizer` is the trainer's.
 ComputeResult measure_compute(TrainableModel& model, Trainer& trainer, int warmup, int iterations,
-                              const std::string& precision);
+                              const std::string& precision, const RepeatRound& repeat = {});
 
 }  // namespace commgate::probe

@@ -37,7 +37,7 @@ std::optional<StepPrediction> predict_at_probe(const ProbeResult& r, const Probe
 
 std::string human_summary(const ProbeResult& r, const ProbeConfig& cfg) {
   std::ostringstream s;
-  char line[256];
+  char line[512];
   s << "commgate-probe: " << r.nodes << " node(s) x " << r.procs_per_node << " rank(s), backend "
     << r.backend << ", transport " << r.transport << ", interface "
     << (r.interface_name.empty() ? "?" : r.interface_name) << ", device " << r.device
@@ -65,11 +65,13 @@ std::string human_summary(const ProbeResult& r, const ProbeConfig& cfg) {
     std::snprintf(
         line, sizeof line,
         "  compute: %s, %s params, batch %d, %s, %s: step %.1f ms (fwd %.1f, bwd %.1f, opt %.1f; "
-        "p10 %.1f, p90 %.1f)\n",
+        "p10 %.1f, p90 %.1f; %d round(s); slowest rank %d: %.1f)\n",
         c.model.c_str(), format_count(c.parameters).c_str(), c.batch_size, c.precision.c_str(),
         c.optimizer.c_str(), c.step_time_ms, c.forward_ms, c.backward_ms, c.optimizer_ms, c.p10_ms,
-        c.p90_ms);
+        c.p90_ms, c.rounds, c.slowest_rank, c.slowest_rank_step_ms);
     s << line;
+    if (const std::string caution = compute_noise_caution(spread_of(c)); !caution.empty())
+      s << " " << caution << "\n";
   }
   if (r.ddp_step) {
     const auto& d = *r.ddp_step;

@@ -98,6 +98,21 @@ std::vector<json> hostname_anti_affinity_terms(const json& pod) {
   return out;
 }
 
+// Preferred anti-affinity terms on kubernetes.io/hostname, each with its weight.
+std::vector<std::pair<int, json>> preferred_anti_affinity_terms(const json& pod) {
+  std::vector<std::pair<int, json>> out;
+  const json& terms = field(field(field(field(pod, "spec"), "affinity"), "podAntiAffinity"),
+                            "preferredDuringSchedulingIgnoredDuringExecution");
+  if (!terms.is_array()) return out;
+  for (const auto& t : terms) {
+    const json& term = field(t, "podAffinityTerm");
+    if (str(field(term, "topologyKey")) != "kubernetes.io/hostname") continue;
+    const int weight = field(t, "weight").is_number_integer() ? t["weight"].get<int>() : 0;
+    out.emplace_back(weight, term);
+  }
+  return out;
+}
+
 // Whether `term` of a pod in namespace `term_ns` selects `other`.
 bool term_selects(const json& term, const std::string& term_ns, const json& other) {
   std::vector<std::string> namespaces;
@@ -213,6 +228,15 @@ int spread_penalty(const json& pod, const json& node, const std::vector<json>& n
       penalty += here == counts.end() ? 0 : here->second;
     }
   }
+  return penalty;
+}
+
+int anti_affinity_penalty(const json& pod, const NodeUsage& usage) {
+  const std::string ns = str(field(field(pod, "metadata"), "namespace"));
+  int penalty = 0;
+  for (const auto& [weight, term] : preferred_anti_affinity_terms(pod))
+    for (const auto& other : usage.live)
+      if (term_selects(term, ns, other)) penalty += weight;
   return penalty;
 }
 
@@ -414,8 +438,9 @@ int Scheduler::schedule_once() {
     const std::string uid = str(pod["metadata"]["uid"]);
     std::vector<std::vector<std::string>> failures;
     std::string chosen;
-    // Without ScheduleAnyway constraints every fitting node scores the same: the first wins.
-    bool scored = false;
+    // Without ScheduleAnyway constraints or preferred anti-affinity every fitting node
+    // scores the same: the first wins.
+    bool scored = !preferred_anti_affinity_terms(pod).empty();
     for (const auto& sc : spread_constraints(pod)) scored = scored || !sc.hard;
     int best = 0;
     for (const auto& node : nodes) {
@@ -426,7 +451,9 @@ int Scheduler::schedule_once() {
         failures.push_back(std::move(reasons));
         continue;
       }
-      const int penalty = scored ? spread_penalty(pod, node, nodes, on_node) : 0;
+      const int penalty = scored ? spread_penalty(pod, node, nodes, on_node) +
+                                       anti_affinity_penalty(pod, usage[node_name])
+                                 : 0;
       if (chosen.empty() || penalty < best) {
         chosen = node_name;
         best = penalty;

@@ -54,6 +54,14 @@ std::vector<std::string> spread_failures(
 int spread_penalty(const nlohmann::json& pod, const nlohmann::json& node,
                    const std::vector<nlohmann::json>& nodes,
                    const std::map<std::string, std::vector<nlohmann::json>>& pods_by_node);
+struct NodeUsage;
+// InterPodAffinity's score of a node, the pod's own side (upstream
+// pkg/scheduler/framework/plugins/interpodaffinity/scoring.go, processExistingPod): each
+// live pod on the node that one of the pod's preferred anti-affinity terms on
+// kubernetes.io/hostname selects costs that term's weight. Not modelled: preferred
+// affinity, existing pods' own preferred terms, other topology keys, and the score's
+// normalisation against the other plugins (the sim's only other score is soft spread).
+int anti_affinity_penalty(const nlohmann::json& pod, const NodeUsage& usage);
 // What the pods bound to one node hold, gathered once per scheduling pass: the filters
 // read it instead of walking the node's pods for every pending pod and node (with a
 // 10,000-pod Job pending on full nodes, that walk made each pass take minutes).

@@ -103,7 +103,13 @@ INSTANTIATE_TEST_SUITE_P(
              "status.computeSteps[0]", "must be an object, got null"},
         Case{"optimizer_typo", "/status/computeSteps/0/optimizer", "adamw ",
              "status.computeSteps[0].optimizer", "(did you mean \"adamw\"?)"},
-        Case{"link_not_an_object", "/status/link", "fast", "status.link", "must be an object"}),
+        Case{"link_not_an_object", "/status/link", "fast", "status.link", "must be an object"},
+        Case{"negative_spread", "/status/computeSteps/0/spread",
+             Json{{"medianMs", 300}, {"p10Ms", -1}, {"p90Ms", 320}},
+             "status.computeSteps[0].spread.p10Ms", "must be >= 0"},
+        Case{"spread_without_median", "/status/computeSteps/0/spread",
+             Json{{"p10Ms", 290}, {"p90Ms", 320}}, "status.computeSteps[0].spread.medianMs",
+             "required field is missing"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
 
 TEST(CommProfileParsing, accepts_a_time_within_the_clock_skew) {

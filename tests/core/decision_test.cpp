@@ -512,6 +512,26 @@ TEST(Decision, min_nodes_over_num_nodes_is_refused_as_invalid) {
   EXPECT_NE(d.message.find("spec.minNodes (6)"), std::string::npos);
 }
 
+// A compute step the probe could not time steadily (a busy node) is used, and the
+// decision says so, whatever its verdict; a steady one adds nothing.
+TEST(Decision, an_unsteady_compute_step_is_flagged_in_the_message) {
+  CommPolicy policy = a_policy().build();
+  Measurement m = a_measurement().build();
+  for (int nodes : {2, 4}) {  // admitted at 2, over the limit at 4
+    TrainingJob job = a_training_job("bert").nodes(nodes).build();
+    const Decision steady = decide({&job, &policy, &m, {}, test_now()});
+    EXPECT_EQ(steady.message.find("unsteady"), std::string::npos) << steady.message;
+    Measurement noisy = m;
+    noisy.compute_spread = ComputeSpread{300, 250, 900, 10, 3, 0, -1};
+    const Decision d = decide({&job, &policy, &noisy, {}, test_now()});
+    EXPECT_EQ(d.action, steady.action);
+    EXPECT_NE(d.message.find("Caution: the probe's compute step was unsteady (p10 250 ms, "
+                             "median 300 ms, p90 900 ms over 10 steps, still after 3 rounds)"),
+              std::string::npos)
+        << d.message;
+  }
+}
+
 TEST(Decision, predictions_cover_every_count_up_to_the_request) {
   Decision d = decide_with_threshold(0.3);
   ASSERT_EQ(d.predictions.size(), 4u);

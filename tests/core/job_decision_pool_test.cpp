@@ -146,6 +146,15 @@ TEST(DecideForJobPoolCheck, GatesOrDeniesAJobLargerThanItsPool) {
                    .want_message = "has no node (none matches the nodeSelector), fewer than the 1 "
                                    "node this job would run",
                    .want_usable = 0});
+  // The researcher cannot list Nodes: the message names the close value nodes have.
+  cases.push_back({.name = "a_nodeselector_typo_gets_the_value_it_meant",
+                   .job = a_training_job("bert").nodes(1).set("/spec/nodeSelector",
+                                                              {{"commgate.io/pool", "cpux"}}),
+                   .want_action = Action::kGate,
+                   .want_reason = reason::kPoolTooSmall,
+                   .want_message = "check spec.nodeSelector against the cluster's nodes' labels: "
+                                   "no node has commgate.io/pool=cpux (did you mean \"cpu\"?)",
+                   .want_usable = 0});
   cases.push_back({.name = "gated_for_a_measurement_it_is_checked_at_min_nodes",
                    .job = a_training_job("bert").nodes(6).min_nodes(2).set(
                        "/spec/nodeSelector", {{"commgate.io/pool", "cpu"}}),

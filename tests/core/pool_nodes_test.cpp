@@ -187,6 +187,26 @@ TEST(CountPool, CountsEachNodeOnceUnderTheFirstFilterItFails) {
   }
 }
 
+TEST(SelectorMiss, NamesThePairNoNodeHasAndTheCloseOneTheyDo) {
+  std::vector<PoolNode> nodes = {node("a", "tiny"), node("b", "cpu-1gbe")};
+  nodes[0].labels["gpu-type"] = "a100";
+  struct Case {
+    std::map<std::string, std::string> selector;
+    std::string want;
+  };
+  const Case cases[] = {
+      {{{"commgate.io/pool", "tinyy"}},
+       "no node has commgate.io/pool=tinyy (did you mean \"tiny\"?)"},
+      {{{"commgate.io/pool", "gpu-pool"}}, "no node has commgate.io/pool=gpu-pool"},
+      {{{"gpu-typ", "a100"}}, "no node has the label gpu-typ (did you mean \"gpu-type\"?)"},
+      {{{"zone", "eu"}}, "no node has the label zone"},
+      // Each pair matches a node, the two together none.
+      {{{"commgate.io/pool", "cpu-1gbe"}, {"gpu-type", "a100"}}, "no node has all of them"},
+      {{{"commgate.io/pool", "tiny"}}, ""},
+  };
+  for (const auto& c : cases) EXPECT_EQ(selector_miss(nodes, c.selector), c.want);
+}
+
 TEST(PoolHasGpus, OnlyTheSelectedNodesCount) {
   const std::vector<PoolNode> nodes = {node("a", "cpu"), node("g", "h100", 8)};
   EXPECT_FALSE(pool_has_gpus(nodes, {{"commgate.io/pool", "cpu"}}));

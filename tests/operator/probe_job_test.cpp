@@ -205,6 +205,13 @@ TEST(ProbeJob, deadline_is_the_probes_timeout_plus_a_startup_margin) {
   // The probe's own timeout is the policy's, so it reports the hung stage before the
   // Job's deadline kills it.
   EXPECT_EQ(flag_value(args_of(o), "--timeout"), "300");
+
+  // A policy without probe.timeoutSeconds: sized by the model (340M parameters: 3.4 x 300
+  // s, up to a whole minute), the probe's flag and the deadline alike (#20).
+  r.policy_probe.timeout_seconds = 0;
+  const ProbeObjects sized = build_probe(r, s);
+  EXPECT_EQ(flag_value(args_of(sized), "--timeout"), "1020");
+  EXPECT_EQ(sized.job["spec"]["activeDeadlineSeconds"], 1020 + kProbeStartupMarginSeconds);
 }
 
 TEST(ProbeJob, pods_land_on_the_jobs_nodes_one_per_host) {
@@ -222,6 +229,23 @@ TEST(ProbeJob, pods_land_on_the_jobs_nodes_one_per_host) {
   EXPECT_EQ(terms[0]["labelSelector"]["matchLabels"],
             o.job["spec"]["template"]["metadata"]["labels"]);
   EXPECT_FALSE(pod["affinity"].contains("podAffinity"));
+  // Where the pool has room, away from nodes running training in any namespace (Job pods,
+  // which Indexed Jobs, JobSets and TrainJobs make, and PyTorchJob's): preferred only.
+  const json& preferred =
+      pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+  ASSERT_EQ(preferred.size(), 2u);
+  std::vector<std::string> keys;
+  for (const auto& p : preferred) {
+    EXPECT_EQ(p["weight"], 100);
+    const json& term = p["podAffinityTerm"];
+    EXPECT_EQ(term["topologyKey"], "kubernetes.io/hostname");
+    EXPECT_EQ(term["namespaceSelector"], json::object());
+    const json& expr = term["labelSelector"]["matchExpressions"][0];
+    EXPECT_EQ(expr["operator"], "Exists");
+    keys.push_back(expr["key"]);
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"batch.kubernetes.io/job-name",
+                                            "training.kubeflow.org/job-name"}));
 }
 
 TEST(ProbeJob, pods_get_dns_names_under_the_headless_service) {

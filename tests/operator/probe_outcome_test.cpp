@@ -107,6 +107,19 @@ json pending(int index, const std::string& reason) {
   return p;
 }
 
+// Scheduled, its container waiting (pulling its image, say).
+json waiting(int index, const std::string& reason, const std::string& message) {
+  json p = a_pod(index);
+  p["spec"]["nodeName"] = "node-" + std::to_string(index);
+  p["status"] = {
+      {"phase", "Pending"},
+      {"conditions", json::array({{{"type", "PodScheduled"}, {"status", "True"}}})},
+      {"containerStatuses",
+       json::array({{{"name", "probe"},
+                     {"state", {{"waiting", {{"reason", reason}, {"message", message}}}}}}})}};
+  return p;
+}
+
 // Rank 0 and rank 1 of a completed probe, rank 0 with `message`.
 std::vector<json> finished_with(const std::string& message) {
   return {terminated(0, 0, message), terminated(1, 0, "")};
@@ -138,7 +151,29 @@ std::vector<Case> cases() {
                .pods = {a_pod(0), a_pod(1)},
                .want_state = ProbeState::kRunning,
                .want_reason = "ProbeRunning",
-               .want_message = {"2 active"}});
+               .want_message = {"2 probe pods: 2 measuring"}});
+  // Where each pod is, so a long probe does not read as stuck (#20).
+  c.push_back({.name = "a_pod_waiting_for_its_image_says_why",
+               .job = a_job(3, json::array(), {{"active", 3}}),
+               .pods = {a_pod(0), waiting(1, "ImagePullBackOff",
+                                          "Back-off pulling image \"commgate-probe:0.1.0\"")},
+               .want_state = ProbeState::kRunning,
+               .want_reason = "ProbeRunning",
+               .want_message = {"3 probe pods: 1 measuring, 1 starting (ImagePullBackOff: "
+                                "Back-off pulling image \"commgate-probe:0.1.0\"), 1 not "
+                                "created yet"}});
+  c.push_back({.name = "container_creating_needs_no_message",
+               .job = a_job(2),
+               .pods = {waiting(0, "ContainerCreating", "whatever"), terminated(1, 0, "")},
+               .want_state = ProbeState::kRunning,
+               .want_reason = "ProbeRunning",
+               .want_message = {"2 probe pods: 1 starting (ContainerCreating), 1 finished"}});
+  c.push_back({.name = "a_job_without_pods_yet",
+               .job = a_job(2),
+               .pods = {},
+               .want_state = ProbeState::kRunning,
+               .want_reason = "ProbeRunning",
+               .want_message = {"2 probe pods: 2 not created yet"}});
   c.push_back({.name = "running_until_the_failure_is_final",
                .job = a_job(2, json::array({condition("FailureTarget", "BackoffLimitExceeded")})),
                .pods = {a_pod(0), terminated(1, 3, "")},

@@ -931,9 +931,10 @@ TEST(Reconcile, a_running_probe_requeues_after_the_poll) {
   const json profile = *w.api.peek(kProfiles + "/" + w.pool());
   const json* probing = find_condition(profile["status"]["conditions"], kProbingCondition);
   ASSERT_TRUE(probing);
-  EXPECT_NE((*probing)["message"].get<std::string>().find(
-                "on 4 node(s) (attempt 1 of 3) for ml/bert: 2 active"),
-            std::string::npos)
+  EXPECT_NE(
+      (*probing)["message"].get<std::string>().find("on 4 node(s) (attempt 1 of 3) for ml/bert: 4 "
+                                                    "probe pods: 2 measuring, 2 not created yet"),
+      std::string::npos)
       << probing->dump();
   EXPECT_EQ(condition_message(w.status("bert"), condition::kProbed), (*probing)["message"]);
   // How far it is (#20: a long probe read as stuck), in whole minutes of its deadline

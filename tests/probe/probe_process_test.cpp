@@ -74,6 +74,12 @@ TEST(ProbeProcess, local_ranks_print_rank_zeros_json_and_a_compact_termination_m
   ASSERT_TRUE(r.compute);
   EXPECT_NEAR(r.compute->parameters, 1e6, 0.01e6);
   EXPECT_GT(r.compute->step_time_ms, 0);
+  // The steadiness the decision reads: rounds run, and each rank's median gathered (the
+  // slowest is one of the two ranks, at least the ranks' mean).
+  EXPECT_GE(r.compute->rounds, 1);
+  EXPECT_LE(r.compute->rounds, kMaxComputeRounds);
+  EXPECT_TRUE(r.compute->slowest_rank == 0 || r.compute->slowest_rank == 1);
+  EXPECT_GE(r.compute->slowest_rank_step_ms, r.compute->step_time_ms * (1 - 1e-9));
   ASSERT_TRUE(r.ddp_step);
   EXPECT_GT(r.ddp_step->step_time_ms, 0);
   EXPECT_GE(r.ddp_step->comm_share, 0);

@@ -221,6 +221,27 @@ TEST(Compute, times_forward_backward_and_optimizer_separately) {
   EXPECT_GE(c.p90_ms, c.step_time_ms);
 }
 
+// An unsteady round is timed again while the runner says so, up to kMaxComputeRounds; the
+// report is the last round's. Without a `repeat` (one rank alone) a steady round ends it.
+TEST(Compute, repeats_a_round_while_told_and_reports_the_last_one) {
+  auto model = make_synthetic_mlp(synthetic_mlp_shape(2e4), 4, at::Device(at::kCPU), false);
+  Trainer trainer(*model, at::Device(at::kCPU));
+  int asked = 0;
+  ComputeResult c = measure_compute(*model, trainer, 0, 3, "fp32", [&](bool, double round_s) {
+    ++asked;
+    EXPECT_GT(round_s, 0);
+    return true;
+  });
+  EXPECT_EQ(c.rounds, kMaxComputeRounds);
+  EXPECT_EQ(asked, kMaxComputeRounds - 1);  // the last round asks nothing
+  EXPECT_EQ(c.iterations, 3);               // per round
+  c = measure_compute(*model, trainer, 0, 3, "fp32", [](bool, double) { return false; });
+  EXPECT_EQ(c.rounds, 1);
+  c = measure_compute(*model, trainer, 0, 3, "fp32");
+  EXPECT_GE(c.rounds, 1);
+  EXPECT_LE(c.rounds, kMaxComputeRounds);
+}
+
 // Which LibTorch optimizer a name makes, and with which setting that tells it apart.
 std::string optimizer_kind(torch::optim::Optimizer& o) {
   if (auto* sgd = dynamic_cast<torch::optim::SGD*>(&o)) {

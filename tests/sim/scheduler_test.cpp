@@ -394,3 +394,83 @@ TEST(Scheduler, a_do_not_schedule_replica_beyond_max_skew_stays_pending) {
 
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
+
+namespace commgate::sim {
+namespace COMMGATE_TEST_UNIT {
+
+// The probe's placement (operator/probe_job.cpp): a preferred anti-affinity term against
+// training pods in every namespace steers it to idle nodes of its pool; on a pool busy
+// everywhere it still schedules. Finished pods hold nothing.
+TEST(Scheduler, preferred_anti_affinity_keeps_a_pod_off_busy_nodes_where_it_can) {
+  const json avoid_training = {
+      {"affinity",
+       {{"podAntiAffinity",
+         {{"preferredDuringSchedulingIgnoredDuringExecution",
+           {{{"weight", 100},
+             {"podAffinityTerm",
+              {{"labelSelector",
+                {{"matchExpressions",
+                  {{{"key", "batch.kubernetes.io/job-name"}, {"operator", "Exists"}}}}}},
+               {"namespaceSelector", json::object()},
+               {"topologyKey", "kubernetes.io/hostname"}}}}}}}}}}};
+  auto training_on = [](const std::string& name, const std::string& node_name,
+                        const std::string& phase) {
+    json p = pod(name, {{"nodeName", node_name}}, {{"batch.kubernetes.io/job-name", "bert"}});
+    p["metadata"]["namespace"] = "team-a";
+    p["status"] = {{"phase", phase}};
+    return p;
+  };
+  struct Case {
+    std::string what;
+    std::vector<json> bound;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {"idle_cluster_takes_the_first_node", {}, "n1"},
+      {"a_training_on_the_first_node_sends_it_to_the_second",
+       {training_on("t1", "n1", "Running")},
+       "n2"},
+      {"a_finished_training_holds_nothing", {training_on("t1", "n1", "Succeeded")}, "n1"},
+      {"the_least_busy_node_wins",
+       {training_on("t1", "n1", "Running"), training_on("t2", "n2", "Running"),
+        training_on("t3", "n2", "Running"), training_on("t4", "n3", "Running"),
+        training_on("t5", "n3", "Running")},
+       "n1"},
+      {"a_pod_without_the_label_is_not_avoided",
+       {[] {
+         json p = pod("web", {{"nodeName", "n1"}});
+         p["metadata"]["namespace"] = "team-a";
+         p["status"] = {{"phase", "Running"}};
+         return p;
+       }()},
+       "n1"},
+  };
+  for (const auto& c : cases) {
+    ObjectStore store;
+    const auto nodes = *store.find_resource("", "v1", "nodes");
+    const auto pods = *store.find_resource("", "v1", "pods");
+    const auto namespaces = *store.find_resource("", "v1", "namespaces");
+    for (const char* ns : {"team-a", "commgate-system"})
+      store.create(namespaces, "", {{"metadata", {{"name", ns}}}});
+    for (const char* n : {"n1", "n2", "n3"}) store.create(nodes, "", node(n, 0));
+    for (const auto& b : c.bound) {
+      store.create(pods, "team-a", b);  // a create drops status, as the API server's does
+      store.mutate(pods, "team-a", b["metadata"]["name"], WritePart::kStatus,
+                   [&](const json& current) {
+                     json next = current;
+                     next["status"] = b["status"];
+                     return next;
+                   });
+    }
+    json probe = pod("probe-0", avoid_training);
+    probe["metadata"]["namespace"] = "commgate-system";
+    store.create(pods, "commgate-system", probe);
+    Scheduler scheduler(store);
+    EXPECT_EQ(scheduler.schedule_once(), 1) << c.what;
+    EXPECT_EQ(store.get(pods, "commgate-system", "probe-0")["spec"].value("nodeName", ""), c.want)
+        << c.what;
+  }
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate::sim
