@@ -86,6 +86,11 @@ std::string closest_match(const std::string& word, const std::set<std::string>& 
   return best;
 }
 
+std::string did_you_mean(const std::string& word, const std::set<std::string>& candidates) {
+  const std::string hint = closest_match(word, candidates);
+  return hint.empty() ? std::string() : " (did you mean \"" + hint + "\"?)";
+}
+
 ObjectReader::ObjectReader(const Json* object, std::string path, FieldErrors& errors)
     : object_(object), path_(std::move(path)), errors_(&errors) {
   if (object_ && !object_->is_object()) {
@@ -232,9 +237,8 @@ std::optional<std::string> ObjectReader::one_of(const std::string& key, Presence
     list += *a == '\0' ? "\"\"" : a;
     if (*a != '\0') names.insert(a);
   }
-  const std::string hint = closest_match(*s, names);
-  errors_->add(path_of(key), "must be one of " + list + ", got \"" + *s + "\"" +
-                                 (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)"));
+  errors_->add(path_of(key),
+               "must be one of " + list + ", got \"" + *s + "\"" + did_you_mean(*s, names));
   return std::nullopt;
 }
 
@@ -389,9 +393,9 @@ void ObjectReader::reject_unknown_fields() {
   if (!object_) return;
   for (auto it = object_->begin(); it != object_->end(); ++it) {
     if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
-    std::string hint = closest_match(it.key(), std::set<std::string>(known_.begin(), known_.end()));
     errors_->add(path_of(it.key()),
-                 hint.empty() ? "unknown field" : "unknown field (did you mean \"" + hint + "\"?)");
+                 "unknown field" +
+                     did_you_mean(it.key(), std::set<std::string>(known_.begin(), known_.end())));
   }
 }
 

@@ -116,4 +116,8 @@ void reject_non_finite(const Json& value, const std::string& path, FieldErrors& 
 // The closest candidate by edit distance (<= 2 edits), or "" when none is close.
 std::string closest_match(const std::string& word, const std::set<std::string>& candidates);
 
+// The closest candidate as a message's tail, ` (did you mean "tiny"?)`, or "" when none
+// is close: the one wording every parser and check uses.
+std::string did_you_mean(const std::string& word, const std::set<std::string>& candidates);
+
 }  // namespace commgate

@@ -21,10 +21,9 @@ void check_object(const Json& object, const std::string& path, Fields fields, Fi
   if (!object.is_object()) return;
   for (auto it = object.begin(); it != object.end(); ++it) {
     if (known(fields, it.key())) continue;
-    const std::string hint =
-        closest_match(it.key(), std::set<std::string>(fields.begin(), fields.end()));
     errors.add(join_path(path, it.key()),
-               hint.empty() ? "unknown field" : "unknown field (did you mean \"" + hint + "\"?)");
+               "unknown field" +
+                   did_you_mean(it.key(), std::set<std::string>(fields.begin(), fields.end())));
   }
 }
 

@@ -194,12 +194,8 @@ std::string selector_miss(const std::vector<PoolNode>& nodes,
       values.insert(it->second);
     }
     if (values.count(value)) continue;
-    auto did_you_mean = [](const std::string& hint) {
-      return hint.empty() ? std::string() : " (did you mean \"" + hint + "\"?)";
-    };
-    if (values.empty())
-      return "no node has the label " + key + did_you_mean(closest_match(key, keys));
-    return "no node has " + key + "=" + value + did_you_mean(closest_match(value, values));
+    if (values.empty()) return "no node has the label " + key + did_you_mean(key, keys);
+    return "no node has " + key + "=" + value + did_you_mean(value, values);
   }
   return node_selector.size() > 1 ? "no node has all of them" : "";
 }

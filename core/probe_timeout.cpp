@@ -13,9 +13,11 @@ int probe_timeout_seconds(int policy_timeout_seconds, const ModelSpec& model, bo
       std::max({1.0, model.parameters / kBaseProbeParameters,
                 model.parameters * batch / (kBaseProbeParameters * kBaseProbeBatch)});
   if (!std::isfinite(scale)) return kMaxProbeTimeoutSeconds;
+  // Capped before the cast (a huge model would overflow an int); the cap is whole minutes.
   const double seconds =
       std::min<double>(kMaxProbeTimeoutSeconds, kBaseProbeTimeoutSeconds * scale);
-  return std::min(kMaxProbeTimeoutSeconds, static_cast<int>(std::ceil(seconds / 60.0)) * 60);
+  static_assert(kMaxProbeTimeoutSeconds % 60 == 0);
+  return static_cast<int>(std::ceil(seconds / 60.0)) * 60;
 }
 
 }  // namespace commgate

@@ -167,12 +167,18 @@ bool not_scheduled(const json& pod) {
   return true;
 }
 
-// "2 of 2 probe pods are not scheduled": of the pods the probe Job runs (its completions,
-// one per node; pods it has not created yet are not scheduled either).
-std::string not_scheduled_count(const json& job, const std::vector<const json*>& pods) {
+// How many pods the probe Job runs: its completions (one per node), or the pods seen when
+// there are more (a replaced pod beside its successor).
+int64_t probe_pod_total(const json& job, const std::vector<const json*>& pods) {
   const json& completions = field(field(job, "spec"), "completions");
   const int64_t want = completions.is_number_integer() ? completions.get<int64_t>() : 0;
-  const int64_t total = std::max<int64_t>(want, static_cast<int64_t>(pods.size()));
+  return std::max<int64_t>(want, static_cast<int64_t>(pods.size()));
+}
+
+// "2 of 2 probe pods are not scheduled": of the pods the probe Job runs (pods it has not
+// created yet are not scheduled either).
+std::string not_scheduled_count(const json& job, const std::vector<const json*>& pods) {
+  const int64_t total = probe_pod_total(job, pods);
   int64_t waiting = total - static_cast<int64_t>(pods.size());
   for (const json* p : pods) waiting += not_scheduled(*p) ? 1 : 0;
   return std::to_string(waiting) + " of " + std::to_string(total) +
@@ -240,9 +246,7 @@ std::string pod_stages(const json& job, const std::vector<const json*>& pods) {
       if (why_starting.empty()) why_starting = waiting_reason(*p);
     }
   }
-  const json& completions = field(field(job, "spec"), "completions");
-  const int64_t want = completions.is_number_integer() ? completions.get<int64_t>() : 0;
-  const int64_t total = std::max<int64_t>(want, static_cast<int64_t>(pods.size()));
+  const int64_t total = probe_pod_total(job, pods);
   const int64_t not_created = total - static_cast<int64_t>(pods.size());
   std::string out;
   auto add = [&](int64_t n, const std::string& what) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <numeric>
 
 #include "core/probe_memory.h"
 #include "core/quantity.h"
@@ -298,7 +299,10 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
       const auto slowest = std::max_element(medians.begin(), medians.end());
       c.slowest_rank = static_cast<int>(slowest - medians.begin());
       c.slowest_rank_step_ms = *slowest;
-      for (double* v : {&c.step_time_ms, &c.forward_ms, &c.backward_ms, &c.optimizer_ms, &c.p10_ms,
+      // The ranks' mean step from the medians gathered already (no second collective).
+      c.step_time_ms = std::accumulate(medians.begin(), medians.end(), 0.0) /
+                       static_cast<double>(medians.size());
+      for (double* v : {&c.forward_ms, &c.backward_ms, &c.optimizer_ms, &c.p10_ms,
                         &c.p90_ms}) {
         *v = mean_over_ranks(*comm, *v);
       }

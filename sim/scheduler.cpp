@@ -99,8 +99,8 @@ std::vector<json> hostname_anti_affinity_terms(const json& pod) {
 }
 
 // Preferred anti-affinity terms on kubernetes.io/hostname, each with its weight.
-std::vector<std::pair<int, json>> preferred_anti_affinity_terms(const json& pod) {
-  std::vector<std::pair<int, json>> out;
+WeightedTerms preferred_anti_affinity_terms(const json& pod) {
+  WeightedTerms out;
   const json& terms = field(field(field(field(pod, "spec"), "affinity"), "podAntiAffinity"),
                             "preferredDuringSchedulingIgnoredDuringExecution");
   if (!terms.is_array()) return out;
@@ -231,10 +231,10 @@ int spread_penalty(const json& pod, const json& node, const std::vector<json>& n
   return penalty;
 }
 
-int anti_affinity_penalty(const json& pod, const NodeUsage& usage) {
-  const std::string ns = str(field(field(pod, "metadata"), "namespace"));
+int anti_affinity_penalty(const WeightedTerms& terms, const std::string& ns,
+                          const NodeUsage& usage) {
   int penalty = 0;
-  for (const auto& [weight, term] : preferred_anti_affinity_terms(pod))
+  for (const auto& [weight, term] : terms)
     for (const auto& other : usage.live)
       if (term_selects(term, ns, other)) penalty += weight;
   return penalty;
@@ -440,7 +440,8 @@ int Scheduler::schedule_once() {
     std::string chosen;
     // Without ScheduleAnyway constraints or preferred anti-affinity every fitting node
     // scores the same: the first wins.
-    bool scored = !preferred_anti_affinity_terms(pod).empty();
+    const WeightedTerms preferred = preferred_anti_affinity_terms(pod);
+    bool scored = !preferred.empty();
     for (const auto& sc : spread_constraints(pod)) scored = scored || !sc.hard;
     int best = 0;
     for (const auto& node : nodes) {
@@ -452,7 +453,7 @@ int Scheduler::schedule_once() {
         continue;
       }
       const int penalty = scored ? spread_penalty(pod, node, nodes, on_node) +
-                                       anti_affinity_penalty(pod, usage[node_name])
+                                       anti_affinity_penalty(preferred, ns, usage[node_name])
                                  : 0;
       if (chosen.empty() || penalty < best) {
         chosen = node_name;

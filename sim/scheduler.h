@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/change_loop.h"
@@ -61,7 +62,11 @@ struct NodeUsage;
 // kubernetes.io/hostname selects costs that term's weight. Not modelled: preferred
 // affinity, existing pods' own preferred terms, other topology keys, and the score's
 // normalisation against the other plugins (the sim's only other score is soft spread).
-int anti_affinity_penalty(const nlohmann::json& pod, const NodeUsage& usage);
+// `terms` are the pod's preferred terms with their weights, read once per pod (not once
+// per node); `ns` is the pod's namespace.
+using WeightedTerms = std::vector<std::pair<int, nlohmann::json>>;
+int anti_affinity_penalty(const WeightedTerms& terms, const std::string& ns,
+                          const NodeUsage& usage);
 // What the pods bound to one node hold, gathered once per scheduling pass: the filters
 // read it instead of walking the node's pods for every pending pod and node (with a
 // 10,000-pod Job pending on full nodes, that walk made each pass take minutes).

@@ -6,6 +6,7 @@
 #include "core/decision_record.h"
 #include "core/field_errors.h"
 #include "core/job_decision.h"
+#include "core/label_selector.h"
 #include "core/policy_selection.h"
 #include "core/quantity.h"
 #include "core/training_job.h"
@@ -112,6 +113,18 @@ AdmissionResponse validate_comm_policy(const AdmissionRequest& request, const Sn
         "commgate: spec.probe.tolerationKeys is empty: probes take none of the jobs' "
         "tolerations, so a pool whose nodes are tainted (GPU nodes often are, nvidia.com/gpu) "
         "cannot be probed");
+  // #20: an admin's selector with a typo (team: nlpp) was admitted and governed nothing,
+  // silently. Only where the webhook watches every Namespace (namespaces_listed): a file
+  // of namespace labels may be partial.
+  if (snapshot.namespaces_listed && !policy.spec.namespace_selector.empty() &&
+      std::none_of(snapshot.namespace_labels.begin(), snapshot.namespace_labels.end(),
+                   [&](const auto& ns) { return policy.spec.namespace_selector.matches(ns.second); }))
+    r.warnings.push_back("commgate: CommPolicy " + policy.metadata.name +
+                         " selects no namespace today: no namespace's labels match "
+                         "spec.namespaceSelector " +
+                         label_selector_to_json(policy.spec.namespace_selector).dump() +
+                         "; it governs a namespace once one is labelled so (kubectl label "
+                         "namespace NAME KEY=VALUE)");
   if (const auto shadow = never_governs_because(policy, snapshot.policies)) {
     const auto winner =
         std::find_if(snapshot.policies.begin(), snapshot.policies.end(),

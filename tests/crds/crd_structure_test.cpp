@@ -40,7 +40,7 @@ const std::vector<CrdCase> kCrds = {
      "trainingjob",
      "tj",
      "Namespaced",
-     {"Nodes", "Requested", "CommShare", "Decision", "Phase", "Reason", "Age"}},
+     {"Nodes", "Requested", "CommShare", "Decision", "Phase", "Reason", "Failure", "Age"}},
     {"commpolicies.commgate.io.yaml",
      "CommPolicy",
      "commpolicies",

@@ -83,6 +83,40 @@ TEST_F(PrinterColumns, commshare_shows_the_stored_share_at_four_significant_digi
       << as_json.output;
 }
 
+// #20: `kubectl get tj -o wide` of a Failed job showed only the decision's reason
+// (WithinPolicy): the Failure column says why it failed.
+TEST_F(PrinterColumns, a_failed_job_shows_why_it_failed_beside_the_decision_reason) {
+  ASSERT_EQ(kubectl({"apply", "-f",
+                     std::string(COMMGATE_SOURCE_DIR) +
+                         "/charts/commgate/crds/trainingjobs.commgate.io.yaml"})
+                .code,
+            0);
+  std::ofstream(dir_ + "/ns.yaml")
+      << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vision\n";
+  ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/ns.yaml"}).code, 0);
+  ASSERT_EQ(kubectl({"apply", "-f",
+                     std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml"})
+                .code,
+            0);
+  const auto trainingjobs = *api_.store().find_resource("commgate.io", "v1alpha1", "trainingjobs");
+  json tj = api_.store().get(trainingjobs, "vision", "resnet-small");
+  Result wide = kubectl({"get", "trainingjobs", "-n", "vision", "-o", "wide"});
+  ASSERT_EQ(wide.code, 0) << wide.output;
+  EXPECT_NE(wide.output.find("FAILURE"), std::string::npos) << wide.output;
+  EXPECT_EQ(wide.output.find("WorkloadUnschedulable"), std::string::npos) << wide.output;
+  tj["status"] = {{"phase", "Failed"},
+                  {"conditions",
+                   {{{"type", "Admitted"}, {"status", "True"}, {"reason", "WithinPolicy"}},
+                    {{"type", "Failed"}, {"status", "True"}, {"reason", "WorkloadUnschedulable"}}}}};
+  api_.store().update(trainingjobs, "vision", "resnet-small", tj, sim::WritePart::kStatus);
+  wide = kubectl({"get", "trainingjobs", "-n", "vision", "-o", "wide"});
+  ASSERT_EQ(wide.code, 0) << wide.output;
+  EXPECT_NE(wide.output.find(" WorkloadUnschedulable "), std::string::npos) << wide.output;
+  // Not in the default columns: the narrow view stays as it was.
+  Result narrow = kubectl({"get", "trainingjobs", "-n", "vision"});
+  EXPECT_EQ(narrow.output.find("FAILURE"), std::string::npos) << narrow.output;
+}
+
 // `kubectl get cpol` shows what the policy does with a job larger than its pool (the
 // trial of 2026-12-05 had to read -o yaml for it), with the default the API server fills.
 TEST_F(PrinterColumns, commpolicies_show_what_happens_to_a_job_larger_than_its_pool) {

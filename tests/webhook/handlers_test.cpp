@@ -1118,6 +1118,30 @@ TEST(Validate, AnEmptyListOfProbeTolerationKeysIsAdmittedWithAWarning) {
   EXPECT_NE(r.warnings[0].find("spec.probe.tolerationKeys is empty"), std::string::npos);
 }
 
+// #20: a selector with a typo (team: nlpp) governed nothing and nothing said so.
+TEST(Validate, APolicyWhoseSelectorMatchesNoNamespaceIsAdmittedWithAWarning) {
+  Snapshot snapshot = snapshot_of({}, {});
+  snapshot.namespace_labels["nlp"] = {{"team", "nlp"}};
+  snapshot.namespace_labels["default"] = {};
+  snapshot.namespaces_listed = true;
+  auto selecting = [](const std::string& team) {
+    return a_policy_create({{"maxCommShare", 0.3},
+                            {"namespaceSelector", {{"matchLabels", {{"team", team}}}}}})
+        .parse();
+  };
+  const auto typo = handle_validate(selecting("nlpp"), snapshot, test_now());
+  EXPECT_TRUE(typo.allowed);
+  ASSERT_EQ(typo.warnings.size(), 1u);
+  EXPECT_NE(typo.warnings[0].find("selects no namespace today: no namespace's labels match "
+                                  "spec.namespaceSelector {\"matchLabels\":{\"team\":\"nlpp\"}}"),
+            std::string::npos)
+      << typo.warnings[0];
+  EXPECT_TRUE(handle_validate(selecting("nlp"), snapshot, test_now()).warnings.empty());
+  // Where the webhook does not watch every Namespace it cannot tell: no warning.
+  snapshot.namespaces_listed = false;
+  EXPECT_TRUE(handle_validate(selecting("nlpp"), snapshot, test_now()).warnings.empty());
+}
+
 // Issue 12 defect 4: an exemption applies only where its policy applies, also on scale.
 TEST(Validate, AnExemptionForAnotherNamespaceDoesNotLetAScaleUpThrough) {
   const CommPolicy sandbox = a_policy()
