@@ -1,11 +1,31 @@
 #include "kube/snapshot_cache.h"
 
+#include <optional>
+
 #include "core/comm_policy.h"
 #include "core/comm_profile.h"
 #include "core/prometheus_text.h"
 
 namespace commgate::kube {
 using nlohmann::json;
+
+namespace {
+
+// status.lastValid (operator/policy_status.h) as a policy: the stored object with that
+// spec, at the resourceVersion it was read at; nullopt when absent or not parsing.
+std::optional<ValidPolicy> recorded_last_valid(const json& object, const std::string& uid) {
+  static const json::json_pointer kSpec("/status/lastValid/spec");
+  if (!object.contains(kSpec) || !object.at(kSpec).is_object()) return std::nullopt;
+  json copy = object;
+  copy["spec"] = object.at(kSpec);
+  copy["metadata"]["resourceVersion"] =
+      object["status"]["lastValid"].value("resourceVersion", std::string());
+  Snapshot scratch;
+  if (!scratch.add_policy(copy).empty()) return std::nullopt;
+  return ValidPolicy{uid, scratch.policies.back()};
+}
+
+}  // namespace
 
 SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Objects& profiles,
                              const Store::Objects& namespaces, TimePoint now,
@@ -30,16 +50,22 @@ SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Object
       continue;
     }
     reject("CommPolicy", key, object, why);
-    const auto kept = last_valid.find(key);
-    if (kept == last_valid.end() || kept->second.uid != uid) continue;
     // The same object's last valid version governs in its place: dropped, a milder
-    // policy (or the built-in default) would govern its namespaces.
-    const CommPolicy& policy = kept->second.policy;
+    // policy (or the built-in default) would govern its namespaces. This process's own
+    // copy first, else the one the operator recorded in its status (after a restart).
+    const auto kept_here = last_valid.find(key);
+    std::optional<ValidPolicy> kept;
+    if (kept_here != last_valid.end() && kept_here->second.uid == uid)
+      kept = kept_here->second;
+    else
+      kept = recorded_last_valid(object, uid);
+    if (!kept) continue;
+    const CommPolicy& policy = kept->policy;
     snap.invalid_policies.erase(key);
     snap.stale_policies[key] = why + " (its last valid version, resourceVersion " +
                                policy.metadata.resource_version + ", stays in force)";
     snap.policies.push_back(policy);
-    out.valid[key] = kept->second;
+    out.valid[key] = *kept;
     out.rejected.back().kept_resource_version = policy.metadata.resource_version;
   }
   for (const auto& [key, stored] : profiles) {

@@ -56,9 +56,9 @@ struct RejectedObject {
 // The last version of each CommPolicy that parsed, by name, with the uid of the object
 // it belonged to. A policy made invalid later (written while its validating webhook, which
 // fails open, was down) keeps governing as that version instead of dropping out and
-// letting a milder policy govern (issue #19 item 6). Kept by this process only: after a
-// restart, a policy invalid from the first list has no valid version to keep
-// (docs/security.md).
+// letting a milder policy govern (issue #19 item 6). Kept by this process; after a
+// restart, a policy invalid from the first list governs as the version the operator
+// recorded in its status.lastValid (operator/policy_status.h), if any.
 struct ValidPolicy {
   std::string uid;
   CommPolicy policy;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/merge_patch.h"
 #include "kube/api_error.h"
 #include "operator/conditions.h"
 #include "operator/policy_counters.h"
@@ -106,11 +107,26 @@ json policy_status_patch(const json& policy, const Snapshot& snapshot,
                                   {"shadowedNamespaceCount", g.shadowed_in.size()}};
 
   json conditions = status.value("conditions", json::array());
+  const Condition valid = valid_condition(name, snapshot, generation);
   bool changed = set_condition(conditions, shadowed_condition(name, g, snapshot, generation), now);
-  changed |= set_condition(conditions, valid_condition(name, snapshot, generation), now);
+  changed |= set_condition(conditions, valid, now);
   changed |= status.value("governance", json()) != wanted_governance;
+  json patch_status = {{"governance", wanted_governance}, {"conditions", conditions}};
+  // A spec that parses is recorded once per generation: it governs in place of a later
+  // spec that does not, also after a restart (kube/snapshot_cache.h, issue #19 item 6).
+  const json& last_valid = status.value("lastValid", json::object());
+  if (valid.status == kTrue && policy.contains("spec") &&
+      (last_valid.value("generation", int64_t{-1}) != generation ||
+       last_valid.value("spec", json()) != policy["spec"])) {
+    // Patched to exactly this spec: a merge patch would keep fields the new spec dropped.
+    patch_status["lastValid"] = {
+        {"generation", generation},
+        {"resourceVersion", meta.value("resourceVersion", "")},
+        {"spec", merge_patch_from(last_valid.value("spec", json()), policy["spec"])}};
+    changed = true;
+  }
   if (!changed) return nullptr;
-  return {{"status", {{"governance", wanted_governance}, {"conditions", conditions}}}};
+  return {{"status", patch_status}};
 }
 
 size_t write_policy_statuses(const kube::Store::Objects& policies, const Snapshot& snapshot,

@@ -1029,6 +1029,7 @@ ServerStats Server::stats() const {
   s.streams_dropped_slow = c.streams_dropped_slow.load();
   s.bytes_read = c.bytes_read.load();
   s.bytes_written = c.bytes_written.load();
+  s.certificate_not_after = impl_->tls ? impl_->tls->certificate_not_after() : 0;
   return s;
 }
 
@@ -1084,6 +1085,10 @@ std::string server_stats_prometheus(const ServerStats& s, std::string_view prefi
           s.streams_dropped_slow);
   counter("read_bytes_total", "HTTP bytes read.", s.bytes_read);
   counter("written_bytes_total", "HTTP bytes written.", s.bytes_written);
+  if (s.certificate_not_after > 0)
+    append_prometheus_sample(out, p + "_tls_certificate_expiry_timestamp_seconds", "gauge",
+                             "When the serving certificate in use expires (Unix seconds).",
+                             static_cast<double>(s.certificate_not_after));
   return out;
 }
 

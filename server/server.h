@@ -97,6 +97,9 @@ struct ServerStats {
   uint64_t streams_dropped_slow = 0;  // over stream_buffer_limit
   uint64_t bytes_read = 0;            // HTTP bytes (inside TLS)
   uint64_t bytes_written = 0;
+  // Gauge: when the serving certificate in use expires, Unix seconds (0 without TLS), so
+  // that an alert can fire before it does (the chart's certificates last a year).
+  int64_t certificate_not_after = 0;
 };
 
 // Prometheus text for the stats, names prefixed with `prefix` (e.g. "commgate_webhook_http").

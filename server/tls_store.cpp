@@ -1,8 +1,10 @@
 #include "server/tls_store.h"
 
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/stat.h>
 
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -26,6 +28,14 @@ bool read_file(const std::string& path, std::string& out) {
   ss << in.rdbuf();
   out = ss.str();
   return static_cast<bool>(in) || in.eof();
+}
+
+// The leaf certificate's notAfter of a built context, in Unix seconds (0 if unreadable).
+int64_t not_after_of(ssl::context& ctx) {
+  const X509* leaf = SSL_CTX_get0_certificate(ctx.native_handle());
+  std::tm tm{};
+  if (leaf == nullptr || ASN1_TIME_to_tm(X509_get0_notAfter(leaf), &tm) != 1) return 0;
+  return static_cast<int64_t>(timegm(&tm));
 }
 
 }  // namespace
@@ -72,8 +82,10 @@ void TlsStore::load_initial() {
   }
   try {
     auto ctx = build(cert, key);
+    const int64_t not_after = not_after_of(*ctx);
     std::lock_guard ctx_lock(mu_);
     ctx_ = std::move(ctx);
+    not_after_ = not_after;
   } catch (const std::exception& e) {
     throw std::runtime_error("cannot load TLS pair " + files_.cert_file + " / " + files_.key_file +
                              ": " + e.what());
@@ -83,6 +95,11 @@ void TlsStore::load_initial() {
 std::shared_ptr<ssl::context> TlsStore::current() const {
   std::lock_guard lock(mu_);
   return ctx_;
+}
+
+int64_t TlsStore::certificate_not_after() const {
+  std::lock_guard lock(mu_);
+  return not_after_;
 }
 
 TlsStore::PollResult TlsStore::poll() {
@@ -105,8 +122,10 @@ TlsStore::PollResult TlsStore::poll() {
   key_sig_ = key_sig;
   try {
     auto ctx = build(cert, key);
+    const int64_t not_after = not_after_of(*ctx);
     std::lock_guard ctx_lock(mu_);
     ctx_ = std::move(ctx);
+    not_after_ = not_after;
   } catch (const std::exception& e) {
     log_.error("TLS reload rejected, keeping the previous certificate: " + files_.cert_file +
                " / " + files_.key_file + ": " + e.what());

@@ -6,6 +6,8 @@
 #include <optional>
 #include <regex>
 
+#include "sim/cel_rules.h"
+
 namespace commgate::sim {
 namespace {
 
@@ -337,6 +339,49 @@ class Validator {
   }
 };
 
+// x-kubernetes-validations, as apiextensions' CEL validator walks the object: each node's
+// rules with `self` bound to its value, then its properties, additionalProperties and
+// items. A failed rule reports its message (or "failed rule: RULE") against the node's
+// schema type, an evaluation error "ERROR evaluating rule: RULE", both FieldValueInvalid.
+void check_rules(const json& s, const json& v, const std::string& path,
+                 std::vector<FieldError>& errors) {
+  if (!s.is_object() || v.is_null()) return;
+  if (const json* rules = member(s, "x-kubernetes-validations"); rules && rules->is_array()) {
+    const json* t = member(s, "type");
+    const std::string type = t && t->is_string() ? t->get<std::string>() : type_of(v);
+    for (const auto& r : *rules) {
+      const std::string rule = r.is_object() && r.contains("rule") && r["rule"].is_string()
+                                   ? r["rule"].get<std::string>()
+                                   : "";
+      if (rule.empty()) continue;
+      const CelResult result = evaluate_cel_rule(rule, v);
+      if (result.passed == true) continue;
+      std::string message;
+      if (!result.passed) {
+        message = result.error + " evaluating rule: " + rule;
+      } else if (r.contains("message") && r["message"].is_string() &&
+                 !r["message"].get<std::string>().empty()) {
+        message = r["message"].get<std::string>();
+      } else {
+        message = "failed rule: " + rule;
+      }
+      errors.push_back({"FieldValueInvalid", path, "Invalid value: \"" + type + "\": " + message});
+    }
+  }
+  if (v.is_object()) {
+    const json* ap = member(s, "additionalProperties");
+    for (const auto& [key, child] : v.items()) {
+      if (const json* ps = property_schema(s, key))
+        check_rules(*ps, child, join_key(path, key), errors);
+      else if (ap && ap->is_object())
+        check_rules(*ap, child, join_key(path, key), errors);
+    }
+  }
+  if (const json* items = member(s, "items"); items && items->is_object() && v.is_array())
+    for (std::size_t i = 0; i < v.size(); ++i)
+      check_rules(*items, v[i], join_index(path, i), errors);
+}
+
 }  // namespace
 
 std::vector<std::string> prune_and_default(const json& schema, json& object) {
@@ -356,6 +401,11 @@ std::vector<std::string> unknown_fields(const json& schema, const json& object) 
 std::vector<FieldError> validate(const json& schema, const json& object) {
   Validator v;
   v.value(schema, object, "", true);
+  // As upstream: the rules run only on an object whose values have the schema's types (a
+  // rule would read a string where it expects a number).
+  for (const auto& e : v.errors)
+    if (e.reason == "FieldValueTypeInvalid") return v.errors;
+  check_rules(schema, object, "", v.errors);
   return v.errors;
 }
 

@@ -1,8 +1,9 @@
 // A CRD's structural openAPIV3Schema applied to custom resources as kube-apiserver's
 // apiextensions code applies it on every write: defaulting, pruning of unknown fields,
 // then validation into field errors worded as upstream's (kube-openapi messages mapped
-// by apiextensions-apiserver's validation). Pure functions over JSON; no CEL
-// (x-kubernetes-validations are skipped), no ratcheting, no formats.
+// by apiextensions-apiserver's validation). Pure functions over JSON; CEL rules
+// (x-kubernetes-validations) in the subset sim/cel_rules.h evaluates; no ratcheting, no
+// formats.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,7 +27,8 @@ std::vector<std::string> unknown_fields(const nlohmann::json& schema, const nloh
 // Every violation of the schema's value validations (type, nullable, int-or-string, enum,
 // required, minimum/maximum and their exclusive forms, multipleOf, minLength/maxLength,
 // pattern, minItems/maxItems, uniqueItems, minProperties/maxProperties, items, properties,
-// additionalProperties, allOf/anyOf/oneOf/not), as field errors. Empty: valid.
+// additionalProperties, allOf/anyOf/oneOf/not), then, where none of them is a type error,
+// the x-kubernetes-validations rules (sim/cel_rules.h), as field errors. Empty: valid.
 std::vector<FieldError> validate(const nlohmann::json& schema, const nlohmann::json& object);
 
 }  // namespace commgate::sim

@@ -4,13 +4,18 @@
 #include "tests/chart/chart_render.h"
 
 #include <gtest/gtest.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "core/base64.h"
 #include "core/yaml_json.h"
 #include "tests/support/child_process.h"
 #include "tests/support/scratch_dir.h"
@@ -467,6 +472,81 @@ TEST(CommgateChart, the_webhook_is_told_its_memory_limit) {
     EXPECT_EQ(arg.get<std::string>().rfind("--memory-limit", 0), std::string::npos) << arg;
 }
 
+// Days from now until a PEM certificate's notAfter.
+int days_left(const std::string& pem) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), X509_free);
+  if (!cert) return -1;
+  int days = 0, seconds = 0;
+  ASN1_TIME_diff(&days, &seconds, nullptr, X509_get0_notAfter(cert.get()));
+  return days;
+}
+
+// #19: the chart's certificates lasted 10 years and were never renewed. Now a year, and
+// an upgrade past two thirds of it (the Secret's commgate.io/renew-after) renews them,
+// with the old CA still in the caBundle while the pods reload.
+TEST(CommgateChart, its_certificates_last_a_year_and_an_upgrade_renews_them_when_due) {
+  const auto installed = render_chart();
+  ASSERT_EQ(installed.exit_code, 0) << installed.output;
+  const long now = static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count());
+  for (const char* name : {"commgate-webhook-tls", "commgate-operator-tls"}) {
+    const json& secret = installed.get("Secret", name);
+    EXPECT_NEAR(days_left(base64_decode(secret["data"]["tls.crt"].get<std::string>())), 365, 1)
+        << name;
+    EXPECT_NEAR(days_left(base64_decode(secret["data"]["ca.crt"].get<std::string>())), 365, 1)
+        << name;
+    const long renew_after =
+        std::stol(secret["metadata"]["annotations"]["commgate.io/renew-after"].get<std::string>());
+    EXPECT_NEAR(renew_after - now, 365L * 86400 * 2 / 3, 120) << name;
+  }
+  const json webhook_secret = installed.get("Secret", "commgate-webhook-tls");
+  auto ca_bundle = [](const RenderedChart& r) {
+    return r
+        .get("ValidatingWebhookConfiguration",
+             "commgate")["webhooks"][0]["clientConfig"]["caBundle"]
+        .get<std::string>();
+  };
+  EXPECT_EQ(ca_bundle(installed), webhook_secret["data"]["ca.crt"]);
+
+  // `helm upgrade` finds the Secret (chart-render --lookup, as lookup reads the cluster).
+  auto upgrade_with = [](const json& secret) {
+    const std::string file = (scratch_dir() / "cluster.yaml").string();
+    std::ofstream(file) << secret.dump() << "\n---\n";
+    return render_chart({"--is-upgrade", "--lookup", file});
+  };
+  const auto not_due = upgrade_with(webhook_secret);
+  ASSERT_EQ(not_due.exit_code, 0) << not_due.output;
+  EXPECT_EQ(not_due.get("Secret", "commgate-webhook-tls"), webhook_secret);
+  EXPECT_EQ(ca_bundle(not_due), webhook_secret["data"]["ca.crt"]);
+
+  json due = webhook_secret;
+  due["metadata"]["annotations"]["commgate.io/renew-after"] = std::to_string(now - 1);
+  const auto renewed = upgrade_with(due);
+  ASSERT_EQ(renewed.exit_code, 0) << renewed.output;
+  const json& fresh = renewed.get("Secret", "commgate-webhook-tls");
+  EXPECT_NE(fresh["data"]["tls.crt"], webhook_secret["data"]["tls.crt"]);
+  EXPECT_NE(fresh["data"]["ca.crt"], webhook_secret["data"]["ca.crt"]);
+  EXPECT_GT(
+      std::stol(fresh["metadata"]["annotations"]["commgate.io/renew-after"].get<std::string>()),
+      now);
+  // The new CA first, then the old one: the API server accepts either certificate.
+  EXPECT_EQ(base64_decode(ca_bundle(renewed)),
+            base64_decode(fresh["data"]["ca.crt"].get<std::string>()) +
+                base64_decode(webhook_secret["data"]["ca.crt"].get<std::string>()));
+
+  // A Secret from a chart before renew-after: kept as it is.
+  json older = webhook_secret;
+  older["metadata"].erase("annotations");
+  const auto kept = upgrade_with(older);
+  ASSERT_EQ(kept.exit_code, 0) << kept.output;
+  EXPECT_EQ(kept.get("Secret", "commgate-webhook-tls")["data"], webhook_secret["data"]);
+  EXPECT_FALSE(kept.get("Secret", "commgate-webhook-tls")["metadata"].contains("annotations"));
+}
+
 TEST(CommgateChart, the_operators_certificate_comes_from_the_values_choice) {
   const auto generated = render_chart();
   ASSERT_EQ(generated.exit_code, 0) << generated.output;
@@ -673,6 +753,34 @@ TEST(CommgateChart, notes_tell_the_admin_what_to_check) {
   EXPECT_NE(cm.notes.find("kubectl -n commgate-system get certificate commgate-webhook"),
             std::string::npos)
       << cm.notes;
+}
+
+// #19 item 7: the release namespace, where probes run, should enforce Pod Security
+// "restricted"; the chart cannot label a namespace it does not own, so the notes say so,
+// as a warning where lookup finds the namespace without the label, and not at all once set.
+TEST(CommgateChart, notes_ask_for_the_pod_security_label_on_the_release_namespace) {
+  const std::string label =
+      "kubectl label namespace commgate-system pod-security.kubernetes.io/enforce=restricted";
+  const auto fresh = render_chart();
+  EXPECT_NE(fresh.notes.find("Make namespace commgate-system enforce Pod Security"),
+            std::string::npos)
+      << fresh.notes;
+  EXPECT_NE(fresh.notes.find(label), std::string::npos) << fresh.notes;
+  auto with_namespace = [](const json& labels) {
+    const std::string file = (scratch_dir() / "namespace.yaml").string();
+    std::ofstream(file) << json{{"apiVersion", "v1"},
+                                {"kind", "Namespace"},
+                                {"metadata", {{"name", "commgate-system"}, {"labels", labels}}}}
+                               .dump();
+    return render_chart({"--lookup", file});
+  };
+  const auto unlabelled = with_namespace({{"kubernetes.io/metadata.name", "commgate-system"}});
+  EXPECT_NE(
+      unlabelled.notes.find("WARNING: namespace commgate-system does not enforce Pod Security"),
+      std::string::npos)
+      << unlabelled.notes;
+  const auto labelled = with_namespace({{"pod-security.kubernetes.io/enforce", "restricted"}});
+  EXPECT_EQ(labelled.notes.find(label), std::string::npos) << labelled.notes;
 }
 
 }  // namespace COMMGATE_TEST_UNIT

@@ -178,6 +178,8 @@ Kind comm_policy_kind() {
                  "shadowedNamespaceCount": 0}}
   })");
   k.full["status"]["conditions"] = Json::array({full_condition()});
+  k.full["status"]["lastValid"] = {
+      {"generation", 1}, {"resourceVersion", "41"}, {"spec", k.full["spec"]}};
   k.parser_ignores = {"status"};
   return k;
 }

@@ -108,6 +108,34 @@ TEST(BuildSnapshot, ParsesEachCollectionAndLeavesOutWhatDoesNotParse) {
 // open, was down) was dropped, and a milder one admitted the job. Its last valid version
 // now governs in its place, said in stale_policies and the rejection; a new object of the
 // same name (another uid) that is invalid from the start keeps nothing.
+// ... and after a restart (no memory of this process's), as the version the operator
+// recorded in status.lastValid; a recorded spec that does not parse either keeps nothing.
+TEST(BuildSnapshot, AfterARestartAnInvalidPolicyGovernsAsTheVersionRecordedInItsStatus) {
+  const TimePoint now = commgate::testing::test_now();
+  json broken = policy("team", "high");
+  broken["metadata"]["uid"] = "uid-1";
+  broken["metadata"]["resourceVersion"] = "9";
+  broken["status"]["lastValid"] = {
+      {"generation", 2}, {"resourceVersion", "7"}, {"spec", policy("team", 0.1)["spec"]}};
+  const SnapshotBuild restarted = build_snapshot(stored_objects({{"team", broken}}),
+                                                 stored_objects({}), stored_objects({}), now);
+  ASSERT_EQ(restarted.snapshot->policies.size(), 1u);
+  EXPECT_DOUBLE_EQ(restarted.snapshot->policies[0].spec.max_comm_share, 0.1);
+  EXPECT_EQ(restarted.snapshot->invalid_policies.count("team"), 0u);
+  ASSERT_EQ(restarted.snapshot->stale_policies.count("team"), 1u);
+  EXPECT_NE(restarted.snapshot->stale_policies.at("team").find("resourceVersion 7, stays in force"),
+            std::string::npos)
+      << restarted.snapshot->stale_policies.at("team");
+  EXPECT_EQ(restarted.rejected.at(0).kept_resource_version, "7");
+  EXPECT_EQ(restarted.valid.count("team"), 1u);
+
+  broken["status"]["lastValid"]["spec"]["maxCommShare"] = "also high";
+  const SnapshotBuild unrecorded = build_snapshot(stored_objects({{"team", broken}}),
+                                                  stored_objects({}), stored_objects({}), now);
+  EXPECT_TRUE(unrecorded.snapshot->policies.empty());
+  EXPECT_EQ(unrecorded.snapshot->invalid_policies.count("team"), 1u);
+}
+
 TEST(BuildSnapshot, APolicyMadeInvalidGovernsAsItsLastValidVersion) {
   const TimePoint now = commgate::testing::test_now();
   json strict = policy("team", 0.1);

@@ -149,6 +149,37 @@ TEST(PolicyStatus, AnInvalidPolicySaysWhetherItsLastValidVersionGoverns) {
   expect_schema_valid(status);
 }
 
+// Issue #19 item 6 across restarts: each generation that parses is recorded in
+// status.lastValid, exactly (a field the new spec dropped is removed from the copy), once.
+TEST(PolicyStatus, RecordsEachGenerationThatParsesAsTheLastValidSpec) {
+  const Cluster c;
+  json object = stored(c.snapshot.policies[0], 3);
+  object["metadata"]["resourceVersion"] = "41";
+  const json patch = c.patch_for(object);
+  ASSERT_TRUE(patch.contains("status")) << patch.dump();
+  EXPECT_EQ(patch["status"]["lastValid"]["generation"], 3);
+  EXPECT_EQ(patch["status"]["lastValid"]["resourceVersion"], "41");
+  EXPECT_EQ(patch["status"]["lastValid"]["spec"], object["spec"]);
+  expect_schema_valid(patch["status"]);
+
+  // Written: nothing more to say for that generation.
+  json written = object;
+  written.merge_patch(patch);
+  EXPECT_TRUE(c.patch_for(written).is_null()) << c.patch_for(written).dump();
+
+  // A new generation without a field the old one had: the merge patch removes it.
+  json next = written;
+  next["metadata"]["generation"] = 4;
+  next["spec"].erase("measurementTTL");
+  ASSERT_TRUE(written["status"]["lastValid"]["spec"].contains("measurementTTL"));
+  const json patch4 = c.patch_for(next);
+  ASSERT_TRUE(patch4.contains("status")) << patch4.dump();
+  json after = next;
+  after.merge_patch(patch4);
+  EXPECT_EQ(after["status"]["lastValid"]["spec"], next["spec"]);
+  EXPECT_EQ(after["status"]["lastValid"]["generation"], 4);
+}
+
 TEST(PolicyStatus, WritesOnlyThePoliciesWhoseStatusChanges) {
   const Cluster c;
   FakeClient api;

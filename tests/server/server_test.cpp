@@ -379,6 +379,28 @@ TEST(Server, rotates_the_certificate_under_load_without_a_failed_request) {
   EXPECT_EQ(fresh->peer_serial(), 200);
 }
 
+// The serving certificate's expiry as a gauge (#19: the chart's certificates last a year),
+// following a rotation.
+TEST(Server, reports_when_its_certificate_expires_in_stats_and_metrics) {
+  Harness h;
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  const int64_t first = h.server->stats().certificate_not_after;
+  EXPECT_NEAR(static_cast<double>(first - now),
+              static_cast<double>(testing::kTestPkiValidity.count()), 120)
+      << first;
+  const std::string metrics = server_stats_prometheus(h.server->stats(), "test_server");
+  EXPECT_NE(metrics.find("# TYPE test_server_tls_certificate_expiry_timestamp_seconds gauge\n"
+                         "test_server_tls_certificate_expiry_timestamp_seconds " +
+                         std::to_string(first)),
+            std::string::npos)
+      << metrics;
+  std::this_thread::sleep_for(1100ms);  // a later notAfter (whole seconds)
+  h.pki.issue_server_cert(400);
+  EXPECT_TRUE(wait_until([&] { return h.server->stats().certificate_not_after > first; }));
+}
+
 TEST(Server, keeps_the_old_certificate_when_the_new_pair_is_bad) {
   Harness h;
   testing::write_file_atomically(h.pki.cert_file(), "-----BEGIN CERTIFICATE-----\nnope\n");

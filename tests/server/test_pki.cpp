@@ -9,11 +9,8 @@
 
 namespace commgate::server::testing {
 
-// Test certificates live a day: long enough for any test, short if one ever leaks.
-constexpr std::chrono::seconds kValidity(86400);
-
 struct TestPki::Ca {
-  CertificateAuthority authority{"commgate test CA", 1, kValidity};
+  CertificateAuthority authority{"commgate test CA", 1, kTestPkiValidity};
 };
 
 void write_file_atomically(const std::string& path, const std::string& content) {
@@ -41,7 +38,7 @@ TestPki::~TestPki() {
 
 void TestPki::issue_server_cert(long serial) {
   IssuedCertificate issued =
-      ca_->authority.issue_serving_cert("commgate test server", serial, kValidity);
+      ca_->authority.issue_serving_cert("commgate test server", serial, kTestPkiValidity);
   write_file_atomically(cert_file(), issued.cert_pem);
   write_file_atomically(key_file(), issued.key_pem);
 }

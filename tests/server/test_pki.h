@@ -2,10 +2,15 @@
 // time (no private key is ever committed).
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
 namespace commgate::server::testing {
+
+// How long the CA and the certificates it issues are valid: a day, long enough for any
+// test, short if one ever leaks.
+inline constexpr std::chrono::seconds kTestPkiValidity{86400};
 
 class TestPki {
  public:

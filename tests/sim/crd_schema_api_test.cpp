@@ -65,7 +65,7 @@ TEST_F(CrdSchemaApiTest, create_refuses_every_field_error_in_one_422) {
   EXPECT_EQ(s["message"],
             "TrainingJob.commgate.io \"bert\" is invalid: [spec.numNodes: Invalid value: 0: "
             "spec.numNodes in body should be greater than or equal to 1, spec.model: Required "
-            "value]");
+            "value, spec: Invalid value: \"object\": spec.minNodes must be <= spec.numNodes]");
   EXPECT_EQ(s["details"]["kind"], "TrainingJob");
   EXPECT_EQ(s["details"]["group"], "commgate.io");
   EXPECT_EQ(s["details"]["name"], "bert");
@@ -73,7 +73,8 @@ TEST_F(CrdSchemaApiTest, create_refuses_every_field_error_in_one_422) {
       s["details"]["causes"],
       json::parse(
           R"([{"reason":"FieldValueInvalid","message":"Invalid value: 0: spec.numNodes in body should be greater than or equal to 1","field":"spec.numNodes"},
-                            {"reason":"FieldValueRequired","message":"Required value","field":"spec.model"}])"));
+                            {"reason":"FieldValueRequired","message":"Required value","field":"spec.model"},
+                            {"reason":"FieldValueInvalid","message":"Invalid value: \"object\": spec.minNodes must be <= spec.numNodes","field":"spec"}])"));
   EXPECT_EQ(call("GET", std::string(kJobs) + "/bert", nullptr).status, 404);
 }
 

@@ -90,5 +90,25 @@ TEST_F(CrdSchemaKubectlTest, unknown_field_is_refused_by_default_and_warned_with
   EXPECT_FALSE(json::parse(get.output)["spec"].contains("numNodez"));
 }
 
+// #19 and #20: `kubectl scale tj --replicas=1` below spec.minNodes was stored on the sim
+// (no CEL); a cluster refuses it with the CRD's rule, and the sim now does too.
+TEST_F(CrdSchemaKubectlTest, scale_below_min_nodes_is_refused_by_the_crds_rule) {
+  const std::string path =
+      job_file("bert", std::string("  numNodes: 4\n  minNodes: 2\n  model:\n    parameters: 5M\n") +
+                           kTemplate);
+  ASSERT_EQ(kubectl({"apply", "-f", path}).code, 0);
+  Result below = kubectl({"scale", "tj", "-n", "vision", "bert", "--replicas=1"});
+  EXPECT_NE(below.code, 0) << below.output;
+  EXPECT_NE(below.output.find("The TrainingJob \"bert\" is invalid: spec: Invalid value: "
+                              "\"object\": spec.minNodes must be <= spec.numNodes"),
+            std::string::npos)
+      << below.output;
+  EXPECT_EQ(
+      kubectl({"get", "tj", "-n", "vision", "bert", "-o", "jsonpath={.spec.numNodes}"}).output,
+      "4");
+  Result within = kubectl({"scale", "tj", "-n", "vision", "bert", "--replicas=2"});
+  EXPECT_EQ(within.code, 0) << within.output;
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim

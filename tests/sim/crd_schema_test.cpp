@@ -177,11 +177,17 @@ const ValidationCase kValidationCases[] = {
           {"properties", {{"metadata", {{"type", "object"}, {"maxProperties", 0}}}}}},
      {{"metadata", {{"name", "a"}}}},
      {}},
-    {"cel_rules_are_skipped",
+    {"cel_rules_are_evaluated",
      in_spec({{"type", "integer"}},
              {{"x-kubernetes-validations", {{{"rule", "self.x > 5"}, {"message", "m"}}}}}),
      {{"spec", {{"x", 1}}}},
-     {}},
+     {"FieldValueInvalid spec: Invalid value: \"object\": m"}},
+    {"cel_rules_wait_for_the_types",
+     in_spec({{"type", "integer"}},
+             {{"x-kubernetes-validations", {{{"rule", "self.x > 5"}, {"message", "m"}}}}}),
+     {{"spec", {{"x", "one"}}}},
+     {"FieldValueTypeInvalid spec.x: Invalid value: \"string\": spec.x in body must be of type "
+      "integer: \"string\""}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, ValidateTable, ::testing::ValuesIn(kValidationCases),
@@ -329,7 +335,49 @@ TEST(TrainingJobSchema, refuses_zero_nodes_and_a_missing_model_in_one_list) {
       (std::vector<std::string>{
           "FieldValueInvalid spec.numNodes: Invalid value: 0: spec.numNodes in body should be "
           "greater than or equal to 1",
-          "FieldValueRequired spec.model: Required value"}));
+          "FieldValueRequired spec.model: Required value",
+          // minNodes defaulted to 1: the CRD's rule, as a cluster reports it.
+          "FieldValueInvalid spec: Invalid value: \"object\": spec.minNodes must be <= "
+          "spec.numNodes"}));
+}
+
+// The CRD's x-kubernetes-validations (sim/cel_rules.h): what `kubectl scale tj
+// --replicas=1` below spec.minNodes meets on a cluster (issue #20), and a rule on each
+// item of a list; a type error anywhere leaves the rules unchecked, as upstream.
+TEST(TrainingJobSchema, its_cel_rules_refuse_min_nodes_above_num_nodes_and_bad_tolerations) {
+  const json schema = trainingjob_schema();
+  json job = read_yaml(std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml");
+  prune_and_default(schema, job);
+  job["spec"]["minNodes"] = 3;
+  job["spec"]["numNodes"] = 2;
+  job["spec"]["tolerations"] = {{{"key", "gpu"}, {"operator", "Exists"}, {"value", "x"}}};
+  EXPECT_EQ(texts(validate(schema, job)),
+            (std::vector<std::string>{
+                "FieldValueInvalid spec: Invalid value: \"object\": spec.minNodes must be <= "
+                "spec.numNodes",
+                "FieldValueInvalid spec.tolerations[0]: Invalid value: \"object\": value must be "
+                "empty when operator is Exists"}));
+  job["spec"]["numNodes"] = "two";
+  const auto typed = texts(validate(schema, job));
+  ASSERT_EQ(typed.size(), 1u);
+  EXPECT_EQ(typed[0].rfind("FieldValueTypeInvalid spec.numNodes", 0), 0u) << typed[0];
+}
+
+TEST(CrdRules, a_rule_without_message_and_one_that_fails_to_evaluate_say_which_rule) {
+  const json schema = {
+      {"type", "object"},
+      {"properties",
+       {{"spec",
+         {{"type", "object"},
+          {"x-kubernetes-validations",
+           {{{"rule", "self.a > 1"}}, {{"rule", "self.b > 1"}, {"message", "b must exceed 1"}}}},
+          {"properties", {{"a", {{"type", "integer"}}}, {"b", {{"type", "integer"}}}}}}}}}};
+  EXPECT_EQ(texts(validate(schema, {{"spec", {{"a", 1}}}})),
+            (std::vector<std::string>{
+                "FieldValueInvalid spec: Invalid value: \"object\": failed rule: self.a > 1",
+                "FieldValueInvalid spec: Invalid value: \"object\": no such key: b evaluating "
+                "rule: self.b > 1"}));
+  EXPECT_EQ(texts(validate(schema, {{"spec", {{"a", 2}, {"b", 2}}}})), std::vector<std::string>{});
 }
 
 TEST(TrainingJobSchema, the_pod_template_keeps_unknown_fields_but_the_spec_does_not) {
@@ -341,5 +389,5 @@ TEST(TrainingJobSchema, the_pod_template_keeps_unknown_fields_but_the_spec_does_
   EXPECT_EQ(job["spec"]["template"]["spec"]["volumes"][0]["name"], "v");
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim

@@ -49,6 +49,37 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- list $svc (printf "%s.%s" $svc .Release.Namespace) (printf "%s.%s.svc" $svc .Release.Namespace) (printf "%s.%s.svc.cluster.local" $svc .Release.Namespace) | toJson -}}
 {{- end -}}
 
+{{/*
+A chart-generated CA and serving certificate (the webhook's, the operator's), as JSON:
+caCrt, tlsCrt, tlsKey (base64), caBundle (base64 PEM, what clients trust) and renewAfter
+(Unix seconds, "" when unknown). On install they are generated, valid
+selfSignedCertificate.validityDays. On upgrade the Secret that lookup finds is kept until
+its annotation commgate.io/renew-after (two thirds into the validity; a Secret from a
+chart before it is kept), then generated again, and the caBundle holds the new CA and the
+old one: the API server keeps accepting the old certificate until the pods have reloaded
+the new one from the Secret (the kubelet updates mounted Secrets within about a minute).
+Arguments: dict "root" . "secretName" NAME "caName" CN "dnsNames" LIST.
+*/}}
+{{- define "commgate.selfSignedTLS" -}}
+{{- $root := .root -}}
+{{- $existing := lookup "v1" "Secret" $root.Release.Namespace .secretName | default dict -}}
+{{- $data := get $existing "data" | default dict -}}
+{{- $annotations := get (get $existing "metadata" | default dict) "annotations" | default dict -}}
+{{- $renewAfter := get $annotations "commgate.io/renew-after" -}}
+{{- $now := now | unixEpoch | int64 -}}
+{{- $complete := and (get $data "ca.crt") (get $data "tls.crt") (get $data "tls.key") -}}
+{{- if and $complete (or (not $renewAfter) (lt $now (int64 $renewAfter))) -}}
+{{- dict "caCrt" (get $data "ca.crt") "tlsCrt" (get $data "tls.crt") "tlsKey" (get $data "tls.key") "caBundle" (get $data "ca.crt") "renewAfter" $renewAfter | toJson -}}
+{{- else -}}
+{{- $days := int $root.Values.selfSignedCertificate.validityDays -}}
+{{- $ca := genCA .caName $days -}}
+{{- $cert := genSignedCert (index .dnsNames 2) nil .dnsNames $days $ca -}}
+{{- $bundle := $ca.Cert -}}
+{{- if $complete -}}{{- $bundle = printf "%s%s" $ca.Cert (get $data "ca.crt" | b64dec) -}}{{- end -}}
+{{- dict "caCrt" ($ca.Cert | b64enc) "tlsCrt" ($cert.Cert | b64enc) "tlsKey" ($cert.Key | b64enc) "caBundle" ($bundle | b64enc) "renewAfter" (toString (add $now (div (mul $days 86400 2) 3))) | toJson -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The operator's ServiceAccount, Deployment, RBAC and leader-election Lease share this name. */}}
 {{- define "commgate.operator.name" -}}
 {{- printf "%s-operator" (include "commgate.fullname" .) -}}

@@ -19,7 +19,8 @@
 //   - functions: sprig's text functions without env and expandenv (as in Helm), toYaml,
 //     mustToYaml, fromYaml, fromYamlArray, toJson, mustToJson, fromJson, fromJsonArray,
 //     include, tpl, required, fail, and lookup, which returns an empty map as it does
-//     under `helm template`;
+//     under `helm template`, or, with --lookup FILE, the object of FILE's documents that
+//     matches (a List of them for an empty name), as `helm upgrade` finds the cluster's;
 //   - output: "missingkey=zero" and "<no value>" removed as Helm does; each rendered file
 //     split into documents, each parsed (a YAML error names the template), and sorted
 //     by Helm's install order of kinds, each under "# Source: <chart>/<path>".
@@ -69,7 +70,11 @@ type options struct {
 	isUpgrade   bool
 	notesOut    string
 	valuesOut   string
+	lookupFile  string
 }
+
+// The objects `lookup` finds (--lookup): none by default, as under `helm template`.
+var lookupObjects []map[string]interface{}
 
 func main() {
 	var o options
@@ -85,10 +90,19 @@ func main() {
 	flag.BoolVar(&o.isUpgrade, "is-upgrade", false, ".Release.IsUpgrade instead of IsInstall")
 	flag.StringVar(&o.notesOut, "notes-out", "", "write the rendered NOTES.txt here")
 	flag.StringVar(&o.valuesOut, "values-out", "", "write the final values (JSON) here")
+	flag.StringVar(&o.lookupFile, "lookup", "", "objects (YAML documents) that lookup finds, as on a cluster")
 	flag.Parse()
 	if o.chartDir == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "Usage: chart-render --chart DIR [--name N] [--namespace NS] [-f FILE]... [--set K=V]... [--set-string K=V]... [--kube-version V] [--api-versions GV]... [--include-crds] [--is-upgrade] [--notes-out FILE] [--values-out FILE]")
+		fmt.Fprintln(os.Stderr, "Usage: chart-render --chart DIR [--name N] [--namespace NS] [-f FILE]... [--set K=V]... [--set-string K=V]... [--kube-version V] [--api-versions GV]... [--include-crds] [--is-upgrade] [--notes-out FILE] [--values-out FILE] [--lookup FILE]")
 		os.Exit(2)
+	}
+	if o.lookupFile != "" {
+		objects, err := readObjects(o.lookupFile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "Error: --lookup: %s\n", err)
+			os.Exit(1)
+		}
+		lookupObjects = objects
 	}
 	out, err := run(o)
 	if err != nil {
@@ -542,10 +556,8 @@ func funcMap() template.FuncMap {
 			}
 			return val, nil
 		},
-		// As under `helm template`: no cluster, so nothing is found.
-		"lookup": func(string, string, string, string) (map[string]interface{}, error) {
-			return map[string]interface{}{}, nil
-		},
+		// As under `helm template` (nothing is found), or --lookup's objects.
+		"lookup": lookup,
 		// Placeholders, bound to the template set in bindIncludeAndTpl.
 		"include": func(string, interface{}) string { return "not implemented" },
 		"tpl":     func(string, interface{}) interface{} { return "not implemented" },
@@ -554,6 +566,49 @@ func funcMap() template.FuncMap {
 		f[k] = v
 	}
 	return f
+}
+
+// Helm's lookup: the object of that apiVersion, kind, namespace ("" for any) and name, or
+// an empty map; for an empty name, a List of every match.
+func lookup(apiVersion, kind, namespace, name string) (map[string]interface{}, error) {
+	var items []interface{}
+	for _, o := range lookupObjects {
+		meta, _ := o["metadata"].(map[string]interface{})
+		if o["apiVersion"] != apiVersion || o["kind"] != kind ||
+			(namespace != "" && meta["namespace"] != namespace) {
+			continue
+		}
+		if name == "" {
+			items = append(items, o)
+		} else if meta["name"] == name {
+			return o, nil
+		}
+	}
+	if name == "" {
+		return map[string]interface{}{"apiVersion": "v1", "kind": "List", "items": items}, nil
+	}
+	return map[string]interface{}{}, nil
+}
+
+func readObjects(file string) ([]map[string]interface{}, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]interface{}
+	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var o map[string]interface{}
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			return nil, fmt.Errorf("%s, document %d: %v", file, i+1, err)
+		}
+		if o != nil {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 const recursionMax = 1000
