@@ -12,9 +12,12 @@ namespace {
 
 using json = nlohmann::json;
 
-// A rule the subset cannot read: reported as such, never skipped.
+// A rule the subset cannot read. `syntax`: not CEL at all (kube-apiserver would refuse the
+// CRD); otherwise valid CEL that the subset does not model (a macro, oldSelf, a function).
 struct Unsupported : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit Unsupported(const std::string& what, bool syntax_error = false)
+      : std::runtime_error(what), syntax(syntax_error) {}
+  bool syntax;
 };
 
 // A CEL value, or the error its evaluation produced (CEL errors are values: `||` and `&&`
@@ -110,7 +113,8 @@ class Evaluator {
 
   Value run() {
     Value v = conditional();
-    if (pos_ != tokens_.size()) throw Unsupported("unexpected \"" + tokens_[pos_].text + "\"");
+    if (pos_ != tokens_.size())
+      throw Unsupported("unexpected \"" + tokens_[pos_].text + "\"", true);
     return v;
   }
 
@@ -151,7 +155,7 @@ class Evaluator {
           if (text_[j] == '\\' && j + 1 < text_.size()) ++j;
           s += text_[j++];
         }
-        if (j >= text_.size()) throw Unsupported("an unterminated string");
+        if (j >= text_.size()) throw Unsupported("an unterminated string", true);
         tokens_.push_back({Kind::kString, s});
         i = j + 1;
       } else {
@@ -180,11 +184,12 @@ class Evaluator {
     if (!accept(punct))
       throw Unsupported(
           "expected \"" + punct + "\"" +
-          (pos_ < tokens_.size() ? " before \"" + tokens_[pos_].text + "\"" : " at the end"));
+              (pos_ < tokens_.size() ? " before \"" + tokens_[pos_].text + "\"" : " at the end"),
+          true);
   }
   std::string identifier() {
     if (pos_ >= tokens_.size() || tokens_[pos_].kind != Kind::kIdent)
-      throw Unsupported("expected a field name");
+      throw Unsupported("expected a field name", true);
     return tokens_[pos_++].text;
   }
 
@@ -371,7 +376,8 @@ class Evaluator {
         break;
       }
     }
-    if (presence) throw Unsupported("has() takes a field selection, as in has(self.minNodes)");
+    if (presence)
+      throw Unsupported("has() takes a field selection, as in has(self.minNodes)", true);
     return cur;
   }
 
@@ -431,20 +437,20 @@ class Evaluator {
   }
 
   Value primary() {
-    if (pos_ >= tokens_.size()) throw Unsupported("the rule ends early");
+    if (pos_ >= tokens_.size()) throw Unsupported("the rule ends early", true);
     const Token t = tokens_[pos_++];
     switch (t.kind) {
       case Kind::kInt:
         try {
           return {static_cast<int64_t>(std::stoll(t.text)), ""};
         } catch (const std::exception&) {
-          throw Unsupported("the integer " + t.text);
+          throw Unsupported("the integer " + t.text, true);
         }
       case Kind::kDouble:
         try {
           return {std::stod(t.text), ""};
         } catch (const std::exception&) {
-          throw Unsupported("the number " + t.text);
+          throw Unsupported("the number " + t.text, true);
         }
       case Kind::kString:
         return {t.text, ""};
@@ -468,7 +474,7 @@ class Evaluator {
           if (failed.failed()) return failed;
           return {list, ""};
         }
-        throw Unsupported("unexpected \"" + t.text + "\"");
+        throw Unsupported("unexpected \"" + t.text + "\"", true);
       case Kind::kIdent:
         break;
     }
@@ -506,8 +512,19 @@ CelResult evaluate_cel_rule(const std::string& rule, const nlohmann::json& self_
       return {std::nullopt, "the rule yields " + type_name(v.v) + ", not bool"};
     return {v.v.get<bool>(), ""};
   } catch (const Unsupported& e) {
-    return {std::nullopt, std::string("the simulated cluster cannot evaluate this rule (") +
-                              e.what() + "; sim/cel_rules.h lists what it can)"};
+    return {std::nullopt,
+            std::string("the simulated cluster cannot evaluate this rule (") + e.what() +
+                "; sim/cel_rules.h lists what it can)",
+            !e.syntax};
+  }
+}
+
+std::string cel_rule_compile_error(const std::string& rule) {
+  try {
+    Evaluator(rule, nullptr).run();  // every field of null is an error value, not a throw
+    return "";
+  } catch (const Unsupported& e) {
+    return e.syntax ? std::string("Syntax error: ") + e.what() : "";
   }
 }
 

@@ -9,9 +9,11 @@
 //
 // Not modelled: transition rules (`oldSelf`), macros over lists (`all`, `exists`, `map`,
 // `filter`), `messageExpression`, `fieldPath`, `reason`, optional types, the cost budget
-// and ratcheting of unchanged values. A rule outside the subset is never skipped: its
-// evaluation fails with "the simulated cluster cannot evaluate ..." (a write it governs is
-// refused), so a CRD that needs more says so at its first object.
+// and ratcheting of unchanged values. A rule that is not CEL at all is refused with its
+// CRD (cel_rule_compile_error), as kube-apiserver refuses a rule that does not compile.
+// Valid CEL outside the subset (an upstream CRD's `self.all(...)`, a transition rule) is
+// accepted and not evaluated (CelResult::unsupported): objects are not checked against
+// it, as docs/testing.md says; commgate's own CRDs are inside the subset (a test).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -23,10 +25,17 @@ namespace commgate::sim {
 struct CelResult {
   std::optional<bool> passed;  // nullopt: the evaluation failed, see `error`
   std::string error;           // "no such key: minNodes", as cel-go words it
+  // Valid CEL outside the subset (a list macro, oldSelf, a function): not evaluated.
+  bool unsupported = false;
 };
 
 // Evaluates `rule` with `self` bound to `self_value`. A rule that yields a non-boolean is
 // an error, as it would not compile upstream.
 CelResult evaluate_cel_rule(const std::string& rule, const nlohmann::json& self_value);
+
+// "Syntax error: ..." when `rule` is not CEL the parser can read at all, else "": what the
+// sim checks when a CRD is written, as kube-apiserver compiles every rule then (a field
+// name the schema lacks is found only when an object is written: no type checking here).
+std::string cel_rule_compile_error(const std::string& rule);
 
 }  // namespace commgate::sim

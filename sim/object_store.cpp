@@ -4,6 +4,7 @@
 #include <random>
 
 #include "sim/api_status.h"
+#include "sim/cel_rules.h"
 #include "sim/uuid.h"
 
 namespace commgate::sim {
@@ -611,6 +612,36 @@ void ObjectStore::crd_written_locked(json& crd, bool dry_run) {
   registry_ = std::move(saved);
 }
 
+namespace {
+
+// Refuses the CRD at the first x-kubernetes-validations rule under `schema` that does not
+// compile, at its path (properties[spec].x-kubernetes-validations[0].rule, as upstream).
+void check_cel_rules_compile(const ResourceInfo& crd_resource, const std::string& name,
+                             const json& schema, const std::string& path) {
+  if (!schema.is_object()) return;
+  if (const auto rules = schema.find("x-kubernetes-validations");
+      rules != schema.end() && rules->is_array()) {
+    for (size_t i = 0; i < rules->size(); ++i) {
+      const json& r = (*rules)[i];
+      const std::string rule = r.is_object() ? r.value("rule", std::string()) : std::string();
+      const std::string why = cel_rule_compile_error(rule);
+      if (!why.empty())
+        throw invalid(crd_resource, name,
+                      path + ".x-kubernetes-validations[" + std::to_string(i) + "].rule",
+                      "FieldValueInvalid",
+                      "Invalid value: " + json(rule).dump() + ": compilation failed: " + why);
+    }
+  }
+  if (const auto props = schema.find("properties"); props != schema.end() && props->is_object())
+    for (const auto& [key, child] : props->items())
+      check_cel_rules_compile(crd_resource, name, child, path + ".properties[" + key + "]");
+  for (const char* nested : {"items", "additionalProperties"})
+    if (const auto child = schema.find(nested); child != schema.end())
+      check_cel_rules_compile(crd_resource, name, *child, path + "." + nested);
+}
+
+}  // namespace
+
 void ObjectStore::on_crd_written_locked(json& crd) {
   const std::string name = crd["metadata"].value("name", "");
   std::vector<ResourceInfo> resources;
@@ -631,6 +662,13 @@ void ObjectStore::on_crd_written_locked(json& crd) {
   if (name != resources[0].plural + "." + resources[0].group)
     throw invalid(crd_resource, name, "metadata.name", "FieldValueInvalid",
                   "Invalid value: \"" + name + "\": must be spec.names.plural+\".\"+spec.group");
+  // Every rule compiles, as kube-apiserver checks when a CRD is written (sim/cel_rules.h).
+  for (size_t v = 0; v < spec["versions"].size(); ++v) {
+    const json& version = spec["versions"][v];
+    if (!version.contains("schema") || !version["schema"].is_object()) continue;
+    check_cel_rules_compile(crd_resource, name, version["schema"].value("openAPIV3Schema", json()),
+                            "spec.versions[" + std::to_string(v) + "].schema.openAPIV3Schema");
+  }
   registry_.set_crd(name, resources);
   // No CRD controller: names are accepted and the CRD is Established at once. Conditions
   // already there are kept, so that re-applying an unchanged CRD is a no-op.

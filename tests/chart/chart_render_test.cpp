@@ -538,6 +538,18 @@ TEST(CommgateChart, its_certificates_last_a_year_and_an_upgrade_renews_them_when
             base64_decode(fresh["data"]["ca.crt"].get<std::string>()) +
                 base64_decode(webhook_secret["data"]["ca.crt"].get<std::string>()));
 
+  // The same as `kubectl get secret -o yaml` of several prints it: a List.
+  {
+    const std::string file = (scratch_dir() / "list.yaml").string();
+    std::ofstream(file) << json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", {due}}}.dump();
+    const auto from_list = render_chart({"--is-upgrade", "--lookup", file});
+    ASSERT_EQ(from_list.exit_code, 0) << from_list.output;
+    EXPECT_NE(base64_decode(ca_bundle(from_list))
+                  .find(base64_decode(webhook_secret["data"]["ca.crt"].get<std::string>())),
+              std::string::npos)
+        << "the List's Secret was not found";
+  }
+
   // A Secret from a chart before renew-after: kept as it is.
   json older = webhook_secret;
   older["metadata"].erase("annotations");

@@ -526,7 +526,8 @@ TEST(ChartObjects, monitoring_objects_point_at_the_webhook) {
   }
   EXPECT_EQ(alerts, (std::set<std::string>{"CommgateWebhookDown", "CommgateWebhookErrors",
                                            "CommgateWebhookSlow", "CommgateManyDenials",
-                                           "CommgateWatchUnhealthy", "CommgateRejectedObjects"}));
+                                           "CommgateWatchUnhealthy", "CommgateRejectedObjects",
+                                           "CommgateWebhookCertificateExpiring"}));
   // The operator's, on its metrics Service's job and metric families its /metrics has
   // (docs/operator.md).
   ASSERT_EQ(rule["spec"]["groups"].size(), 2u);
@@ -542,7 +543,8 @@ TEST(ChartObjects, monitoring_objects_point_at_the_webhook) {
   }
   EXPECT_EQ(operator_alerts,
             (std::set<std::string>{"CommgateOperatorNoLeader", "CommgateOperatorReconcileErrors",
-                                   "CommgateProbeFailures", "CommgateOperatorWatchUnhealthy"}));
+                                   "CommgateProbeFailures", "CommgateOperatorWatchUnhealthy",
+                                   "CommgateOperatorCertificateExpiring"}));
   // Prometheus's own template braces survive Helm's.
   EXPECT_NE(rule.dump().find("{{ $labels.reason }}"), std::string::npos);
   const json& cm = r.get("ConfigMap", "commgate-dashboard");

@@ -47,17 +47,23 @@ Decision downsize_with_share(double share_at_requested) {
   return d;
 }
 
-using PrinterColumns = sim::KubectlOnSim;
+class PrinterColumns : public sim::KubectlOnSim {
+ protected:
+  // The chart's TrainingJob CRD and the examples' namespace.
+  void apply_crd_and_namespace() {
+    ASSERT_EQ(kubectl({"apply", "-f",
+                       std::string(COMMGATE_SOURCE_DIR) +
+                           "/charts/commgate/crds/trainingjobs.commgate.io.yaml"})
+                  .code,
+              0);
+    std::ofstream(dir_ + "/ns.yaml")
+        << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vision\n";
+    ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/ns.yaml"}).code, 0);
+  }
+};
 
 TEST_F(PrinterColumns, commshare_shows_the_stored_share_at_four_significant_digits) {
-  ASSERT_EQ(kubectl({"apply", "-f",
-                     std::string(COMMGATE_SOURCE_DIR) +
-                         "/charts/commgate/crds/trainingjobs.commgate.io.yaml"})
-                .code,
-            0);
-  std::ofstream(dir_ + "/ns.yaml")
-      << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vision\n";
-  ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/ns.yaml"}).code, 0);
+  ASSERT_NO_FATAL_FAILURE(apply_crd_and_namespace());
   Result applied = kubectl(
       {"apply", "-f", std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml"});
   ASSERT_EQ(applied.code, 0) << applied.output;
@@ -86,28 +92,22 @@ TEST_F(PrinterColumns, commshare_shows_the_stored_share_at_four_significant_digi
 // #20: `kubectl get tj -o wide` of a Failed job showed only the decision's reason
 // (WithinPolicy): the Failure column says why it failed.
 TEST_F(PrinterColumns, a_failed_job_shows_why_it_failed_beside_the_decision_reason) {
-  ASSERT_EQ(kubectl({"apply", "-f",
-                     std::string(COMMGATE_SOURCE_DIR) +
-                         "/charts/commgate/crds/trainingjobs.commgate.io.yaml"})
-                .code,
-            0);
-  std::ofstream(dir_ + "/ns.yaml")
-      << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: vision\n";
-  ASSERT_EQ(kubectl({"apply", "-f", dir_ + "/ns.yaml"}).code, 0);
-  ASSERT_EQ(kubectl({"apply", "-f",
-                     std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml"})
-                .code,
-            0);
+  ASSERT_NO_FATAL_FAILURE(apply_crd_and_namespace());
+  ASSERT_EQ(
+      kubectl({"apply", "-f", std::string(COMMGATE_SOURCE_DIR) + "/examples/jobs/resnet50-5m.yaml"})
+          .code,
+      0);
   const auto trainingjobs = *api_.store().find_resource("commgate.io", "v1alpha1", "trainingjobs");
   json tj = api_.store().get(trainingjobs, "vision", "resnet-small");
   Result wide = kubectl({"get", "trainingjobs", "-n", "vision", "-o", "wide"});
   ASSERT_EQ(wide.code, 0) << wide.output;
   EXPECT_NE(wide.output.find("FAILURE"), std::string::npos) << wide.output;
   EXPECT_EQ(wide.output.find("WorkloadUnschedulable"), std::string::npos) << wide.output;
-  tj["status"] = {{"phase", "Failed"},
-                  {"conditions",
-                   {{{"type", "Admitted"}, {"status", "True"}, {"reason", "WithinPolicy"}},
-                    {{"type", "Failed"}, {"status", "True"}, {"reason", "WorkloadUnschedulable"}}}}};
+  tj["status"] = {
+      {"phase", "Failed"},
+      {"conditions",
+       {{{"type", "Admitted"}, {"status", "True"}, {"reason", "WithinPolicy"}},
+        {{"type", "Failed"}, {"status", "True"}, {"reason", "WorkloadUnschedulable"}}}}};
   api_.store().update(trainingjobs, "vision", "resnet-small", tj, sim::WritePart::kStatus);
   wide = kubectl({"get", "trainingjobs", "-n", "vision", "-o", "wide"});
   ASSERT_EQ(wide.code, 0) << wide.output;

@@ -102,6 +102,20 @@ const RuleCase kRuleCases[] = {
 
 INSTANTIATE_TEST_SUITE_P(Rules, CelRuleTable, ::testing::ValuesIn(kRuleCases));
 
+// What a CRD write checks: syntax errors refuse the CRD; valid CEL outside the subset is
+// accepted and marked unsupported when evaluated (not checked).
+TEST(CelRules, only_syntax_errors_fail_to_compile_and_unmodelled_cel_is_marked) {
+  EXPECT_EQ(cel_rule_compile_error("self.x == "), "Syntax error: the rule ends early");
+  EXPECT_EQ(cel_rule_compile_error("self.x == 'open"), "Syntax error: an unterminated string");
+  EXPECT_EQ(cel_rule_compile_error("!has(self.minNodes) || self.minNodes <= self.numNodes"), "");
+  EXPECT_EQ(cel_rule_compile_error("self.items.all(i, i > 0)"), "");
+  EXPECT_EQ(cel_rule_compile_error("self.x == oldSelf.x"), "");
+  EXPECT_TRUE(evaluate_cel_rule("self.items.all(i, i > 0)", {{"items", {1}}}).unsupported);
+  EXPECT_TRUE(evaluate_cel_rule("self.x == oldSelf.x", {{"x", 1}}).unsupported);
+  EXPECT_FALSE(evaluate_cel_rule("self.x == ", {{"x", 1}}).unsupported);
+  EXPECT_FALSE(evaluate_cel_rule("self.y > 1", {{"x", 1}}).unsupported);
+}
+
 TEST(CelRules, nesting_past_the_guard_is_refused_not_a_stack_overflow) {
   const std::string deep = std::string(5000, '(') + "true" + std::string(5000, ')');
   EXPECT_EQ(

@@ -169,6 +169,37 @@ TEST(ObjectStore, crd_adds_and_removes_its_resource) {
   EXPECT_FALSE(store.find_resource("commgate.io", "v1alpha1", "trainingjobs").has_value());
 }
 
+// A rule the sim cannot evaluate is refused with the CRD, at its path, as kube-apiserver
+// refuses a rule that does not compile (not at the first object written).
+TEST(ObjectStore, a_crd_whose_cel_rule_does_not_compile_is_refused_at_its_path) {
+  ObjectStore store;
+  auto crds = resource(store, "apiextensions.k8s.io", "v1", "customresourcedefinitions");
+  json crd = trainingjob_crd();
+  crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+     ["x-kubernetes-validations"] = {{{"rule", "self.numNodes <="}}};
+  try {
+    store.create(crds, "", crd);
+    FAIL() << "created";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.code(), 422);
+    EXPECT_NE(std::string(e.what()).find(
+                  "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-"
+                  "validations[0].rule: Invalid value: \"self.numNodes <=\": compilation failed: "
+                  "Syntax error: the rule ends early"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(store.find_resource("commgate.io", "v1alpha1", "trainingjobs").has_value());
+
+  // Valid CEL outside the subset (upstream CRDs such as Kueue's use list macros and
+  // transition rules): the CRD is served, and such a rule is not evaluated.
+  crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+     ["x-kubernetes-validations"] = {{{"rule", "self.tolerations.all(t, has(t.key))"}},
+                                     {{"rule", "self.numNodes >= oldSelf.numNodes"}}};
+  store.create(crds, "", crd);
+  EXPECT_TRUE(store.find_resource("commgate.io", "v1alpha1", "trainingjobs").has_value());
+}
+
 TEST(ObjectStore, list_filters_by_labels_and_fields_and_pages_with_continue) {
   ObjectStore store;
   auto cm = resource(store, "", "v1", "configmaps");

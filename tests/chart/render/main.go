@@ -604,7 +604,16 @@ func readObjects(file string) ([]map[string]interface{}, error) {
 		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
 			return nil, fmt.Errorf("%s, document %d: %v", file, i+1, err)
 		}
-		if o != nil {
+		// A List (what `kubectl get A B -o yaml` prints) stands for its items.
+		if items, ok := o["items"].([]interface{}); ok && strings.HasSuffix(fmt.Sprint(o["kind"]), "List") {
+			for j, item := range items {
+				m, ok := item.(map[string]interface{})
+				if !ok {
+					return nil, fmt.Errorf("%s, document %d: items[%d] is not an object", file, i+1, j)
+				}
+				out = append(out, m)
+			}
+		} else if o != nil {
 			out = append(out, o)
 		}
 	}
