@@ -82,10 +82,8 @@ void TlsStore::load_initial() {
   }
   try {
     auto ctx = build(cert, key);
-    const int64_t not_after = not_after_of(*ctx);
     std::lock_guard ctx_lock(mu_);
     ctx_ = std::move(ctx);
-    not_after_ = not_after;
   } catch (const std::exception& e) {
     throw std::runtime_error("cannot load TLS pair " + files_.cert_file + " / " + files_.key_file +
                              ": " + e.what());
@@ -98,8 +96,8 @@ std::shared_ptr<ssl::context> TlsStore::current() const {
 }
 
 int64_t TlsStore::certificate_not_after() const {
-  std::lock_guard lock(mu_);
-  return not_after_;
+  const auto ctx = current();
+  return ctx ? not_after_of(*ctx) : 0;
 }
 
 TlsStore::PollResult TlsStore::poll() {
@@ -122,10 +120,8 @@ TlsStore::PollResult TlsStore::poll() {
   key_sig_ = key_sig;
   try {
     auto ctx = build(cert, key);
-    const int64_t not_after = not_after_of(*ctx);
     std::lock_guard ctx_lock(mu_);
     ctx_ = std::move(ctx);
-    not_after_ = not_after;
   } catch (const std::exception& e) {
     log_.error("TLS reload rejected, keeping the previous certificate: " + files_.cert_file +
                " / " + files_.key_file + ": " + e.what());

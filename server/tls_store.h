@@ -20,7 +20,8 @@ class TlsStore {
   // Loads the first pair; throws std::runtime_error naming the file on failure.
   void load_initial();
   std::shared_ptr<boost::asio::ssl::context> current() const;
-  // The serving certificate's notAfter in Unix seconds (0 before the first load).
+  // The serving certificate's notAfter in Unix seconds (0 before the first load), read
+  // from the current context (a scrape's work, not the accept path's).
   int64_t certificate_not_after() const;
   // Reloads when either file's identity (device, inode, size, mtime) changed since the
   // last attempt. A pair that fails to load is logged once and the old one kept.
@@ -45,7 +46,6 @@ class TlsStore {
   FileSig cert_sig_, key_sig_;
   mutable std::mutex mu_;  // guards ctx_
   std::shared_ptr<boost::asio::ssl::context> ctx_;
-  int64_t not_after_ = 0;  // of ctx_'s certificate; guarded by mu_
 };
 
 }  // namespace commgate::server::detail
