@@ -227,6 +227,11 @@ json ApiClient::call_once(const std::string& method, const std::string& target, 
                           const std::string& content_type, const Cancel& cancel) const {
   const std::string what = method + " " + target;
   wait_for_token(*clients_->limit, cancel.state_->source.get_token(), what);
+  // After the rate limit's wait, the last moment before sending.
+  if (method != "GET" && options_.may_write && !options_.may_write())
+    throw std::runtime_error(what +
+                             ": not sent: this replica is not sure that it leads (its Lease "
+                             "was not renewed within the renew deadline)");
   http::http_request request{http::method(method)};
   request.set_request_uri(target);
   request.headers().add("Accept", "application/json");

@@ -131,6 +131,13 @@ class ApiClient {
     // client-go). Watches are not retried here (the Watcher honours Retry-After itself).
     // Then the last answer is the ApiError, its retry_after set. 0: never again.
     int max_retries = 10;
+    // Asked right before each write (POST, PUT, PATCH, DELETE) is sent, a retry's too;
+    // false: the write is not sent and the call throws std::runtime_error. The operator's
+    // reconcile client passes "this replica is sure it leads" (the elector's is_leader():
+    // its last renewal is younger than the renew deadline), so a replica that lost its
+    // Lease writes nothing more, even from a reconcile already running or a write waiting
+    // on Retry-After (issue #19 item 9). Unset: every write is sent.
+    std::function<bool()> may_write;
   };
 
   // Throws std::runtime_error when the CA or client certificate/key do not load.

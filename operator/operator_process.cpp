@@ -100,7 +100,7 @@ std::string leader_identity(const std::string& pod_name, const std::string& suff
 // Declared in the order they are built; each reference member outlives its users.
 struct OperatorProcess::Parts {
   explicit Parts(const OperatorOptions& o)
-      : api(o.cluster, api_options(o)),
+      : api(o.cluster, api_options(o, [this] { return !elector || elector->is_leader(); })),
         http(api),
         lease_api(o.cluster, lease_api_options(o)),
         lease_http(lease_api),
@@ -190,10 +190,16 @@ struct OperatorProcess::Parts {
     return kube::Action::await_change();
   }
 
-  static kube::ApiClient::Options api_options(const OperatorOptions& o) {
+  // The reconciles' client writes only while this replica is sure it leads (`may_write`:
+  // no elector, or its last renewal younger than the renew deadline), as a write sent
+  // after that may land while another replica leads (issue #19 item 9). `elector` is read
+  // when a write is about to go, long after it is set.
+  static kube::ApiClient::Options api_options(const OperatorOptions& o,
+                                              std::function<bool()> may_write) {
     kube::ApiClient::Options a;
     a.qps = o.kube_api_qps;
     a.burst = o.kube_api_burst;
+    a.may_write = std::move(may_write);
     return a;
   }
   // The Lease's own client, as client-go's leader election has: no client-side rate limit

@@ -76,6 +76,23 @@ AdmissionResponse validate_scale(const AdmissionRequest& request, const Snapshot
       "Bypass");
 }
 
+// The remedy for a selector that matches no namespace: the labels to add where it asks for
+// some (matchLabels, In, Exists), else what to remove (it only excludes: NotIn and
+// DoesNotExist match a namespace without those labels).
+std::string how_a_namespace_comes_to_match(const LabelSelector& selector) {
+  std::string labels;
+  for (const auto& [key, value] : selector.match_labels) labels += " " + key + "=" + value;
+  for (const auto& r : selector.match_expressions) {
+    if (r.op == "In" && !r.values.empty()) labels += " " + r.key + "=" + r.values.front();
+    if (r.op == "Exists") labels += " " + r.key + "=VALUE";
+  }
+  if (!labels.empty())
+    return "it governs a namespace once one is labelled so (kubectl label namespace NAME" + labels +
+           ")";
+  return "it excludes every namespace by its labels (NotIn, DoesNotExist); it governs one "
+         "once that namespace loses them (kubectl label namespace NAME KEY-)";
+}
+
 // A valid CommPolicy is admitted; one that another policy shadows wherever it could
 // apply is admitted with a warning that names that policy, since it can never govern a
 // namespace (issue #19: an admin's team policy that a stricter `default` silently
@@ -117,14 +134,14 @@ AdmissionResponse validate_comm_policy(const AdmissionRequest& request, const Sn
   // silently. Only where the webhook watches every Namespace (namespaces_listed): a file
   // of namespace labels may be partial.
   if (snapshot.namespaces_listed && !policy.spec.namespace_selector.empty() &&
-      std::none_of(snapshot.namespace_labels.begin(), snapshot.namespace_labels.end(),
-                   [&](const auto& ns) { return policy.spec.namespace_selector.matches(ns.second); }))
+      std::none_of(
+          snapshot.namespace_labels.begin(), snapshot.namespace_labels.end(),
+          [&](const auto& ns) { return policy.spec.namespace_selector.matches(ns.second); }))
     r.warnings.push_back("commgate: CommPolicy " + policy.metadata.name +
                          " selects no namespace today: no namespace's labels match "
                          "spec.namespaceSelector " +
-                         label_selector_to_json(policy.spec.namespace_selector).dump() +
-                         "; it governs a namespace once one is labelled so (kubectl label "
-                         "namespace NAME KEY=VALUE)");
+                         label_selector_to_json(policy.spec.namespace_selector).dump() + "; " +
+                         how_a_namespace_comes_to_match(policy.spec.namespace_selector));
   if (const auto shadow = never_governs_because(policy, snapshot.policies)) {
     const auto winner =
         std::find_if(snapshot.policies.begin(), snapshot.policies.end(),

@@ -12,7 +12,10 @@ ends with the same weights (DDP all-reduced the gradients), and prints one line 
 
 Exit 0 on success; any mismatch exits non-zero, so a wrong rank, world size or
 MASTER_ADDR fails the job. Flags: --steps N (default 5); --result PATH writes that line
-there too (local rank 0 only), e.g. /dev/termination-log so it shows in the pod status.
+there too (local rank 0 only), e.g. /dev/termination-log so it shows in the pod status;
+--width W trains a Linear(W, W) (W*W + W parameters: --width 1000 is the 1M of
+examples/jobs/ddp-tiny.yaml) instead of the 68-parameter Linear(16, 4), and --batch B
+(default 32) samples per step and rank, so a TrainingJob can state the model it runs.
 """
 import argparse
 import os
@@ -34,6 +37,8 @@ def main():
     parser = argparse.ArgumentParser(description="a tiny DDP training (gloo, CPU)")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--result", default="", help="also write the result line here")
+    parser.add_argument("--width", type=int, default=0, help="train a Linear(W, W)")
+    parser.add_argument("--batch", type=int, default=32, help="samples per step and rank")
     args = parser.parse_args()
     rank, world = env_int("RANK"), env_int("WORLD_SIZE")
     local_rank = env_int("LOCAL_RANK")
@@ -50,7 +55,8 @@ def main():
         raise SystemExit(f"ddp_tiny: process group is rank {dist.get_rank()} of {dist.get_world_size()}")
 
     torch.manual_seed(1234 + rank)  # each rank sees different data
-    model = torch.nn.Linear(16, 4)
+    features, outputs = (args.width, args.width) if args.width > 0 else (16, 4)
+    model = torch.nn.Linear(features, outputs)
     torch.nn.init.constant_(model.weight, 0.1)
     torch.nn.init.zeros_(model.bias)
     ddp = DistributedDataParallel(model)
@@ -58,7 +64,7 @@ def main():
     steps = args.steps
     loss = torch.tensor(0.0)
     for _ in range(steps):
-        x, y = torch.randn(32, 16), torch.randn(32, 4)
+        x, y = torch.randn(args.batch, features), torch.randn(args.batch, outputs)
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(ddp(x), y)
         loss.backward()  # DDP all-reduces the gradients here
@@ -78,7 +84,8 @@ def main():
 
     line = (f"ddp_tiny: rank {rank} of {world} (node {node_rank} of {nnodes}, local rank "
             f"{local_rank}) trained {steps} steps, loss {loss.item():.4f}")
-    print(line, flush=True)
+    print(line + (f" (Linear({features}, {outputs}), batch {args.batch})" if args.width else ""),
+          flush=True)
     if args.result and local_rank == 0:
         with open(args.result, "w") as f:
             f.write(line + "\n")

@@ -4,9 +4,12 @@
 # section, in order, with the build under test for build/bin and build/tests/chart, a
 # fresh temporary directory for /tmp and its own NETSIM_PREFIX. Then checks what the
 # section says happens: both Deployments roll out, an operator holds the Lease, the
-# example is gated until measured, the operator probes the pool's 2 nodes and the 4-node
-# job is Downsized to 2 with reason PoolTooSmall ("... has 2 usable nodes ..."). The doc's
-# clean-up (netsim.sh down) runs at the end, after the sim is stopped as it says.
+# example (examples/jobs/ddp-tiny.yaml) is gated until measured, the operator probes the
+# pool's 2 nodes, the 4-node job is Downsized to 2 with reason PoolTooSmall ("... has 2
+# usable nodes ...") and its real DDP training (ddp_tiny.py under torchrun, gloo) on those
+# 2 nodes reaches Succeeded, its ranks' lines in `kubectl logs` (#20's Done-when: a first
+# admitted job that trains to Succeeded from the docs alone). The doc's clean-up
+# (netsim.sh down) runs at the end, after the sim is stopped as it says.
 # Root only (network and mount namespaces: exit 77, skipped, otherwise).
 # Usage: install_walkthrough_test.sh BIN_DIR CHART_RENDER SOURCE_DIR
 set -uo pipefail
@@ -39,16 +42,13 @@ trap 'rm -rf "$tmp"' EXIT
 # (as the doc says to run them); the sim (job %1) is stopped before the doc's clean-up.
 timeout 420 bash -c "$steps"'
 echo  # the Lease holder is printed without a newline
-job=resnet-small
-for i in $(seq 1 300); do
-  [ "$(kubectl get tj -n vision $job -o jsonpath={.status.phase} 2>/dev/null)" = Downsized ] && break
-  [ "$(kubectl get tj -n vision $job -o jsonpath={.spec.numNodes} 2>/dev/null)" = 2 ] && break
-  sleep 1
-done
+job=ddp-tiny
+echo "CHECK phase=$(kubectl get tj -n vision $job -o jsonpath={.status.phase})"
 echo "CHECK nodes=$(kubectl get tj -n vision $job -o jsonpath={.spec.numNodes})"
 echo "CHECK decision=$(kubectl get tj -n vision $job -o "jsonpath={.metadata.annotations.commgate\.io/decision}")"
 echo "CHECK reason=$(kubectl get tj -n vision $job -o "jsonpath={.metadata.annotations.commgate\.io/reason}")"
 echo "CHECK message=$(kubectl get tj -n vision $job -o "jsonpath={.status.conditions[?(@.type==\"Admitted\")].message}")"
+echo "CHECK share2=$(kubectl get tj -n vision $job -o "jsonpath={.status.decision.predictions[?(@.nodes==2)].commShare}")"
 kubectl get tj -A -o wide
 kubectl describe tj -n vision $job
 kill %1; wait
@@ -67,10 +67,33 @@ fail() {
 grep -q "Warning: commgate: suspended until measured" "$out" || fail "no gate warning on apply"
 [ "$(grep -c 'successfully rolled out' "$out")" = 2 ] || fail "the Deployments did not roll out"
 grep -q "^commgate-operator-[a-z0-9-]*_" "$out" || fail "no operator pod holds the Lease"
-grep -q "^CHECK nodes=2$" "$out" || fail "the 4-node job was not downsized to the pool's 2 nodes"
+grep -q "^CHECK phase=Succeeded$" "$out" || fail "the training did not reach Succeeded"
+# The decision follows the probe's measurement at the pool's 2 nodes (docs/install.md says
+# both outcomes): within the default policy's 30% it runs on the 2 nodes the pool has
+# (PoolTooSmall, the message the doc quotes); over it, on 1 (OverPolicyDownsized). The two
+# emulated nodes share this machine's 2 cores, so their measured share varies run to run.
 grep -q "^CHECK decision=Downsize$" "$out" || fail "the decision is not Downsize"
-grep -q "^CHECK reason=PoolTooSmall$" "$out" || fail "the reason is not PoolTooSmall"
-grep -q "^CHECK message=the pool of nodeSelector {commgate.io/pool=cpu-1gbe} has 2 usable nodes (all that match the nodeSelector), fewer than the 4 nodes asked for; spec.minNodes (1) allows fewer and the built-in default policy downsizes, so it runs on 2 nodes\." "$out" ||
-  fail "the Admitted condition does not say what docs/install.md quotes"
+share2=$(sed -n 's/^CHECK share2=//p' "$out")
+[ -n "$share2" ] || fail "no prediction at 2 nodes in status.decision"
+if awk -v s="$share2" 'BEGIN { exit !(s <= 0.30) }'; then
+  grep -q "^CHECK nodes=2$" "$out" || fail "within policy at 2 nodes ($share2), but not run on the pool's 2"
+  grep -q "^CHECK reason=PoolTooSmall$" "$out" || fail "the reason is not PoolTooSmall"
+  grep -q "^CHECK message=the pool of nodeSelector {commgate.io/pool=cpu-1gbe} has 2 usable nodes (all that match the nodeSelector), fewer than the 4 nodes asked for; spec.minNodes (1) allows fewer and the built-in default policy downsizes, so it runs on 2 nodes\." "$out" ||
+    fail "the Admitted condition does not say what docs/install.md quotes"
+  ranks=2
+else
+  grep -q "^CHECK nodes=1$" "$out" || fail "over policy at 2 nodes ($share2), but not downsized to 1"
+  grep -q "^CHECK reason=OverPolicyDownsized$" "$out" || fail "the reason is not OverPolicyDownsized"
+  grep -q "^CHECK message=At 4 nodes the model predicts .* over the limit: the built-in default policy allows at most 30.0% communication; .* Downsized from 4 to 1 node" "$out" ||
+    fail "the Admitted condition does not say what docs/install.md quotes"
+  ranks=1
+fi
+for rank in $(seq 0 $((ranks - 1))); do
+  cat "$tmp"/sim-pods/vision_ddp-tiny-*/trainer.log |
+    grep -q "ddp_tiny: rank $rank of $ranks (node $rank of $ranks, local rank 0) trained 5 steps" ||
+    fail "rank $rank of the training did not finish (its pod's log)"
+done
+grep -q "ddp_tiny: rank [01] of $ranks (node [01] of $ranks, local rank 0) trained 5 steps, loss [0-9.]* (Linear(1000, 1000), batch 4096)" "$out" ||
+  fail "kubectl logs job/ddp-tiny does not show a rank's line"
 [ -z "$(ip netns list | grep "^$prefix-")" ] || fail "the doc's clean-up left network namespaces"
 echo "PASS: docs/install.md's walkthrough on the simulated cluster"

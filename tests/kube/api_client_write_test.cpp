@@ -2,12 +2,13 @@
 // the operator uses (kube/client.h): create, update and its 409 on a stale
 // resourceVersion, merge and JSON patches, server-side apply, delete with a propagation
 // policy (a Status or the object, by resource), the status and scale subresources, every
-// error answer as ApiError (422, 429 with Retry-After), and the client-side rate limit on
-// a fake clock.
+// error answer as ApiError (422, 429 with Retry-After), the client-side rate limit on a
+// fake clock, and the write fence of a replica that is not sure it leads.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -307,6 +308,58 @@ TEST_F(ApiClientWriteTest, ThrottledRequestsGoAgainAfterRetryAfterUpToMaxRetries
   api_.fail_next_requests(1, 500, std::chrono::seconds(0), "configmaps");
   EXPECT_EQ(error_of([&] { retrying.get(kCm); }).code(), 500);
   EXPECT_EQ(clock->waits().size(), 4u);
+}
+
+// Issue #19 item 9: an operator replica that is not sure it leads sends no write, even a
+// write that was already under way: here one throttled with Retry-After while it led, and
+// the Lease lost during that wait. Reads still go (a standby keeps its caches).
+TEST_F(ApiClientWriteTest, AReplicaThatIsNotSureItLeadsSendsNoWrite) {
+  auto clock = std::make_shared<FakeClock>();
+  std::atomic<bool> leading{false};
+  ApiClient::Options options;
+  options.qps = 0;
+  options.clock = clock;
+  options.may_write = [&] { return leading.load(); };
+  ApiClient fenced(config_for(api_), options);
+
+  for (const auto& write : std::vector<std::function<void()>>{
+           [&] { fenced.create(kConfigMaps, configmap("one", "1")); },
+           [&] { fenced.update(kCm, configmap("one", "2")); },
+           [&] {
+             fenced.patch(kCm, PatchType::kMerge, {{"data", {{"k", "3"}}}});
+           },
+           [&] { fenced.remove(kCm); }}) {
+    try {
+      write();
+      ADD_FAILURE() << "a write was sent while not leading";
+    } catch (const ApiError& e) {
+      ADD_FAILURE() << "the write reached the server: " << e.what();
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("not sure that it leads"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(error_of([&] { reader().get(kCm); }).code(), 404) << "nothing was created";
+  EXPECT_NO_THROW(fenced.get(kConfigMaps)) << "reads are not fenced";
+
+  leading = true;
+  fenced.create(kConfigMaps, configmap("one", "1"));
+  api_.fail_next_requests(1, 429, std::chrono::seconds(3), "configmaps");
+  std::string outcome;
+  std::thread writer_thread([&] {
+    try {
+      fenced.update(kCm, configmap("one", "2"));
+      outcome = "sent";
+    } catch (const std::exception& e) {
+      outcome = e.what();
+    }
+  });
+  ASSERT_TRUE(wait_until([&] { return clock->waiting() == 1; }));
+  leading = false;  // the renew deadline passed while the write waited
+  clock->advance(std::chrono::seconds(3));
+  writer_thread.join();
+  EXPECT_NE(outcome.find("not sure that it leads"), std::string::npos) << outcome;
+  EXPECT_EQ(reader().get(kCm)["data"], json({{"k", "1"}})) << "the retry was not sent";
 }
 
 TEST_F(ApiClientWriteTest, RequestsBeyondTheBurstWaitForATokenOnTheClientsClock) {

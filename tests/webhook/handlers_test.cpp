@@ -1125,8 +1125,8 @@ TEST(Validate, APolicyWhoseSelectorMatchesNoNamespaceIsAdmittedWithAWarning) {
   snapshot.namespace_labels["default"] = {};
   snapshot.namespaces_listed = true;
   auto selecting = [](const std::string& team) {
-    return a_policy_create({{"maxCommShare", 0.3},
-                            {"namespaceSelector", {{"matchLabels", {{"team", team}}}}}})
+    return a_policy_create(
+               {{"maxCommShare", 0.3}, {"namespaceSelector", {{"matchLabels", {{"team", team}}}}}})
         .parse();
   };
   const auto typo = handle_validate(selecting("nlpp"), snapshot, test_now());
@@ -1136,7 +1136,38 @@ TEST(Validate, APolicyWhoseSelectorMatchesNoNamespaceIsAdmittedWithAWarning) {
                                   "spec.namespaceSelector {\"matchLabels\":{\"team\":\"nlpp\"}}"),
             std::string::npos)
       << typo.warnings[0];
+  EXPECT_NE(typo.warnings[0].find("(kubectl label namespace NAME team=nlpp)"), std::string::npos)
+      << typo.warnings[0];
   EXPECT_TRUE(handle_validate(selecting("nlp"), snapshot, test_now()).warnings.empty());
+  // A selector that only excludes is met by taking labels away, not by adding them (the
+  // trial's hint said `kubectl label ... KEY=VALUE` for a NotIn selector too).
+  snapshot.namespace_labels["default"] = {{"tier", "prod"}};
+  const auto excluding = handle_validate(
+      a_policy_create({{"maxCommShare", 0.3},
+                       {"namespaceSelector",
+                        {{"matchExpressions",
+                          {{{"key", "tier"}, {"operator", "NotIn"}, {"values", {"prod"}}},
+                           {{"key", "team"}, {"operator", "DoesNotExist"}}}}}}})
+          .parse(),
+      snapshot, test_now());
+  ASSERT_EQ(excluding.warnings.size(), 1u);
+  EXPECT_NE(excluding.warnings[0].find("it governs one once that namespace loses them (kubectl "
+                                       "label namespace NAME KEY-)"),
+            std::string::npos)
+      << excluding.warnings[0];
+  const auto asking = handle_validate(
+      a_policy_create({{"maxCommShare", 0.3},
+                       {"namespaceSelector",
+                        {{"matchExpressions",
+                          {{{"key", "team"}, {"operator", "In"}, {"values", {"cv", "rl"}}},
+                           {{"key", "gpu"}, {"operator", "Exists"}}}}}}})
+          .parse(),
+      snapshot, test_now());
+  ASSERT_EQ(asking.warnings.size(), 1u);
+  EXPECT_NE(asking.warnings[0].find("(kubectl label namespace NAME team=cv gpu=VALUE)"),
+            std::string::npos)
+      << asking.warnings[0];
+  snapshot.namespace_labels["default"] = {};
   // Where the webhook does not watch every Namespace it cannot tell: no warning.
   snapshot.namespaces_listed = false;
   EXPECT_TRUE(handle_validate(selecting("nlpp"), snapshot, test_now()).warnings.empty());
