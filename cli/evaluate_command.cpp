@@ -237,7 +237,7 @@ std::string policy_chosen_text(const TrainingJob& job, const CommPolicy& chosen,
       governing_policy(snapshot.labels_of(ns), snapshot.policies).metadata.name;
   if (chosen.metadata.name == governing) {
     std::string text = "chosen as the cluster would: governs namespace " + ns + in;
-    if (!job.spec.policy_ref.empty() && job.spec.policy_ref != chosen.metadata.name)
+    if (!job.spec.policy_ref.empty() && !policy_ref_names(job.spec.policy_ref, chosen))
       text += "; spec.policyRef names CommPolicy " + job.spec.policy_ref +
               ", which is not at least as strict in every field that decides, so this one " +
               "decides (the webhook warns the same)";

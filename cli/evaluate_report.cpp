@@ -130,6 +130,10 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
     out << " to " << d.admitted_nodes << (d.admitted_nodes == 1 ? " node" : " nodes");
   if (d.would_action) out << " (would " << to_string(*d.would_action) << ")";
   out << " [" << d.reason << "]\n  " << d.message << "\n";
+  if (!d.advice.empty()) {
+    out << "\nWhat would make " << d.requested_nodes << " nodes pass (the verdict stands):\n";
+    for (const Advice& a : d.advice) out << "  - " << a.text << "\n";
+  }
 }
 
 nlohmann::json evaluation_to_json(const Evaluation& e) {

@@ -52,6 +52,8 @@ DdpStepRecord read_ddp_step(ObjectReader& s) {
   d.bucket_cap_bytes = s.number("bucketCapBytes", P::kOptional, 0.0).value_or(0);
   d.first_bucket_bytes = s.number("firstBucketBytes", P::kOptional, 0.0).value_or(0);
   d.buckets = static_cast<int>(s.integer("buckets", P::kOptional, 0).value_or(0));
+  d.link_busbw_gbps = s.number("linkBusbwGBps", P::kOptional, 0.0).value_or(0);
+  d.link_latency_us = s.number("linkLatencyUs", P::kOptional, 0.0).value_or(0);
   s.reject_unknown_fields();
   return d;
 }
@@ -181,6 +183,11 @@ nlohmann::json to_json(const CommProfile& p) {
           {"bucketCapBytes", d->bucket_cap_bytes},
           {"firstBucketBytes", d->first_bucket_bytes},
           {"buckets", d->buckets}};
+      if (d->link_busbw_gbps > 0) {
+        auto& step = status["computeSteps"].back()["ddpStep"];
+        step["linkBusbwGBps"] = d->link_busbw_gbps;
+        step["linkLatencyUs"] = d->link_latency_us;
+      }
     }
     if (const auto& s = c.spread) {
       status["computeSteps"].back()["spread"] = {

@@ -23,6 +23,11 @@ namespace commgate {
 struct DdpStepRecord : DdpStepResult {
   int nodes = 0;
   int procs_per_node = 1;
+  // The link it ran on (its probe's fit, as the link record holds it): a probe of another
+  // model replaces the profile's link, and the step still calibrates the model against the
+  // link it ran on (the trial of 2026-12-06). 0: a record written before they were kept.
+  double link_busbw_gbps = 0;
+  double link_latency_us = 0;
 };
 
 struct ComputeStepRecord {

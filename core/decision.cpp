@@ -51,8 +51,11 @@ Predictor predictor_for(const Measurement& m, const TrainingJobSpec& job) {
   const int nodes = m.measured_ddp_nodes;
   if (!m.measured_ddp_step || nodes < 2) return p;
   const DdpStepResult& step = *m.measured_ddp_step;
-  // Solve where the probe ran: its node and process counts, its bucket sizes.
+  // Solve where the probe ran: its node and process counts, its bucket sizes, and the link
+  // it ran on when that is not today's: the factor (effective over swept bandwidth) is
+  // the pool's DDP overhead and applies to today's link as well.
   ModelInputs probed = p.raw;
+  if (m.measured_ddp_link) probed.link = LinkModel::from_fit(*m.measured_ddp_link, nodes);
   probed.procs_per_node = m.measured_ddp_procs_per_node;
   if (step.bucket_cap_bytes > 0) probed.ddp.bucket_cap_bytes = step.bucket_cap_bytes;
   if (step.first_bucket_bytes > 0) probed.ddp.first_bucket_bytes = step.first_bucket_bytes;
@@ -60,8 +63,8 @@ Predictor predictor_for(const Measurement& m, const TrainingJobSpec& job) {
   p.correction = busbw_correction(probed, nodes, step_s - p.raw.compute.total_s());
   p.corrected.link.busbw_bytes_per_s *= p.correction->factor;
   // The measured step is this job's step only when the job runs as many processes per
-  // node as the probe did.
-  if (job.num_proc_per_node == m.measured_ddp_procs_per_node) {
+  // node as the probe did, on today's link.
+  if (job.num_proc_per_node == m.measured_ddp_procs_per_node && !m.measured_ddp_link) {
     p.measured_nodes = nodes;
     p.measured_step_s = step_s;
   }
@@ -106,6 +109,10 @@ std::string evidence(const Measurement& m, const Predictor& p) {
   if (m.measured_ddp_step && p.correction) {
     s += ", DDP step " + ms(m.measured_ddp_step->step_time_ms / 1e3) + " at " +
          format_nodes(m.measured_ddp_nodes);
+    if (m.measured_ddp_link)
+      s += " on the link as probed with it (busbw " +
+           format_gbps(m.measured_ddp_link->busbw_bytes_per_s) + "; its factor " +
+           format_count(round_significant(p.correction->factor, 3)) + " applied to today's)";
     if (p.correction->exact)
       s += " (effective busbw " + format_gbps(p.corrected.link.busbw_bytes_per_s) +
            ", which the model uses)";
@@ -450,6 +457,9 @@ Decision decide(const DecisionInput& in) {
            "; nothing beyond it can be shown to meet the policy";
   }
   over += "; " + evidence(*m, predictor) + ".";
+  if (requested)
+    d.advice =
+        advise(predictor.corrected, policy, job.model, job.num_nodes, d.largest_passing_nodes);
   // One node sends nothing between nodes, so some count always passes.
   const std::string largest =
       " The largest count that passes is " + format_nodes(d.largest_passing_nodes) + ".";
@@ -565,6 +575,10 @@ nlohmann::json decision_to_json(const Decision& d) {
     j["rawPredictions"] = prediction_rows(d.raw_predictions);
   } else if (!d.correction_not_applied.empty()) {
     j["correction"] = {{"applied", false}, {"note", d.correction_not_applied}};
+  }
+  if (!d.advice.empty()) {
+    j["advice"] = nlohmann::json::array();
+    for (const Advice& a : d.advice) j["advice"].push_back({{"kind", a.kind}, {"text", a.text}});
   }
   return j;
 }

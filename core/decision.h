@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/advice.h"
 #include "core/comm_model.h"
 #include "core/comm_policy.h"
 #include "core/measurement.h"
@@ -78,6 +79,9 @@ struct Decision {
   // Why the model is used uncorrected although the compute record holds a DDP step (it
   // ran on a link probed again since); empty otherwise. Exclusive with `correction`.
   std::string correction_not_applied;
+  // What would make the requested count pass (core/advice.h), for a decision over the
+  // policy at a count the measurement decides; empty otherwise. Never part of the verdict.
+  std::vector<Advice> advice;
 
   const StepPrediction* prediction_for(int nodes) const;
 };

@@ -336,7 +336,7 @@ bool workload_created(const Json& status) {
     const Json reason = c.value("reason", Json());
     // Not created: suspended, or a Job of its name that is not its own stands in the way.
     return reason.is_string() && reason != "Suspended" && reason != "PreviousWorkloadExists" &&
-           reason != "WorkloadNameTaken";
+           reason != "WorkloadNameTaken" && reason != "WorkloadReplaced";
   }
   return false;
 }

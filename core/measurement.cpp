@@ -110,10 +110,16 @@ std::optional<Measurement> measurement_from_profile(const CommProfile& p, const 
   if (const auto& d = best->ddp_step) {
     // One probe writes the link and its model's record with the same time; a record older
     // than the link ran its DDP step on a link that has been probed again since.
-    if (best->measured_at == l.measured_at) {
+    if (best->measured_at == l.measured_at || d->link_busbw_gbps > 0) {
       m.measured_ddp_step = static_cast<const DdpStepResult&>(*d);
       m.measured_ddp_nodes = d->nodes;
       m.measured_ddp_procs_per_node = d->procs_per_node;
+      if (best->measured_at != l.measured_at) {
+        LinkFit then;
+        then.busbw_bytes_per_s = d->link_busbw_gbps * 1e9;
+        then.latency_s = d->link_latency_us / 1e6;
+        m.measured_ddp_link = then;
+      }
     } else {
       m.ddp_step_not_used = "the probe's DDP step at " + format_nodes(d->nodes) + " (" +
                             format_rfc3339(best->measured_at) +

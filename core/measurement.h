@@ -39,6 +39,11 @@ struct Measurement {
   std::optional<DdpStepResult> measured_ddp_step;
   int measured_ddp_nodes = 0;
   int measured_ddp_procs_per_node = 1;
+  // Set when that step ran on an earlier link than `link` (a probe of another model has
+  // measured the pool since; the record kept the link it ran on): the step calibrates the
+  // model against that link, and the factor found applies to today's (docs/model.md);
+  // no count is then shown as measured. nullopt: it ran on `link`.
+  std::optional<LinkFit> measured_ddp_link;
   // Set when the compute record holds a DDP step that was left out because the link was
   // probed again since: why, for the decision's message and correction fields.
   std::string ddp_step_not_used;

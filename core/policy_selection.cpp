@@ -6,6 +6,12 @@
 #include "core/quantity.h"
 
 namespace commgate {
+
+bool policy_ref_names(const std::string& policy_ref, const CommPolicy& policy) {
+  return policy_ref == policy.metadata.name ||
+         (policy_ref == kDefaultPolicyName && policy.metadata.name == kBuiltinPolicyName);
+}
+
 namespace {
 
 // How strict each setting is, higher stricter: the order strictest-wins and the policyRef
@@ -84,8 +90,8 @@ int compare_strictness(const CommPolicySpec& a, const CommPolicySpec& b, std::st
   // enforcement of every namespace it selects (issue #19, trial of the policy model).
   if (int c = order(enforces(b.enforcement_action), enforces(a.enforcement_action))) {
     if (why)
-      *why = "it enforces (" + std::string(to_string(pick(c, a, b).enforcement_action)) +
-             ") where the other only reports (" + to_string(pick(c, b, a).enforcement_action) + ")";
+      *why = "an enforcing action (" + std::string(to_string(pick(c, a, b).enforcement_action)) +
+             " against " + to_string(pick(c, b, a).enforcement_action) + ", which only reports)";
     return c;
   }
   if (int c = order(a.max_comm_share, b.max_comm_share)) {

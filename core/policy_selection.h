@@ -18,6 +18,10 @@ namespace commgate {
 // named `default`.
 inline constexpr const char* kDefaultPolicyName = "default";
 
+// True when a job's spec.policyRef.name names `policy`: its own name, or `default` for the
+// built-in default (which no CommPolicy can be called).
+bool policy_ref_names(const std::string& policy_ref, const CommPolicy& policy);
+
 // Chooses the policy for a job: the one that governs its namespace (see
 // governing_policy), unless spec.policyRef names one that is at least as strict in every
 // respect (at_least_as_strict): a policyRef may only tighten. A policyRef naming no

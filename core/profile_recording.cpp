@@ -57,6 +57,9 @@ std::optional<ComputeStepRecord> compute_record_of(const ProbeResult& r) {
     d.comm_share = round_significant(d.comm_share);
     d.nodes = r.nodes;
     d.procs_per_node = r.procs_per_node;
+    const LinkRecord link = link_record_of(r);
+    d.link_busbw_gbps = link.busbw_gbps;
+    d.link_latency_us = link.latency_us;
     c.ddp_step = d;
   }
   return c;

@@ -61,13 +61,21 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
                 "template's values are replaced");
     }
     create_if_absent(writer_, services_collection(ctx.ns), objects.service);
-    if (create_if_absent(writer_, jobs_collection(ctx.ns), objects.job)) {
+    std::optional<json> created;
+    try {
+      created = writer_.create(jobs_collection(ctx.ns), objects.job);
+    } catch (const ApiError& e) {
+      if (!e.already_exists()) throw;
+    }
+    if (created) {
       event(ctx, "Normal", op_reason::kWorkloadCreated, "Launch",
             "created Job " + ctx.ns + "/" + ctx.name + " with " +
                 format_nodes(ctx.job.spec.num_nodes) + " x " +
                 std::to_string(ctx.job.spec.num_proc_per_node) +
                 (ctx.job.spec.num_proc_per_node == 1 ? " process" : " processes"));
-      workload = objects.job;  // as created; its status arrives with the next change
+      // The one Job this TrainingJob runs: only the Job of this uid is ever held to it.
+      ctx.status["workloadUID"] = meta_string(*created, "uid");
+      workload = std::move(created);  // its status arrives with the next change
     } else {
       // A Job of this name exists that the cache does not hold: ours, created a moment
       // ago (the cache lags), or one commgate did not create (without commgate's label it
@@ -97,6 +105,35 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
         "the TrainingJob under another name";
     ctx.condition(condition::kRunning, kFalse, op_reason::kWorkloadNameTaken, message);
     event(ctx, "Warning", op_reason::kWorkloadNameTaken, "Launch", message);
+    return false;
+  }
+  // A controller reference proves nothing: an `edit` user may write one (the attacker review
+  // of 2026-12-06 made a 1-pod Job of 8 GPUs that named the waiting TrainingJob its
+  // controller; the operator took it for its workload and grew it to the admitted count).
+  // The workload is the Job whose uid the operator recorded when it created it, in the
+  // status no `edit` user can write.
+  const std::string recorded = ctx.status.value("workloadUID", "");
+  const std::string uid = meta_string(*workload, "uid");
+  if (recorded.empty() && workload_created(ctx.status)) {
+    // Created by an operator from before uids were recorded, which reported it running.
+    ctx.status["workloadUID"] = uid;
+  } else if (uid != recorded) {
+    // Not the Job commgate created: a Job that names this TrainingJob its controller, made
+    // by someone else (or commgate's own from a reconcile that ended before it recorded
+    // the uid: then it started a moment ago). Deleted with its pods, by this uid only;
+    // commgate creates its own at the next reconcile.
+    kube::DeleteOptions only_this;
+    only_this.propagation_policy = "Background";
+    only_this.precondition_uid = uid;
+    remove_if_present(writer_, path, only_this);
+    ctx.set_phase(decision_phase(record.action));
+    const std::string message =
+        "Job " + ctx.ns + "/" + ctx.name + " (uid " + uid +
+        ") names this TrainingJob its controller but is not the Job commgate created for it" +
+        (recorded.empty() ? "" : " (uid " + recorded + ")") +
+        "; deleted, and commgate creates its own";
+    ctx.condition(condition::kRunning, kFalse, op_reason::kWorkloadReplaced, message);
+    event(ctx, "Warning", op_reason::kWorkloadReplaced, "Launch", message);
     return false;
   }
   // The Job is held to the decision: an `edit` user may patch its parallelism (and an

@@ -47,6 +47,9 @@ inline constexpr const char* kPreviousWorkloadExists = "PreviousWorkloadExists";
 // A Job of the TrainingJob's name exists that commgate did not create for it (no controller
 // reference to it): never adopted, it would run a template commgate did not shape.
 inline constexpr const char* kWorkloadNameTaken = "WorkloadNameTaken";
+// A Job named the TrainingJob its controller but was not the one commgate created (its uid
+// is not status.workloadUID): deleted, and commgate's own created.
+inline constexpr const char* kWorkloadReplaced = "WorkloadReplaced";
 // Someone other than commgate changed the workload Job's parallelism or completions: the
 // operator restores the admitted size (a Warning; docs/security.md).
 inline constexpr const char* kWorkloadResized = "WorkloadResized";

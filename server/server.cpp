@@ -50,6 +50,7 @@ std::size_t read_buffer_limit(const ServerOptions& o) {
 }
 
 struct Counters {
+  std::atomic<uint64_t> connections_evicted{0};
   std::atomic<uint64_t> connections_accepted{0}, connections_rejected{0}, connections_active{0},
       accept_errors{0}, handshake_failures{0}, tls_reloads{0}, tls_reload_failures{0}, requests{0},
       handler_exceptions{0}, timeouts_handshake{0}, timeouts_idle{0}, timeouts_header{0},
@@ -97,9 +98,15 @@ std::string chunk_frame(const std::string& data) {
 class ConnectionBase {
  public:
   virtual ~ConnectionBase() = default;
-  virtual void begin_stop() = 0;   // close if idle, end a stream; else close after response
-  virtual void force_close() = 0;  // close the socket now
-  virtual void wake_stream() = 0;  // chunks queued or close requested
+  virtual void begin_stop() = 0;        // close if idle, end a stream; else close after response
+  virtual void force_close() = 0;       // close the socket now
+  virtual void wake_stream() = 0;       // chunks queued or close requested
+  virtual void evict_if_waiting() = 0;  // close if still in its handshake or idle, else not
+
+  // Since when (steady clock, ns) it has waited with no request in progress (its TLS
+  // handshake, or the wait for a request's first byte); 0 while a request is in progress.
+  // Read by the accept path to pick a connection to evict at the cap.
+  std::atomic<int64_t> waiting_since{0};
 };
 
 namespace {
@@ -279,6 +286,29 @@ struct Server::Impl {
     conn_cv.notify_all();
   }
 
+  // Closes the connection that has waited longest with no request in progress; false when
+  // none waits. O(connections), only at the cap.
+  bool evict_longest_waiting() {
+    std::shared_ptr<ConnectionBase> oldest;
+    int64_t oldest_since = 0;
+    {
+      std::lock_guard lock(conn_mu);
+      for (auto& [id, w] : conns) {
+        auto c = w.lock();
+        if (!c) continue;
+        const int64_t since = c->waiting_since.load(std::memory_order_relaxed);
+        if (since != 0 && (!oldest || since < oldest_since)) {
+          oldest = std::move(c);
+          oldest_since = since;
+        }
+      }
+    }
+    if (!oldest) return false;
+    oldest->waiting_since.store(0, std::memory_order_relaxed);  // not picked twice
+    oldest->evict_if_waiting();
+    return true;
+  }
+
   std::vector<std::shared_ptr<ConnectionBase>> live_connections() {
     std::vector<std::shared_ptr<ConnectionBase>> out;
     std::lock_guard lock(conn_mu);
@@ -350,6 +380,12 @@ class Connection final : public ConnectionBase,
     net::post(executor(), [self = this->shared_from_this()] { self->close_now(); });
   }
 
+  void evict_if_waiting() override {
+    net::post(executor(), [self = this->shared_from_this()] {
+      if (self->state_ == State::kHandshake || self->state_ == State::kIdle) self->close_now();
+    });
+  }
+
   void wake_stream() override {
     net::post(executor(), [self = this->shared_from_this()] { self->pump_stream(); });
   }
@@ -369,6 +405,7 @@ class Connection final : public ConnectionBase,
 
   void begin() {
     if (server_.stopping.load()) return close_now();
+    mark_waiting();
     if constexpr (kTls) {
       state_ = State::kHandshake;
       lowest().expires_after(opts().handshake_timeout);
@@ -394,6 +431,7 @@ class Connection final : public ConnectionBase,
     if (server_.stopping.load()) return graceful_close();
     if (buffer_.size() > 0) return read_header();
     state_ = State::kIdle;
+    mark_waiting();
     lowest().expires_after(opts().idle_timeout);
     stream_.async_read_some(buffer_.prepare(kIdleReadBytes),
                             [self = this->shared_from_this()](error_code ec, std::size_t n) {
@@ -411,9 +449,15 @@ class Connection final : public ConnectionBase,
     read_header();
   }
 
+  void mark_waiting() {
+    waiting_since.store(std::max<int64_t>(1, Clock::now().time_since_epoch().count()),
+                        std::memory_order_relaxed);
+  }
+
   // Slowloris defence: the whole head must arrive within header_timeout of its first byte.
   void read_header() {
     state_ = State::kReading;
+    waiting_since.store(0, std::memory_order_relaxed);
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(opts().max_header_bytes));
     parser_->body_limit(static_cast<std::uint64_t>(opts().max_body_bytes));
@@ -906,22 +950,30 @@ void Server::Impl::on_accept(error_code ec, tcp::socket socket) {
   }
   backoff = std::chrono::milliseconds{0};
   counters.connections_accepted.fetch_add(1);
+  // At the cap, the connection that has waited longest with no request in progress (in
+  // its handshake, or idle) makes room: holding idle connections cannot lock the API
+  // server out (the attacker review of 2026-12-06: 850 idle TLS connections per webhook
+  // pod, renewed every idle timeout, failed every TrainingJob write in the cluster). Only
+  // when every connection is mid-request is the new one refused.
   if (counters.connections_active.load() >= opts.max_connections) {
-    counters.connections_rejected.fetch_add(1);
-    error_code ignored;
-    socket.close(ignored);
-  } else {
-    error_code ignored;
-    socket.set_option(tcp::no_delay(true), ignored);
-    try {  // e.g. SSL_new failing: lose this connection, never the accept loop
-      if (tls) {
-        std::make_shared<TlsConnection>(*this, std::move(socket), tls->current())->run();
-      } else {
-        std::make_shared<PlainConnection>(*this, std::move(socket), nullptr)->run();
-      }
-    } catch (const std::exception& e) {
-      log(LogLevel::kError, std::string("cannot set up a connection: ") + e.what());
+    if (!evict_longest_waiting()) {
+      counters.connections_rejected.fetch_add(1);
+      error_code ignored;
+      socket.close(ignored);
+      return do_accept();
     }
+    counters.connections_evicted.fetch_add(1);
+  }
+  error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  try {  // e.g. SSL_new failing: lose this connection, never the accept loop
+    if (tls) {
+      std::make_shared<TlsConnection>(*this, std::move(socket), tls->current())->run();
+    } else {
+      std::make_shared<PlainConnection>(*this, std::move(socket), nullptr)->run();
+    }
+  } catch (const std::exception& e) {
+    log(LogLevel::kError, std::string("cannot set up a connection: ") + e.what());
   }
   do_accept();
 }
@@ -1010,6 +1062,7 @@ ServerStats Server::stats() const {
   ServerStats s;
   s.connections_accepted = c.connections_accepted.load();
   s.connections_rejected = c.connections_rejected.load();
+  s.connections_evicted = c.connections_evicted.load();
   s.connections_active = c.connections_active.load();
   s.accept_errors = c.accept_errors.load();
   s.handshake_failures = c.handshake_failures.load();
@@ -1047,8 +1100,13 @@ std::string server_stats_prometheus(const ServerStats& s, std::string_view prefi
     append_prometheus_sample(out, p + "_" + name, "gauge", help, static_cast<double>(v));
   };
   counter("connections_accepted_total", "TCP connections accepted.", s.connections_accepted);
-  counter("connections_rejected_total", "Connections closed at once: over max_connections.",
+  counter("connections_rejected_total",
+          "Connections closed at once: at max_connections, with every connection mid-request.",
           s.connections_rejected);
+  counter("connections_evicted_total",
+          "Connections closed at max_connections to make room: the one that had waited longest "
+          "with no request in progress (in its TLS handshake, or idle).",
+          s.connections_evicted);
   gauge("connections_active", "Open connections.", s.connections_active);
   counter("accept_errors_total", "Failed accept calls.", s.accept_errors);
   counter("tls_handshake_failures_total",

@@ -77,7 +77,8 @@ struct ServerOptions {
 // Counters since start. A snapshot; every field is monotonic except the *_active gauges.
 struct ServerStats {
   uint64_t connections_accepted = 0;
-  uint64_t connections_rejected = 0;  // over max_connections
+  uint64_t connections_rejected = 0;  // at max_connections, every connection mid-request
+  uint64_t connections_evicted = 0;   // waiting (handshake/idle), closed at the cap for another
   uint64_t connections_active = 0;
   uint64_t accept_errors = 0;
   uint64_t handshake_failures = 0;  // includes connections closed before the handshake

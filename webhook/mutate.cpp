@@ -5,6 +5,7 @@
 #include "core/decision_record.h"
 #include "core/field_errors.h"
 #include "core/job_decision.h"
+#include "core/policy_selection.h"
 #include "core/quantity.h"
 #include "webhook/annotation_edit.h"
 #include "webhook/handlers.h"
@@ -158,15 +159,36 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
   // refuses the request with what it waits for, rather than this patch silently
   // suspending it again (a script would take the held job for a running one).
   const bool user_unsuspends = old_job && old_job->spec.suspend && !job.spec.suspend;
-  // The job was suspended by commgate's own gate (its record says Gate) and the change
-  // makes it admissible (numNodes lowered to what the pool has, say): the gate is lifted,
-  // as the operator lifts it when it admits a gated job (the trial of 2026-12-05: a job
-  // fixed as its PoolTooSmall message said stayed suspended, Admitted, for ever).
+  // The job was suspended by commgate's own gate (its record says Gate, or Deny: a stored
+  // job is denied only by the operator, after the gate held it for a probe) and the change
+  // makes it admissible (numNodes lowered to what the pool has or to the largest count
+  // that passes, say): the gate is lifted, as the operator lifts it when it admits a gated
+  // job (the trials of 2026-12-05 and -06: a job fixed as its PoolTooSmall or denial
+  // message said stayed suspended, Admitted, for ever).
   const bool lifts_own_gate = [&] {
     if (!old_job || !old_job->spec.suspend || !job.spec.suspend) return false;
     const auto old_record = decision_record_of(*old_job);
-    return old_record && old_record->action == Action::kGate;
+    return old_record &&
+           (old_record->action == Action::kGate || old_record->action == Action::kDeny);
   }();
+
+  // A change the decision takes back (numNodes raised, then downsized to the stored count
+  // again): nothing the decision reads changes, so the generation does not either, and the
+  // record and the status the operator wrote for it stand. A new record here would
+  // describe a decision the status never shows (the trial of 2026-12-06: annotations said
+  // PoolTooSmall for 4 nodes while status.decision kept WithinPolicy for 2).
+  if (old_job && d.action == Action::kDownsize && decision_record_of(*old_job)) {
+    TrainingJobSpec after = job.spec;
+    after.num_nodes = d.admitted_nodes;
+    if (decision_fields_changed(old_job->spec, after).empty()) {
+      PatchBuilder back(request.object);
+      back.set_spec("numNodes", d.admitted_nodes);
+      return with_warnings(patched(back.take()),
+                           {downsize_warning(d, jd.measurement ? &*jd.measurement : nullptr) +
+                            "; spec.numNodes stays " + std::to_string(d.admitted_nodes) +
+                            " and the job's decision is unchanged"});
+    }
+  }
 
   PatchBuilder patch(request.object);
   // Defaults the CRD schema also sets; repeated here for a CRD installed without them.
@@ -176,7 +198,9 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
   std::vector<std::string> warnings;
   // The job named a policy not at least as strict as the one that governs: say which
   // decides instead.
-  if (!job.spec.policy_ref.empty() && jd.policy->metadata.name != job.spec.policy_ref) {
+  // (the trial of 2026-12-06: `default`, the built-in default's name here, was warned
+  // about as "not at least as strict as" the built-in default itself).
+  if (!job.spec.policy_ref.empty() && !policy_ref_names(job.spec.policy_ref, *jd.policy)) {
     warnings.push_back("commgate: spec.policyRef.name: CommPolicy \"" + job.spec.policy_ref +
                        "\" is not at least as strict as \"" + jd.policy->metadata.name +
                        "\" in every field that decides, and \"" + jd.policy->metadata.name +
@@ -214,6 +238,10 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
         if (auto w = exempt_over_policy_warning(d, job, snapshot, now)) warnings.push_back(*w);
       break;
   }
+  // What would make the requested count pass (issue #24), after the verdict's own line.
+  for (const Advice& a : d.advice)
+    warnings.push_back("commgate: to run " + std::to_string(d.requested_nodes) +
+                       " nodes: " + a.text);
   DecisionRecord record = record_of(jd, job, now);
   // The operator decides this one later, without the request: it needs the requester's
   // exemptions (issue #19: an exempt user's job gated NamespaceUnknown lost them).

@@ -705,6 +705,34 @@ TEST(Decision, a_ddp_step_of_an_older_link_is_not_applied_and_the_correction_say
   EXPECT_FALSE(j.contains("rawPredictions"));
 }
 
+// The trial of 2026-12-06: a probe of another model replaced the link; this model's DDP step
+// still calibrates the model, against the link it ran on (its record kept it), and the
+// factor found applies to today's link. No row is the measured step: it ran elsewhere.
+TEST(Decision, a_ddp_step_on_an_earlier_link_calibrates_with_that_link) {
+  TrainingJob job = a_training_job("bert").nodes(4).params(25e6).build();
+  CommPolicy policy = a_policy().max_comm_share(0.9).build();
+  const Measurement then = with_ddp_step(
+      a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build(), 2, 450);
+  const Decision on_its_link = decide({&job, &policy, &then, {}, test_now()});
+  ASSERT_TRUE(on_its_link.correction);
+  Measurement now = then;
+  now.link.busbw_bytes_per_s = 1.0e9;  // re-probed since, by another model's probe
+  now.measured_ddp_link = then.link;
+  const Decision d = decide({&job, &policy, &now, {}, test_now()});
+  ASSERT_TRUE(d.correction);
+  EXPECT_DOUBLE_EQ(d.correction->factor, on_its_link.correction->factor);
+  ModelInputs corrected;
+  corrected.compute = *now.compute;
+  corrected.link = LinkModel::from_fit(now.link, now.nodes_probed);
+  corrected.link.busbw_bytes_per_s *= d.correction->factor;
+  corrected.gradient_bytes = 100e6;
+  EXPECT_NEAR(d.prediction_for(4)->comm_share, predict_step(corrected, 4).comm_share, 1e-9);
+  for (const auto& p : d.predictions) EXPECT_FALSE(p.measured) << p.nodes;
+  EXPECT_NE(d.message.find("on the link as probed with it (busbw 0.5 GB/s; its factor"),
+            std::string::npos)
+      << d.message;
+}
+
 TEST(Decision, an_applied_correction_says_so) {
   TrainingJob job = a_training_job("bert").nodes(4).params(25e6).build();
   CommPolicy policy = a_policy().max_comm_share(0.9).build();

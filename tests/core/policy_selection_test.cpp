@@ -422,7 +422,7 @@ TEST(PolicyGovernance, SaysWhichFieldDecided) {
                                s.max_comm_share = 0.1;
                                s.enforcement_action = EnforcementAction::kDryRun;
                              })),
-            "it enforces (downsize) where the other only reports (dryrun)");
+            "an enforcing action (downsize against dryrun, which only reports)");
   EXPECT_EQ(
       why_governs_over(
           with([](CommPolicySpec& s) { s.enforcement_action = EnforcementAction::kDeny; }), base),

@@ -237,10 +237,12 @@ TEST(Measurement, from_profile_takes_the_newest_matching_record_and_its_age) {
   EXPECT_FALSE(measurement_from_profile(CommProfile{}, model));
 }
 
-// The DDP step calibrates the model only with the link it ran on: once the pool's link
-// is probed again (for another model), the old step is left out and the measurement
-// says why (user trial, #9: the link went from 0.121 to 1.01 GB/s and the decision still
-// used the old step's effective busbw 0.108).
+// The DDP step calibrates the model against the link it ran on: once the pool's link is
+// probed again (for another model), the step comes with the link its record kept, and a
+// record from before links were kept is left out, the measurement saying why (user
+// trial, #9: the link went from 0.121 to 1.01 GB/s and the decision still used the old
+// step's effective busbw 0.108; the trial of 2026-12-06: left out, another team's probe
+// made this model's decisions 5x looser).
 TEST(Measurement, a_ddp_step_applies_only_with_the_link_it_ran_on) {
   CommProfile p;
   p.metadata.name = "pool-all";
@@ -263,6 +265,17 @@ TEST(Measurement, a_ddp_step_applies_only_with_the_link_it_ran_on) {
   auto m = measurement_from_profile(p, model);
   ASSERT_TRUE(m);
   ASSERT_TRUE(m->compute);  // the compute record still applies: compute is not the link
+  ASSERT_TRUE(m->measured_ddp_step);
+  ASSERT_TRUE(m->measured_ddp_link);
+  EXPECT_EQ(m->ddp_step_not_used, "");
+  EXPECT_DOUBLE_EQ(m->measured_ddp_link->busbw_bytes_per_s, link_record_of(first).busbw_gbps * 1e9);
+  EXPECT_DOUBLE_EQ(m->link.busbw_bytes_per_s, 1.01e9);
+
+  // A record written before the link was kept with the step: left out, and why.
+  for (auto& c : p.status.compute_steps)
+    if (c.ddp_step) c.ddp_step->link_busbw_gbps = c.ddp_step->link_latency_us = 0;
+  m = measurement_from_profile(p, model);
+  ASSERT_TRUE(m);
   EXPECT_FALSE(m->measured_ddp_step);
   EXPECT_EQ(m->ddp_step_not_used,
             "the probe's DDP step at 4 nodes (" + format_rfc3339(first.start_time) +

@@ -1874,6 +1874,58 @@ TEST(Reconcile, a_job_of_the_same_name_that_commgate_did_not_create_is_not_adopt
   }
 }
 
+// The attacker review of 2026-12-06: a 1-pod Job of 8 GPUs that names the waiting
+// TrainingJob its controller (anyone with `edit` can write the reference) was taken for the
+// workload and grown to the admitted count. Only the Job whose uid commgate recorded when it
+// created it is the workload: another is deleted (that uid only) and commgate's own made.
+TEST(Reconcile, a_job_that_forges_a_controller_reference_is_deleted_not_adopted) {
+  World w;
+  w.submit(a_job("bert"));
+  reconcile_to_probing(w, "bert");
+  const std::string tj_uid = (*w.api.peek(kJobs + "/bert"))["metadata"]["uid"];
+  json forged = {{"apiVersion", "batch/v1"},
+                 {"kind", "Job"},
+                 {"metadata",
+                  {{"name", "bert"},
+                   {"ownerReferences",
+                    {{{"apiVersion", "commgate.io/v1alpha1"},
+                      {"kind", "TrainingJob"},
+                      {"name", "bert"},
+                      {"uid", tj_uid},
+                      {"controller", true}}}}}},
+                 {"spec", {{"parallelism", 1}, {"completions", 1}}}};
+  w.api.seed(kWorkloadJobs, forged);
+  const std::string forged_uid = (*w.api.peek(kWorkloadJobs + "/bert"))["metadata"]["uid"];
+  w.finish_probe(a_probe_result(50.0, w.now - 1min));
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  json status = w.status("bert");
+  EXPECT_EQ(condition_reason(status, condition::kRunning), op_reason::kWorkloadReplaced)
+      << status.dump(2);
+  EXPECT_TRUE(w.event(op_reason::kWorkloadReplaced));
+  EXPECT_FALSE(w.event(op_reason::kWorkloadResized)) << "the forged Job was not grown";
+  EXPECT_FALSE(w.api.peek(kWorkloadJobs + "/bert")) << "the forged Job is deleted";
+
+  ASSERT_TRUE(w.reconcile("bert").ok());
+  EXPECT_TRUE(w.event(op_reason::kWorkloadCreated));
+  const json ours = *w.api.peek(kWorkloadJobs + "/bert");
+  EXPECT_NE(ours["metadata"]["uid"], forged_uid);
+  status = w.status("bert");
+  EXPECT_EQ(status.value("workloadUID", ""), ours["metadata"]["uid"]) << status.dump(2);
+
+  // Deleted and forged again once commgate's runs: not the recorded uid, so deleted too,
+  // and commgate's own created again.
+  w.api.remove(kWorkloadJobs + "/bert");
+  forged["metadata"]["uid"] = "forged-again";
+  w.api.seed(kWorkloadJobs, forged);
+  w.reconcile("bert");
+  w.reconcile("bert");
+  const std::optional<json> now_running = w.api.peek(kWorkloadJobs + "/bert");
+  ASSERT_TRUE(now_running);
+  EXPECT_NE((*now_running)["metadata"]["uid"], "forged-again");
+  EXPECT_EQ(w.status("bert").value("workloadUID", ""), (*now_running)["metadata"]["uid"]);
+  EXPECT_EQ((*now_running)["spec"].value("parallelism", 0), 4) << "commgate's own Job";
+}
+
 // ---------------------------------------------------------------------------------------
 // Errors mid-reconcile
 

@@ -623,9 +623,48 @@ TEST(Server, closes_connections_over_the_limits) {
   EXPECT_FALSE(a->request("GET", "/hello").keep_alive);  // 2nd request: Connection: close
   EXPECT_TRUE(a->closed_by_server(2s));
   EXPECT_EQ(b->request("GET", "/hello").status, 200);
+  // b mid-request (its head started, not finished), and a second one the same: no room.
+  const std::string head_begun = "GET /hello HTTP/1.1\r\nHost: x\r\n";
+  const uint64_t read_before = h.server->stats().bytes_read;
+  ASSERT_TRUE(b->write_raw(head_begun));
+  ASSERT_TRUE(wait_until([&] { return h.server->stats().connections_active == 1; }));  // a gone
+  auto d = h.client();
+  ASSERT_TRUE(d->write_raw(head_begun));
+  // Both heads read by the server (their requests in progress), both still open.
+  ASSERT_TRUE(wait_until([&] {
+    const auto st = h.server->stats();
+    return st.bytes_read >= read_before + 2 * head_begun.size() && st.connections_active == 2;
+  }));
   auto c = h.client(false);
-  EXPECT_NE(c->connect(), "");  // third while two are open: closed at once
+  EXPECT_NE(c->connect(), "");  // third while two are mid-request: closed at once
   EXPECT_GE(h.server->stats().connections_rejected, 1u);
+  EXPECT_EQ(h.server->stats().connections_evicted, 0u);
+}
+
+// The attacker review of 2026-12-06: idle TLS connections held at the cap (renewed each idle
+// timeout) refused every new connection, the API server's too. At the cap the connection
+// that has waited longest with no request in progress makes room; one mid-request stays.
+TEST(Server, at_the_connection_cap_the_longest_idle_connection_makes_room) {
+  Harness h([](ServerOptions& o) { o.max_connections = 3; });
+  auto busy = h.client();
+  const std::string head_begun = "GET /hello HTTP/1.1\r\nHost: x\r\n";
+  ASSERT_TRUE(busy->write_raw(head_begun));  // head not finished
+  ASSERT_TRUE(wait_until([&] { return h.server->stats().bytes_read >= head_begun.size(); }));
+  auto idle_old = h.client();
+  auto idle_new = h.client();
+  ASSERT_TRUE(wait_until([&] { return h.server->stats().connections_active == 3; }));
+  std::vector<std::unique_ptr<Client>> fresh;  // kept open: each new one needs room
+  for (int i = 0; i < 2; ++i) {
+    fresh.push_back(h.client());
+    EXPECT_EQ(fresh.back()->request("GET", "/hello").status, 200) << i;
+  }
+  EXPECT_TRUE(idle_old->closed_by_server(2s));
+  EXPECT_TRUE(idle_new->closed_by_server(2s));
+  EXPECT_GE(h.server->stats().connections_evicted, 2u);
+  EXPECT_EQ(h.server->stats().connections_rejected, 0u);
+  // The request in progress was not cut: it finishes and is answered.
+  ASSERT_TRUE(busy->write_raw("\r\n"));
+  EXPECT_NE(busy->read_raw_until_closed(500ms).find("HTTP/1.1 200"), std::string::npos);
 }
 
 TEST(Server, backs_off_when_out_of_file_descriptors_and_recovers) {

@@ -70,10 +70,18 @@ TEST_P(MutateCreate, PatchesTheJobAsDecided) {
   if (c.want_warning_part.empty()) {
     EXPECT_TRUE(response.warnings.empty()) << response.warnings.front();
   } else {
-    ASSERT_EQ(response.warnings.size(), 1u);
+    // The verdict's line, then for a decision over the policy one line of advice each
+    // (issue #24: link, compression, batch, largest count).
+    ASSERT_GE(response.warnings.size(), 1u);
     EXPECT_NE(response.warnings[0].find(c.want_warning_part), std::string::npos)
         << response.warnings[0];
-    EXPECT_EQ(response.warnings[0].find('\n'), std::string::npos) << "one line";
+    const bool over = c.want_decision == "Downsize" || c.want_decision == "Warn";
+    EXPECT_EQ(response.warnings.size(), over ? 5u : 1u);
+    for (size_t i = 1; i < response.warnings.size(); ++i)
+      EXPECT_EQ(response.warnings[i].rfind("commgate: to run 8 nodes: ", 0), 0u)
+          << response.warnings[i];
+    for (const auto& w : response.warnings)
+      EXPECT_EQ(w.find('\n'), std::string::npos) << "one line: " << w;
   }
 }
 
@@ -266,6 +274,24 @@ TEST(Mutate, AChangeThatPassesCommgatesOwnGateLiftsIt) {
       apply_patch(update.object, handle_mutate(update, snapshot_of({}, {}), test_now()));
   EXPECT_EQ(annotation_of(after, annotation::kDecision), "Admit");
   EXPECT_EQ(after["spec"]["suspend"], false) << after["spec"].dump();
+
+  // The trial of 2026-12-06: gated, then denied by the operator after its probe, then
+  // lowered to the largest count that passes: admitted, and the gate lifted too.
+  json denied = gated_job;
+  auto record = *decision_record_of(parse_training_job(gated_job, ObjectSource::kAdmission));
+  record.action = Action::kDeny;
+  record.reason = reason::kDenied;
+  record.admitted_nodes = 0;
+  denied["metadata"]["annotations"][annotation::kDecisionRecord] = to_annotation(record);
+  denied["metadata"]["annotations"][annotation::kDecision] = "Deny";
+  denied["metadata"]["annotations"][annotation::kReason] = reason::kDenied;
+  json lowered = denied;
+  lowered["spec"]["numNodes"] = 1;
+  const auto after_denial = an_update_of(denied, lowered).user("alice").parse();
+  const json resumed = apply_patch(after_denial.object,
+                                   handle_mutate(after_denial, snapshot_of({}, {}), test_now()));
+  EXPECT_EQ(annotation_of(resumed, annotation::kDecision), "Admit");
+  EXPECT_EQ(resumed["spec"]["suspend"], false) << resumed["spec"].dump();
 
   json own_suspend = bert(1);
   own_suspend["spec"]["suspend"] = true;
@@ -673,6 +699,30 @@ Admission admit(ReviewBuilder review, const Snapshot& snapshot, TimePoint now = 
 
 const Snapshot kStrictSlow = snapshot_of({strict()}, {a_profile(kSlowLink, test_now())});
 
+// The trial of 2026-12-06: an admitted job raised to more nodes than the policy allows is
+// downsized back to its stored count: the spec (and so the generation) does not change, so
+// its record stays the one its status describes, with a warning that nothing changed.
+TEST(DecideOnce, ARaiseDownsizedBackToTheStoredCountKeepsTheRecord) {
+  const Admission created = admit(a_create_of(bert(6)), kStrictSlow);
+  ASSERT_TRUE(created.validate.allowed) << created.validate.message;
+  const std::string record = annotation_of(created.stored, annotation::kDecisionRecord);
+  ASSERT_EQ(created.stored["spec"]["numNodes"], 6);
+  json raised = created.stored;
+  raised["spec"]["numNodes"] = 8;
+  const Admission a = admit(an_update_of(created.stored, raised), kStrictSlow);
+  ASSERT_TRUE(a.validate.allowed) << a.validate.message;
+  EXPECT_EQ(a.stored["spec"]["numNodes"], 6);
+  EXPECT_EQ(annotation_of(a.stored, annotation::kDecisionRecord), record);
+  EXPECT_EQ(annotation_of(a.stored, annotation::kDecision),
+            annotation_of(created.stored, annotation::kDecision));
+  ASSERT_EQ(a.mutate.warnings.size(), 1u);
+  EXPECT_NE(a.mutate.warnings[0].find("spec.numNodes lowered from 8 to 6"), std::string::npos)
+      << a.mutate.warnings[0];
+  EXPECT_NE(a.mutate.warnings[0].find("spec.numNodes stays 6 and the job's decision is unchanged"),
+            std::string::npos)
+      << a.mutate.warnings[0];
+}
+
 TEST(DecideOnce, MutateWritesTheRecordOfItsDecision) {
   const Admission a = admit(a_create_of(bert(8)), kStrictSlow);
   ASSERT_TRUE(a.validate.allowed) << a.validate.message;
@@ -733,6 +783,18 @@ TEST(DecideOnce, APolicyRefToAMilderPolicyIsDecidedByTheStricterOne) {
   }
 }
 
+// The trial of 2026-12-06: where no CommPolicy applies, `policyRef: default` names the
+// built-in default that governs: no warning (it said "CommPolicy \"default\" is not at
+// least as strict as \"built-in default\"").
+TEST(DecideOnce, APolicyRefToTheBuiltInDefaultThatGovernsIsNotWarnedAbout) {
+  json job = bert(8);
+  job["spec"]["policyRef"] = {{"name", "default"}};
+  const Admission a = admit(a_create_of(job), snapshot_of({}, {}));
+  ASSERT_TRUE(a.validate.allowed) << a.validate.message;
+  for (const auto& w : a.mutate.warnings)
+    EXPECT_EQ(w.find("spec.policyRef"), std::string::npos) << w;
+}
+
 // Issue 9 defect 3: /validate decided again with its own snapshot and refused what /mutate
 // admitted ("gate bypassed" when nothing was).
 struct SkewCase {
@@ -788,9 +850,10 @@ TEST(DecideOnce, AMeasurementExpiringBetweenTheTwoCallsChangesNothing) {
       "Gate");
 }
 
-// Issue 12 defect 1: raising numNodes on a downsized (or admitted) job is a new decision,
-// downsized again with the warning, never a tampering error; the annotations /mutate
-// rewrites are not the user's change.
+// Issue 12 defect 1: raising numNodes on a downsized (or admitted) job is decided again,
+// downsized again with the warning, never a tampering error. Downsized back to the stored
+// count, the spec (and generation) is unchanged, so the record and its annotations stay
+// the ones the status describes (the trial of 2026-12-06), the warning says so.
 TEST(DecideOnce, RaisingNumNodesOnADownsizedJobIsDownsizedAgain) {
   // With a key too: /validate takes /mutate's new signed record for commgate's.
   for (const WebhookConfig& config : {WebhookConfig{}, with_a_decision_key()}) {
@@ -804,12 +867,13 @@ TEST(DecideOnce, RaisingNumNodesOnADownsizedJobIsDownsizedAgain) {
       ASSERT_TRUE(a.mutate.allowed) << a.mutate.message;
       EXPECT_TRUE(a.validate.allowed) << asked << ": " << a.validate.message;
       EXPECT_EQ(a.stored["spec"]["numNodes"], 6) << asked;
-      EXPECT_EQ(annotation_of(a.stored, annotation::kRequestedNodes), std::to_string(asked));
+      EXPECT_EQ(annotation_of(a.stored, annotation::kRequestedNodes), "8") << "the record stays";
       ASSERT_EQ(a.mutate.warnings.size(), 1u);
       EXPECT_NE(a.mutate.warnings[0].find("spec.numNodes lowered from " + std::to_string(asked) +
                                           " to 6"),
                 std::string::npos)
           << a.mutate.warnings[0];
+      EXPECT_NE(a.mutate.warnings[0].find("spec.numNodes stays 6"), std::string::npos);
       EXPECT_EQ(a.validate.decision, "Downsize");
     }
   }

@@ -1,0 +1,135 @@
+#include "core/advice.h"
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/decision.h"
+#include "core/quantity.h"
+#include "core/significant_digits.h"
+
+namespace commgate {
+namespace {
+
+// Bisection bounds: no link is slower than a thousandth of the measured one in these
+// counterfactuals, and 1 PB/s stands for "unlimited".
+constexpr double kUnlimitedBusbw = 1e15;
+constexpr int kBisectionSteps = 80;
+
+bool passes_at(const ModelInputs& model, const CommPolicySpec& policy, int nodes) {
+  return meets_policy(predict_step(model, nodes), policy);
+}
+
+ModelInputs with_busbw(ModelInputs m, double busbw) {
+  m.link.busbw_bytes_per_s = busbw;
+  return m;
+}
+
+ModelInputs with_batch_factor(ModelInputs m, double factor) {
+  m.compute.forward_s *= factor;
+  m.compute.backward_s *= factor;
+  return m;
+}
+
+double round_up_significant(double v, int digits) {
+  const double rounded = round_significant(v, digits);
+  if (rounded >= v) return rounded;
+  const double step = std::pow(10.0, std::floor(std::log10(v)) - (digits - 1));
+  return rounded + step;
+}
+
+std::string share_of(const ModelInputs& model, int nodes) {
+  return format_percent(predict_step(model, nodes).comm_share);
+}
+
+std::string link_advice(const ModelInputs& model, const CommPolicySpec& policy, int n) {
+  const std::optional<double> needed = busbw_needed(model, policy, n);
+  const std::string at = " at " + format_nodes(n);
+  if (!needed) {
+    const StepPrediction unlimited = predict_step(with_busbw(model, kUnlimitedBusbw), n);
+    return "No link makes " + format_nodes(n) + " pass: with unlimited bandwidth the " +
+           "all-reduces' latency alone (" + format_percent(unlimited.comm_share) + " of the step" +
+           at + ", from the measured hop latency " + format_count(model.link.hop_latency_s * 1e6) +
+           " us) is over the limit.";
+  }
+  return "The link: " + format_nodes(n) + " would pass with an all-reduce bus bandwidth of " +
+         format_gbps(*needed) + " or more; this pool's effective bandwidth is " +
+         format_gbps(model.link.busbw_bytes_per_s) + " (" + share_of(model, n) + at + ").";
+}
+
+std::string compression_advice(const ModelInputs& model, const CommPolicySpec& policy,
+                               const ModelSpec& job, int n) {
+  const std::string powersgd =
+      " PowerSGD (powerSGD_hook) compresses further; commgate does not model it.";
+  if (job.gradient_dtype != "fp32")
+    return "Compression: the gradients are already " + job.gradient_dtype +
+           ", and DDP's fp16/bf16 compression hooks halve only fp32 gradients." + powersgd;
+  ModelInputs halved = model;
+  halved.gradient_bytes /= 2;
+  const StepPrediction p = predict_step(halved, n);
+  return "Compression: with DDP's fp16 or bf16 compression hook (register_comm_hook, half "
+         "the bytes of fp32 gradients) the model predicts " +
+         format_percent(p.comm_share) + " at " + format_nodes(n) + ", " +
+         (meets_policy(p, policy) ? "within the policy." : "still over the policy.") + powersgd;
+}
+
+std::string batch_advice(const ModelInputs& model, const CommPolicySpec& policy,
+                         const ModelSpec& job, int n) {
+  const std::optional<double> factor = batch_factor_needed(model, policy, n);
+  if (!factor)
+    return "A larger batch: no per-GPU batch up to " +
+           std::to_string(static_cast<int64_t>(kMaxBatchFactor)) + " times " +
+           std::to_string(job.batch_size) + " makes " + format_nodes(n) + " pass.";
+  const auto batch = static_cast<int64_t>(std::ceil(job.batch_size * *factor));
+  return "A larger batch: at a per-GPU batch of " + std::to_string(batch) + " (now " +
+         std::to_string(job.batch_size) + ") " + format_nodes(n) +
+         " would pass, taking the forward and backward passes to grow linearly with the "
+         "batch and the all-reduce not to; check that it fits in GPU memory, and scale the "
+         "learning rate with it (spec.model.batchSize is what the probe times).";
+}
+
+std::string largest_count_advice(const ModelInputs& model, int largest) {
+  const StepPrediction p = predict_step(model, largest);
+  if (largest <= 1) return "Fewer nodes: only 1 node passes (no gradients cross the network).";
+  return "Fewer nodes: the largest count that passes is " + format_nodes(largest) + ", " +
+         format_count(round_significant(p.speedup, 3)) + "x the throughput of one node (" +
+         format_percent(p.scaling_efficiency) + " scaling efficiency, " +
+         format_percent(p.comm_share) + " in exposed communication).";
+}
+
+}  // namespace
+
+std::optional<double> busbw_needed(const ModelInputs& model, const CommPolicySpec& policy,
+                                   int nodes) {
+  if (!passes_at(with_busbw(model, kUnlimitedBusbw), policy, nodes)) return std::nullopt;
+  double lo = model.link.busbw_bytes_per_s > 0 ? model.link.busbw_bytes_per_s / 1000 : 1;
+  double hi = kUnlimitedBusbw;
+  if (passes_at(with_busbw(model, lo), policy, nodes)) return round_up_significant(lo, 2);
+  // Geometric bisection: lo fails, hi passes.
+  for (int i = 0; i < kBisectionSteps && hi / lo > 1.0001; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (passes_at(with_busbw(model, mid), policy, nodes) ? hi : lo) = mid;
+  }
+  return round_up_significant(hi, 2);
+}
+
+std::optional<double> batch_factor_needed(const ModelInputs& model, const CommPolicySpec& policy,
+                                          int nodes) {
+  if (passes_at(model, policy, nodes)) return 1.0;
+  if (!passes_at(with_batch_factor(model, kMaxBatchFactor), policy, nodes)) return std::nullopt;
+  double lo = 1, hi = kMaxBatchFactor;  // lo fails, hi passes
+  for (int i = 0; i < kBisectionSteps && hi / lo > 1.0001; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (passes_at(with_batch_factor(model, mid), policy, nodes) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+std::vector<Advice> advise(const ModelInputs& model, const CommPolicySpec& policy,
+                           const ModelSpec& job, int requested, int largest_passing) {
+  return {{advice_kind::kLink, link_advice(model, policy, requested)},
+          {advice_kind::kCompression, compression_advice(model, policy, job, requested)},
+          {advice_kind::kBatch, batch_advice(model, policy, job, requested)},
+          {advice_kind::kLargestCount, largest_count_advice(model, largest_passing)}};
+}
+
+}  // namespace commgate
