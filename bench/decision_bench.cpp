@@ -84,6 +84,26 @@ void BM_DecideOnly(benchmark::State& state) {
 }
 BENCHMARK(BM_DecideOnly)->Unit(benchmark::kMicrosecond);
 
+// Issue #24: the advice alone (four counterfactuals, two of them bisections), which
+// decide() adds to every decision over the policy, BM_DecideOnly's among them: its share of
+// that decision's time. At the 8 nodes of the realistic job, its measurement and the
+// default policy.
+void BM_AdviceOnly(benchmark::State& state) {
+  const auto job = commgate::parse_training_job(Json::parse(realistic_job_json()));
+  const commgate::Measurement m = cached_measurement();
+  commgate::ModelInputs model;
+  model.compute = *m.compute;
+  model.link = commgate::LinkModel::from_fit(m.link, m.nodes_probed);
+  model.gradient_bytes = job.spec.model.gradient_bytes();
+  model.procs_per_node = job.spec.num_proc_per_node;
+  const commgate::CommPolicy policy = commgate::default_comm_policy();
+  for (auto _ : state) {
+    auto advice = commgate::advise(model, policy.spec, job.spec.model, job.spec.num_nodes, 1);
+    benchmark::DoNotOptimize(advice);
+  }
+}
+BENCHMARK(BM_AdviceOnly)->Unit(benchmark::kMicrosecond);
+
 // Issue #12: jobs up to the CRD's limits (1e15 parameters, 10,000 nodes). The decision
 // used to replay every DDP bucket for every count (15.8 s at 10T parameters and 600
 // nodes). Goal: <= 1 ms each. Args: parameters (as a power of ten), nodes. The policy

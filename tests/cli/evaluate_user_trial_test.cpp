@@ -4,6 +4,8 @@
 // (a newer link), and a job from examples/jobs/ resized.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -122,31 +124,48 @@ spec: {maxCommShare: 0.30, measurementTTL: 10s}
       << r.out;
 }
 
-// After the re-probe the old DDP step (measured on the 0.132 GB/s link) must not calibrate
-// the 1.01 GB/s link: the raw model, and the decision says why.
-TEST(EvaluateUserTrial, a_reprobed_link_is_decided_on_the_raw_model) {
+// After the re-probe the old DDP step (measured on the 0.132 GB/s link) calibrates the
+// model against the link it ran on, which its record kept, and the factor applies to the
+// 1.01 GB/s link (the trial of 2026-12-06: left out, another model's probe made decisions
+// 5x looser); no row is the measured step. A record written before links were kept is
+// left out, the raw model used, and the decision says why.
+TEST(EvaluateUserTrial, a_reprobed_link_is_calibrated_by_the_step_on_its_own_link) {
   CliRun r = evaluate(job_yaml(4), reprobed_profile_yaml(), "2026-11-30T18:53:40Z", {"-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  const nlohmann::json j = nlohmann::json::parse(r.out);
+  nlohmann::json j = nlohmann::json::parse(r.out);
   const nlohmann::json& e = j.is_array() ? j.at(0) : j;
   const nlohmann::json& d = e.at("decision");
   ASSERT_TRUE(d.contains("correction")) << d.dump(2);
-  EXPECT_EQ(d["correction"]["applied"], false);
-  EXPECT_NE(d["correction"]["note"].get<std::string>().find(
-                "ran on the link as it was then, not on the link measured at " + kReprobed),
-            std::string::npos);
-  EXPECT_FALSE(d.contains("rawPredictions"));
+  EXPECT_EQ(d["correction"]["applied"], true) << d.dump(2);
+  EXPECT_TRUE(d.contains("rawPredictions"));
   for (const auto& row : d["predictions"]) EXPECT_EQ(row["measured"], false) << row.dump();
   const std::string message = d["message"];
-  EXPECT_EQ(message.find("effective busbw"), std::string::npos) << message;
+  EXPECT_NE(message.find("on the link as probed with it (busbw "), std::string::npos) << message;
   EXPECT_NE(message.find("busbw 1.01 GB/s"), std::string::npos) << message;
   EXPECT_EQ(e["measurement"]["measuredAt"], kReprobed);
   EXPECT_EQ(e["measurement"]["computeMeasuredAt"], kProbed);
 
-  // The same profile before the re-probe is calibrated by its step.
+  // The same profile before the re-probe is calibrated by its step, on its link.
   CliRun before = evaluate(job_yaml(4), profile_yaml(), "2026-11-30T18:53:40Z", {"-o", "json"});
   const nlohmann::json jb = nlohmann::json::parse(before.out);
   EXPECT_EQ((jb.is_array() ? jb.at(0) : jb)["decision"]["correction"]["applied"], true);
+
+  // A record from before the step's link was kept: the raw model, and why.
+  std::string old_record;
+  std::istringstream lines(reprobed_profile_yaml());
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("linkBusbwGBps") == std::string::npos &&
+        line.find("linkLatencyUs") == std::string::npos)
+      old_record += line + "\n";
+  CliRun old = evaluate(job_yaml(4), old_record, "2026-11-30T18:53:40Z", {"-o", "json"});
+  ASSERT_EQ(old.exit_code, 0) << old.err << old.out;
+  j = nlohmann::json::parse(old.out);
+  const nlohmann::json& od = (j.is_array() ? j.at(0) : j).at("decision");
+  EXPECT_EQ(od["correction"]["applied"], false) << od.dump(2);
+  EXPECT_NE(od["correction"]["note"].get<std::string>().find(
+                "ran on the link as it was then, not on the link measured at " + kReprobed),
+            std::string::npos);
+  EXPECT_FALSE(od.contains("rawPredictions"));
 }
 
 TEST(EvaluateUserTrial, one_node_and_one_proc_are_singular) {

@@ -122,6 +122,7 @@ Kind training_job_kind() {
     },
     "status": {
       "phase": "Downsized", "observedGeneration": 2, "admittedNodes": 2,
+      "workloadUID": "6d0c7a8e-3c1f-4b7e-9a52-0e4b8f3d2a11",
       "probeAttempts": 1, "nextProbeTime": "2026-11-30T11:05:00Z",
       "measurement": {"source": "CommProfile pool-all", "probeTime": "2026-11-30T11:00:00Z",
         "computeMeasuredAt": "2026-11-30T10:00:00Z", "nodesProbed": 2, "procsPerNode": 1, "backend": "gloo", "transport": "socket",
@@ -138,6 +139,7 @@ Kind training_job_kind() {
                          "scalingEfficiency": 1}],
         "correction": {"applied": true, "note": "", "busbwFactor": 0.9,
                        "reproducesMeasuredStep": true},
+        "advice": [{"kind": "link", "text": "The link: 4 nodes would pass with ..."}],
         "rawPredictions": [{"nodes": 1, "measured": false, "stepTimeMs": 300, "computeMs": 300,
                             "allReduceMs": 0, "exposedCommMs": 0, "commShare": 0, "speedup": 1,
                             "scalingEfficiency": 1}]}
@@ -206,7 +208,8 @@ Kind comm_profile_kind() {
                         "ddpStep": {"nodes": 2, "procsPerNode": 1, "stepTimeMs": 412,
                                     "computeOnlyStepTimeMs": 300, "exposedCommMs": 112,
                                     "commShare": 0.27, "bucketCapBytes": 26214400,
-                                    "firstBucketBytes": 1048576, "buckets": 4},
+                                    "firstBucketBytes": 1048576, "buckets": 4,
+                                    "linkBusbwGBps": 0.118, "linkLatencyUs": 210.5},
                         "spread": {"medianMs": 310, "p10Ms": 290, "p90Ms": 340, "samples": 10,
                                    "rounds": 1, "slowestRankStepMs": 330, "slowestRank": 1}}],
       "probe": {"failedAttempts": 1, "nextProbeTime": "2026-11-30T11:05:00Z",

@@ -104,9 +104,13 @@ TEST(WebhookHttps, downsizes_over_tls_and_stops_gracefully_on_sigterm) {
   const json out = json::parse(r.body);
   EXPECT_EQ(out["response"]["uid"], "c3ce937b-1a18-4e45-a0e8-adf5c962f1e4");
   EXPECT_EQ(out["response"]["patchType"], "JSONPatch");
-  ASSERT_EQ(out["response"]["warnings"].size(), 1u);
+  // The downsize, then what would make 8 nodes pass (issue #24: four lines of advice).
+  ASSERT_EQ(out["response"]["warnings"].size(), 5u);
   EXPECT_NE(out["response"]["warnings"][0].get<std::string>().find("from 8 to 6"),
             std::string::npos);
+  EXPECT_EQ(out["response"]["warnings"][1].get<std::string>().rfind(
+                "commgate: to run 8 nodes: The link: ", 0),
+            0u);
   const auto metrics = c->request("GET", "/metrics");
   EXPECT_NE(metrics.body.find("decision=\"Downsize\""), std::string::npos);
   EXPECT_NE(metrics.body.find("commgate_webhook_http_"), std::string::npos) << "server stats";
