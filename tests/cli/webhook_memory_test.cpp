@@ -46,6 +46,12 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kLimitMiB = 256;
 constexpr double kCeilingMiB = 192;
 
+// The value of an unlabelled sample in a /metrics text; -1 when absent.
+double sample_of(const std::string& metrics, const std::string& name) {
+  const auto at = metrics.find("\n" + name + " ");
+  return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + name.size() + 2));
+}
+
 double rss_mib(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -210,10 +216,7 @@ TEST_F(WebhookMemory, held_bodies_are_bounded_and_reviews_keep_being_answered) {
   }
   std::this_thread::sleep_for(200ms);  // the last bodies read
   const std::string metrics = client()->request("GET", "/metrics").body;
-  auto metric = [&](const std::string& name) {
-    const auto at = metrics.find("\n" + name + " ");
-    return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + name.size() + 2));
-  };
+  auto metric = [&](const std::string& name) { return sample_of(metrics, name); };
   const double refused = metric("commgate_webhook_http_requests_refused_busy_total");
   const double inflight = metric("commgate_webhook_http_inflight_body_bytes");
   std::vector<double> latencies;
@@ -318,10 +321,7 @@ TEST_F(WebhookMemory, idle_connections_stop_at_the_cap_the_limit_gives) {
     if (c->connect(2000ms).empty()) idle.push_back(std::move(c));
   }
   const std::string metrics = client()->request("GET", "/metrics").body;
-  auto metric = [&](const std::string& name) {
-    const auto at = metrics.find("\n" + name + " ");
-    return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + name.size() + 2));
-  };
+  auto metric = [&](const std::string& name) { return sample_of(metrics, name); };
   const double open = metric("commgate_webhook_http_connections_active");
   const double evicted = metric("commgate_webhook_http_connections_evicted_total");
   EXPECT_GE(open, 1) << metrics;
