@@ -30,6 +30,17 @@ ModelInputs with_batch_factor(ModelInputs m, double factor) {
   return m;
 }
 
+// The smallest x in [lo, hi] (to a ratio of 1.0001) at which `passes` holds, by geometric
+// bisection: `passes` must fail at lo, hold at hi and be monotone between.
+template <typename Passes>
+double smallest_passing(double lo, double hi, Passes passes) {
+  for (int i = 0; i < kBisectionSteps && hi / lo > 1.0001; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (passes(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 double round_up_significant(double v, int digits) {
   const double rounded = round_significant(v, digits);
   if (rounded >= v) return rounded;
@@ -88,8 +99,8 @@ std::string batch_advice(const ModelInputs& model, const CommPolicySpec& policy,
 }
 
 std::string largest_count_advice(const ModelInputs& model, int largest) {
-  const StepPrediction p = predict_step(model, largest);
   if (largest <= 1) return "Fewer nodes: only 1 node passes (no gradients cross the network).";
+  const StepPrediction p = predict_step(model, largest);
   return "Fewer nodes: the largest count that passes is " + format_nodes(largest) + ", " +
          format_count(round_significant(p.speedup, 3)) + "x the throughput of one node (" +
          format_percent(p.scaling_efficiency) + " scaling efficiency, " +
@@ -101,27 +112,18 @@ std::string largest_count_advice(const ModelInputs& model, int largest) {
 std::optional<double> busbw_needed(const ModelInputs& model, const CommPolicySpec& policy,
                                    int nodes) {
   if (!passes_at(with_busbw(model, kUnlimitedBusbw), policy, nodes)) return std::nullopt;
-  double lo = model.link.busbw_bytes_per_s > 0 ? model.link.busbw_bytes_per_s / 1000 : 1;
-  double hi = kUnlimitedBusbw;
-  if (passes_at(with_busbw(model, lo), policy, nodes)) return round_up_significant(lo, 2);
-  // Geometric bisection: lo fails, hi passes.
-  for (int i = 0; i < kBisectionSteps && hi / lo > 1.0001; ++i) {
-    const double mid = std::sqrt(lo * hi);
-    (passes_at(with_busbw(model, mid), policy, nodes) ? hi : lo) = mid;
-  }
-  return round_up_significant(hi, 2);
+  auto passes = [&](double busbw) { return passes_at(with_busbw(model, busbw), policy, nodes); };
+  const double lo = model.link.busbw_bytes_per_s > 0 ? model.link.busbw_bytes_per_s / 1000 : 1;
+  if (passes(lo)) return round_up_significant(lo, 2);
+  return round_up_significant(smallest_passing(lo, kUnlimitedBusbw, passes), 2);
 }
 
 std::optional<double> batch_factor_needed(const ModelInputs& model, const CommPolicySpec& policy,
                                           int nodes) {
   if (passes_at(model, policy, nodes)) return 1.0;
-  if (!passes_at(with_batch_factor(model, kMaxBatchFactor), policy, nodes)) return std::nullopt;
-  double lo = 1, hi = kMaxBatchFactor;  // lo fails, hi passes
-  for (int i = 0; i < kBisectionSteps && hi / lo > 1.0001; ++i) {
-    const double mid = std::sqrt(lo * hi);
-    (passes_at(with_batch_factor(model, mid), policy, nodes) ? hi : lo) = mid;
-  }
-  return hi;
+  auto passes = [&](double f) { return passes_at(with_batch_factor(model, f), policy, nodes); };
+  if (!passes(kMaxBatchFactor)) return std::nullopt;
+  return smallest_passing(1, kMaxBatchFactor, passes);
 }
 
 std::vector<Advice> advise(const ModelInputs& model, const CommPolicySpec& policy,

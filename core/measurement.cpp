@@ -117,7 +117,7 @@ std::optional<Measurement> measurement_from_profile(const CommProfile& p, const 
       if (best->measured_at != l.measured_at) {
         LinkFit then;
         then.busbw_bytes_per_s = d->link_busbw_gbps * 1e9;
-        then.latency_s = d->link_latency_us / 1e6;
+        then.latency_s = d->link_latency_us * 1e-6;
         m.measured_ddp_link = then;
       }
     } else {

@@ -314,7 +314,7 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
   const ProbeObjects objects = build_probe(request, settings_.probe);
   const std::string& ns = settings_.probe.ns;
   create_if_absent(writer_, services_collection(ns), objects.service);
-  const bool created = create_if_absent(writer_, jobs_collection(ns), objects.job);
+  const bool created = create_if_absent(writer_, jobs_collection(ns), objects.job).has_value();
   const std::string what = "probe " + ns + "/" + probe_job_name(p.name) + " measures pool " +
                            p.name + " on " + format_nodes(request.nodes) + " (the pool's attempt " +
                            std::to_string(history.failed_attempts + 1) + " of " +

@@ -42,12 +42,12 @@ std::optional<json> get_or_null(const kube::Reader& reader, const std::string& p
   }
 }
 
-bool create_if_absent(kube::Writer& writer, const std::string& collection, const json& object) {
+std::optional<json> create_if_absent(kube::Writer& writer, const std::string& collection,
+                                     const json& object) {
   try {
-    writer.create(collection, object);
-    return true;
+    return writer.create(collection, object);
   } catch (const ApiError& e) {
-    if (e.already_exists()) return false;
+    if (e.already_exists()) return std::nullopt;
     throw;
   }
 }

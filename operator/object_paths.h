@@ -40,10 +40,10 @@ std::vector<nlohmann::json> pods_of_job(const kube::Reader& reader, const nlohma
 
 // The object at `path`, or nullopt when it does not exist (404).
 std::optional<nlohmann::json> get_or_null(const kube::Reader& reader, const std::string& path);
-// Creates `object` unless it exists (409 AlreadyExists). Returns true when this call
-// created it.
-bool create_if_absent(kube::Writer& writer, const std::string& collection,
-                      const nlohmann::json& object);
+// Creates `object` unless it exists (409 AlreadyExists). Returns the object as the server
+// stored it (its uid) when this call created it, nullopt when it existed.
+std::optional<nlohmann::json> create_if_absent(kube::Writer& writer, const std::string& collection,
+                                               const nlohmann::json& object);
 // Deletes `path`; one that is gone already (404) is not an error.
 void remove_if_present(kube::Writer& writer, const std::string& path,
                        const kube::DeleteOptions& options = {});

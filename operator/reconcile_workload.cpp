@@ -61,13 +61,8 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
                 "template's values are replaced");
     }
     create_if_absent(writer_, services_collection(ctx.ns), objects.service);
-    std::optional<json> created;
-    try {
-      created = writer_.create(jobs_collection(ctx.ns), objects.job);
-    } catch (const ApiError& e) {
-      if (!e.already_exists()) throw;
-    }
-    if (created) {
+    if (std::optional<json> created =
+            create_if_absent(writer_, jobs_collection(ctx.ns), objects.job)) {
       event(ctx, "Normal", op_reason::kWorkloadCreated, "Launch",
             "created Job " + ctx.ns + "/" + ctx.name + " with " +
                 format_nodes(ctx.job.spec.num_nodes) + " x " +

@@ -165,19 +165,18 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
   // that passes, say): the gate is lifted, as the operator lifts it when it admits a gated
   // job (the trials of 2026-12-05 and -06: a job fixed as its PoolTooSmall or denial
   // message said stayed suspended, Admitted, for ever).
-  const bool lifts_own_gate = [&] {
-    if (!old_job || !old_job->spec.suspend || !job.spec.suspend) return false;
-    const auto old_record = decision_record_of(*old_job);
-    return old_record &&
-           (old_record->action == Action::kGate || old_record->action == Action::kDeny);
-  }();
+  const std::optional<DecisionRecord> old_record =
+      old_job ? decision_record_of(*old_job) : std::nullopt;
+  const bool lifts_own_gate =
+      old_job && old_job->spec.suspend && job.spec.suspend && old_record &&
+      (old_record->action == Action::kGate || old_record->action == Action::kDeny);
 
   // A change the decision takes back (numNodes raised, then downsized to the stored count
   // again): nothing the decision reads changes, so the generation does not either, and the
   // record and the status the operator wrote for it stand. A new record here would
   // describe a decision the status never shows (the trial of 2026-12-06: annotations said
   // PoolTooSmall for 4 nodes while status.decision kept WithinPolicy for 2).
-  if (old_job && d.action == Action::kDownsize && decision_record_of(*old_job)) {
+  if (old_record && d.action == Action::kDownsize) {
     TrainingJobSpec after = job.spec;
     after.num_nodes = d.admitted_nodes;
     if (decision_fields_changed(old_job->spec, after).empty()) {

@@ -1808,20 +1808,25 @@ TEST(Reconcile, another_models_finished_probe_is_recorded_and_frees_the_pool) {
   EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 2);
 }
 
+// A Job named `bert` whose controller reference names a TrainingJob `bert` of uid `owner`.
+json a_job_controlled_by(const std::string& owner) {
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata",
+           {{"name", "bert"},
+            {"ownerReferences",
+             {{{"apiVersion", "commgate.io/v1alpha1"},
+               {"kind", "TrainingJob"},
+               {"name", "bert"},
+               {"uid", owner},
+               {"controller", true}}}}}},
+          {"spec", json::object()}};
+}
+
 TEST(Reconcile, the_job_of_an_earlier_trainingjob_of_the_same_name_is_waited_for) {
   World w;
-  json old_workload = {{"apiVersion", "batch/v1"},
-                       {"kind", "Job"},
-                       {"metadata",
-                        {{"name", "bert"},
-                         {"ownerReferences",
-                          {{{"apiVersion", "commgate.io/v1alpha1"},
-                            {"kind", "TrainingJob"},
-                            {"name", "bert"},
-                            {"uid", "uid-of-the-deleted-one"},
-                            {"controller", true}}}}}},
-                       {"spec", json::object()},
-                       {"status", {{"succeeded", 4}}}};
+  json old_workload = a_job_controlled_by("uid-of-the-deleted-one");
+  old_workload["status"] = {{"succeeded", 4}};
   w.api.seed(kWorkloadJobs, old_workload);
   w.submit(a_job("bert"));
   reconcile_to_probing(w, "bert");
@@ -1883,17 +1888,8 @@ TEST(Reconcile, a_job_that_forges_a_controller_reference_is_deleted_not_adopted)
   w.submit(a_job("bert"));
   reconcile_to_probing(w, "bert");
   const std::string tj_uid = (*w.api.peek(kJobs + "/bert"))["metadata"]["uid"];
-  json forged = {{"apiVersion", "batch/v1"},
-                 {"kind", "Job"},
-                 {"metadata",
-                  {{"name", "bert"},
-                   {"ownerReferences",
-                    {{{"apiVersion", "commgate.io/v1alpha1"},
-                      {"kind", "TrainingJob"},
-                      {"name", "bert"},
-                      {"uid", tj_uid},
-                      {"controller", true}}}}}},
-                 {"spec", {{"parallelism", 1}, {"completions", 1}}}};
+  json forged = a_job_controlled_by(tj_uid);
+  forged["spec"] = {{"parallelism", 1}, {"completions", 1}};
   w.api.seed(kWorkloadJobs, forged);
   const std::string forged_uid = (*w.api.peek(kWorkloadJobs + "/bert"))["metadata"]["uid"];
   w.finish_probe(a_probe_result(50.0, w.now - 1min));
