@@ -79,9 +79,52 @@ nlohmann::json to_json_impl(const ProbeResult& p, bool compact) {
   j["allReduce"] = ar;
   if (p.compute) j["compute"] = compute_json(*p.compute, compact);
   if (p.ddp_step) j["ddpStep"] = ddp_json(*p.ddp_step, compact);
+  if (!p.additional_models.empty()) {
+    nlohmann::json models = nlohmann::json::array();
+    for (const ModelResult& m : p.additional_models) {
+      nlohmann::json one = {{"compute", compute_json(m.compute, compact)}};
+      if (m.ddp_step) one["ddpStep"] = ddp_json(*m.ddp_step, compact);
+      models.push_back(std::move(one));
+    }
+    j["additionalModels"] = std::move(models);
+  }
   if (p.error) j["error"] = {{"stage", p.error->stage}, {"message", p.error->message}};
   if (!p.note.empty() && !compact) j["note"] = p.note;
   return j;
+}
+
+ComputeResult read_compute(ObjectReader c) {
+  ComputeResult cr;
+  cr.parameters = c.quantity("parameters", P::kRequired, 1.0).value_or(0);
+  cr.gradient_dtype = c.one_of("gradientDtype", P::kOptional, kGradientDtypes).value_or("fp32");
+  cr.model = c.string("model", P::kOptional, true).value_or("");
+  cr.precision = c.string("precision", P::kOptional, true).value_or("");
+  cr.batch_size = static_cast<int>(c.integer("batchSize", P::kOptional, 0).value_or(0));
+  cr.optimizer = c.one_of("optimizer", P::kOptional, kOptimizers).value_or(kUnrecordedOptimizer);
+  cr.iterations = static_cast<int>(c.integer("iterations", P::kOptional, 0).value_or(0));
+  cr.step_time_ms = c.number("stepTimeMs", P::kRequired, 0.0).value_or(0);
+  cr.forward_ms = c.number("forwardMs", P::kOptional, 0.0).value_or(0);
+  cr.backward_ms = c.number("backwardMs", P::kOptional, 0.0).value_or(0);
+  cr.optimizer_ms = c.number("optimizerMs", P::kOptional, 0.0).value_or(0);
+  cr.p10_ms = c.number("p10Ms", P::kOptional, 0.0).value_or(0);
+  cr.p90_ms = c.number("p90Ms", P::kOptional, 0.0).value_or(0);
+  cr.rounds = static_cast<int>(c.integer("rounds", P::kOptional, 0, 1000).value_or(0));
+  cr.slowest_rank_step_ms = c.number("slowestRankStepMs", P::kOptional, 0.0).value_or(0);
+  cr.slowest_rank =
+      static_cast<int>(c.integer("slowestRank", P::kOptional, -1, 1 << 20).value_or(-1));
+  return cr;
+}
+
+DdpStepResult read_ddp_step(ObjectReader d) {
+  DdpStepResult dr;
+  dr.bucket_cap_bytes = d.number("bucketCapBytes", P::kOptional, 0.0).value_or(0);
+  dr.first_bucket_bytes = d.number("firstBucketBytes", P::kOptional, 0.0).value_or(0);
+  dr.buckets = static_cast<int>(d.integer("buckets", P::kOptional, 0).value_or(0));
+  dr.step_time_ms = d.number("stepTimeMs", P::kRequired, 0.0).value_or(0);
+  dr.compute_only_step_time_ms = d.number("computeOnlyStepTimeMs", P::kRequired, 0.0).value_or(0);
+  dr.exposed_comm_ms = d.number("exposedCommMs", P::kOptional, 0.0).value_or(0);
+  dr.comm_share = d.number("commShare", P::kOptional, 0.0, 1.0).value_or(0);
+  return dr;
 }
 
 }  // namespace
@@ -161,38 +204,15 @@ ProbeResult parse_probe_result(const nlohmann::json& doc) {
   p.fit.note = fit.string("note", P::kOptional, true).value_or("");
 
   auto c = root.object("compute");
-  if (c.present()) {
-    ComputeResult cr;
-    cr.parameters = c.quantity("parameters", P::kRequired, 1.0).value_or(0);
-    cr.gradient_dtype = c.one_of("gradientDtype", P::kOptional, kGradientDtypes).value_or("fp32");
-    cr.model = c.string("model", P::kOptional, true).value_or("");
-    cr.precision = c.string("precision", P::kOptional, true).value_or("");
-    cr.batch_size = static_cast<int>(c.integer("batchSize", P::kOptional, 0).value_or(0));
-    cr.optimizer = c.one_of("optimizer", P::kOptional, kOptimizers).value_or(kUnrecordedOptimizer);
-    cr.iterations = static_cast<int>(c.integer("iterations", P::kOptional, 0).value_or(0));
-    cr.step_time_ms = c.number("stepTimeMs", P::kRequired, 0.0).value_or(0);
-    cr.forward_ms = c.number("forwardMs", P::kOptional, 0.0).value_or(0);
-    cr.backward_ms = c.number("backwardMs", P::kOptional, 0.0).value_or(0);
-    cr.optimizer_ms = c.number("optimizerMs", P::kOptional, 0.0).value_or(0);
-    cr.p10_ms = c.number("p10Ms", P::kOptional, 0.0).value_or(0);
-    cr.p90_ms = c.number("p90Ms", P::kOptional, 0.0).value_or(0);
-    cr.rounds = static_cast<int>(c.integer("rounds", P::kOptional, 0, 1000).value_or(0));
-    cr.slowest_rank_step_ms = c.number("slowestRankStepMs", P::kOptional, 0.0).value_or(0);
-    cr.slowest_rank =
-        static_cast<int>(c.integer("slowestRank", P::kOptional, -1, 1 << 20).value_or(-1));
-    p.compute = cr;
-  }
+  if (c.present()) p.compute = read_compute(c);
   auto d = root.object("ddpStep");
-  if (d.present()) {
-    DdpStepResult dr;
-    dr.bucket_cap_bytes = d.number("bucketCapBytes", P::kOptional, 0.0).value_or(0);
-    dr.first_bucket_bytes = d.number("firstBucketBytes", P::kOptional, 0.0).value_or(0);
-    dr.buckets = static_cast<int>(d.integer("buckets", P::kOptional, 0).value_or(0));
-    dr.step_time_ms = d.number("stepTimeMs", P::kRequired, 0.0).value_or(0);
-    dr.compute_only_step_time_ms = d.number("computeOnlyStepTimeMs", P::kRequired, 0.0).value_or(0);
-    dr.exposed_comm_ms = d.number("exposedCommMs", P::kOptional, 0.0).value_or(0);
-    dr.comm_share = d.number("commShare", P::kOptional, 0.0, 1.0).value_or(0);
-    p.ddp_step = dr;
+  if (d.present()) p.ddp_step = read_ddp_step(d);
+  for (auto& item : root.object_list("additionalModels", P::kOptional)) {
+    ModelResult m;
+    m.compute = read_compute(item.object("compute", P::kRequired));
+    auto md = item.object("ddpStep");
+    if (md.present()) m.ddp_step = read_ddp_step(md);
+    p.additional_models.push_back(std::move(m));
   }
   auto e = root.object("error");
   if (e.present()) {

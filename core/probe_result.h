@@ -66,6 +66,19 @@ struct DdpStepResult {
   double comm_share = 0;
 };
 
+// Another model timed by the same probe (`--also-model`): one probe of a pool serves the
+// jobs of every model waiting on it (issue #21). The first model keeps `compute` and
+// `ddpStep` (results written before this field read as they did).
+struct ModelResult {
+  ComputeResult compute;
+  std::optional<DdpStepResult> ddp_step;
+};
+
+// At most this many models in one probe (the first and the additional ones): each adds
+// its compute step and DDP step to the run, and about 600 bytes to the 4096-byte
+// termination message (compact_probe_result keeps every one).
+inline constexpr int kMaxModelsPerProbe = 3;
+
 struct ProbeError {
   std::string stage;  // "rendezvous", "allreduce", "compute", "ddp-step"
   std::string message;
@@ -89,6 +102,7 @@ struct ProbeResult {
   LinkFit fit;
   std::optional<ComputeResult> compute;
   std::optional<DdpStepResult> ddp_step;
+  std::vector<ModelResult> additional_models;  // at most kMaxModelsPerProbe - 1
   std::optional<ProbeError> error;
   std::string note;  // provenance, e.g. "recorded on 2 netns nodes at 1gbit"
 };

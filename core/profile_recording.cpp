@@ -25,25 +25,26 @@ LinkRecord link_record_of(const ProbeResult& r) {
   return l;
 }
 
-std::optional<ComputeStepRecord> compute_record_of(const ProbeResult& r) {
-  if (!r.compute) return std::nullopt;
-  const DdpStepResult* ddp = r.ddp_step ? &*r.ddp_step : nullptr;
-  const ComputeProfile used = compute_profile_of(*r.compute, ddp);
+namespace {
+
+ComputeStepRecord record_of_model(const ProbeResult& r, const ComputeResult& compute,
+                                  const DdpStepResult* ddp) {
+  const ComputeProfile used = compute_profile_of(compute, ddp);
   ComputeStepRecord c;
-  c.parameters = r.compute->parameters;
-  c.gradient_dtype = r.compute->gradient_dtype;
-  c.batch_size = r.compute->batch_size;
-  c.optimizer = r.compute->optimizer;
+  c.parameters = compute.parameters;
+  c.gradient_dtype = compute.gradient_dtype;
+  c.batch_size = compute.batch_size;
+  c.optimizer = compute.optimizer;
   c.gpu_product = r.gpu_product;
   c.forward_ms = round_significant(used.forward_s * 1e3);
   c.backward_ms = round_significant(used.backward_s * 1e3);
   c.optimizer_ms = round_significant(used.optimizer_s * 1e3);
   c.step_time_ms = round_significant(c.forward_ms + c.backward_ms + c.optimizer_ms);
-  if (!(c.step_time_ms > 0)) c.step_time_ms = r.compute->step_time_ms;
+  if (!(c.step_time_ms > 0)) c.step_time_ms = compute.step_time_ms;
   c.measured_at = r.start_time;
-  if (r.compute->p90_ms > 0) {
+  if (compute.p90_ms > 0) {
     // Rounded as the profile stores it, so the probe's and the profile's paths decide alike.
-    ComputeSpread s = spread_of(*r.compute);
+    ComputeSpread s = spread_of(compute);
     for (double* v : {&s.median_ms, &s.p10_ms, &s.p90_ms, &s.slowest_rank_ms})
       *v = round_significant(*v);
     c.spread = s;
@@ -65,6 +66,17 @@ std::optional<ComputeStepRecord> compute_record_of(const ProbeResult& r) {
   return c;
 }
 
+}  // namespace
+
+std::vector<ComputeStepRecord> compute_records_of(const ProbeResult& r) {
+  std::vector<ComputeStepRecord> records;
+  if (r.compute)
+    records.push_back(record_of_model(r, *r.compute, r.ddp_step ? &*r.ddp_step : nullptr));
+  for (const ModelResult& m : r.additional_models)
+    records.push_back(record_of_model(r, m.compute, m.ddp_step ? &*m.ddp_step : nullptr));
+  return records;
+}
+
 bool same_signature(const ComputeStepRecord& a, const ComputeStepRecord& b) {
   return a.parameters == b.parameters && a.gradient_dtype == b.gradient_dtype &&
          a.batch_size == b.batch_size && a.optimizer == b.optimizer &&
@@ -78,13 +90,13 @@ void record_probe_result(CommProfile& profile, const ProbeResult& r, size_t max_
   profile.status.interface_name = r.interface_name;
   profile.status.device = r.device;
   profile.status.gpu_product = r.gpu_product;
-  const auto c = compute_record_of(r);
-  if (!c) return;
   auto& steps = profile.status.compute_steps;
-  steps.erase(std::remove_if(steps.begin(), steps.end(),
-                             [&](const ComputeStepRecord& s) { return same_signature(s, *c); }),
-              steps.end());
-  steps.push_back(*c);
+  for (const ComputeStepRecord& c : compute_records_of(r)) {
+    steps.erase(std::remove_if(steps.begin(), steps.end(),
+                               [&](const ComputeStepRecord& s) { return same_signature(s, c); }),
+                steps.end());
+    steps.push_back(c);
+  }
   while (steps.size() > max_compute_records) steps.erase(steps.begin());
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <vector>
 
 #include "core/comm_profile.h"
 #include "core/probe_result.h"
@@ -14,17 +15,18 @@ namespace commgate {
 
 // The link record of a probe result.
 LinkRecord link_record_of(const ProbeResult& result);
-// The compute record of a probe result's model, holding what the decision uses: the
-// phases scaled to the DDP step without communication when the probe ran that step
-// (compute_profile_of), and the DDP step itself. nullopt when the probe timed no compute.
-std::optional<ComputeStepRecord> compute_record_of(const ProbeResult& result);
+// The compute records of a probe result's models (the first, then its additional ones),
+// each holding what the decision uses: the phases scaled to the DDP step without
+// communication when the probe ran that step (compute_profile_of), and the DDP step
+// itself. Empty when the probe timed no compute.
+std::vector<ComputeStepRecord> compute_records_of(const ProbeResult& result);
 
 // True when two records describe the same model signature: parameters, gradient dtype,
 // batch, optimizer and GPU. A new probe of a signature replaces the old record.
 bool same_signature(const ComputeStepRecord& a, const ComputeStepRecord& b);
 
 // Folds a probe result into a profile: replaces the link record and adds or replaces
-// the compute record of the probed model signature (at most `max_compute_records`,
+// the compute record of each probed model signature (at most `max_compute_records`,
 // oldest dropped first).
 void record_probe_result(CommProfile& profile, const ProbeResult& result,
                          size_t max_compute_records = 16);

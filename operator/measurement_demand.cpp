@@ -4,6 +4,7 @@
 
 #include "core/comm_profile.h"
 #include "core/field_errors.h"
+#include "core/probe_result.h"
 #include "core/quantity.h"
 #include "operator/conditions.h"
 #include "operator/decision_status.h"
@@ -95,22 +96,39 @@ std::optional<MeasurementDemand> measurement_demand(const json& object, const Sn
 }
 
 ProbePlan plan_probe(const std::vector<MeasurementDemand>& demands) {
-  const auto lead = std::min_element(
-      demands.begin(), demands.end(), [](const MeasurementDemand& a, const MeasurementDemand& b) {
-        return a.created != b.created ? a.created < b.created : a.job < b.job;
-      });
+  std::vector<const MeasurementDemand*> by_age;
+  for (const MeasurementDemand& d : demands) by_age.push_back(&d);
+  std::sort(by_age.begin(), by_age.end(),
+            [](const MeasurementDemand* a, const MeasurementDemand* b) {
+              return a->created != b->created ? a->created < b->created : a->job < b->job;
+            });
   ProbePlan plan;
-  plan.lead = *lead;
-  const std::string signature = probe_model_annotation(lead->model);
-  for (const MeasurementDemand& d : demands) {
-    plan.nodes = std::max(plan.nodes, d.probe_nodes);
+  plan.lead = *by_age.front();
+  std::vector<std::string> signatures = {probe_model_annotation(plan.lead.model)};
+  for (const MeasurementDemand* d : by_age) {
+    plan.nodes = std::max(plan.nodes, d->probe_nodes);
     plan.attempts_allowed =
-        std::max(plan.attempts_allowed, d.policy.spec.retry_strategy.backoff_limit_count + 1);
-    if (probe_model_annotation(d.model) == signature && d.procs_per_node == lead->procs_per_node)
-      plan.jobs.push_back(d.job);
+        std::max(plan.attempts_allowed, d->policy.spec.retry_strategy.backoff_limit_count + 1);
+    if (d->procs_per_node != plan.lead.procs_per_node) continue;
+    const std::string signature = probe_model_annotation(d->model);
+    if (std::find(signatures.begin(), signatures.end(), signature) == signatures.end()) {
+      if (signatures.size() >= static_cast<size_t>(kMaxModelsPerProbe)) continue;
+      signatures.push_back(signature);
+      plan.also_models.push_back(d->model);
+    }
+    plan.jobs.push_back(d->job);
   }
   std::sort(plan.jobs.begin(), plan.jobs.end());
   return plan;
+}
+
+std::vector<std::string> jobs_served(const std::vector<MeasurementDemand>& demands,
+                                     const std::string& annotation) {
+  std::vector<std::string> served;
+  for (const MeasurementDemand& d : demands)
+    if (probe_times_model(annotation, d.model)) served.push_back(d.job);
+  std::sort(served.begin(), served.end());
+  return served;
 }
 
 }  // namespace commgate::op

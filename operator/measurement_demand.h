@@ -61,8 +61,12 @@ struct ProbePlan {
   // The largest probe any demand asks for (each already within its own policy's
   // probe.maxNodes): one link measurement for every count that waits.
   int nodes = 0;
-  // The jobs this probe serves: those of the lead's model (its compute step is timed).
-  // The others wait for the next probe of the pool.
+  // The other models that wait (distinct signatures, oldest demand first, each demanded
+  // with the lead's processes per node), up to kMaxModelsPerProbe in all: the probe
+  // times them after the lead's (issue #21: one probe for the models of a pool's jobs).
+  std::vector<ModelSpec> also_models;
+  // The jobs this probe serves: those of its models. The others (more models than one
+  // probe times, other processes per node) wait for the next probe of the pool.
   std::vector<std::string> jobs;
   // Attempts before the pool stops probing for this demand: the largest
   // retryStrategy.backoffLimitCount + 1 among the demands (each job fails at its own).
@@ -71,5 +75,10 @@ struct ProbePlan {
 
 // `demands` must not be empty.
 ProbePlan plan_probe(const std::vector<MeasurementDemand>& demands);
+
+// The jobs among `demands` whose model a probe with commgate.io/probe-model `annotation`
+// times, sorted.
+std::vector<std::string> jobs_served(const std::vector<MeasurementDemand>& demands,
+                                     const std::string& annotation);
 
 }  // namespace commgate::op

@@ -283,6 +283,7 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
   request.nodes = plan.nodes;
   request.procs_per_node = lead.procs_per_node;
   request.model = lead.model;
+  request.also_models = plan.also_models;
   request.policy_probe = policy.spec.probe;
   request.for_job = lead.job;
   std::string sized;  // why the probe is smaller than its demand
@@ -312,18 +313,22 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
     }
   }
   const ProbeObjects objects = build_probe(request, settings_.probe);
+  // The jobs whose models the probe times (a model it cannot time beside the lead's
+  // waits for the next probe).
+  const std::vector<std::string> served =
+      jobs_served(p.demands, probe_models_annotation(probe_models(request)));
   const std::string& ns = settings_.probe.ns;
   create_if_absent(writer_, services_collection(ns), objects.service);
   const bool created = create_if_absent(writer_, jobs_collection(ns), objects.job).has_value();
   const std::string what = "probe " + ns + "/" + probe_job_name(p.name) + " measures pool " +
                            p.name + " on " + format_nodes(request.nodes) + " (the pool's attempt " +
                            std::to_string(history.failed_attempts + 1) + " of " +
-                           std::to_string(attempts) + ")" + sized + " for " + joined(plan.jobs) +
+                           std::to_string(attempts) + ")" + sized + " for " + joined(served) +
                            dropped_tolerations_note(tolerations.dropped, policy);
   if (created) {
     probes_created_.inc();
     p.log.info(what, {{"reason", "ProbeCreated"}});
-    tell_jobs(plan.jobs, "Normal", "ProbeCreated", what);
+    tell_jobs(served, "Normal", "ProbeCreated", what);
   }
   history.next_probe_time.reset();
   write_status(p, history, kTrue, kReasonProbeRunning, what);
@@ -356,10 +361,8 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
   }
   const std::string name = settings_.probe.ns + "/" + meta_string(probe, "name");
   const std::string for_job = annotation_of(probe, kProbeForAnnotation);
-  std::vector<std::string> served;
   const std::string model = annotation_of(probe, kProbeModelAnnotation);
-  for (const MeasurementDemand& d : p.demands)
-    if (probe_model_annotation(d.model) == model) served.push_back(d.job);
+  std::vector<std::string> served = jobs_served(p.demands, model);
   if (served.empty() && !for_job.empty()) served.push_back(for_job);
 
   // The backoff of the oldest waiting job's policy; the default one when none waits (its
@@ -432,7 +435,7 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
           key ? get_or_null(reader_, trainingjob_path(key->ns, key->name)) : std::nullopt;
       if (!job) continue;
       if (auto still = measurement_demand(*job, after, settings_.records.get(), p.now);
-          still && probe_model_annotation(still->model) == model) {
+          still && probe_times_model(model, still->model)) {
         reason = op_reason::kMeasurementInsufficient;
         message = count_failure(reason, "the probe succeeded but job " + d.job +
                                             " still cannot be decided: " + still->gate_message);

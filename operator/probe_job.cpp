@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/probe_memory.h"
+#include "core/probe_result.h"
 #include "core/probe_timeout.h"
 #include "core/quantity.h"
 #include "operator/gpu_resource.h"
@@ -64,10 +65,24 @@ bool link_only(const ProbeRequest& request) {
              kProbePodMemoryCap;
 }
 
-// The policy's probe.timeoutSeconds, or one sized by the model the probe times.
+// Whether the probe can time another model beside its first: a synthetic model whose
+// probe fits the probe pod (TorchScript modules are timed only as the first model).
+bool can_also_time(const ProbeRequest& request, const ModelSpec& model) {
+  return model.torch_script.empty() &&
+         (probe_uses_gpus(request) ||
+          estimate_probe_memory(model.parameters, model.batch_size, model.optimizer).total() <=
+              kProbePodMemoryCap);
+}
+
+// The policy's probe.timeoutSeconds, or one sized by the model, for each model the probe
+// times: a probe of several models gets each one's time.
 int probe_timeout(const ProbeRequest& request) {
-  return probe_timeout_seconds(request.policy_probe.timeout_seconds, request.model,
-                               !link_only(request));
+  const std::vector<ModelSpec> models = probe_models(request);
+  int total = 0;
+  for (size_t i = 0; i < models.size(); ++i)
+    total += probe_timeout_seconds(request.policy_probe.timeout_seconds, models[i],
+                                   i > 0 || !link_only(request));
+  return total;
 }
 
 // The probe's flags (probe-job/probe_config.cpp): the job's model and the policy's probe
@@ -77,11 +92,19 @@ std::vector<std::string> probe_args(const ProbeRequest& request,
                                     const ProbeLaunchSettings& settings) {
   const ModelSpec& model = request.model;
   const ProbeSettings& probe = request.policy_probe;
-  std::vector<std::string> args = {"--backend",    probe.backend.empty() ? "auto" : probe.backend,
-                                   "--params",     format_quantity(model.parameters),
-                                   "--batch-size", std::to_string(model.batch_size),
-                                   "--optimizer",  model.optimizer};
+  std::vector<std::string> args = {
+      "--backend",        probe.backend.empty() ? "auto" : probe.backend,
+      "--params",         format_quantity(model.parameters),
+      "--batch-size",     std::to_string(model.batch_size),
+      "--optimizer",      model.optimizer,
+      "--gradient-dtype", model.gradient_dtype};
   if (link_only(request)) args.push_back("--no-compute");
+  const std::vector<ModelSpec> models = probe_models(request);
+  for (size_t i = 1; i < models.size(); ++i)
+    args.insert(args.end(), {"--also-model", "params=" + format_quantity(models[i].parameters) +
+                                                 ",batch=" + std::to_string(models[i].batch_size) +
+                                                 ",optimizer=" + models[i].optimizer +
+                                                 ",dtype=" + models[i].gradient_dtype});
   if (!model.torch_script.empty()) {
     // The probe takes the batch size from the shape's first dimension then.
     args.insert(args.end(), {"--torchscript", model.torch_script, "--input-shape",
@@ -124,11 +147,14 @@ json probe_env(const std::string& name, const ProbeLaunchSettings& settings, int
 // auto and nccl ask for them (auto picks NCCL when a GPU is visible). Memory: request =
 // limit = what the probe's model needs (core's probe_pod_memory_bytes), so a probe can
 // neither crowd a node nor take more than the scheduler gave it.
+// A probe of several models holds one at a time: the largest one's memory.
 json probe_resources(const ProbeRequest& request) {
-  const ModelSpec& model = request.model;
   const bool gpus = probe_uses_gpus(request);
-  json amounts = {{"memory", format_byte_quantity(probe_pod_memory_bytes(
-                                 model.parameters, model.batch_size, model.optimizer, gpus))}};
+  double memory = 0;
+  for (const ModelSpec& model : probe_models(request))
+    memory = std::max(
+        memory, probe_pod_memory_bytes(model.parameters, model.batch_size, model.optimizer, gpus));
+  json amounts = {{"memory", format_byte_quantity(memory)}};
   if (gpus) amounts[kGpuResource] = std::to_string(request.procs_per_node);
   return {{"limits", amounts}, {"requests", amounts}};
 }
@@ -257,6 +283,32 @@ std::string probe_model_annotation(const ModelSpec& model) {
   return doc.dump();
 }
 
+std::vector<ModelSpec> probe_models(const ProbeRequest& request) {
+  std::vector<ModelSpec> models = {request.model};
+  if (link_only(request)) return models;  // --no-compute times no model
+  for (const ModelSpec& also : request.also_models) {
+    if (models.size() >= static_cast<size_t>(kMaxModelsPerProbe)) break;
+    if (can_also_time(request, also)) models.push_back(also);
+  }
+  return models;
+}
+
+std::string probe_models_annotation(const std::vector<ModelSpec>& models) {
+  if (models.size() == 1) return probe_model_annotation(models.front());
+  json list = json::array();
+  for (const ModelSpec& m : models) list.push_back(json::parse(probe_model_annotation(m)));
+  return list.dump();
+}
+
+bool probe_times_model(const std::string& annotation, const ModelSpec& model) {
+  const std::string mine = probe_model_annotation(model);
+  if (annotation == mine) return true;
+  const json list = json::parse(annotation, nullptr, false);
+  if (!list.is_array()) return false;
+  const json wanted = json::parse(mine);
+  return std::find(list.begin(), list.end(), wanted) != list.end();
+}
+
 ProbeObjects build_probe(const ProbeRequest& request, const ProbeLaunchSettings& settings) {
   const std::string name = probe_job_name(request.pool);
   ProbeObjects out;
@@ -277,9 +329,10 @@ ProbeObjects build_probe(const ProbeRequest& request, const ProbeLaunchSettings&
                                            {"protocol", "TCP"}}})}}}};
 
   json job_meta = object_meta(request, settings);
-  job_meta["annotations"] = {{kProbeForAnnotation, request.for_job},
-                             {kProbeModelAnnotation, probe_model_annotation(request.model)},
-                             {kProbeNodesAnnotation, std::to_string(request.nodes)}};
+  job_meta["annotations"] = {
+      {kProbeForAnnotation, request.for_job},
+      {kProbeModelAnnotation, probe_models_annotation(probe_models(request))},
+      {kProbeNodesAnnotation, std::to_string(request.nodes)}};
   out.job = {{"apiVersion", "batch/v1"},
              {"kind", "Job"},
              {"metadata", job_meta},

@@ -48,6 +48,9 @@ struct ProbeRequest {
   int nodes = 2;  // already capped (probe_node_count)
   int procs_per_node = 1;
   ModelSpec model;
+  // Other models waiting on the pool, timed after `model` by the same probe (plan_probe);
+  // those the probe cannot time (probe_models) wait for a probe of their own.
+  std::vector<ModelSpec> also_models;
   ProbeSettings policy_probe;  // timeout, sizes, iterations, backend, image
   std::string for_job;         // "namespace/name" of the job that asked
 };
@@ -93,9 +96,22 @@ struct ProbePoolFit {
 };
 ProbePoolFit fit_probe_to_pool(const ProbeRequest& request, const std::vector<PoolNode>& nodes);
 
-// The compact JSON of commgate.io/probe-model: {parameters, gradientDtype, batchSize,
-// optimizer}, keys sorted.
+// A model's signature as commgate.io/probe-model writes it: the compact JSON of
+// {parameters, gradientDtype, batchSize, optimizer}, keys sorted.
 std::string probe_model_annotation(const ModelSpec& model);
+
+// The models a probe times: `model` (also when it measures the link only: its jobs are
+// served by the link), then each of `also_models` that the probe can time: a synthetic
+// model that fits the probe pod (a TorchScript module or a model too large for a CPU
+// probe pod waits for a probe of its own, as the first model).
+std::vector<ModelSpec> probe_models(const ProbeRequest& request);
+
+// commgate.io/probe-model of a probe of `models`: the one signature (as probes before
+// issue #21 wrote it), or a JSON array of them.
+std::string probe_models_annotation(const std::vector<ModelSpec>& models);
+
+// Whether a probe whose commgate.io/probe-model is `annotation` times `model`.
+bool probe_times_model(const std::string& annotation, const ModelSpec& model);
 
 // The probe's headless Service and Indexed Job. Deterministic (see the file comment).
 ProbeObjects build_probe(const ProbeRequest& request, const ProbeLaunchSettings& settings);

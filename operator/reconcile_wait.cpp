@@ -56,8 +56,7 @@ ReconcileResult TrainingJobReconciler::wait_for_measurement(Context& ctx, const 
   const std::string probing_reason = probing ? probing->value("reason", "") : "";
   const std::string probing_message = probing ? probing->value("message", "") : "";
   if (probe) {
-    if (annotation_of(*probe, kProbeModelAnnotation) !=
-        probe_model_annotation(ctx.job.spec.model)) {
+    if (!probe_times_model(annotation_of(*probe, kProbeModelAnnotation), ctx.job.spec.model)) {
       ctx.set_phase(phase::kGated);
       ctx.condition(condition::kProbed, kFalse, op_reason::kWaitingForPoolProbe,
                     "waiting for probe " + ns + "/" + name + " of pool " + pool + " (for " +

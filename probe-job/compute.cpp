@@ -23,10 +23,6 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-double seconds_since(SteadyClock::time_point t0) {
-  return std::chrono::duration<double>(SteadyClock::now() - t0).count();
-}
-
 void sync_device(at::Device device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }

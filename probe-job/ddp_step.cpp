@@ -36,6 +36,7 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<double>& param
 struct BucketedReducer::State {
   struct Bucket {
     at::Tensor flat;
+    at::Tensor wire;  // the compressed copy all-reduced, when compressing
     std::vector<size_t> params;
     size_t pending = 0;
     bool ready = false;
@@ -51,8 +52,9 @@ struct BucketedReducer::State {
 };
 
 BucketedReducer::BucketedReducer(std::vector<at::Tensor> params, Communicator& comm,
-                                 double first_bucket_bytes, double bucket_cap_bytes)
-    : state_(std::make_unique<State>()), comm_(comm) {
+                                 double first_bucket_bytes, double bucket_cap_bytes,
+                                 std::optional<at::ScalarType> compress_to)
+    : state_(std::make_unique<State>()), comm_(comm), compress_to_(compress_to) {
   auto& s = *state_;
   s.params = std::move(params);
   std::vector<double> bytes;
@@ -129,8 +131,11 @@ void BucketedReducer::on_gradient_ready(size_t i) {
 
 void BucketedReducer::launch(size_t bucket) {
   auto& b = state_->buckets[bucket];
-  b.flat.div_(comm_.size());
-  if (mode_ == Mode::kAllReduce) b.work = comm_.allreduce_sum_async(b.flat);
+  // fp16_compress_hook: buffer.to(float16).div_(world_size), all-reduced; the cast is
+  // compute, so the compute-only step does it too.
+  at::Tensor& sent = compress_to_ ? (b.wire = b.flat.to(*compress_to_)) : b.flat;
+  sent.div_(comm_.size());
+  if (mode_ == Mode::kAllReduce) b.work = comm_.allreduce_sum_async(sent);
 }
 
 void BucketedReducer::finalize_backward() {
@@ -142,6 +147,7 @@ void BucketedReducer::finalize_backward() {
   }
   for (auto& b : s.buckets) {
     if (b.work) b.work->wait();
+    if (compress_to_) b.flat.copy_(b.wire);  // decompress, as the hook's then()
     for (size_t i : b.params) {
       at::Tensor& g = s.params[i].mutable_grad();
       g.copy_(b.flat.narrow(0, s.offset_of[i], s.params[i].numel()).view(g.sizes()));
@@ -151,7 +157,12 @@ void BucketedReducer::finalize_backward() {
 
 DdpStepResult measure_ddp_step(TrainableModel& model, Trainer& trainer, Communicator& comm,
                                const DdpStepOptions& opts) {
-  BucketedReducer reducer(model.parameters(), comm, opts.first_bucket_bytes, opts.bucket_cap_bytes);
+  std::optional<at::ScalarType> compress_to;
+  if (opts.gradient_dtype == "fp16") compress_to = at::kHalf;
+  if (opts.gradient_dtype == "bf16")
+    compress_to = comm.backend_name() == "nccl" ? at::kBFloat16 : at::kHalf;
+  BucketedReducer reducer(model.parameters(), comm, opts.first_bucket_bytes, opts.bucket_cap_bytes,
+                          compress_to);
   auto one_step = [&](BucketedReducer::Mode mode) {
     reducer.set_mode(mode);
     comm.barrier();

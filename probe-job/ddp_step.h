@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,11 @@ class BucketedReducer {
     kComputeOnly,  // the same step, bucket copies and scaling included, no communication
   };
 
+  // `compress_to`: the dtype each bucket is all-reduced as, cast from and back to the
+  // gradients' (DDP's compression hooks); none: as the gradients are.
   BucketedReducer(std::vector<at::Tensor> params, Communicator& comm, double first_bucket_bytes,
-                  double bucket_cap_bytes);
+                  double bucket_cap_bytes,
+                  std::optional<at::ScalarType> compress_to = std::nullopt);
   ~BucketedReducer();
   BucketedReducer(const BucketedReducer&) = delete;
   BucketedReducer& operator=(const BucketedReducer&) = delete;
@@ -57,10 +61,16 @@ class BucketedReducer {
 
   std::unique_ptr<State> state_;
   Communicator& comm_;
+  std::optional<at::ScalarType> compress_to_;
   Mode mode_ = Mode::kAllReduce;
 };
 
 struct DdpStepOptions {
+  // What each bucket is all-reduced as: "fp32", or "fp16"/"bf16" as DDP's
+  // fp16_compress_hook/bf16_compress_hook do (cast the fp32 bucket, divide, all-reduce,
+  // cast back). Gloo in LibTorch 1.13 has no bf16 all-reduce: there bf16 goes as fp16,
+  // the same bytes.
+  std::string gradient_dtype = "fp32";
   double first_bucket_bytes = 1.0 * 1024 * 1024;
   double bucket_cap_bytes = 25.0 * 1024 * 1024;
   int warmup = 1;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/probe_result.h"
 #include "core/quantity.h"
 
 namespace commgate::probe {
@@ -80,6 +81,16 @@ struct Parser {
     return fail(what + ": must be one of " + names + ", got \"" + text + "\"");
   }
 
+  bool gradient_dtype(const std::string& what, const std::string& text, std::string* out) {
+    for (const char* name : kGradientDtypes) {
+      if (text == name) {
+        *out = text;
+        return true;
+      }
+    }
+    return fail(what + ": must be one of fp32, fp16, bf16, got \"" + text + "\"");
+  }
+
   bool shape(const std::string& what, const std::string& text, std::vector<int64_t>* out) {
     out->clear();
     std::stringstream in(text);
@@ -92,6 +103,37 @@ struct Parser {
       out->push_back(dim);
     }
     if (out->empty()) return fail(what + ": must be a comma-separated list such as 32,3,224,224");
+    return true;
+  }
+
+  // "params=5M,batch=64,optimizer=sgd,dtype=fp16": params required, the others as their
+  // flags' defaults.
+  bool synthetic_model(const std::string& what, const std::string& text, SyntheticModel* out) {
+    *out = SyntheticModel{};
+    bool has_params = false;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      const auto eq = item.find('=');
+      const std::string key = item.substr(0, eq);
+      const std::string v = eq == std::string::npos ? "" : item.substr(eq + 1);
+      if (eq == std::string::npos)
+        return fail(what + ": \"" + item +
+                    "\" is not key=value (params=Q,batch=N,optimizer=NAME,dtype=D)");
+      if (key == "params") {
+        if (!quantity(what + " params", v, 1, &out->parameters)) return false;
+        has_params = true;
+      } else if (key == "batch") {
+        if (!integer(what + " batch", v, 1, 1 << 20, &out->batch_size)) return false;
+      } else if (key == "optimizer") {
+        if (!optimizer(what + " optimizer", v, &out->optimizer)) return false;
+      } else if (key == "dtype") {
+        if (!gradient_dtype(what + " dtype", v, &out->gradient_dtype)) return false;
+      } else {
+        return fail(what + ": unknown key \"" + key + "\" (params, batch, optimizer, dtype)");
+      }
+    }
+    if (!has_params) return fail(what + ": params=Q is required, got \"" + text + "\"");
     return true;
   }
 };
@@ -131,6 +173,11 @@ Compute:
   --optimizer NAME          the job's optimizer: sgd, sgd-momentum, adam, adamw, adagrad,
                             rmsprop (default adamw)
   --torchscript PATH --input-shape D0,D1,...   time a TorchScript module instead
+  --gradient-dtype fp32|fp16|bf16  what DDP all-reduces (default fp32; fp16/bf16: its
+                            compression hooks, which the DDP-style step applies to its buckets)
+  --also-model params=Q,batch=N,optimizer=NAME,dtype=D  time this synthetic MLP too, after
+                            the first model (repeatable, at most 2): one probe for several
+                            jobs' models
   --compute-warmup N --compute-iters N          default 2, 10
   --threads N               torch threads (default: cores available / local ranks)
   --no-compute              measure the link only (no compute, no DDP step)
@@ -250,6 +297,11 @@ ParseOutcome parse_probe_config(const std::vector<std::string>& args, const EnvL
       int_flag(1, 1 << 20, &cfg.batch_size);
     } else if (flag == "--optimizer") {
       if (auto v = value()) p.optimizer(flag, *v, &cfg.optimizer);
+    } else if (flag == "--gradient-dtype") {
+      if (auto v = value()) p.gradient_dtype(flag, *v, &cfg.gradient_dtype);
+    } else if (flag == "--also-model") {
+      SyntheticModel m;
+      if (auto v = value(); v && p.synthetic_model(flag, *v, &m)) cfg.also_models.push_back(m);
     } else if (flag == "--torchscript") {
       if (auto v = value()) cfg.torchscript = *v;
     } else if (flag == "--input-shape") {
@@ -304,6 +356,13 @@ ParseOutcome parse_probe_config(const std::vector<std::string>& args, const EnvL
     }
     if (cfg.torchscript.empty() && !cfg.input_shape.empty()) {
       p.fail("--input-shape: only meaningful with --torchscript");
+    }
+    if (cfg.also_models.size() + 1 > static_cast<size_t>(kMaxModelsPerProbe)) {
+      p.fail("--also-model: at most " + std::to_string(kMaxModelsPerProbe - 1) +
+             " (one probe times at most " + std::to_string(kMaxModelsPerProbe) + " models)");
+    }
+    if (cfg.skip_compute && !cfg.also_models.empty()) {
+      p.fail("--also-model: not with --no-compute (it times a model)");
     }
     if (cfg.first_bucket_bytes > cfg.bucket_cap_bytes) {
       p.fail("--first-bucket: must be <= --bucket-cap");

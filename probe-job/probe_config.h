@@ -25,6 +25,16 @@ enum ExitCode : int {
 
 enum class BackendChoice { kAuto, kGloo, kNccl };
 
+// A synthetic model to time after the first
+// (`--also-model params=Q,batch=N,optimizer=NAME,dtype=fp32|fp16|bf16`):
+// one probe of a pool serves the jobs of several models (issue #21).
+struct SyntheticModel {
+  double parameters = 25e6;
+  int batch_size = 32;
+  std::string optimizer = kDefaultOptimizer;
+  std::string gradient_dtype = "fp32";
+};
+
 struct ProbeConfig {
   // World (torchrun env: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK,
   // LOCAL_WORLD_SIZE).
@@ -60,12 +70,17 @@ struct ProbeConfig {
   int batch_size = 32;
   // --optimizer: one of core's kOptimizers (model_names.h), reported as compute.optimizer.
   std::string optimizer = kDefaultOptimizer;
+  // --gradient-dtype: what DDP all-reduces (fp16/bf16: its compression hooks); the DDP
+  // step compresses its buckets so, and the result says it.
+  std::string gradient_dtype = "fp32";
   std::string torchscript;
   std::vector<int64_t> input_shape;
   int compute_warmup = 2;
   int compute_iterations = 10;
   int threads = 0;            // torch intra-op threads; 0 = cores available / local ranks
   bool skip_compute = false;  // --no-compute: measure the link only
+  // Timed after the first model, each in turn (at most kMaxModelsPerProbe - 1).
+  std::vector<SyntheticModel> also_models;
 
   // DDP-style step (PyTorch defaults: first bucket 1 MiB, then 25 MiB).
   double bucket_cap_bytes = 25.0 * 1024 * 1024;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <numeric>
 
@@ -25,6 +26,7 @@
 #include "probe-job/net_interface.h"
 #include "probe-job/rendezvous.h"
 #include "probe-job/report.h"
+#include "probe-job/stats.h"
 #include "probe-job/watchdog.h"
 
 namespace commgate::probe {
@@ -82,13 +84,14 @@ void warn_on_nccl_mismatch(const ProbeConfig& cfg, std::ostream& err) {
 // "" when the synthetic model fits in what this machine may give the ranks on it, else
 // the refusal (core/probe_memory.h). On a GPU the model lives in the GPU's memory, where a
 // failed allocation fails at once (CUDA out of memory) instead of growing the host.
-std::string synthetic_model_refusal(const ProbeConfig& cfg, const at::Device& device) {
+std::string synthetic_model_refusal(const ProbeConfig& cfg, const SyntheticModel& model,
+                                    const at::Device& device) {
   if (device.is_cuda()) return "";
   const auto available = memory_available();
   if (!available) return "";
   return memory_refusal(
-      estimate_probe_memory(cfg.parameters, cfg.batch_size, cfg.optimizer), cfg.parameters,
-      cfg.optimizer, *available,
+      estimate_probe_memory(model.parameters, model.batch_size, model.optimizer), model.parameters,
+      model.optimizer, *available,
       cfg.ranks_sharing_memory > 0 ? cfg.ranks_sharing_memory : cfg.local_world_size);
 }
 
@@ -228,7 +231,9 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
       watchdog.enter("compute");
       if (!cfg.torchscript.empty()) {
         model = load_torchscript_model(cfg.torchscript, cfg.input_shape, comm->device(), autocast);
-      } else if (refused = synthetic_model_refusal(cfg, comm->device()); refused.empty()) {
+      } else if (refused = synthetic_model_refusal(
+                     cfg, {cfg.parameters, cfg.batch_size, cfg.optimizer}, comm->device());
+                 refused.empty()) {
         model = make_synthetic_mlp(synthetic_mlp_shape(cfg.parameters), cfg.batch_size,
                                    comm->device(), autocast);
       }
@@ -239,9 +244,14 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
                                       : (cfg.skip_compute || !cfg.torchscript.empty()
                                              ? cfg.max_bytes
                                              : synthetic_mlp_shape(cfg.parameters).parameters * 4);
+    // The sweep reaches the largest model's gradient: each model's all-reduces are timed.
+    double largest_gradient_bytes = gradient_bytes;
+    for (const SyntheticModel& m : cfg.also_models)
+      largest_gradient_bytes =
+          std::max(largest_gradient_bytes, synthetic_mlp_shape(m.parameters).parameters * 4);
 
     SweepOptions sweep;
-    sweep.max_bytes = std::min(cfg.max_bytes, gradient_bytes);
+    sweep.max_bytes = std::min(cfg.max_bytes, largest_gradient_bytes);
     sweep.min_bytes = std::min(cfg.min_bytes, sweep.max_bytes);
     sweep.factor = cfg.size_factor;
     sweep.warmup = cfg.warmup;
@@ -280,42 +290,83 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
                            kExitFailed);
       }
     }
-    if (model) {
-      watchdog.enter("compute");
-      Trainer trainer(*model, comm->device(), cfg.optimizer);
-      comm->barrier();  // every rank computes at once, as in training
-      // Another round while any rank's was unsteady and the time left holds three more
-      // (the round, the DDP step after it, a margin), so a repeat never costs the probe.
-      auto repeat = [&](bool unsteady, double round_s) {
-        const double left =
-            budget_s -
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - probe_start).count();
-        const bool mine = unsteady && left > 3 * round_s;
-        return mean_over_ranks(*comm, mine ? 1.0 : 0.0) > 0;
-      };
-      ComputeResult c = measure_compute(*model, trainer, cfg.compute_warmup, cfg.compute_iterations,
-                                        autocast ? "bf16-amp" : "fp32", repeat);
-      const std::vector<double> medians = values_of_ranks(*comm, c.step_time_ms);
-      const auto slowest = std::max_element(medians.begin(), medians.end());
-      c.slowest_rank = static_cast<int>(slowest - medians.begin());
-      c.slowest_rank_step_ms = *slowest;
-      // The ranks' mean step from the medians gathered already (no second collective).
-      c.step_time_ms = std::accumulate(medians.begin(), medians.end(), 0.0) /
-                       static_cast<double>(medians.size());
-      for (double* v : {&c.forward_ms, &c.backward_ms, &c.optimizer_ms, &c.p10_ms,
-                        &c.p90_ms}) {
-        *v = mean_over_ranks(*comm, *v);
-      }
-      writer.update([&](ProbeResult& r) { r.compute = c; });
+    // One model's compute step, then its DDP step, every rank at once. The models still to
+    // time share the time left: a round repeated for the first leaves room for the others.
+    const int models = (model ? 1 : 0) + static_cast<int>(cfg.also_models.size());
+    int models_timed = 0;
+    auto time_model =
+        [&](TrainableModel& timed, const std::string& optimizer, const std::string& gradient_dtype,
+            const std::function<void(ProbeResult&, const ComputeResult&)>& got_compute,
+            const std::function<void(ProbeResult&, const DdpStepResult&)>& got_ddp) {
+          watchdog.enter("compute");
+          Trainer trainer(timed, comm->device(), optimizer);
+          comm->barrier();  // every rank computes at once, as in training
+          const auto model_start = std::chrono::steady_clock::now();
+          const double share = (budget_s - seconds_since(probe_start)) / (models - models_timed);
+          ++models_timed;
+          // Another round while any rank's was unsteady and this model's share of the time
+          // left holds three more (the round, the DDP step after it, a margin), so a repeat
+          // never costs the probe.
+          auto repeat = [&](bool unsteady, double round_s) {
+            const bool mine = unsteady && share - seconds_since(model_start) > 3 * round_s;
+            return mean_over_ranks(*comm, mine ? 1.0 : 0.0) > 0;
+          };
+          ComputeResult c =
+              measure_compute(timed, trainer, cfg.compute_warmup, cfg.compute_iterations,
+                              autocast ? "bf16-amp" : "fp32", repeat);
+          // The step is the same whatever DDP all-reduces; the record is for the job's dtype.
+          c.gradient_dtype = gradient_dtype;
+          const std::vector<double> medians = values_of_ranks(*comm, c.step_time_ms);
+          const auto slowest = std::max_element(medians.begin(), medians.end());
+          c.slowest_rank = static_cast<int>(slowest - medians.begin());
+          c.slowest_rank_step_ms = *slowest;
+          // The ranks' mean step from the medians gathered already (no second collective).
+          c.step_time_ms = std::accumulate(medians.begin(), medians.end(), 0.0) /
+                           static_cast<double>(medians.size());
+          for (double* v : {&c.forward_ms, &c.backward_ms, &c.optimizer_ms, &c.p10_ms, &c.p90_ms}) {
+            *v = mean_over_ranks(*comm, *v);
+          }
+          writer.update([&](ProbeResult& r) { got_compute(r, c); });
 
-      watchdog.enter("ddp-step");
-      DdpStepOptions d;
-      d.first_bucket_bytes = cfg.first_bucket_bytes;
-      d.bucket_cap_bytes = cfg.bucket_cap_bytes;
-      d.warmup = cfg.ddp_warmup;
-      d.iterations = cfg.ddp_iterations;
-      DdpStepResult ddp = measure_ddp_step(*model, trainer, *comm, d);
-      writer.update([&](ProbeResult& r) { r.ddp_step = ddp; });
+          watchdog.enter("ddp-step");
+          DdpStepOptions d;
+          d.first_bucket_bytes = cfg.first_bucket_bytes;
+          d.bucket_cap_bytes = cfg.bucket_cap_bytes;
+          d.warmup = cfg.ddp_warmup;
+          d.iterations = cfg.ddp_iterations;
+          d.gradient_dtype = gradient_dtype;
+          const DdpStepResult ddp = measure_ddp_step(timed, trainer, *comm, d);
+          writer.update([&](ProbeResult& r) { got_ddp(r, ddp); });
+        };
+    if (model) {
+      time_model(
+          *model, cfg.optimizer, cfg.gradient_dtype,
+          [](ProbeResult& r, const ComputeResult& c) { r.compute = c; },
+          [](ProbeResult& r, const DdpStepResult& d) { r.ddp_step = d; });
+      model.reset();  // freed before the next model is built
+    }
+    for (const SyntheticModel& also : cfg.also_models) {
+      watchdog.enter("compute");
+      // A model that does not fit on some rank's node is not timed (the others still
+      // are): its jobs wait for a probe of their own, which says why.
+      const std::string refusal = synthetic_model_refusal(cfg, also, comm->device());
+      if (mean_over_ranks(*comm, refusal.empty() ? 0.0 : 1.0) > 0) {
+        ++models_timed;
+        if (reporter)
+          err << "commgate-probe: not timing the model of " << format_count(also.parameters)
+              << " parameters: "
+              << (refusal.empty() ? "another rank's node has too little memory for it" : refusal)
+              << "\n";
+        continue;
+      }
+      auto timed = make_synthetic_mlp(synthetic_mlp_shape(also.parameters), also.batch_size,
+                                      comm->device(), autocast);
+      time_model(
+          *timed, also.optimizer, also.gradient_dtype,
+          [](ProbeResult& r, const ComputeResult& c) {
+            r.additional_models.push_back(ModelResult{c, std::nullopt});
+          },
+          [](ProbeResult& r, const DdpStepResult& d) { r.additional_models.back().ddp_step = d; });
     }
 
     // Rank 0 serves the store: nobody leaves before everybody is done with it.

@@ -8,6 +8,7 @@
 
 #include "core/measurement.h"
 #include "core/quantity.h"
+#include "core/training_job.h"
 
 namespace commgate::probe {
 
@@ -21,19 +22,64 @@ std::optional<std::string> resolve_termination_log(const std::optional<std::stri
   return std::nullopt;
 }
 
-std::optional<StepPrediction> predict_at_probe(const ProbeResult& r, const ProbeConfig& cfg) {
-  if (!r.compute || r.nodes * r.procs_per_node < 2 || !(r.fit.busbw_bytes_per_s > 0))
-    return std::nullopt;
+std::optional<StepPrediction> predict_at_probe(const ProbeResult& r, const ComputeResult& compute,
+                                               const DdpStepResult* ddp, const ProbeConfig& cfg) {
+  if (r.nodes * r.procs_per_node < 2 || !(r.fit.busbw_bytes_per_s > 0)) return std::nullopt;
   ModelInputs in;
   // The same baseline the decision uses (core/measurement.h).
-  in.compute = compute_profile_of(*r.compute, r.ddp_step ? &*r.ddp_step : nullptr);
+  in.compute = compute_profile_of(compute, ddp);
   in.link = LinkModel::from_fit(r.fit, r.nodes);
-  in.gradient_bytes = r.compute->parameters * 4;
+  in.gradient_bytes = compute.parameters * dtype_bytes(compute.gradient_dtype);
   in.procs_per_node = r.procs_per_node;
   in.ddp.bucket_cap_bytes = cfg.bucket_cap_bytes;
   in.ddp.first_bucket_bytes = cfg.first_bucket_bytes;
   return predict_step(in, r.nodes);
 }
+
+std::optional<StepPrediction> predict_at_probe(const ProbeResult& r, const ProbeConfig& cfg) {
+  if (!r.compute) return std::nullopt;
+  return predict_at_probe(r, *r.compute, r.ddp_step ? &*r.ddp_step : nullptr, cfg);
+}
+
+namespace {
+
+// One timed model's lines: its compute step, its DDP step, the model's prediction there.
+void model_summary(std::ostream& s, const ProbeResult& r, const ComputeResult& c,
+                   const DdpStepResult* ddp, const ProbeConfig& cfg) {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "  compute: %s, %s params, %s gradients, batch %d, %s, %s: step %.1f ms (fwd %.1f, "
+                "bwd %.1f, opt %.1f; "
+                "p10 %.1f, p90 %.1f; %d round(s); slowest rank %d: %.1f)\n",
+                c.model.c_str(), format_count(c.parameters).c_str(), c.gradient_dtype.c_str(),
+                c.batch_size, c.precision.c_str(), c.optimizer.c_str(), c.step_time_ms,
+                c.forward_ms, c.backward_ms, c.optimizer_ms, c.p10_ms, c.p90_ms, c.rounds,
+                c.slowest_rank, c.slowest_rank_step_ms);
+  s << line;
+  if (const std::string caution = compute_noise_caution(spread_of(c)); !caution.empty())
+    s << " " << caution << "\n";
+  if (ddp) {
+    std::snprintf(
+        line, sizeof line,
+        "  ddp step (%d buckets): %.1f ms with all-reduce, %.1f ms compute only -> exposed "
+        "%.1f ms, comm share %.1f%%\n",
+        ddp->buckets, ddp->step_time_ms, ddp->compute_only_step_time_ms, ddp->exposed_comm_ms,
+        ddp->comm_share * 100);
+    s << line;
+  }
+  if (auto p = predict_at_probe(r, c, ddp, cfg)) {
+    std::snprintf(line, sizeof line, "  model at %d nodes: step %.1f ms, comm share %.1f%%",
+                  p->nodes, p->step_s * 1e3, p->comm_share * 100);
+    s << line;
+    if (ddp) {
+      std::snprintf(line, sizeof line, " (measured %.1f%%)", ddp->comm_share * 100);
+      s << line;
+    }
+    s << "\n";
+  }
+}
+
+}  // namespace
 
 std::string human_summary(const ProbeResult& r, const ProbeConfig& cfg) {
   std::ostringstream s;
@@ -60,39 +106,9 @@ std::string human_summary(const ProbeResult& r, const ProbeConfig& cfg) {
         r.fit.poor ? " (POOR: " : "", r.fit.poor ? (r.fit.note + ")").c_str() : "");
     s << line;
   }
-  if (r.compute) {
-    const auto& c = *r.compute;
-    std::snprintf(
-        line, sizeof line,
-        "  compute: %s, %s params, batch %d, %s, %s: step %.1f ms (fwd %.1f, bwd %.1f, opt %.1f; "
-        "p10 %.1f, p90 %.1f; %d round(s); slowest rank %d: %.1f)\n",
-        c.model.c_str(), format_count(c.parameters).c_str(), c.batch_size, c.precision.c_str(),
-        c.optimizer.c_str(), c.step_time_ms, c.forward_ms, c.backward_ms, c.optimizer_ms, c.p10_ms,
-        c.p90_ms, c.rounds, c.slowest_rank, c.slowest_rank_step_ms);
-    s << line;
-    if (const std::string caution = compute_noise_caution(spread_of(c)); !caution.empty())
-      s << " " << caution << "\n";
-  }
-  if (r.ddp_step) {
-    const auto& d = *r.ddp_step;
-    std::snprintf(
-        line, sizeof line,
-        "  ddp step (%d buckets): %.1f ms with all-reduce, %.1f ms compute only -> exposed "
-        "%.1f ms, comm share %.1f%%\n",
-        d.buckets, d.step_time_ms, d.compute_only_step_time_ms, d.exposed_comm_ms,
-        d.comm_share * 100);
-    s << line;
-  }
-  if (auto p = predict_at_probe(r, cfg)) {
-    std::snprintf(line, sizeof line, "  model at %d nodes: step %.1f ms, comm share %.1f%%",
-                  p->nodes, p->step_s * 1e3, p->comm_share * 100);
-    s << line;
-    if (r.ddp_step) {
-      std::snprintf(line, sizeof line, " (measured %.1f%%)", r.ddp_step->comm_share * 100);
-      s << line;
-    }
-    s << "\n";
-  }
+  if (r.compute) model_summary(s, r, *r.compute, r.ddp_step ? &*r.ddp_step : nullptr, cfg);
+  for (const ModelResult& m : r.additional_models)
+    model_summary(s, r, m.compute, m.ddp_step ? &*m.ddp_step : nullptr, cfg);
   if (r.error) s << "  ERROR in stage " << r.error->stage << ": " << r.error->message << "\n";
   std::snprintf(line, sizeof line, "  took %.1f s\n", r.duration_seconds);
   s << line;
@@ -102,6 +118,14 @@ std::string human_summary(const ProbeResult& r, const ProbeConfig& cfg) {
 std::string termination_message(const ProbeResult& result) {
   try {
     return compact_probe_result(result);
+  } catch (const std::length_error&) {
+  }
+  // Over the limit (a long error beside several models): the first model's measurement
+  // before the others', then the link alone.
+  try {
+    ProbeResult first_model = result;
+    first_model.additional_models.clear();
+    return compact_probe_result(first_model);
   } catch (const std::length_error&) {
     ProbeResult minimal;
     minimal.start_time = result.start_time;

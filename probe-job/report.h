@@ -25,6 +25,10 @@ std::optional<std::string> resolve_termination_log(const std::optional<std::stri
 // compute profile: the check against the measured DDP-style step. Needs a compute
 // result and at least 2 ranks.
 std::optional<StepPrediction> predict_at_probe(const ProbeResult& result, const ProbeConfig& cfg);
+// The same for one of the result's timed models.
+std::optional<StepPrediction> predict_at_probe(const ProbeResult& result,
+                                               const ComputeResult& compute,
+                                               const DdpStepResult* ddp, const ProbeConfig& cfg);
 
 std::string human_summary(const ProbeResult& result, const ProbeConfig& cfg);
 

@@ -155,6 +155,69 @@ TEST(CommProfile, records_probe_results_and_round_trips) {
   EXPECT_EQ(back.status.link->nodes_probed, 4);
 }
 
+// One probe for several models (issue #21): the result carries each model's compute and
+// DDP step; the profile records each, and every model's job decides from its own.
+TEST(ProbeResultSchema, additional_models_round_trip_and_name_their_field_paths) {
+  ProbeResult r = full_result(4);
+  ModelResult small{*r.compute, DdpStepResult{25 * 1048576.0, 1048576.0, 2, 40, 30, 10, 0.25}};
+  small.compute.parameters = 5e6;
+  small.compute.gradient_dtype = "fp16";
+  small.compute.step_time_ms = 31;
+  r.additional_models.push_back(small);
+  const ProbeResult back = parse_probe_result(to_json(r));
+  EXPECT_EQ(to_json(back), to_json(r));
+  ASSERT_EQ(back.additional_models.size(), 1u);
+  EXPECT_EQ(back.additional_models[0].compute.gradient_dtype, "fp16");
+  ASSERT_TRUE(back.additional_models[0].ddp_step);
+  EXPECT_DOUBLE_EQ(back.additional_models[0].ddp_step->comm_share, 0.25);
+
+  auto j = to_json(r);
+  j["additionalModels"][0]["compute"].erase("stepTimeMs");
+  j["additionalModels"].push_back({{"ddpStep", {{"stepTimeMs", 1}}}});
+  try {
+    parse_probe_result(j);
+    FAIL();
+  } catch (const ValidationError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("additionalModels[0].compute.stepTimeMs: required field is missing"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("additionalModels[1].compute: required field is missing"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("additionalModels[1].ddpStep.computeOnlyStepTimeMs"), std::string::npos)
+        << what;
+  }
+}
+
+TEST(CommProfile, records_every_model_a_probe_timed) {
+  ProbeResult r = full_result(4);
+  ModelResult small{*r.compute, std::nullopt};
+  small.compute.parameters = 5e6;
+  small.compute.step_time_ms = 31;
+  small.compute.forward_ms = 10;
+  small.compute.backward_ms = 20;
+  small.compute.optimizer_ms = 1;
+  r.additional_models.push_back(small);
+  CommProfile p;
+  p.metadata.name = "pool-all";
+  record_probe_result(p, r);
+  ASSERT_EQ(p.status.compute_steps.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.status.compute_steps[1].parameters, 5e6);
+  EXPECT_FALSE(p.status.compute_steps[1].ddp_step);
+
+  ModelSpec job;
+  job.parameters = 5e6;
+  job.batch_size = 16;
+  job.optimizer = "adam";
+  const Measurement m = measurement_from_probe(r, job, "x");
+  ASSERT_TRUE(m.compute);
+  EXPECT_NEAR(m.compute->total_s(), 0.031, 1e-9);
+  EXPECT_FALSE(m.measured_ddp_step);
+  job.parameters = 340e6;
+  ASSERT_TRUE(measurement_from_probe(r, job, "x").measured_ddp_step);
+}
+
 TEST(CommProfile, keeps_a_bounded_number_of_compute_records) {
   CommProfile p;
   p.metadata.name = "pool-all";

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "core/comm_profile.h"
+#include "core/probe_memory.h"
+#include "core/probe_result.h"
 #include "core/quantity.h"
 #include "tests/support/builders.h"
 
@@ -303,11 +305,12 @@ TEST(ProbeJob, torchrun_environment_one_rank_per_node_rank_from_the_completion_i
 TEST(ProbeJob, args_carry_the_jobs_model_and_the_policys_sweep) {
   const ProbeObjects o = build_probe(a_request(), {});
   const std::vector<std::string> want = {
-      "--backend",    "auto", "--params",          "340M",
-      "--batch-size", "16",   "--optimizer",       "adamw",
-      "--min-bytes",  "8Ki",  "--max-bytes",       "256Mi",
-      "--warmup",     "5",    "--iters",           "20",
-      "--timeout",    "120",  "--termination-log", "/dev/termination-log"};
+      "--backend",        "auto", "--params",          "340M",
+      "--batch-size",     "16",   "--optimizer",       "adamw",
+      "--gradient-dtype", "bf16",  // what DDP all-reduces: the DDP step compresses to it
+      "--min-bytes",      "8Ki",  "--max-bytes",       "256Mi",
+      "--warmup",         "5",    "--iters",           "20",
+      "--timeout",        "120",  "--termination-log", "/dev/termination-log"};
   EXPECT_EQ(args_of(o), want);
   // The quantities read back as the numbers they stand for.
   EXPECT_EQ(parse_quantity("340M", nullptr), 340e6);
@@ -598,6 +601,75 @@ TEST(ProbeJob, tolerations_that_are_not_a_list_become_none) {
   r.tolerations = nullptr;
   const ProbeObjects o = build_probe(r, {});
   EXPECT_EQ(o.job["spec"]["template"]["spec"]["tolerations"], json::array());
+}
+
+// Issue #21: one probe times the models of every job waiting on its pool.
+ModelSpec a_model(double parameters, int batch = 32, const std::string& optimizer = "sgd") {
+  ModelSpec m;
+  m.parameters = parameters;
+  m.batch_size = batch;
+  m.optimizer = optimizer;
+  return m;
+}
+
+TEST(ProbeJob, other_models_are_timed_after_the_first_and_named_in_the_annotation) {
+  ProbeRequest r = a_request();
+  r.also_models = {a_model(5e6, 64), a_model(1.5e9, 8, "adam")};
+  const ProbeObjects o = build_probe(r, {});
+  const std::vector<std::string> args = args_of(o);
+  std::vector<std::string> also;
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--also-model") also.push_back(args[i + 1]);
+  EXPECT_EQ(also, (std::vector<std::string>{"params=5M,batch=64,optimizer=sgd,dtype=fp32",
+                                            "params=1.5G,batch=8,optimizer=adam,dtype=fp32"}));
+  const std::string annotation = o.job["metadata"]["annotations"]["commgate.io/probe-model"];
+  const json models = json::parse(annotation);
+  ASSERT_TRUE(models.is_array()) << annotation;
+  ASSERT_EQ(models.size(), 3u);
+  EXPECT_EQ(models[0], json::parse(probe_model_annotation(r.model)));
+  for (const ModelSpec& m : {r.model, r.also_models[0], r.also_models[1]})
+    EXPECT_TRUE(probe_times_model(annotation, m)) << m.parameters;
+  EXPECT_FALSE(probe_times_model(annotation, a_model(5e6, 32)));
+  // A probe written before (one model, one object) still says which model it times.
+  const std::string one = probe_models_annotation({r.model});
+  EXPECT_TRUE(probe_times_model(one, r.model));
+  EXPECT_FALSE(probe_times_model(one, a_model(5e6, 64)));
+  EXPECT_FALSE(probe_times_model("not json", r.model));
+}
+
+TEST(ProbeJob, a_probe_of_several_models_gets_each_ones_time_and_the_largest_ones_memory) {
+  ProbeRequest r = a_request();
+  r.policy_probe.backend = "gloo";  // memory sized for the CPU
+  r.model = a_model(25e6);
+  const ProbeObjects one = build_probe(r, {});
+  r.also_models = {a_model(5e6), a_model(400e6, 32, "adam")};
+  const ProbeObjects three = build_probe(r, {});
+  EXPECT_EQ(flag_value(args_of(three), "--timeout"), "360") << "120 s for each model";
+  EXPECT_EQ(three.job["spec"]["activeDeadlineSeconds"], 360 + kProbeStartupMarginSeconds);
+  EXPECT_EQ(container_of(three)["resources"]["limits"]["memory"],
+            format_byte_quantity(probe_pod_memory_bytes(400e6, 32, "adam", false)));
+  EXPECT_NE(container_of(three)["resources"], container_of(one)["resources"]);
+}
+
+TEST(ProbeJob, models_the_probe_cannot_time_beside_the_first_wait_for_their_own_probe) {
+  ProbeRequest r = a_request();
+  r.policy_probe.backend = "gloo";
+  r.model = a_model(25e6);
+  ModelSpec scripted = a_model(25e6);
+  scripted.torch_script = "/models/vit.pt";
+  scripted.input_shape = {32, 3, 224, 224};
+  ModelSpec too_large_for_a_cpu_pod = a_model(30e9, 32, "adam");
+  r.also_models = {scripted, too_large_for_a_cpu_pod, a_model(5e6), a_model(6e6), a_model(7e6)};
+  const std::vector<ModelSpec> models = probe_models(r);
+  ASSERT_EQ(models.size(), static_cast<size_t>(kMaxModelsPerProbe));
+  EXPECT_EQ(models[1].parameters, 5e6);
+  EXPECT_EQ(models[2].parameters, 6e6);
+  // A link-only probe (the first model is too large for a CPU pod; its job gave a step
+  // time) times no model: the others wait.
+  r.model = too_large_for_a_cpu_pod;
+  r.model.step_time_hint_ms = 900;
+  EXPECT_EQ(probe_models(r).size(), 1u);
+  EXPECT_FALSE(flag_value(args_of(build_probe(r, {})), "--also-model"));
 }
 
 }  // namespace COMMGATE_TEST_UNIT

@@ -787,9 +787,9 @@ TEST(Reconcile, two_jobs_on_one_pool_share_one_probe) {
 }
 
 // Issue #21: the pool's one probe is sized for the largest count that waits (within each
-// job's policy), and times the oldest waiting job's model; a job of another model is
-// probed next, by the same controller, once the first probe's result is recorded.
-TEST(Reconcile, one_probe_per_pool_sized_for_the_largest_count_that_waits) {
+// job's policy), and times every waiting job's model: the oldest waiting job's first, the
+// others after it (--also-model). Exactly one probe, covering all three jobs.
+TEST(Reconcile, one_probe_per_pool_for_every_model_and_the_largest_count_that_waits) {
   World w;
   w.submit(a_job("bert", 2));
   w.submit(a_job("gpt", 3));
@@ -800,23 +800,76 @@ TEST(Reconcile, one_probe_per_pool_sized_for_the_largest_count_that_waits) {
   ASSERT_TRUE(w.measure().ok());
   EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
   EXPECT_EQ(w.probe_nodes(), 3) << "gpt's and vit's count, not bert's";
-  EXPECT_EQ((*w.probe_job())["metadata"]["annotations"][kProbeForAnnotation], "ml/bert");
+  const json annotations = (*w.probe_job())["metadata"]["annotations"];
+  EXPECT_EQ(annotations[kProbeForAnnotation], "ml/bert");
+  const json models = json::parse(annotations[kProbeModelAnnotation].get<std::string>());
+  ASSERT_TRUE(models.is_array()) << models.dump();
+  ASSERT_EQ(models.size(), 2u) << models.dump();
+  EXPECT_EQ(models[0]["parameters"], 25e6);
+  EXPECT_EQ(models[1]["parameters"], 80e6);
+  const json args = (*w.probe_job())["spec"]["template"]["spec"]["containers"][0]["args"];
+  const auto also = std::find(args.begin(), args.end(), json("--also-model"));
+  ASSERT_NE(also, args.end()) << args.dump();
+  EXPECT_EQ(*std::next(also), "params=80M,batch=32,optimizer=adamw,dtype=fp32") << args.dump();
   const json profile = *w.api.peek(kProfiles + "/" + w.pool());
   const json* probing = find_condition(profile["status"]["conditions"], kProbingCondition);
   ASSERT_TRUE(probing) << profile.dump(2);
-  EXPECT_NE((*probing)["message"].get<std::string>().find("for ml/bert, ml/gpt"), std::string::npos)
+  EXPECT_NE((*probing)["message"].get<std::string>().find("for ml/bert, ml/gpt, ml/vit"),
+            std::string::npos)
       << probing->dump();
   ASSERT_TRUE(w.reconcile_job("vit").ok());
-  EXPECT_EQ(condition_reason(w.status("vit"), condition::kProbed), op_reason::kWaitingForPoolProbe);
+  EXPECT_EQ(w.status("vit")["phase"], phase::kProbing) << "its model is timed by this probe";
 
   ProbeResult three = a_probe_result(50.0, w.now - 1min, 3);
+  ComputeResult vit = *three.compute;
+  vit.parameters = 80e6;
+  vit.step_time_ms = 900;
+  vit.forward_ms = 270;
+  vit.backward_ms = 540;
+  vit.optimizer_ms = 90;
+  three.additional_models.push_back(ModelResult{vit, std::nullopt});
   w.finish_probe(three);
   ASSERT_TRUE(w.reconcile("bert").ok());
   ASSERT_TRUE(w.reconcile("gpt").ok());
+  ASSERT_TRUE(w.reconcile("vit").ok());
   EXPECT_EQ(w.status("bert")["phase"], phase::kAdmitted) << w.status("bert").dump(2);
   EXPECT_EQ(w.status("gpt")["phase"], phase::kAdmitted) << w.status("gpt").dump(2);
-  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 2) << "vit's model next";
-  EXPECT_EQ((*w.probe_job())["metadata"]["annotations"][kProbeForAnnotation], "ml/vit");
+  EXPECT_EQ(w.status("vit")["phase"], phase::kAdmitted) << w.status("vit").dump(2);
+  EXPECT_EQ(w.status("vit")["measurement"].value("computeStepMs", 0.0), 900)
+      << w.status("vit")["measurement"].dump(2);
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1) << "one probe served all three";
+}
+
+// More models than one probe times (kMaxModelsPerProbe): the oldest jobs' models first;
+// the job of the model left out waits for the pool's next probe, which times it.
+TEST(Reconcile, a_model_beyond_what_one_probe_times_gets_the_next_probe) {
+  World w;
+  // The same age: the oldest by key first (m1, m2, m3; m4 is left out).
+  const std::vector<std::pair<std::string, double>> jobs = {
+      {"m1", 25e6}, {"m2", 50e6}, {"m3", 80e6}, {"m4", 120e6}};
+  for (const auto& [name, params] : jobs) w.submit(a_job(name).params(params));
+  for (const auto& [name, params] : jobs) ASSERT_TRUE(w.reconcile_job(name).ok());
+  ASSERT_TRUE(w.measure().ok());
+  const json models = json::parse(
+      (*w.probe_job())["metadata"]["annotations"][kProbeModelAnnotation].get<std::string>());
+  ASSERT_EQ(models.size(), static_cast<size_t>(kMaxModelsPerProbe)) << models.dump();
+  ASSERT_TRUE(w.reconcile_job("m4").ok());
+  EXPECT_EQ(condition_reason(w.status("m4"), condition::kProbed), op_reason::kWaitingForPoolProbe);
+
+  ProbeResult r = a_probe_result(50.0, w.now - 1min);
+  for (double params : {50e6, 80e6}) {
+    ComputeResult c = *r.compute;
+    c.parameters = params;
+    r.additional_models.push_back(ModelResult{c, std::nullopt});
+  }
+  w.finish_probe(r);
+  for (const char* job : {"m1", "m2", "m3"}) {
+    ASSERT_TRUE(w.reconcile(job).ok());
+    EXPECT_EQ(w.status(job)["phase"], phase::kAdmitted) << job << w.status(job).dump(2);
+  }
+  ASSERT_TRUE(w.measure().ok());
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 2) << "m4's model next";
+  EXPECT_EQ((*w.probe_job())["metadata"]["annotations"][kProbeForAnnotation], "ml/m4");
 }
 
 // The CommProfile was created a moment ago and the cache has not shown it yet, while the
@@ -876,11 +929,13 @@ TEST(Reconcile, an_empty_profile_nobody_waits_on_is_deleted) {
   EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
 }
 
+// A job of another model submitted while the pool's probe runs: that probe does not time
+// its model, so it waits for the next one.
 TEST(Reconcile, a_job_of_another_model_waits_for_the_pools_probe) {
   World w;
   w.submit(a_job("bert"));
-  w.submit(a_job("vit").params(80e6));
   reconcile_to_probing(w, "bert");
+  w.submit(a_job("vit").params(80e6));
   const auto r = w.reconcile("vit");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(requeue_of(r), 2s);
@@ -895,8 +950,8 @@ TEST(Reconcile, a_job_of_another_model_waits_for_the_pools_probe) {
 TEST(Reconcile, a_job_decided_from_a_probe_another_job_collected_is_probed) {
   World w;
   w.submit(a_job("bert"));
-  w.submit(a_job("vit").params(80e6).step_time_hint_ms(400));
   reconcile_to_probing(w, "bert");
+  w.submit(a_job("vit").params(80e6).step_time_hint_ms(400));
   ASSERT_TRUE(w.reconcile("vit").ok());
   ASSERT_EQ(condition_reason(w.status("vit"), condition::kProbed), op_reason::kWaitingForPoolProbe);
 

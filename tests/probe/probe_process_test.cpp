@@ -92,6 +92,64 @@ TEST(ProbeProcess, local_ranks_print_rank_zeros_json_and_a_compact_termination_m
   EXPECT_TRUE(contains(f.err, "busbw")) << "human summary on stderr";
 }
 
+// One probe for several jobs' models (issue #21), and DDP's gradient compression: the
+// first model's buckets go as bf16 (as fp16 over Gloo: LibTorch 1.13's Gloo has no bf16
+// all-reduce), the second's as fp16, each model with its own compute and DDP step.
+TEST(ProbeProcess, local_ranks_time_several_models_with_compressed_gradients) {
+  const std::string term = scratch("models.termination");
+  Finished f = testing::run({kProbe,
+                             "--local-ranks",
+                             "2",
+                             "--params",
+                             "1M",
+                             "--batch-size",
+                             "8",
+                             "--optimizer",
+                             "sgd",
+                             "--gradient-dtype",
+                             "bf16",
+                             "--also-model",
+                             "params=300k,batch=16,optimizer=adam,dtype=fp16",
+                             "--max-bytes",
+                             "4Mi",
+                             "--compute-iters",
+                             "3",
+                             "--ddp-iters",
+                             "2",
+                             "--timeout",
+                             "60",
+                             "--termination-log",
+                             term},
+                            {}, scratch("models"), seconds(90));
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  const ProbeResult r = parse_probe_result(nlohmann::json::parse(f.out));
+  ASSERT_TRUE(r.compute);
+  EXPECT_NEAR(r.compute->parameters, 1e6, 0.01e6);
+  EXPECT_EQ(r.compute->gradient_dtype, "bf16");
+  EXPECT_EQ(r.compute->optimizer, "sgd");
+  ASSERT_TRUE(r.ddp_step);
+  EXPECT_GT(r.ddp_step->step_time_ms, 0);
+  ASSERT_EQ(r.additional_models.size(), 1u) << f.out;
+  const ModelResult& second = r.additional_models[0];
+  EXPECT_NEAR(second.compute.parameters, 300e3, 3e3);
+  EXPECT_EQ(second.compute.batch_size, 16);
+  EXPECT_EQ(second.compute.optimizer, "adam");
+  EXPECT_EQ(second.compute.gradient_dtype, "fp16");
+  EXPECT_GT(second.compute.step_time_ms, 0);
+  ASSERT_TRUE(second.ddp_step);
+  EXPECT_GT(second.ddp_step->step_time_ms, 0);
+  // The sweep reaches the largest model's gradient (1M fp32 parameters: 4 MB).
+  EXPECT_GE(r.allreduce.back().bytes, 2.0 * 1024 * 1024);
+  const ProbeResult compact = parse_probe_result(nlohmann::json::parse(read_file(term)));
+  ASSERT_EQ(compact.additional_models.size(), 1u);
+  EXPECT_EQ(compact.additional_models[0].compute.gradient_dtype, "fp16");
+  size_t lines = 0;
+  for (size_t at = f.err.find("  compute: "); at != std::string::npos;
+       at = f.err.find("  compute: ", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 2u) << "a summary line per model:\n" << f.err;
+}
+
 TEST(ProbeProcess, a_rank_that_never_joins_makes_the_others_fail_clearly_within_the_timeout) {
   const int port = unused_port();
   Finished f = testing::run({kProbe, "--no-compute", "--timeout", "6", "--termination-log", ""},

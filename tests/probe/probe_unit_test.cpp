@@ -95,6 +95,26 @@ TEST(ProbeConfig, rejects_bad_input_naming_the_flag_or_variable) {
        "--input-shape dimension"},
       {"negative_timeout", {"--timeout", "-3"}, {}, "--timeout"},
       {"flag_takes_no_value", {"--quiet=yes"}, {}, "--quiet: takes no value"},
+      {"bad_gradient_dtype", {"--gradient-dtype", "fp8"}, {}, "--gradient-dtype: must be one of"},
+      {"also_model_without_params", {"--also-model", "batch=4"}, {}, "--also-model: params=Q"},
+      {"also_model_not_key_value", {"--also-model", "5M"}, {}, "\"5M\" is not key=value"},
+      {"also_model_unknown_key", {"--also-model", "params=5M,lr=3"}, {}, "unknown key \"lr\""},
+      {"also_model_bad_optimizer",
+       {"--also-model", "params=5M,optimizer=lamb"},
+       {},
+       "--also-model optimizer: must be one of"},
+      {"also_model_bad_dtype",
+       {"--also-model", "params=5M,dtype=int8"},
+       {},
+       "--also-model dtype: must be one of fp32, fp16, bf16"},
+      {"too_many_models",
+       {"--also-model", "params=1M", "--also-model", "params=2M", "--also-model", "params=3M"},
+       {},
+       "--also-model: at most 2"},
+      {"also_model_without_compute",
+       {"--no-compute", "--also-model", "params=1M"},
+       {},
+       "--also-model: not with --no-compute"},
   };
   for (const auto& c : cases) {
     auto got = parse_probe_config(c.args, env_of(c.env));
@@ -119,6 +139,26 @@ TEST(ProbeConfig, the_optimizer_defaults_to_adamw_and_takes_each_name_libtorch_p
   EXPECT_EQ(bad.error,
             "--optimizer: must be one of sgd, sgd-momentum, adam, adamw, adagrad, rmsprop, got "
             "\"lamb\"");
+}
+
+TEST(ProbeConfig, other_models_to_time_and_the_gradient_dtype) {
+  auto got = parse_probe_config(
+      {"--gradient-dtype", "bf16", "--also-model", "params=5M,batch=64,optimizer=sgd,dtype=fp16",
+       "--also-model=params=1.5G"},
+      env_of({}));
+  ASSERT_TRUE(got.config) << got.error;
+  EXPECT_EQ(got.config->gradient_dtype, "bf16");
+  ASSERT_EQ(got.config->also_models.size(), 2u);
+  const SyntheticModel& first = got.config->also_models[0];
+  EXPECT_EQ(first.parameters, 5e6);
+  EXPECT_EQ(first.batch_size, 64);
+  EXPECT_EQ(first.optimizer, "sgd");
+  EXPECT_EQ(first.gradient_dtype, "fp16");
+  const SyntheticModel& second = got.config->also_models[1];
+  EXPECT_EQ(second.parameters, 1.5e9);
+  EXPECT_EQ(second.batch_size, 32) << "--batch-size's default";
+  EXPECT_EQ(second.optimizer, "adamw") << "--optimizer's default";
+  EXPECT_EQ(second.gradient_dtype, "fp32");
 }
 
 TEST(LocalRanks, spawned_ranks_drop_the_world_flags_and_get_threads) {
@@ -402,6 +442,7 @@ class FakeComm final : public Communicator {
   int size() const override { return n_; }
   std::unique_ptr<PendingAllReduce> allreduce_sum_async(at::Tensor& t) override {
     launches.push_back(t.numel());
+    dtypes.push_back(t.scalar_type());
     t.mul_(n_);
     struct Done final : PendingAllReduce {
       void wait() override {}
@@ -411,19 +452,26 @@ class FakeComm final : public Communicator {
   double time_allreduce(at::Tensor&, int) override { return 0; }
   void barrier() override {}
   std::vector<int64_t> launches;
+  std::vector<at::ScalarType> dtypes;
 
  private:
   int n_;
 };
 
+// The gradients of one plain backward (no reducer): what averaging over ranks must give.
+std::vector<at::Tensor> plain_gradients(TrainableModel& model) {
+  std::vector<at::Tensor> params = model.parameters();
+  for (auto& p : params) p.mutable_grad().reset();
+  model.forward_loss().backward();
+  std::vector<at::Tensor> grads;
+  for (auto& p : params) grads.push_back(p.grad().clone());
+  return grads;
+}
+
 TEST(BucketedReducer, launches_buckets_in_order_during_backward_and_averages_gradients) {
   auto model = make_synthetic_mlp(synthetic_mlp_shape(2e6), 4, at::Device(at::kCPU), false);
   auto params = model->parameters();
-  // Reference gradients from a plain backward.
-  for (auto& p : params) p.mutable_grad().reset();
-  model->forward_loss().backward();
-  std::vector<at::Tensor> want;
-  for (auto& p : params) want.push_back(p.grad().clone());
+  const std::vector<at::Tensor> want = plain_gradients(*model);
 
   FakeComm comm(2);
   BucketedReducer reducer(params, comm, 1 << 20, 2 << 20);  // small cap: several buckets
@@ -451,6 +499,28 @@ TEST(BucketedReducer, launches_buckets_in_order_during_backward_and_averages_gra
   reducer.finalize_backward();
   EXPECT_TRUE(comm.launches.empty());
   EXPECT_TRUE(at::allclose(params[0].grad(), want[0].div(2)));
+}
+
+// DDP's fp16_compress_hook: each bucket is cast to fp16, divided and all-reduced, then
+// cast back: half the bytes on the wire, gradients averaged to fp16's precision.
+TEST(BucketedReducer, compressed_buckets_send_half_the_bytes_and_average_to_fp16_precision) {
+  auto model = make_synthetic_mlp(synthetic_mlp_shape(2e6), 4, at::Device(at::kCPU), false);
+  auto params = model->parameters();
+  const std::vector<at::Tensor> want = plain_gradients(*model);
+
+  FakeComm comm(2);
+  BucketedReducer reducer(params, comm, 1 << 20, 2 << 20, at::kHalf);
+  for (auto& p : params) p.mutable_grad().reset();
+  reducer.prepare_for_backward();
+  model->forward_loss().backward();
+  reducer.finalize_backward();
+  ASSERT_EQ(comm.launches.size(), reducer.bucket_count());
+  ASSERT_EQ(comm.dtypes.size(), reducer.bucket_count());
+  for (const at::ScalarType t : comm.dtypes) EXPECT_EQ(t, at::kHalf);
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(params[i].grad().scalar_type(), at::kFloat);
+    EXPECT_TRUE(at::allclose(params[i].grad(), want[i], 1e-2, 1e-4)) << "gradient " << i;
+  }
 }
 
 // ---- rendezvous over an in-memory store ----
@@ -573,6 +643,42 @@ TEST(Report, the_nccl_version_loaded_is_in_the_full_result_and_the_reader_accept
   gloo.update([&](ProbeResult& r) { r = a_full_result(3); });
   ASSERT_TRUE(gloo.publish());
   EXPECT_FALSE(nlohmann::json::parse(gloo_out.str()).contains("ncclVersion"));
+}
+
+// One probe for several models (issue #21): each model's compute and DDP step in the
+// result, in the compact termination message too, read back in order.
+TEST(Report, several_models_fit_the_termination_message_and_read_back) {
+  ProbeResult r = a_full_result(30);
+  for (int i = 1; i < kMaxModelsPerProbe; ++i) {
+    ModelResult m{*r.compute, r.ddp_step};
+    m.compute.parameters = 1e6 * i;
+    m.compute.gradient_dtype = "fp16";
+    m.compute.step_time_ms = 10.123456 * i;
+    r.additional_models.push_back(m);
+  }
+  r.error = ProbeError{"ddp-step", std::string(1024, 'x')};
+  const std::string msg = termination_message(r);
+  EXPECT_LE(msg.size(), kTerminationMessageLimit);
+  const ProbeResult back = parse_probe_result(nlohmann::json::parse(msg));
+  ASSERT_EQ(back.additional_models.size(), r.additional_models.size()) << msg;
+  for (size_t i = 0; i < back.additional_models.size(); ++i) {
+    EXPECT_EQ(back.additional_models[i].compute.parameters, 1e6 * (i + 1));
+    EXPECT_EQ(back.additional_models[i].compute.gradient_dtype, "fp16");
+    EXPECT_NEAR(back.additional_models[i].compute.step_time_ms, 10.12 * (i + 1), 0.01 * (i + 1));
+    EXPECT_TRUE(back.additional_models[i].ddp_step);
+  }
+  ASSERT_TRUE(back.error);
+  // The human summary has a line for each.
+  const std::string summary = human_summary(r, ProbeConfig{});
+  EXPECT_NE(summary.find("1M params"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("2M params"), std::string::npos) << summary;
+  // A message that cannot hold them all keeps the first model's measurement.
+  for (ModelResult& m : r.additional_models)
+    m.compute.model = "torchscript:" + std::string(1500, 'p');
+  const ProbeResult cut = parse_probe_result(nlohmann::json::parse(termination_message(r)));
+  EXPECT_TRUE(cut.compute);
+  EXPECT_TRUE(cut.ddp_step);
+  EXPECT_TRUE(cut.additional_models.empty());
 }
 
 TEST(Report, the_termination_message_stays_within_4096_bytes_whatever_the_error) {
