@@ -51,4 +51,22 @@ struct TrainingJobReconciler::Context {
   std::string pool() const { return pool_name(job.spec.node_selector); }
 };
 
+// What the decide step settled: the decision the job runs under (a record that holds, or
+// the one just made), a gate, or no policy to decide with.
+struct TrainingJobReconciler::Verdict {
+  enum class Kind {
+    kFollow,    // the job's decision record holds (or its workload runs under it)
+    kDecided,   // decided now: admitted, downsized, warned or denied
+    kGated,     // decided now: held (for a measurement, the pool's size, the namespace)
+    kNoPolicy,  // no valid policy governs the job (jd.policy_error says why)
+  };
+  Kind kind = Kind::kNoPolicy;
+  std::optional<DecisionRecord> record;  // kFollow, kDecided
+  // kDecided, kGated, kNoPolicy; with kFollow, the request decided again to show the
+  // decision with its predictions (show_decision: the status shows none, or an older
+  // spec's).
+  JobDecision jd;
+  bool show_decision = false;
+};
+
 }  // namespace commgate::op

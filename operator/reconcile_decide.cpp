@@ -1,6 +1,7 @@
-// The reconcile's decide step: follow a decision record that holds, decide a gated job
-// (once; a job that waits for its pool's measurement goes on to the wait step), and write
-// a decision as ONE merge patch of the TrainingJob.
+// The reconcile's decide step (follow a decision record that holds, or decide once, and
+// write a decision as ONE merge patch of the TrainingJob) and act step (what the verdict
+// means for the job's status; a job that waits for its pool's measurement is told what the
+// pool's probe does, reconcile_wait.cpp).
 #include <utility>
 
 #include "core/decision_record.h"
@@ -16,47 +17,87 @@ using kube::ReconcileResult;
 using nlohmann::json;
 using namespace detail;
 
-// ----- follow a decision that holds ------------------------------------------------------
+// ----- the decide step: follow a record that holds, or decide once ------------------------
 
-ReconcileResult TrainingJobReconciler::follow_record(Context& ctx, const DecisionRecord& record) {
+TrainingJobReconciler::Verdict TrainingJobReconciler::decide(Context& ctx) {
+  std::optional<DecisionRecord> record = decision_record_of(ctx.job);
+  // Before the workload exists, a record commgate did not write is not followed: with a
+  // key, one without a valid signature (written or copied past the webhook: a namespace
+  // it does not see, or failurePolicy Ignore while it was down) is decided again. Once the
+  // workload exists it was made under a record this operator trusted.
+  if (record && !workload_created(ctx.status)) {
+    if (const std::string why = record_distrust(*record, ctx.job, settings_.records.get());
+        !why.empty()) {
+      // Once: the decision that follows writes a signed record, which verifies.
+      event(ctx, "Warning", op_reason::kRecordNotTrusted, "Decide",
+            why + "; commgate decides the job again");
+      record.reset();
+    }
+  }
+  const auto verdict =
+      record ? check_against_record(*record, ctx.job.spec) : RecordVerdict::kSpecChanged;
+  ctx.requester = trusted_requester(record, verdict, settings_.records.get());
+  // The decision-relevant spec changed after the training Job was created (the webhook
+  // refuses that; without it, or with failurePolicy Ignore, it gets through): the Job's
+  // pods and torchrun world size are fixed, so the change cannot be applied, and deciding
+  // it again would show a decision (Gated, another count) the running Job does not follow.
+  // Keep following the record, and say so.
+  if (record && record->action != commgate::Action::kGate &&
+      record->action != commgate::Action::kDeny &&
+      (verdict == RecordVerdict::kSpecChanged ||
+       verdict == RecordVerdict::kNodesDifferFromRecord) &&
+      workload_created(ctx.status)) {
+    // Only numNodes when the spec with the admitted count is the one recorded.
+    std::vector<std::string> fields;
+    if (decision_spec_hash(ctx.job.spec, record->admitted_nodes) == record->spec_hash)
+      fields.push_back("spec.numNodes");
+    const std::string message =
+        spec_change_not_applied_message(record->admitted_nodes, ctx.status.value("phase", ""),
+                                        fields) +
+        " (the change is not applied: the workload keeps the size commgate admitted)";
+    if (ctx.condition(condition::kSpecApplied, kFalse, op_reason::kSpecChangeNotApplied, message))
+      event(ctx, "Warning", op_reason::kSpecChangeNotApplied, "Decide", message);
+    // Were the Job deleted by hand, it comes back at the admitted size.
+    ctx.job.spec.num_nodes = record->admitted_nodes;
+    ctx.spec_change_not_applied = true;
+    return follow(ctx, *record);
+  }
+  remove_condition(ctx.status["conditions"], condition::kSpecApplied);
+  if (ctx.status["conditions"].empty()) ctx.status.erase("conditions");
+  if (record && record->action != commgate::Action::kGate &&
+      (verdict == RecordVerdict::kHolds || verdict == RecordVerdict::kDenied))
+    return follow(ctx, *record);
+  return decide_once(
+      ctx, record && record->action == commgate::Action::kGate && verdict == RecordVerdict::kHolds
+               ? record->reason
+               : std::string());
+}
+
+TrainingJobReconciler::Verdict TrainingJobReconciler::follow(Context& ctx,
+                                                             const DecisionRecord& record) {
+  Verdict v;
+  v.kind = Verdict::Kind::kFollow;
+  v.record = record;
   const json& observed = ctx.status.value("observedGeneration", json());
   const bool status_of_older_spec =
       !observed.is_number_integer() || observed.get<int64_t>() != generation_of(ctx.object);
   // A spec change the running workload does not follow keeps the decision shown: the
   // workload runs under it, whatever a newer measurement would say of the spec now.
-  if (!ctx.status.value("decision", json()).is_object() ||
-      (status_of_older_spec && !ctx.spec_change_not_applied)) {
+  v.show_decision = !ctx.status.value("decision", json()).is_object() ||
+                    (status_of_older_spec && !ctx.spec_change_not_applied);
+  if (v.show_decision) {
     // Decided before the operator saw the job, or this spec (by the webhook, again after
-    // an edit, perhaps to the same action and count): show that decision, with its
+    // an edit, perhaps to the same action and count): the decision shown has its
     // predictions when deciding the request again agrees with the record.
     TrainingJob as_requested = ctx.job;
     as_requested.spec.num_nodes = record.requested_nodes;
-    std::swap(ctx.job, as_requested);
-    const JobDecision jd = decide_now(ctx);
-    std::swap(ctx.job, as_requested);
-    if (jd.policy && jd.decision.action == record.action &&
-        jd.decision.admitted_nodes == record.admitted_nodes) {
-      put_decision(ctx.status, jd.decision, jd.measurement ? &*jd.measurement : nullptr,
-                   ctx.to_count);
-    } else {
-      put_decision(ctx.status, decision_of_record(record), nullptr, ctx.to_count);
-    }
+    v.jd = decide_for_job(as_requested, *ctx.snapshot, ctx.requester, ctx.now);
   }
-  const std::string message = ctx.status["decision"].value("message", record.message);
-  if (record.action == commgate::Action::kDeny) {
-    ctx.set_phase(phase::kRejected);
-    ctx.status["admittedNodes"] = 0;
-    ctx.condition(condition::kAdmitted, kFalse, record.reason, message);
-    sync_status(ctx);
-    return Action::await_change();
-  }
-  ctx.condition(condition::kAdmitted, kTrue, record.reason, message);
-  return launch_and_sync(ctx, record);
+  return v;
 }
 
-// ----- gated: decide once -----------------------------------------------------------------
-
-ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, const std::string& gate_reason) {
+TrainingJobReconciler::Verdict TrainingJobReconciler::decide_once(Context& ctx,
+                                                                  const std::string& gate_reason) {
   enter(ctx, Step::kDecide);
   // Written by operators before the measurement controller (issue #21): the pool's
   // CommProfile keeps the probe's attempts now.
@@ -66,59 +107,128 @@ ReconcileResult TrainingJobReconciler::decide_gated(Context& ctx, const std::str
   const json& observed = ctx.status.value("observedGeneration", json());
   if (observed.is_number_integer() && observed.get<int64_t>() != generation_of(ctx.object))
     remove_condition(ctx.status["conditions"], condition::kFailed);
-  const JobDecision jd = decide_now(ctx);
+  Verdict v;
+  v.jd = decide_now(ctx);
+  const JobDecision& jd = v.jd;
   if (!jd.policy) {
-    const char* why = jd.policy_invalid ? op_reason::kPolicyInvalid : op_reason::kPolicyNotFound;
-    // The Event once per message: the status write brings the job back to this step.
-    if (ctx.condition(condition::kAdmitted, kFalse, why, jd.policy_error) && jd.policy_invalid)
-      event(ctx, "Warning", why, "Decide", jd.policy_error);
-    sync_status(ctx);
-    return ReconcileError::terminal(jd.policy_error);
+    v.kind = Verdict::Kind::kNoPolicy;
+    return v;
   }
-  if (jd.decision.action != commgate::Action::kGate) return apply_decision(ctx, jd);
-
-  if (gate_reason != jd.decision.reason) {
+  const Decision& d = jd.decision;
+  if (d.action != commgate::Action::kGate) {
+    v.kind = Verdict::Kind::kDecided;
+    v.record = record_for(ctx, jd);
+    patch_decision(ctx, jd, *v.record);
+    const std::string note =
+        decision_event_note(d, *jd.policy, jd.measurement ? &*jd.measurement : nullptr);
+    switch (d.action) {
+      case commgate::Action::kAdmit:
+        event(ctx, "Normal", "Admitted", "Decide", note);
+        break;
+      case commgate::Action::kDownsize:
+        event(ctx, "Normal", "Downsized", "Decide", note);
+        break;
+      case commgate::Action::kWarn:
+        event(ctx, "Warning", "AdmittedOverPolicy", "Decide", note);
+        break;
+      case commgate::Action::kDeny:
+        event(ctx, "Warning", "Denied", "Decide", note);
+        break;
+      case commgate::Action::kGate:
+        break;
+    }
+    return v;
+  }
+  v.kind = Verdict::Kind::kGated;
+  if (gate_reason != d.reason) {
     // No webhook gated it (or the spec changed without one), or it waits for something
     // else now (measured, but the pool is too small): the operator records its own gate,
     // so the reason annotation (kubectl's REASON column) and the Events follow.
     patch_decision(ctx, jd, record_for(ctx, jd));
-    if (jd.decision.reason != reason::kNamespaceUnknown)
-      event(ctx, "Normal", "Gated", "Decide",
-            decision_event_note(jd.decision, *jd.policy, nullptr));
+    if (d.reason != reason::kNamespaceUnknown)
+      event(ctx, "Normal", "Gated", "Decide", decision_event_note(d, *jd.policy, nullptr));
   }
-  const bool measurement_gate = is_measurement_gate(jd.decision.reason);
-  const bool namespace_unknown = jd.decision.reason == reason::kNamespaceUnknown;
-  put_decision(ctx.status, jd.decision,
-               jd.measurement && !namespace_unknown ? &*jd.measurement : nullptr, ctx.to_count);
+  return v;
+}
+
+// ----- the act step: what the verdict means for the job ----------------------------------
+
+TrainingJobReconciler::Outcome TrainingJobReconciler::act(Context& ctx, const Verdict& v) {
+  const JobDecision& jd = v.jd;
+  switch (v.kind) {
+    case Verdict::Kind::kNoPolicy: {
+      const char* why = jd.policy_invalid ? op_reason::kPolicyInvalid : op_reason::kPolicyNotFound;
+      // The Event once per message: the status write brings the job back to this step.
+      if (ctx.condition(condition::kAdmitted, kFalse, why, jd.policy_error) && jd.policy_invalid)
+        event(ctx, "Warning", why, "Decide", jd.policy_error);
+      return ReconcileError::terminal(jd.policy_error);
+    }
+    case Verdict::Kind::kFollow: {
+      const DecisionRecord& record = *v.record;
+      if (v.show_decision) {
+        if (jd.policy && jd.decision.action == record.action &&
+            jd.decision.admitted_nodes == record.admitted_nodes) {
+          put_decision(ctx.status, jd.decision, jd.measurement ? &*jd.measurement : nullptr,
+                       ctx.to_count);
+        } else {
+          put_decision(ctx.status, decision_of_record(record), nullptr, ctx.to_count);
+        }
+      }
+      const std::string message =
+          ctx.status.value("decision", json::object()).value("message", record.message);
+      return admitted_or_denied(ctx, record.action, record.reason, message);
+    }
+    case Verdict::Kind::kDecided: {
+      const Decision& d = jd.decision;
+      put_decision(ctx.status, d, jd.measurement ? &*jd.measurement : nullptr, ctx.to_count);
+      settle_probed(ctx, jd);
+      return admitted_or_denied(ctx, d.action, d.reason, d.message);
+    }
+    case Verdict::Kind::kGated:
+      break;
+  }
+  const Decision& d = jd.decision;
+  const bool measurement_gate = is_measurement_gate(d.reason);
+  const bool namespace_unknown = d.reason == reason::kNamespaceUnknown;
+  put_decision(ctx.status, d, jd.measurement && !namespace_unknown ? &*jd.measurement : nullptr,
+               ctx.to_count);
   ctx.status.erase("admittedNodes");
   if (measurement_gate &&
       condition_is(ctx.status.value("conditions", json::array()), condition::kFailed, kTrue)) {
     // Failed for good: until the spec changes, with the Admitted condition fail_for_good
     // wrote (why no probe can measure the pool), not the gate's "no measurement yet".
     ctx.set_phase(phase::kFailed);
-    sync_status(ctx);
     return Action::await_change();
   }
-  ctx.condition(condition::kAdmitted, kFalse, jd.decision.reason, jd.decision.message);
+  ctx.condition(condition::kAdmitted, kFalse, d.reason, d.message);
   if (namespace_unknown) {
     // Not a matter of measurement: nothing to probe. The namespace's arrival in the cache
     // brings the job back (it is a decision input); the requeue is for a cache that never
     // shows it.
     ctx.set_phase(phase::kGated);
-    sync_status(ctx);
     return Action::requeue_after(std::chrono::seconds(10));
   }
   if (!measurement_gate) {
     // Measured, and held for the pool's size: the probe the job waited on is done (the
     // trial of 2026-12-05 saw Probed stay ProbeRunning).
-    if (jd.decision.reason == reason::kPoolTooSmall) settle_probed(ctx, jd);
+    if (d.reason == reason::kPoolTooSmall) settle_probed(ctx, jd);
     ctx.set_phase(phase::kGated);
-    sync_status(ctx);
     return Action::await_change();
   }
-  if (auto why = beyond_probe_reach(ctx.job, jd))
-    return fail_for_good(ctx, jd.decision.reason, *why);
+  if (auto why = beyond_probe_reach(ctx.job, jd)) return fail_for_good(ctx, d.reason, *why);
   return wait_for_measurement(ctx, jd);
+}
+
+TrainingJobReconciler::Outcome TrainingJobReconciler::admitted_or_denied(
+    Context& ctx, commgate::Action action, const std::string& reason, const std::string& message) {
+  if (action == commgate::Action::kDeny) {
+    ctx.set_phase(phase::kRejected);
+    ctx.status["admittedNodes"] = 0;
+    ctx.condition(condition::kAdmitted, kFalse, reason, message);
+    return Action::await_change();
+  }
+  ctx.condition(condition::kAdmitted, kTrue, reason, message);
+  return std::nullopt;  // the workload step runs it
 }
 
 // ----- decide ---------------------------------------------------------------------------
@@ -169,44 +279,6 @@ void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
        {"requestedNodes", std::to_string(d.requested_nodes)},
        {"admittedNodes", std::to_string(d.admitted_nodes)},
        {"policy", d.policy_name}});
-}
-
-ReconcileResult TrainingJobReconciler::apply_decision(Context& ctx, const JobDecision& jd) {
-  // Still the decide step (decide_gated entered it): counted once per reconcile.
-  const Decision& d = jd.decision;
-  const DecisionRecord record = record_for(ctx, jd);
-  patch_decision(ctx, jd, record);
-  const Measurement* m = jd.measurement ? &*jd.measurement : nullptr;
-  const std::string note = decision_event_note(d, *jd.policy, m);
-  switch (d.action) {
-    case commgate::Action::kAdmit:
-      event(ctx, "Normal", "Admitted", "Decide", note);
-      break;
-    case commgate::Action::kDownsize:
-      event(ctx, "Normal", "Downsized", "Decide", note);
-      break;
-    case commgate::Action::kWarn:
-      event(ctx, "Warning", "AdmittedOverPolicy", "Decide", note);
-      break;
-    case commgate::Action::kDeny:
-      event(ctx, "Warning", "Denied", "Decide", note);
-      break;
-    case commgate::Action::kGate:
-      event(ctx, "Normal", "Gated", "Decide", note);
-      break;
-  }
-  put_decision(ctx.status, d, m, ctx.to_count);
-  settle_probed(ctx, jd);
-  ctx.status.erase("nextProbeTime");
-  if (d.action == commgate::Action::kDeny) {
-    ctx.set_phase(phase::kRejected);
-    ctx.status["admittedNodes"] = 0;
-    ctx.condition(condition::kAdmitted, kFalse, d.reason, d.message);
-    sync_status(ctx);
-    return Action::await_change();
-  }
-  ctx.condition(condition::kAdmitted, kTrue, d.reason, d.message);
-  return launch_and_sync(ctx, record);
 }
 
 }  // namespace commgate::op

@@ -21,7 +21,6 @@ ReconcileResult TrainingJobReconciler::fail_for_good(Context& ctx, const std::st
   ctx.condition(condition::kFailed, kTrue, why, message);
   ctx.condition(condition::kAdmitted, kFalse, why, message);
   event(ctx, "Warning", why, action, message);
-  sync_status(ctx);
   return Action::await_change();
 }
 

@@ -81,7 +81,6 @@ ReconcileResult TrainingJobReconciler::wait_for_measurement(Context& ctx, const 
                        : "waiting for the measurement of pool " + pool + " (CommProfile " + pool +
                              "): " + jd.decision.message);
   }
-  sync_status(ctx);
   return Action::requeue_after(settings_.probe_poll);
 }
 

@@ -15,18 +15,16 @@ using kube::ReconcileResult;
 using nlohmann::json;
 using namespace detail;
 
-ReconcileResult TrainingJobReconciler::launch_and_sync(Context& ctx, const DecisionRecord& record) {
+ReconcileResult TrainingJobReconciler::run_workload(Context& ctx, const DecisionRecord& record) {
   ctx.status["admittedNodes"] = record.admitted_nodes;
   const char* decided = decision_phase(record.action);
   if (ctx.job.spec.suspend) {
     ctx.set_phase(decided);
     ctx.condition(condition::kRunning, kFalse, "Suspended",
                   "spec.suspend is true: the training workload is not started");
-    sync_status(ctx);
     return Action::await_change();
   }
   const bool ours = ensure_workload(ctx, record);
-  sync_status(ctx);
   if (!ours) return Action::requeue_after(settings_.probe_poll);
   if (ctx.recheck_in) return Action::requeue_after(*ctx.recheck_in);
   return Action::await_change();

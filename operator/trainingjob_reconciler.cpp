@@ -1,8 +1,8 @@
-// The reconcile's entry and the parts every step shares: reading the job, the own-writes
-// bookkeeping, metrics. The steps are in reconcile_decide.cpp (follow a record, decide a
-// gated job, patch the decision), reconcile_wait.cpp (a job waiting for its pool's
-// measurement), reconcile_workload.cpp (the training's Job and its state) and
-// reconcile_status.cpp (status writes).
+// The reconcile's entry, its list of steps (run) and the first two (read, validate), and
+// the parts every step shares: the own-writes bookkeeping, metrics. The other steps are in
+// reconcile_decide.cpp (decide: follow a record or decide once, and act on the verdict),
+// reconcile_wait.cpp (a job waiting for its pool's measurement), reconcile_workload.cpp
+// (the training's Job and its state) and reconcile_status.cpp (the status write).
 #include "operator/trainingjob_reconciler.h"
 
 #include <utility>
@@ -135,6 +135,18 @@ ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
 }
 
 ReconcileResult TrainingJobReconciler::run(Context& ctx) {
+  if (Outcome nothing_to_do = read(ctx)) return *nothing_to_do;
+  Outcome result = validate(ctx);
+  if (!result) {
+    const Verdict verdict = decide(ctx);
+    result = act(ctx, verdict);
+    if (!result) result = run_workload(ctx, *verdict.record);
+  }
+  sync_status(ctx);
+  return *result;
+}
+
+TrainingJobReconciler::Outcome TrainingJobReconciler::read(Context& ctx) {
   enter(ctx, Step::kRead);
   auto object = get_or_null(reader_, ctx.path);
   if (!object) {
@@ -150,6 +162,10 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
   if (!meta_string(ctx.object, "deletionTimestamp").empty()) return Action::await_change();
   const json& status = ctx.object.value("status", json::object());
   ctx.status = status.is_object() ? status : json::object();
+  return std::nullopt;
+}
+
+TrainingJobReconciler::Outcome TrainingJobReconciler::validate(Context& ctx) {
   try {
     ctx.job = parse_training_job(ctx.object, ObjectSource::kStored);
   } catch (const ValidationError& e) {
@@ -161,58 +177,7 @@ ReconcileResult TrainingJobReconciler::run(Context& ctx) {
   // before anything is probed, and stop.
   if (const std::string problem = workload_name_problem(ctx.job); !problem.empty())
     return fail_for_good(ctx, op_reason::kInvalidWorkloadName, problem, "Validate");
-
-  std::optional<DecisionRecord> record = decision_record_of(ctx.job);
-  // Before the workload exists, a record commgate did not write is not followed: with a
-  // key, one without a valid signature (written or copied past the webhook: a namespace
-  // it does not see, or failurePolicy Ignore while it was down) is decided again. Once the
-  // workload exists it was made under a record this operator trusted.
-  if (record && !workload_created(ctx.status)) {
-    if (const std::string why = record_distrust(*record, ctx.job, settings_.records.get());
-        !why.empty()) {
-      // Once: the decision that follows writes a signed record, which verifies.
-      event(ctx, "Warning", op_reason::kRecordNotTrusted, "Decide",
-            why + "; commgate decides the job again");
-      record.reset();
-    }
-  }
-  const auto verdict =
-      record ? check_against_record(*record, ctx.job.spec) : RecordVerdict::kSpecChanged;
-  ctx.requester = trusted_requester(record, verdict, settings_.records.get());
-  // The decision-relevant spec changed after the training Job was created (the webhook
-  // refuses that; without it, or with failurePolicy Ignore, it gets through): the Job's
-  // pods and torchrun world size are fixed, so the change cannot be applied, and deciding
-  // it again would show a decision (Gated, another count) the running Job does not follow.
-  // Keep following the record, and say so.
-  if (record && record->action != commgate::Action::kGate &&
-      record->action != commgate::Action::kDeny &&
-      (verdict == RecordVerdict::kSpecChanged ||
-       verdict == RecordVerdict::kNodesDifferFromRecord) &&
-      workload_created(ctx.status)) {
-    // Only numNodes when the spec with the admitted count is the one recorded.
-    std::vector<std::string> fields;
-    if (decision_spec_hash(ctx.job.spec, record->admitted_nodes) == record->spec_hash)
-      fields.push_back("spec.numNodes");
-    const std::string message =
-        spec_change_not_applied_message(record->admitted_nodes, ctx.status.value("phase", ""),
-                                        fields) +
-        " (the change is not applied: the workload keeps the size commgate admitted)";
-    if (ctx.condition(condition::kSpecApplied, kFalse, op_reason::kSpecChangeNotApplied, message))
-      event(ctx, "Warning", op_reason::kSpecChangeNotApplied, "Decide", message);
-    // Were the Job deleted by hand, it comes back at the admitted size.
-    ctx.job.spec.num_nodes = record->admitted_nodes;
-    ctx.spec_change_not_applied = true;
-    return follow_record(ctx, *record);
-  }
-  remove_condition(ctx.status["conditions"], condition::kSpecApplied);
-  if (ctx.status["conditions"].empty()) ctx.status.erase("conditions");
-  if (record && record->action != commgate::Action::kGate &&
-      (verdict == RecordVerdict::kHolds || verdict == RecordVerdict::kDenied))
-    return follow_record(ctx, *record);
-  return decide_gated(
-      ctx, record && record->action == commgate::Action::kGate && verdict == RecordVerdict::kHolds
-               ? record->reason
-               : std::string());
+  return std::nullopt;
 }
 
 void TrainingJobReconciler::remember_write(const Context& ctx) {
@@ -230,7 +195,6 @@ ReconcileResult TrainingJobReconciler::invalid_spec(Context& ctx, const std::str
                     was->value("message", "") == message;
   ctx.condition(condition::kSpecValid, kFalse, op_reason::kInvalidSpec, message);
   if (!told) event(ctx, "Warning", op_reason::kInvalidSpec, "Validate", message);
-  sync_status(ctx);
   return ReconcileError::terminal("invalid TrainingJob " + ctx.key + ": " + message);
 }
 

@@ -118,22 +118,41 @@ class TrainingJobReconciler {
 
  private:
   struct Context;
+  struct Verdict;
+  using Outcome = std::optional<kube::ReconcileResult>;  // set: the reconcile ends with it
 
+  // One reconcile as a list of steps (issue #21), none calling another: read, validate,
+  // decide, act, workload, then the status written once. A step that settles the result
+  // returns it; the steps after it do not run, the status write does.
   kube::ReconcileResult run(Context& ctx);
-  kube::ReconcileResult invalid_spec(Context& ctx, const std::string& message);
-  kube::ReconcileResult follow_record(Context& ctx, const DecisionRecord& record);
+  // The job from the cache; a result when there is nothing to do (gone, being deleted, a
+  // copy older than this process's own write). No status is written then.
+  Outcome read(Context& ctx);
+  // The spec and the workload's name; a result (the job failed for good) when invalid.
+  Outcome validate(Context& ctx);
+  // Follows the job's decision record where it holds, else decides (once) and records the
+  // decision on the job (one merge patch, the decision's Event).
+  Verdict decide(Context& ctx);
+  Verdict follow(Context& ctx, const DecisionRecord& record);
   // `gate_reason`: the reason of the gate the job's record holds it to, when it holds one
   // for this spec ("" otherwise).
-  kube::ReconcileResult decide_gated(Context& ctx, const std::string& gate_reason);
+  Verdict decide_once(Context& ctx, const std::string& gate_reason);
+  // What the verdict means for the job's status: denied, gated, waiting for its pool's
+  // measurement, failed for good, or (no result) admitted: the workload step runs.
+  Outcome act(Context& ctx, const Verdict& verdict);
+  Outcome admitted_or_denied(Context& ctx, commgate::Action action, const std::string& reason,
+                             const std::string& message);
   // A job gated for its pool's measurement: what the pool's probe does, in the Probed
   // condition; Failed for good when the pool's probe failed past this job's retries.
   kube::ReconcileResult wait_for_measurement(Context& ctx, const JobDecision& jd);
-  kube::ReconcileResult apply_decision(Context& ctx, const JobDecision& jd);
+  // The admitted job's training Service and Job, held to the decision, and the job's
+  // phase from the Job's state.
+  kube::ReconcileResult run_workload(Context& ctx, const DecisionRecord& record);
+  kube::ReconcileResult invalid_spec(Context& ctx, const std::string& message);
   // Phase Failed with condition Failed=True (reason `why`) until the spec changes.
   kube::ReconcileResult fail_for_good(Context& ctx, const std::string& why,
                                       const std::string& message,
                                       const std::string& action = "Probe");
-  kube::ReconcileResult launch_and_sync(Context& ctx, const DecisionRecord& record);
   // Deletes the workload Job `workload` (its pods with it) whose pods the scheduler could
   // not place for --workload-unschedulable-timeout; phase Failed, reason
   // WorkloadUnschedulable.
@@ -150,6 +169,7 @@ class TrainingJobReconciler {
   // The record of a decision the operator writes, signed when it has a key.
   DecisionRecord record_for(const Context& ctx, const JobDecision& jd) const;
   void patch_decision(Context& ctx, const JobDecision& jd, const DecisionRecord& record);
+  // The status step: writes ctx.status when it changed, and counts the decision written.
   void sync_status(Context& ctx);
 
   JobDecision decide_now(const Context& ctx) const;
