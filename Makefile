@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build build-demo test configure-sanitize build-sanitize test-sanitize build-fuzz fuzz \
+.PHONY: deps configure build build-demo install test configure-sanitize build-sanitize test-sanitize build-fuzz fuzz \
         demo bench format lint clean
 
 deps:
@@ -22,6 +22,16 @@ build: configure
 
 # A failed test runs once more: the multi-process tests share 2 cores (docs/testing.md
 # "CI": the known flake); a real defect fails both runs.
+# The commands on PATH: commgate, commgate-probe and the kubectl plugin kubectl-commgate
+# (`kubectl commgate ...`, docs/cli.md). PREFIX=/usr/local by default.
+PREFIX ?= /usr/local
+install: build-demo
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target kubectl-commgate
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD_DIR)/bin/commgate $(BUILD_DIR)/bin/kubectl-commgate $(DESTDIR)$(PREFIX)/bin/
+	if [ -x $(BUILD_DIR)/bin/commgate-probe ]; then \
+	  install -m 0755 $(BUILD_DIR)/bin/commgate-probe $(DESTDIR)$(PREFIX)/bin/; fi
+
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS) --repeat until-pass:2 $(CTEST_FLAGS)
 

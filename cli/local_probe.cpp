@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "cli/subprocess.h"
 #include "core/probe_memory.h"
 #include "core/quantity.h"
 
@@ -23,80 +24,8 @@ std::string find_probe_binary(const std::string& explicit_path) {
     fs::path sibling = self.parent_path() / "commgate-probe";
     if (access(sibling.c_str(), X_OK) == 0) return sibling.string();
   }
-  if (const char* path = std::getenv("PATH")) {
-    std::string p = path;
-    size_t start = 0;
-    while (start <= p.size()) {
-      size_t end = p.find(':', start);
-      if (end == std::string::npos) end = p.size();
-      fs::path candidate = fs::path(p.substr(start, end - start)) / "commgate-probe";
-      if (end > start && access(candidate.c_str(), X_OK) == 0) return candidate.string();
-      start = end + 1;
-    }
-  }
-  return "";
+  return find_on_path("commgate-probe");
 }
-
-namespace {
-
-// Runs argv, capturing stdout and the tail of stderr. No shell: arguments are passed
-// as they are.
-int run_capture(const std::vector<std::string>& argv, std::string* out, std::string* err_tail) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  // Drain both pipes without blocking on one while the other fills.
-  std::array<char, 65536> buf;
-  bool out_open = true, err_open = true;
-  std::string err_all;
-  while (out_open || err_open) {
-    fd_set fds;
-    FD_ZERO(&fds);
-    if (out_open) FD_SET(out_pipe[0], &fds);
-    if (err_open) FD_SET(err_pipe[0], &fds);
-    if (select(std::max(out_pipe[0], err_pipe[0]) + 1, &fds, nullptr, nullptr, nullptr) < 0)
-      continue;
-    if (out_open && FD_ISSET(out_pipe[0], &fds)) {
-      ssize_t n = read(out_pipe[0], buf.data(), buf.size());
-      if (n <= 0)
-        out_open = false;
-      else
-        out->append(buf.data(), static_cast<size_t>(n));
-    }
-    if (err_open && FD_ISSET(err_pipe[0], &fds)) {
-      ssize_t n = read(err_pipe[0], buf.data(), buf.size());
-      if (n <= 0)
-        err_open = false;
-      else
-        err_all.append(buf.data(), static_cast<size_t>(n));
-    }
-  }
-  close(out_pipe[0]);
-  close(err_pipe[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  *err_tail = err_all.size() > 2000 ? err_all.substr(err_all.size() - 2000) : err_all;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-}  // namespace
 
 ProbeResult run_local_probe(const ModelSpec& model, const LocalProbeOptions& options) {
   std::string probe = find_probe_binary(options.probe_path);
@@ -138,13 +67,17 @@ ProbeResult run_local_probe(const ModelSpec& model, const LocalProbeOptions& opt
       std::to_string(static_cast<long long>(std::min(model.gradient_bytes(), 64.0 * 1048576)))};
   if (measure_compute) {
     // The optimizer's step is part of the compute step the probe times.
-    argv.insert(argv.end(), {"--params", std::to_string(static_cast<long long>(model.parameters)),
-                             "--optimizer", model.optimizer});
+    argv.insert(argv.end(),
+                {"--params", std::to_string(static_cast<long long>(model.parameters)),
+                 "--optimizer", model.optimizer, "--gradient-dtype", model.gradient_dtype});
   } else {
     argv.push_back("--no-compute");
   }
-  std::string out, err;
-  int rc = run_capture(argv, &out, &err);
+  const Captured run = run_capture(argv);
+  const std::string& out = run.out;
+  const int rc = run.code;
+  // Its stderr's end: what a failure says last.
+  const std::string err = run.err.size() > 2000 ? run.err.substr(run.err.size() - 2000) : run.err;
   if (rc != 0) {
     // Rank 0's result names the failed stage (with --quiet it is not on stderr).
     std::string stage_error;

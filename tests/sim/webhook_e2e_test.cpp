@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -305,6 +306,161 @@ TEST_F(WebhookE2eTest, a_bad_comm_policy_is_refused_by_the_policy_webhook) {
   EXPECT_NE(r.output.find("The CommPolicy \"bad\" is invalid: spec.measurementTTL: "),
             std::string::npos)
       << r.output;
+}
+
+// `kubectl commgate` (issue #24): the plugin, found on PATH by the real kubectl, asks the
+// cluster through kubectl itself: a server-side dry run through the webhook for evaluate,
+// the stored TrainingJob and its Events for explain, the CommProfiles for pools.
+class KubectlPluginE2eTest : public WebhookE2eTest {
+ protected:
+  KubectlResult plugin(const std::vector<std::string>& args) {
+    const fs::path bin = fs::path(COMMGATE_KUBECTL_PLUGIN).parent_path();
+    // No flag before the plugin's name (kubectl refuses that): the kubeconfig comes from
+    // $KUBECONFIG, as a user's would.
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "PATH=" + bin.string() + ":/usr/bin:/bin",
+                                     "KUBECONFIG=" + kubectl_.kubeconfig().string(),
+                                     "HOME=" + dir_.string(),
+                                     std::string("KUBECTL=") + COMMGATE_KUBECTL,
+                                     COMMGATE_KUBECTL,
+                                     "commgate"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess p(argv, dir_ / ("plugin-" + std::to_string(++plugin_calls_) + ".out"));
+    const int code = p.wait_exit(30s);
+    return {code, p.output()};
+  }
+  int plugin_calls_ = 0;
+};
+
+TEST_F(KubectlPluginE2eTest, evaluate_says_what_the_webhook_would_decide_and_creates_nothing) {
+  const std::string bert = kSource + "/examples/jobs/bert-large-350m.yaml";
+  const auto r = plugin({"evaluate", "-f", bert});
+  ASSERT_EQ(r.code, 0) << r.output << webhook_->output();
+  std::cout << "[plugin] kubectl commgate evaluate -f bert-large-350m.yaml:\n" << r.output;
+  for (const char* want : {"TRAININGJOB", "nlp/bert-large", "Downsize", "OverPolicyDownsized",
+                           "Advice:\n  - ", "nothing was created"})
+    EXPECT_NE(r.output.find(want), std::string::npos) << want << "\n" << r.output;
+  EXPECT_NE(kubectl({"get", "tj", "-n", "nlp", "bert-large"}).code, 0) << "a dry run";
+
+  const auto j = plugin({"evaluate", "-f", bert, "-o", "json"});
+  ASSERT_EQ(j.code, 0) << j.output;
+  const json doc = json::parse(j.output.substr(j.output.find('{')));
+  EXPECT_EQ(doc["decision"], "Downsize") << doc.dump(2);
+  EXPECT_EQ(doc["requestedNodes"], 4) << doc.dump(2);
+  EXPECT_LT(doc["admittedNodes"].get<int>(), 4) << doc.dump(2);
+  EXPECT_FALSE(doc["advice"].empty()) << doc.dump(2);
+
+  // Refused: exit 3, with the webhook's words.
+  const auto denied = plugin({"evaluate", "-f", kSource + "/examples/jobs/llm-7b.yaml"});
+  EXPECT_EQ(denied.code, 3) << denied.output;
+  std::cout << "[plugin] kubectl commgate evaluate -f llm-7b.yaml:\n" << denied.output;
+  EXPECT_NE(denied.output.find("Deny"), std::string::npos) << denied.output;
+  EXPECT_NE(denied.output.find("communication"), std::string::npos) << denied.output;
+
+  // Mistakes: no file, a file kubectl cannot read, an unknown flag.
+  EXPECT_EQ(plugin({"evaluate"}).code, 2);
+  const auto missing = plugin({"evaluate", "-f", (dir_ / "nope.yaml").string()});
+  EXPECT_EQ(missing.code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("nope.yaml"), std::string::npos) << missing.output;
+  const auto bad_flag = plugin({"pools", "--frobnicate"});
+  EXPECT_EQ(bad_flag.code, 2) << bad_flag.output;
+  EXPECT_NE(bad_flag.output.find("unknown flag \"--frobnicate\""), std::string::npos)
+      << bad_flag.output;
+}
+
+TEST_F(KubectlPluginE2eTest, explain_shows_a_jobs_decision_and_pools_list_the_measured_pools) {
+  const std::string bert = kSource + "/examples/jobs/bert-large-350m.yaml";
+  ASSERT_EQ(kubectl({"apply", "-f", bert}).code, 0);
+  // The status and an Event as the operator writes them (no operator runs here).
+  json stored = get_job("bert-large");
+  stored["status"] = {
+      {"phase", "Downsized"},
+      {"admittedNodes", 1},
+      {"decision",
+       {{"action", "Downsize"},
+        {"reason", "OverPolicyDownsized"},
+        {"message", "At 4 nodes the model predicts 78.3% of each step in exposed communication"},
+        {"policy", "default"},
+        {"requestedNodes", 4},
+        {"admittedNodes", 1},
+        {"predictions", json::array({{{"nodes", 1},
+                                      {"measured", false},
+                                      {"stepTimeMs", 412.3},
+                                      {"computeMs", 412.3},
+                                      {"exposedCommMs", 0},
+                                      {"commShare", 0},
+                                      {"speedup", 1},
+                                      {"scalingEfficiency", 1}},
+                                     {{"nodes", 4},
+                                      {"measured", false},
+                                      {"stepTimeMs", 1899},
+                                      {"computeMs", 412.3},
+                                      {"exposedCommMs", 1487},
+                                      {"commShare", 0.783},
+                                      {"speedup", 0.8685},
+                                      {"scalingEfficiency", 0.2171}}})},
+        {"advice", json::array({{{"kind", "link"},
+                                 {"text", "The link: 4 nodes would pass with 0.58 GB/s"}}})}}},
+      {"measurement",
+       {{"source", "CommProfile pool-1fe15c4a8473beea"},
+        {"probeTime", "2026-12-01T10:00:00Z"},
+        {"busbwGBps", 0.1209},
+        {"latencyUs", 20.22},
+        {"nodesProbed", 2},
+        {"backend", "gloo"},
+        {"transport", "socket"},
+        {"computeStepMs", 412.3}}},
+      {"conditions", json::array({{{"type", "Admitted"},
+                                   {"status", "True"},
+                                   {"reason", "OverPolicyDownsized"},
+                                   {"message", "downsized"},
+                                   {"lastTransitionTime", "2026-12-01T10:00:00Z"}}})}};
+  std::ofstream(dir_ / "status.json") << stored.dump();
+  const auto written =
+      kubectl({"replace", "--subresource=status", "-f", (dir_ / "status.json").string()});
+  ASSERT_EQ(written.code, 0) << written.output;
+  std::ofstream(dir_ / "event.yaml")
+      << "apiVersion: v1\nkind: Event\nmetadata:\n  name: bert-large.1\n  namespace: nlp\n"
+         "involvedObject:\n  apiVersion: commgate.io/v1alpha1\n  kind: TrainingJob\n"
+         "  name: bert-large\n  namespace: nlp\nreason: Downsized\ntype: Normal\n"
+         "message: downsized from 4 to 1 node\nlastTimestamp: \"2026-12-01T10:00:01Z\"\n";
+  ASSERT_EQ(kubectl({"create", "-f", (dir_ / "event.yaml").string()}).code, 0);
+  const auto x = plugin({"explain", "tj", "bert-large", "-n", "nlp"});
+  ASSERT_EQ(x.code, 0) << x.output;
+  std::cout << "[plugin] kubectl commgate explain tj bert-large:\n" << x.output;
+  for (const char* want :
+       {"TrainingJob:", "nlp/bert-large", "Downsized",
+        "Downsize (OverPolicyDownsized), 4 nodes asked, 1 admitted", "busbw 0.1209 GB/s", "78.3%",
+        "Predictions:", "asked", "admitted", "Advice:\n  - The link",
+        "Conditions:", "Events:", "downsized from 4 to 1 node"})
+    EXPECT_NE(x.output.find(want), std::string::npos) << want << "\n" << x.output;
+  const auto unknown = plugin({"explain", "tj", "no-such-job", "-n", "nlp"});
+  EXPECT_EQ(unknown.code, 1) << unknown.output;
+  EXPECT_NE(unknown.output.find("no-such-job"), std::string::npos) << unknown.output;
+  EXPECT_EQ(plugin({"explain", "pod", "x"}).code, 2);
+
+  // The pool the webhook decides with, stored in the cluster as the operator would; and a
+  // policy with a short measurementTTL, for which the recording is stale.
+  // (status through its subresource, as the operator writes it).
+  json recorded = json::parse(read_file(dir_ / "profiles" / "cpu-1gbe.json"));
+  recorded["status"]["link"]["measuredAt"] = "2026-01-01T00:00:00Z";  // long ago
+  const std::string profile = (dir_ / "stale-profile.json").string();
+  std::ofstream(profile) << recorded.dump();
+  ASSERT_EQ(kubectl({"apply", "-f", profile}).code, 0);
+  const auto status = kubectl({"replace", "--subresource=status", "-f", profile});
+  ASSERT_EQ(status.code, 0) << status.output;
+  std::ofstream(dir_ / "fresh.yaml")
+      << "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata:\n  name: fresh\n"
+         "spec:\n  maxCommShare: 0.5\n  measurementTTL: 1m\n";
+  ASSERT_EQ(kubectl({"apply", "-f", (dir_ / "fresh.yaml").string()}).code, 0);
+  const auto p = plugin({"pools"});
+  ASSERT_EQ(p.code, 0) << p.output;
+  std::cout << "[plugin] kubectl commgate pools:\n" << p.output;
+  for (const char* want : {"POOL", "BUSBW(GB/s)", "cpu-1gbe", "gloo/socket", "fresh"})
+    EXPECT_NE(p.output.find(want), std::string::npos) << want << "\n" << p.output;
+  const auto pj = plugin({"pools", "-o", "yaml"});
+  ASSERT_EQ(pj.code, 0) << pj.output;
+  EXPECT_NE(pj.output.find("staleFor:"), std::string::npos) << pj.output;
 }
 
 }  // namespace COMMGATE_TEST_UNIT

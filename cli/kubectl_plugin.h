@@ -1,0 +1,65 @@
+// `kubectl commgate` (issue #24): a kubectl plugin (the executable kubectl-commgate on PATH)
+// that asks the live cluster what commgate decides, with the user's own kubectl: its
+// kubeconfig, context, namespace and credentials (exec plugins included), since every
+// request goes through `kubectl` itself. docs/cli.md "kubectl commgate".
+//
+//   kubectl commgate evaluate -f job.yaml   what the admission webhook would decide now
+//                                           (a server-side dry run: nothing is created)
+//   kubectl commgate explain tj NAME        a TrainingJob's decision, numbers, advice,
+//                                           conditions and Events
+//   kubectl commgate pools                  the measured pools, their link and age, and
+//                                           the policies for which each is stale
+//
+// Renderers are pure (table-tested); run_kubectl_plugin wires them to a kubectl runner.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/subprocess.h"
+#include "core/time_format.h"
+
+namespace commgate {
+
+// Exit codes, as kubectl's (0 success, 1 error) with the would-be outcome of evaluate on
+// top, for scripts: docs/cli.md.
+inline constexpr int kPluginOk = 0;         // evaluate: it would run (admitted,
+                                            // downsized, or admitted over policy)
+inline constexpr int kPluginError = 1;      // kubectl failed, or an answer did not parse
+inline constexpr int kPluginUsage = 2;      // bad flags
+inline constexpr int kPluginWouldDeny = 3;  // evaluate: the webhook would refuse it
+inline constexpr int kPluginWouldGate = 4;  // evaluate: admitted suspended, waiting to
+                                            // be measured or for its pool
+
+// Runs `kubectl <args>` (the plugin's global flags already added) and captures it.
+using KubectlRunner = std::function<Captured(const std::vector<std::string>& args)>;
+
+int run_kubectl_plugin(const std::vector<std::string>& args, const KubectlRunner& kubectl,
+                       std::ostream& out, std::ostream& err, TimePoint now);
+
+// What `evaluate` shows, as a document (its -o json): from the dry run's answer, the
+// object the webhook returned (or none when refused), the refusal's message, and the
+// warnings kubectl printed ("Warning: " cut).
+nlohmann::json evaluation_of(const nlohmann::json& returned, const std::string& refusal,
+                             const std::vector<std::string>& warnings);
+std::string evaluation_table(const nlohmann::json& evaluation);
+
+// `explain`: the TrainingJob as stored and its Events (an EventList; null when they
+// could not be listed).
+nlohmann::json explanation_of(const nlohmann::json& trainingjob, const nlohmann::json& events,
+                              TimePoint now);
+std::string explanation_text(const nlohmann::json& explanation);
+
+// `pools`: CommProfiles (a List) and CommPolicies (a List; null when they could not be
+// listed: the STALE FOR column then says so).
+nlohmann::json pools_of(const nlohmann::json& profiles, const nlohmann::json& policies,
+                        TimePoint now);
+std::string pools_table(const nlohmann::json& pools);
+
+// The "Warning: " lines of kubectl's stderr, without the prefix.
+std::vector<std::string> kubectl_warnings(const std::string& stderr_text);
+
+}  // namespace commgate
