@@ -10,6 +10,7 @@
 
 #include "cli/command_input.h"
 #include "cli/evaluate_report.h"
+#include "cli/manifest_yaml.h"
 #include "cli/local_probe.h"
 #include "core/comm_profile.h"
 #include "core/decision.h"
@@ -45,7 +46,7 @@ Options:
                           now; for a --measurement file, the file's own time)
       --user NAME         requesting user, for the policy's exemptions
       --group NAME        requesting user's group (repeatable)
-  -o, --output FORMAT     table (default) or json
+  -o, --output FORMAT     table (default), json or yaml
   -h, --help              this help
 
 Exit codes: 0 admitted (admit, downsize, warn, gate), 1 denied, 2 bad input,
@@ -109,8 +110,8 @@ Options parse_args(const std::vector<std::string>& args) {
       }
     } else if (flag == "-o" || flag == "--output") {
       o.output = value();
-      if (o.output != "table" && o.output != "json") {
-        throw UsageError("--output must be table or json, got \"" + o.output + "\"");
+      if (o.output != "table" && o.output != "json" && o.output != "yaml") {
+        throw UsageError("--output must be table, json or yaml, got \"" + o.output + "\"");
       }
     } else {
       throw UsageError("unknown argument \"" + arg + "\"");
@@ -412,7 +413,8 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
     e.decision = decide(in);
     e.note = note;
     if (e.decision.action == Action::kDeny) exit_code = kExitDenied;
-    if (opts.output == "json") {
+    if (e.decision.action == Action::kGate && exit_code == kExitAdmitted) exit_code = kExitGated;
+    if (opts.output != "table") {
       items.push_back(evaluation_to_json(e));
     } else {
       if (tables.tellp() > 0) tables << "\n" << std::string(100, '-') << "\n\n";
@@ -420,10 +422,10 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
     }
   }
   // Nothing reaches stdout until every job is evaluated: a failure leaves it empty.
-  if (opts.output == "json") {
-    out << (items.size() == 1 ? items[0] : nlohmann::json{{"kind", "List"}, {"items", items}})
-               .dump(2)
-        << "\n";
+  if (opts.output != "table") {
+    const nlohmann::json doc =
+        items.size() == 1 ? items[0] : nlohmann::json{{"kind", "List"}, {"items", items}};
+    out << (opts.output == "json" ? doc.dump(2) + "\n" : to_yaml(doc));
   } else {
     out << tables.str();
   }

@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "cli/evaluate_command.h"
 #include "core/model_names.h"
 #include "core/probe_result.h"
 #include "tests/cli/cli_test_support.h"
@@ -265,15 +266,20 @@ TEST(EvaluateCli, now_applies_the_ttl_to_a_measurement_file) {
   TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump());
   CliRun r = run(
       {"evaluate", "-f", job.path(), "--measurement", m.path(), "--now", "2026-12-02T00:00:00Z"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, kExitGated) << "a Gate is not a success for scripts: " << r.err;
   EXPECT_NE(r.out.find("Decision: Gate [MeasurementStale]"), std::string::npos) << r.out;
+  // The same as YAML, for those who read it.
+  CliRun y = run({"evaluate", "-f", job.path(), "--measurement", m.path(), "--now",
+                  "2026-12-02T00:00:00Z", "-o", "yaml"});
+  EXPECT_EQ(y.exit_code, kExitGated) << y.err;
+  EXPECT_NE(y.out.find("action: Gate"), std::string::npos) << y.out;
 }
 
 TEST(EvaluateCli, other_model_in_measurement_needs_a_hint) {
   TempFile m(to_json(a_probe_result(0.5, 5e6, 40)).dump());
   TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump());
   CliRun r = run({"evaluate", "-f", job.path(), "--measurement", m.path()});
-  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, kExitGated);
   EXPECT_NE(r.out.find("[ComputeMeasurementMissing]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("the probe measured 5M fp32"), std::string::npos) << r.out;
   TempFile hinted(
@@ -480,8 +486,10 @@ TEST(EvaluateCli, table_and_json_show_the_same_node_counts_and_say_which) {
     TempFile job(testing::a_training_job("bert").nodes(nodes).params(25e6).json().dump());
     CliRun table = run({"evaluate", "-f", job.path(), "--measurement", m.path()});
     CliRun json = run({"evaluate", "-f", job.path(), "--measurement", m.path(), "-o", "json"});
-    ASSERT_EQ(table.exit_code, 0) << table.err;
-    ASSERT_EQ(json.exit_code, 0) << json.err;
+    // 600 nodes is too far from the 2 probed: a Gate (ExtrapolationTooFar), exit 4.
+    const int want = nodes == 4 ? 0 : kExitGated;
+    ASSERT_EQ(table.exit_code, want) << table.err << table.out;
+    ASSERT_EQ(json.exit_code, want) << json.err;
     const auto j = nlohmann::json::parse(json.out);
     std::vector<int> json_counts, table_counts;
     for (const auto& p : j["decision"]["predictions"]) json_counts.push_back(p["nodes"]);
