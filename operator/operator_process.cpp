@@ -565,9 +565,8 @@ std::string OperatorProcess::metrics_text() const {
   out += parts_->reconciler.metrics_text();
   out += parts_->measurement.metrics_text();
   out += kube::informer_metrics_text(parts_->informers(), p);
-  if (const auto snapshot = parts_->snapshots.snapshot())
-    out += state_metrics_text(parts_->trainingjobs.store().list(""), *snapshot,
-                              std::chrono::system_clock::now(), p);
+  out += state_metrics_text(parts_->trainingjobs.store().list(""), std::chrono::system_clock::now(),
+                            p);
   append_prometheus_sample(out, p + "_rejected_objects", "gauge",
                            "CommPolicies and CommProfiles left out of the snapshot because they "
                            "do not parse.",

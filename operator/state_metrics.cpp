@@ -29,7 +29,7 @@ void labelled_sample(std::string& out, const std::string& name, const std::strin
 }  // namespace
 
 std::string state_metrics_text(const std::vector<std::shared_ptr<const json>>& trainingjobs,
-                               const Snapshot& snapshot, TimePoint now, std::string_view prefix) {
+                               TimePoint now, std::string_view prefix) {
   const std::string p(prefix);
   std::map<std::string, double> by_phase;
   for (const char* phase :
@@ -58,24 +58,6 @@ std::string state_metrics_text(const std::vector<std::shared_ptr<const json>>& t
                            "Seconds since the oldest Gated or Probing TrainingJob was created "
                            "(0 when none waits).",
                            oldest_wait_s);
-  std::string busbw, latency, age;
-  for (const auto& [pool, profile] : snapshot.profiles) {
-    if (!profile.status.link) continue;
-    const LinkRecord& link = *profile.status.link;
-    labelled_sample(busbw, p + "_pool_busbw_gbps", "pool", pool, link.busbw_gbps);
-    labelled_sample(latency, p + "_pool_latency_us", "pool", pool, link.latency_us);
-    labelled_sample(age, p + "_pool_measurement_age_seconds", "pool", pool,
-                    std::max(0.0, std::chrono::duration<double>(now - link.measured_at).count()));
-  }
-  gauge_family(out, p + "_pool_busbw_gbps",
-               "Each measured pool's all-reduce bus bandwidth (GB/s), from its CommProfile.");
-  out += busbw;
-  gauge_family(out, p + "_pool_latency_us",
-               "Each measured pool's all-reduce latency (microseconds), from its CommProfile.");
-  out += latency;
-  gauge_family(out, p + "_pool_measurement_age_seconds",
-               "Seconds since each measured pool's link was probed.");
-  out += age;
   return out;
 }
 

@@ -21,35 +21,21 @@ std::shared_ptr<const json> a_stored_job(const std::string& phase, TimePoint cre
   return std::make_shared<const json>(std::move(j));
 }
 
-TEST(StateMetrics, jobs_by_phase_the_oldest_wait_and_each_measured_pool) {
+TEST(StateMetrics, jobs_by_phase_and_the_oldest_wait) {
   const TimePoint now = testing::test_now();
   const std::vector<std::shared_ptr<const json>> jobs = {
       a_stored_job("", now - 5s),          a_stored_job("Gated", now - 90s),
       a_stored_job("Probing", now - 300s), a_stored_job("Running", now - 3600s),
       a_stored_job("Running", now - 60s),  nullptr};
-  Snapshot snapshot;
-  CommProfile measured;
-  measured.metadata.name = "pool-a";
-  LinkRecord link;
-  link.busbw_gbps = 1.25;
-  link.latency_us = 180;
-  link.measured_at = now - 120s;
-  measured.status.link = link;
-  snapshot.profiles["pool-a"] = measured;
-  snapshot.profiles["pool-empty"].metadata.name = "pool-empty";  // no measurement yet
-
-  const std::string text = state_metrics_text(jobs, snapshot, now, "x");
+  const std::string text = state_metrics_text(jobs, now, "x");
   for (const char* want :
        {"# TYPE x_trainingjobs gauge\n", "x_trainingjobs{phase=\"Pending\"} 1\n",
         "x_trainingjobs{phase=\"Gated\"} 1\n", "x_trainingjobs{phase=\"Probing\"} 1\n",
         "x_trainingjobs{phase=\"Running\"} 2\n", "x_trainingjobs{phase=\"Rejected\"} 0\n",
-        "x_gated_job_oldest_wait_seconds 300\n", "x_pool_busbw_gbps{pool=\"pool-a\"} 1.25\n",
-        "x_pool_latency_us{pool=\"pool-a\"} 180\n",
-        "x_pool_measurement_age_seconds{pool=\"pool-a\"} 120\n"})
+        "x_gated_job_oldest_wait_seconds 300\n"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
-  EXPECT_EQ(text.find("pool-empty"), std::string::npos) << text;
 
-  const std::string idle = state_metrics_text({}, Snapshot{}, now, "x");
+  const std::string idle = state_metrics_text({}, now, "x");
   EXPECT_NE(idle.find("x_gated_job_oldest_wait_seconds 0\n"), std::string::npos) << idle;
   EXPECT_NE(idle.find("x_trainingjobs{phase=\"Succeeded\"} 0\n"), std::string::npos) << idle;
 }
