@@ -10,8 +10,8 @@
 
 #include "cli/command_input.h"
 #include "cli/evaluate_report.h"
-#include "cli/manifest_yaml.h"
 #include "cli/local_probe.h"
+#include "cli/manifest_yaml.h"
 #include "core/comm_profile.h"
 #include "core/decision.h"
 #include "core/field_errors.h"

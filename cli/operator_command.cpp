@@ -58,6 +58,9 @@ Options:
   --max-concurrent-probes N       probes running at once, in all (default 8; 0: no bound)
   --max-probes-per-namespace N    probes running at once for the jobs of one namespace
                                   (default 2; 0: no bound)
+  --probe-gather D                how long a pool's first waiting job waits before its
+                                  probe starts, so that jobs submitted together share
+                                  one probe (default 1s; 0: at once)
   --workload-port N               the training's MASTER_PORT (default 29500)
   --workload-unschedulable-timeout D
                                   how long a training pod may wait for the scheduler
@@ -153,6 +156,8 @@ OperatorFlags parse_operator_flags(const std::vector<std::string>& args,
       o.reconciler.probe.threads = flags.int_value(0, 4096);
     } else if (flags.is("--max-concurrent-probes")) {
       o.reconciler.probe.max_concurrent = flags.int_value(0, 100000);
+    } else if (flags.is("--probe-gather")) {
+      o.reconciler.probe.gather = flags.seconds_value(std::chrono::seconds(0));
     } else if (flags.is("--max-probes-per-namespace")) {
       o.reconciler.probe.max_per_namespace = flags.int_value(0, 100000);
     } else if (flags.is("--workload-unschedulable-timeout")) {

@@ -168,6 +168,7 @@ ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
       return collect(p, *probe);
 
     if (p.demands.empty()) {
+      stop_gathering(pool);
       // Nobody waits and nothing was ever measured (a nodeSelector with a typo whose job
       // was deleted): the empty CommProfile the controller made goes, rather than stay for
       // ever. One with a measurement, or made by someone else, stays.
@@ -250,6 +251,10 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
   if (history.next_probe_time && p.now < *history.next_probe_time)
     return Action::requeue_after(
         std::chrono::duration_cast<kube::Clock::duration>(*history.next_probe_time - p.now));
+  // Jobs submitted together share the probe: the pool's first demand waits the gather
+  // window, and the jobs that arrive in it are in the plan when it ends.
+  if (const auto left = gather_left(p.name, p.now); left > kube::Clock::duration::zero())
+    return Action::requeue_after(left);
   // The profile from the API server before a probe is created: a cache behind it (a
   // watch dropped and not yet relisted, or another replica's write during a leader
   // handover) may miss the measurement a probe collected a moment ago, and the demand
@@ -320,6 +325,7 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
   const std::string& ns = settings_.probe.ns;
   create_if_absent(writer_, services_collection(ns), objects.service);
   const bool created = create_if_absent(writer_, jobs_collection(ns), objects.job).has_value();
+  stop_gathering(p.name);
   const std::string what = "probe " + ns + "/" + probe_job_name(p.name) + " measures pool " +
                            p.name + " on " + format_nodes(request.nodes) + " (the pool's attempt " +
                            std::to_string(history.failed_attempts + 1) + " of " +
@@ -461,6 +467,21 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
   delete_probe(probe);
   // Again at once: jobs of another model (or still unmeasured) get the pool's next probe.
   return Action::requeue_after(kAgainNow);
+}
+
+kube::Clock::duration MeasurementReconciler::gather_left(const std::string& pool, TimePoint now) {
+  const auto window = settings_.probe.gather;
+  if (window.count() <= 0) return kube::Clock::duration::zero();
+  std::lock_guard lock(gathering_mu_);
+  const TimePoint since = gathering_since_.emplace(pool, now).first->second;
+  const auto left = since + window - now;
+  return left > decltype(left)::zero() ? std::chrono::duration_cast<kube::Clock::duration>(left)
+                                       : kube::Clock::duration::zero();
+}
+
+void MeasurementReconciler::stop_gathering(const std::string& pool) {
+  std::lock_guard lock(gathering_mu_);
+  gathering_since_.erase(pool);
 }
 
 void MeasurementReconciler::write_status(Pool& p, const ProbeHistory& history,

@@ -130,6 +130,13 @@ class MeasurementReconciler {
   MeasurementSettings settings_;
   // The CommProfiles' status writes of this process, until the cache shows them.
   OwnWrites own_writes_;
+  // When each pool's demand was first seen with no probe to serve it (the gather window,
+  // ProbeLaunchSettings::gather); forgotten once its probe is created or nobody waits.
+  std::mutex gathering_mu_;
+  std::map<std::string, TimePoint> gathering_since_;
+  // How long until the pool's gather window ends (zero: create the probe now).
+  kube::Clock::duration gather_left(const std::string& pool, TimePoint now);
+  void stop_gathering(const std::string& pool);
 
   // The controller's metrics (core/metrics.h); the pools' gauges are a collector of it.
   Registry metrics_;

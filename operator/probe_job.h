@@ -6,6 +6,7 @@
 // docs/operator.md.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -38,6 +39,11 @@ struct ProbeLaunchSettings {
   // nodeSelectors would otherwise start ten (issue #19 item 7). 0: no bound.
   int max_concurrent = 8;
   int max_per_namespace = 2;
+  // How long a pool's first waiting job waits before its probe is created
+  // (`--probe-gather`): jobs submitted together (one `kubectl apply` of several, a team's
+  // jobs within a second) then share one probe that times each one's model (issue #21;
+  // the trial of 2026-12-06 saw each get a probe of its own). 0: at once.
+  std::chrono::milliseconds gather{1000};
 };
 
 struct ProbeRequest {

@@ -3,6 +3,7 @@
 // does (the CommProfile's Probing condition and status.probe, the probe Job) and tells the
 // job's owner in its Probed condition, and fails the job for good once the pool's probe
 // has failed past the job's policy's retries.
+#include "core/probe_result.h"
 #include "core/quantity.h"
 #include "operator/measurement_reconciler.h"
 #include "operator/probe_history.h"
@@ -17,6 +18,32 @@ using namespace detail;
 
 // Probed=False while the pool's probe has not measured what the job needs.
 inline constexpr const char* kReasonWaitingForMeasurement = "WaitingForMeasurement";
+
+namespace {
+
+// Why the pool's running probe (commgate.io/probe-model `models`) does not time this
+// job's model (measurement_demand.h plan_probe, probe_job.h probe_models).
+std::string why_not_in_probe(const json& object, const TrainingJob& job, const json& probe,
+                             const std::string& models) {
+  const json list = json::parse(models, nullptr, false);
+  const size_t count = list.is_array() ? list.size() : 1;
+  std::string what = "it times " + std::to_string(count) + (count == 1 ? " model" : " models") +
+                     " for the jobs that waited first (" +
+                     annotation_of(probe, kProbeForAnnotation) + " the oldest), not this job's";
+  const auto created = parse_rfc3339(detail::meta_string(object, "creationTimestamp"));
+  const auto started = parse_rfc3339(detail::meta_string(probe, "creationTimestamp"));
+  if (created && started && *created > *started)
+    return what + ": this job was submitted after the probe started";
+  if (!job.spec.model.torch_script.empty())
+    return what + ": a TorchScript model is timed by a probe of its own";
+  if (count >= static_cast<size_t>(kMaxModelsPerProbe))
+    return what + ": one probe times at most " + std::to_string(kMaxModelsPerProbe) + " models";
+  return what +
+         " (a probe times only the models of jobs with the same spec.numProcPerNode as "
+         "the oldest, and no model too large for a CPU probe pod beside another)";
+}
+
+}  // namespace
 
 ReconcileResult TrainingJobReconciler::wait_for_measurement(Context& ctx, const JobDecision& jd) {
   enter(ctx, Step::kWait);
@@ -56,12 +83,14 @@ ReconcileResult TrainingJobReconciler::wait_for_measurement(Context& ctx, const 
   const std::string probing_reason = probing ? probing->value("reason", "") : "";
   const std::string probing_message = probing ? probing->value("message", "") : "";
   if (probe) {
-    if (!probe_times_model(annotation_of(*probe, kProbeModelAnnotation), ctx.job.spec.model)) {
+    if (const std::string models = annotation_of(*probe, kProbeModelAnnotation);
+        !probe_times_model(models, ctx.job.spec.model)) {
       ctx.set_phase(phase::kGated);
       ctx.condition(condition::kProbed, kFalse, op_reason::kWaitingForPoolProbe,
-                    "waiting for probe " + ns + "/" + name + " of pool " + pool + " (for " +
-                        annotation_of(*probe, kProbeForAnnotation) +
-                        ", another model) to finish; this job's model is probed next");
+                    "waiting for probe " + ns + "/" + name + " of pool " + pool +
+                        " to finish: " + why_not_in_probe(ctx.object, ctx.job, *probe, models) +
+                        "; the pool's next probe times the models still waiting, the oldest "
+                        "jobs' first");
     } else {
       ctx.set_phase(phase::kProbing);
       ctx.condition(condition::kProbed, kFalse, kReasonProbeRunning,

@@ -1,5 +1,6 @@
 #include "probe-job/probe_config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -39,8 +40,12 @@ struct Parser {
   bool quantity(const std::string& what, const std::string& text, double min, double* out) {
     std::string why;
     auto v = parse_quantity(text, &why);
-    if (!v)
-      return fail(what + ": " + (why.empty() ? "not a quantity" : why) + ", got \"" + text + "\"");
+    if (!v) {
+      // parse_quantity's reason may quote the text already.
+      const bool quoted = why.find("got ") != std::string::npos;
+      return fail(what + ": " + (why.empty() ? "not a quantity" : why) +
+                  (quoted ? "" : ", got \"" + text + "\""));
+    }
     if (!(*v >= min) || !std::isfinite(*v)) {
       std::ostringstream m;
       m << what << ": must be >= " << min << ", got \"" << text << "\"";
@@ -111,11 +116,15 @@ struct Parser {
   bool synthetic_model(const std::string& what, const std::string& text, SyntheticModel* out) {
     *out = SyntheticModel{};
     bool has_params = false;
+    std::vector<std::string> seen;
     std::stringstream in(text);
     std::string item;
     while (std::getline(in, item, ',')) {
       const auto eq = item.find('=');
       const std::string key = item.substr(0, eq);
+      if (std::find(seen.begin(), seen.end(), key) != seen.end())
+        return fail(what + ": " + key + " given twice in \"" + text + "\"");
+      seen.push_back(key);
       const std::string v = eq == std::string::npos ? "" : item.substr(eq + 1);
       if (eq == std::string::npos)
         return fail(what + ": \"" + item +
@@ -360,6 +369,18 @@ ParseOutcome parse_probe_config(const std::vector<std::string>& args, const EnvL
     if (cfg.also_models.size() + 1 > static_cast<size_t>(kMaxModelsPerProbe)) {
       p.fail("--also-model: at most " + std::to_string(kMaxModelsPerProbe - 1) +
              " (one probe times at most " + std::to_string(kMaxModelsPerProbe) + " models)");
+    }
+    for (size_t i = 0; i < cfg.also_models.size(); ++i) {
+      const SyntheticModel& m = cfg.also_models[i];
+      auto same = [&](const SyntheticModel& o) {
+        return o.parameters == m.parameters && o.batch_size == m.batch_size &&
+               o.optimizer == m.optimizer && o.gradient_dtype == m.gradient_dtype;
+      };
+      const bool as_first = cfg.torchscript.empty() && same({cfg.parameters, cfg.batch_size,
+                                                             cfg.optimizer, cfg.gradient_dtype});
+      if (as_first || std::any_of(cfg.also_models.begin(), cfg.also_models.begin() + i, same))
+        p.fail("--also-model: the model " + std::to_string(i + 1) +
+               " is timed already (the same params, batch, optimizer and dtype)");
     }
     if (cfg.skip_compute && !cfg.also_models.empty()) {
       p.fail("--also-model: not with --no-compute (it times a model)");

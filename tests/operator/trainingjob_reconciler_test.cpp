@@ -214,6 +214,7 @@ struct World {
   ReconcilerSettings settings = [this] {
     ReconcilerSettings s;
     s.probe_poll = 2s;
+    s.probe.gather = 0s;  // probes at once; the gather window has its own test
     s.log = Logger([this](const LogRecord& r) { logged.push_back(format_log_text(r, "")); });
     return s;
   }();
@@ -840,6 +841,35 @@ TEST(Reconcile, one_probe_per_pool_for_every_model_and_the_largest_count_that_wa
   EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1) << "one probe served all three";
 }
 
+// Jobs submitted together share the probe (the trial of 2026-12-06: one `kubectl apply` of
+// four jobs gave the first a probe of its own): the pool's first demand waits the gather
+// window, and a job that arrives in it is timed by the same probe.
+TEST(Reconcile, jobs_submitted_within_the_gather_window_share_one_probe) {
+  World w;
+  MeasurementSettings gathering = World::measurement_settings(w.settings);
+  gathering.probe.gather = 2s;
+  auto measurement = w.measurement_with(gathering);
+  w.submit(a_job("bert"));
+  ASSERT_TRUE(w.reconcile_job("bert").ok());
+  auto r = measurement->reconcile(w.pool());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(w.probe_job()) << "gathering";
+  EXPECT_EQ(requeue_of(r), 2s);
+  w.now += 1s;
+  w.submit(a_job("vit").params(80e6));
+  ASSERT_TRUE(w.reconcile_job("vit").ok());
+  r = measurement->reconcile(w.pool());
+  EXPECT_FALSE(w.probe_job());
+  EXPECT_EQ(requeue_of(r), 1s) << "the window runs from the first demand";
+  w.now += 1s;
+  ASSERT_TRUE(measurement->reconcile(w.pool()).ok());
+  ASSERT_TRUE(w.probe_job());
+  const json models = json::parse(
+      (*w.probe_job())["metadata"]["annotations"][kProbeModelAnnotation].get<std::string>());
+  EXPECT_EQ(models.size(), 2u) << models.dump();
+  EXPECT_EQ(w.creates_of(kProbeJobs + "/" + w.probe()), 1);
+}
+
 // More models than one probe times (kMaxModelsPerProbe): the oldest jobs' models first;
 // the job of the model left out waits for the pool's next probe, which times it.
 TEST(Reconcile, a_model_beyond_what_one_probe_times_gets_the_next_probe) {
@@ -855,6 +885,13 @@ TEST(Reconcile, a_model_beyond_what_one_probe_times_gets_the_next_probe) {
   ASSERT_EQ(models.size(), static_cast<size_t>(kMaxModelsPerProbe)) << models.dump();
   ASSERT_TRUE(w.reconcile_job("m4").ok());
   EXPECT_EQ(condition_reason(w.status("m4"), condition::kProbed), op_reason::kWaitingForPoolProbe);
+  // Why, and what comes next (the trial saw "another model ... probed next" for each).
+  const std::string why = condition_message(w.status("m4"), condition::kProbed);
+  EXPECT_NE(why.find("it times 3 models for the jobs that waited first (ml/m1 the oldest), not "
+                     "this job's: one probe times at most 3 models; the pool's next probe times "
+                     "the models still waiting"),
+            std::string::npos)
+      << why;
 
   ProbeResult r = a_probe_result(50.0, w.now - 1min);
   for (double params : {50e6, 80e6}) {
