@@ -628,7 +628,6 @@ TEST_F(OperatorE2eTest, a_standby_takes_over_mid_probe_without_a_second_probe) {
   std::map<std::string, std::string> probes;
   ASSERT_TRUE(poll_until(
       [&] {
-        probes = probe_jobs();
         for (const auto& pod : probe_pods())
           if (pod.value("status", json::object()).value("phase", "") == "Running") return true;
         return false;
@@ -636,6 +635,9 @@ TEST_F(OperatorE2eTest, a_standby_takes_over_mid_probe_without_a_second_probe) {
       120s))
       << "no probe pod ran:\n"
       << operator_->output();
+  // Read after a pod ran (its Job exists by then): read before, the Job could be created
+  // and its pod start between the two reads, as a run of 2026-12-06 saw.
+  probes = probe_jobs();
   ASSERT_EQ(probes.size(), 1u);
   std::cout << "[e2e] probe running after " << seconds_since(t0) << " s; stopping the leader"
             << std::endl;
