@@ -645,8 +645,26 @@ Response ApiHandlers::serve_resource(const Request& request, const std::string& 
 namespace {
 
 // How many times a write whose client named no resourceVersion is tried again when the
-// object changed between admission and the write (upstream's GuaranteedUpdate retries).
-constexpr int kWriteAttempts = 5;
+// object changed between admission and the write (upstream's GuaranteedUpdate retries
+// without a bound; the sim bounds it so that a storm of writers cannot hold a request).
+constexpr int kWriteAttempts = 16;
+
+// True when a write that met `e` is to be tried again on the newer object: a conflict,
+// the client named no version, and attempts are left.
+bool retry_on_newer_object(const ApiError& e, const std::string& asked_version, int attempt) {
+  return e.code() == 409 && asked_version.empty() && attempt < kWriteAttempts;
+}
+
+// The resourceVersion the client made a precondition of its write; "" for none. A PUT's
+// is the one in its body. A patch is applied to the current object, whose version it
+// carries: only a version the patch itself set is the client's (upstream's patch handler
+// applies the patch again to the newer object when the write conflicts, and a patch that
+// names a version then conflicts for good).
+std::string asked_version_of(const Request& request, const json& written, const json& current) {
+  const std::string version = resource_version_of(written);
+  if (request.method == "PATCH" && version == resource_version_of(current)) return "";
+  return version;
+}
 
 // The object as admission sees it: typed, and in the request's namespace.
 json typed(const ResourceInfo& r, json object, const std::string& ns) {
@@ -798,7 +816,7 @@ json ApiHandlers::admitted_update(const Request& request, const ResourceInfo& r,
     const json current = store_.get(r, ns, name);
     json object = typed(r, next(current), ns);
     check_unknown_fields(request, r, object, w.warnings);
-    const std::string asked_version = resource_version_of(object);
+    const std::string asked_version = asked_version_of(request, object, current);
     AdmissionAttributes a;
     a.operation = "UPDATE";
     a.resource = r;
@@ -823,14 +841,16 @@ json ApiHandlers::admitted_update(const Request& request, const ResourceInfo& r,
       version = resource_version_of(current);
     apply_schema_to_update(r, name, current, part, mutated);
     check_builtin_update(r, name, current, part, mutated);
-    const json would_be = store_.update(r, ns, name, mutated, part, true);
-    a.object = would_be;
-    admission_.validate(a, w.warnings);
-    if (w.dry_run) return would_be;
+    // The object changes between the read above and either write below (the first is
+    // the write as validation sees it): both conflicts are tried again.
     try {
+      const json would_be = store_.update(r, ns, name, mutated, part, true);
+      a.object = would_be;
+      admission_.validate(a, w.warnings);
+      if (w.dry_run) return would_be;
       return store_.update(r, ns, name, mutated, part);
     } catch (const ApiError& e) {
-      if (e.code() != 409 || !asked_version.empty() || attempt == kWriteAttempts) throw;
+      if (!retry_on_newer_object(e, asked_version, attempt)) throw;
       w.warnings.clear();
     }
   }
@@ -886,7 +906,7 @@ json ApiHandlers::admitted_scale(const Request& request, const ResourceInfo& r,
     if (!scale.is_object()) throw bad_request("the body must be a JSON object");
     scale["apiVersion"] = "autoscaling/v1";
     scale["kind"] = "Scale";
-    const std::string asked_version = resource_version_of(scale);
+    const std::string asked_version = asked_version_of(request, scale, old_scale);
     AdmissionAttributes a;
     a.operation = "UPDATE";
     a.resource = r;
@@ -908,14 +928,14 @@ json ApiHandlers::admitted_scale(const Request& request, const ResourceInfo& r,
     updated["metadata"]["resourceVersion"] =
         asked_version.empty() ? resource_version_of(current) : asked_version;
     apply_schema_to_update(r, name, current, WritePart::kMain, updated);
-    const json would_be = store_.update(r, ns, name, updated, WritePart::kMain, true);
-    a.object = to_scale(r, would_be);
-    admission_.validate(a, w.warnings);
-    if (w.dry_run) return to_scale(r, would_be);
     try {
+      const json would_be = store_.update(r, ns, name, updated, WritePart::kMain, true);
+      a.object = to_scale(r, would_be);
+      admission_.validate(a, w.warnings);
+      if (w.dry_run) return to_scale(r, would_be);
       return to_scale(r, store_.update(r, ns, name, updated, WritePart::kMain));
     } catch (const ApiError& e) {
-      if (e.code() != 409 || !asked_version.empty() || attempt == kWriteAttempts) throw;
+      if (!retry_on_newer_object(e, asked_version, attempt)) throw;
       w.warnings.clear();
     }
   }

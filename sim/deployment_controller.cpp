@@ -16,17 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-// The uid of the object's controller of `kind`, or "".
-std::string controller_uid(const json& object, const std::string& kind) {
-  const json& refs = at(at(object, "metadata"), "ownerReferences");
-  if (refs.is_array())
-    for (const auto& r : refs)
-      if (at(r, "controller").is_boolean() && r["controller"].get<bool>() &&
-          str(at(r, "kind")) == kind)
-        return str(at(r, "uid"));
-  return "";
-}
-
 json owner_reference(const json& owner, const std::string& kind) {
   return {{"apiVersion", "apps/v1"},
           {"kind", kind},

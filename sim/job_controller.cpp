@@ -157,13 +157,7 @@ std::optional<TimePoint> JobController::sync_once() {
   auto pods = store_.list(pods_, "", {}).items;
   std::map<std::string, std::vector<json>> owned;  // job uid -> pods
   for (auto& p : pods) {
-    const json& refs = at(at(p, "metadata"), "ownerReferences");
-    if (!refs.is_array()) continue;
-    std::string job_uid;  // a pod has at most one controller
-    for (const auto& r : refs)
-      if (at(r, "controller").is_boolean() && r["controller"].get<bool>() &&
-          str(at(r, "kind")) == "Job")
-        job_uid = str(at(r, "uid"));
+    const std::string job_uid = controller_uid(p, "Job");  // a pod has at most one controller
     if (!job_uid.empty()) owned[job_uid].push_back(std::move(p));
   }
   std::optional<TimePoint> next;

@@ -32,4 +32,16 @@ inline bool condition_true(const nlohmann::json& object, const std::string& type
   return false;
 }
 
+// The uid of the object's controller (the owner reference with controller: true) of
+// `kind`, or of any kind when `kind` is empty; "" when it has none.
+inline std::string controller_uid(const nlohmann::json& object, const std::string& kind = "") {
+  const nlohmann::json& refs = at(at(object, "metadata"), "ownerReferences");
+  if (refs.is_array())
+    for (const auto& r : refs)
+      if (at(r, "controller").is_boolean() && r["controller"].get<bool>() &&
+          (kind.empty() || str(at(r, "kind")) == kind))
+        return str(at(r, "uid"));
+  return "";
+}
+
 }  // namespace commgate::sim

@@ -680,8 +680,13 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
     // replacement's, and a container waits until it has an address (the failed pod's
     // address is dead, and may be another pod's by now: the trial of 2026-12-05 saw a
     // retried rank 1 wait 600 s for a rank 0 that had failed). Only when no live pod has
-    // the name does a finished one still resolve: a waiting container must not hang
-    // because the name's owner was quicker than it.
+    // the name does a finished one still resolve, and only one of this pod's own
+    // controller (a Job's pod 0 that succeeded before pod 1 started): a waiting
+    // container must not hang because the name's owner was quicker than it, and must not
+    // get the dead address of an earlier Job's pod of the same name (a pool's second
+    // probe Job, whose pod 1 started before its pod 0 existed, took 70 s on the first
+    // probe's pod 0 address; upstream's headless Service has no record for either).
+    const std::string own_controller = controller_uid(object);
     std::optional<std::string> finished;
     bool owner_on_its_way = false;
     for (const auto& p : pods) {
@@ -693,7 +698,7 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
       if (!is_terminal(p)) {
         if (ip) return ip;
         owner_on_its_way = true;
-      } else if (!finished) {
+      } else if (!finished && controller_uid(p) == own_controller) {
         finished = ip;
       }
     }

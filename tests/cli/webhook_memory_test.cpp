@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -151,19 +152,22 @@ class WebhookMemory : public ::testing::Test {
     EXPECT_EQ(c->connect(), "");
     return c;
   }
-  // The answer's status; 0 (with the reason printed) when none came in time: the
+  // The answer, or nullopt (with the reason printed) when none came in time: the
   // sanitizers' slowdown on a busy machine made 4 parallel 2.8 MB reviews outlast the
   // client's 5 s, and an exception on a sender thread would abort the whole program.
-  int mutate(const std::string& body) {
+  std::optional<server::testing::Reply> post(const std::string& path, const std::string& body) {
     const auto timeout = std::chrono::milliseconds(COMMGATE_UNDER_SANITIZER ? 60'000 : 5'000);
     try {
-      return client()
-          ->request("POST", "/mutate", body, {{"Content-Type", "application/json"}}, timeout)
-          .status;
+      return client()->request("POST", path, body, {{"Content-Type", "application/json"}}, timeout);
     } catch (const std::exception& e) {
       std::printf("[ memory ] no answer: %s\n", e.what());
-      return 0;
+      return std::nullopt;
     }
+  }
+  // The answer's status; 0 when none came in time.
+  int mutate(const std::string& body) {
+    const auto reply = post("/mutate", body);
+    return reply ? reply->status : 0;
   }
   // Peak RSS of the attack, printed and (outside the sanitizers) held under the ceiling.
   void report(const char* attack) {
@@ -297,11 +301,16 @@ TEST_F(WebhookMemoryGate, pods_of_millions_of_words_in_parallel_stay_under_the_l
     std::atomic<int> refused{0};
     for (int i = 0; i < 4; ++i)
       senders.emplace_back([&] {
-        const auto r =
-            client()->request("POST", "/validate", body, {{"Content-Type", "application/json"}});
-        refused += r.status == 200 && r.body.find("\"allowed\":false") != std::string::npos &&
-                   r.body.find("asks for 4 nodes") != std::string::npos;
-        if (r.body.find("asks for 4 nodes") == std::string::npos) ADD_FAILURE() << r.body;
+        const auto r = post("/validate", body);
+        if (!r) return;
+        // Under the sanitizers a busy machine can take the decision past the webhook's 2 s
+        // deadline: a denial that says so is the behaviour then, the words unread.
+        const bool read_every_word = r->body.find("asks for 4 nodes") != std::string::npos;
+        const bool past_deadline = COMMGATE_UNDER_SANITIZER &&
+                                   r->body.find("could not decide within") != std::string::npos;
+        refused += r->status == 200 && r->body.find("\"allowed\":false") != std::string::npos &&
+                   (read_every_word || past_deadline);
+        if (!read_every_word && !past_deadline) ADD_FAILURE() << r->body;
       });
     for (auto& t : senders) t.join();
     EXPECT_EQ(refused.load(), 4);

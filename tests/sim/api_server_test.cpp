@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
 
 #include "tests/server/test_client.h"
 
@@ -166,6 +169,46 @@ TEST_F(ApiServerTest, patch_kinds_merge_json_strategic_and_apply) {
       call_json("PATCH", item, json::parse(R"([{"op":"test","path":"/data/m","value":"x"}])"), 422,
                 "application/json-patch+json");
   EXPECT_EQ(failed["kind"], "Status");
+}
+
+// Upstream applies a patch again to the newer object when its write conflicts (a patch
+// names no version unless it sets one): concurrent merge patches of one object all land.
+// The sim once took the version of the patched object as the client's, so a patch that
+// met another write answered 409 (a chart test's `kubectl patch commpolicy` did, once).
+TEST_F(ApiServerTest, concurrent_patches_all_land_and_only_a_named_version_conflicts) {
+  call_json("POST", kCms, configmap("shared", "web"), 201);
+  const std::string target = std::string(kCms) + "/shared";
+  constexpr int kWriters = 4;
+  constexpr int kPatches = 60;
+  std::atomic<int> refused{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w)
+    writers.emplace_back([&, w] {
+      Client c(api_.port(), api_.pki_dir() + "/ca.crt");
+      if (!c.connect().empty()) return void(refused += kPatches);
+      for (int i = 0; i < kPatches; ++i) {
+        const json patch = {{"data", {{"w" + std::to_string(w) + "-" + std::to_string(i), "x"}}}};
+        const Reply r = c.request("PATCH", target, patch.dump(),
+                                  {{"Authorization", "Bearer " + api_.token()},
+                                   {"Content-Type", "application/merge-patch+json"}});
+        if (r.status != 200) {
+          ++refused;
+          ADD_FAILURE() << r.status << " " << r.body;
+        }
+      }
+    });
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(refused.load(), 0);
+  const json stored = call_json("GET", target);
+  EXPECT_EQ(stored["data"].size(), 1u + kWriters * kPatches) << stored.dump();
+
+  // A patch that names a version is a precondition: a stale one conflicts.
+  const json stale = {{"metadata", {{"resourceVersion", "1"}}}, {"data", {{"late", "x"}}}};
+  EXPECT_EQ(call_json("PATCH", target, stale, 409, "application/merge-patch+json")["reason"],
+            "Conflict");
+  const json fresh = {{"metadata", {{"resourceVersion", stored["metadata"]["resourceVersion"]}}},
+                      {"data", {{"late", "x"}}}};
+  call_json("PATCH", target, fresh, 200, "application/merge-patch+json");
 }
 
 TEST_F(ApiServerTest, status_subresource_changes_only_status) {
@@ -405,5 +448,5 @@ TEST_F(ApiServerTest, sim_requests_counts_the_api_requests_served) {
       401);
 }
 
-}  // namespace
+}  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim

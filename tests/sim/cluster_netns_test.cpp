@@ -207,6 +207,60 @@ TEST(ClusterNetns, a_pod_dns_name_waits_for_a_live_pod_that_has_no_address_yet) 
   cluster.stop();
 }
 
+// A pool's second probe Job has the first one's name, so its pods have the first one's
+// DNS names: its pod 1, started before its own pod 0 existed, once took the first
+// Job's finished pod 0's dead address and waited 70 s. A finished pod stands for its name
+// only to a pod of its own controller.
+TEST(ClusterNetns, a_finished_pod_of_another_controller_does_not_stand_for_its_name) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  Netns netns;
+  ASSERT_TRUE(netns.ok()) << "netsim.sh up failed";
+  ObjectStore store;
+  SimCluster cluster(store);
+  cluster.start();
+  add_nodes(cluster, netns);
+  const auto services = *store.find_resource("", "v1", "services");
+  const auto configmaps = *store.find_resource("", "v1", "configmaps");
+  const auto pods = *store.find_resource("", "v1", "pods");
+  store.create(services, "default",
+               {{"metadata", {{"name", "ranks"}}}, {"spec", {{"clusterIP", "None"}}}});
+  // Two controllers (ConfigMaps: the garbage collector keeps pods whose owner exists).
+  auto controller = [&](const std::string& name) {
+    const json owner = store.create(configmaps, "default", {{"metadata", {{"name", name}}}});
+    return json::array({{{"apiVersion", "v1"},
+                         {"kind", "ConfigMap"},
+                         {"name", name},
+                         {"uid", owner["metadata"]["uid"]},
+                         {"controller", true}}});
+  };
+  const json first = controller("first");
+  const json second = controller("second");
+  auto pod = [](const std::string& name, const std::string& hostname, const std::string& node,
+                const std::string& script, const json& owners, json env = json::array()) {
+    json p = ranks_pod(name, hostname, node, {"sh", "-c", script}, env);
+    p["metadata"]["ownerReferences"] = owners;
+    return p;
+  };
+  auto status = [&](const std::string& name) {
+    return store.get(pods, "default", name).value("status", json::object());
+  };
+  store.create(pods, "default", pod("first-0", "z-0", "n0", "exit 0", first));
+  ASSERT_TRUE(eventually([&] { return status("first-0").value("phase", "") == "Succeeded"; }));
+  store.create(pods, "default",
+               pod("second-1", "z-1", "n0", "echo $MASTER_ADDR > /dev/termination-log", second,
+                   {{{"name", "MASTER_ADDR"}, {"value", "z-0.ranks"}}}));
+  std::this_thread::sleep_for(2s);
+  EXPECT_NE(status("second-1").value("phase", ""), "Succeeded")
+      << "started with the other Job's finished pod's address: " << status("second-1").dump(2);
+  store.create(pods, "default", pod("second-0", "z-0", "n1", "sleep 30", second));
+  ASSERT_TRUE(eventually([&] { return status("second-1").value("phase", "") == "Succeeded"; }))
+      << status("second-1").dump(2);
+  ASSERT_TRUE(eventually([&] { return !status("second-0").value("podIP", "").empty(); }));
+  EXPECT_EQ(status("second-1")["containerStatuses"][0]["state"]["terminated"]["message"],
+            status("second-0").value("podIP", "") + "\n");
+  cluster.stop();
+}
+
 // What a cluster's node network and kube-proxy give a pod, through the sim's relays: the
 // API server (on the host's loopback) at the pod's KUBERNETES_SERVICE_HOST:PORT, a
 // readinessProbe on the pod's 198.19.x.y address, and the pod from the host through its
