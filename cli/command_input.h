@@ -21,6 +21,12 @@ class UsageError : public std::runtime_error {
 // its bytes are never echoed).
 std::string read_text_file(const std::string& path);
 
+// Writes `text` to `path` whole or not at all: into a new file beside it, then renamed over
+// it, so that a reader never sees half a file and a failure leaves an existing file as it
+// was. Throws UsageError naming the path and why (a directory, no such folder, no
+// permission, a full disk).
+void write_text_file(const std::string& path, const std::string& text);
+
 // Every manifest document of a YAML or JSON file (core/yaml_json.h). Throws UsageError
 // with the path in front of the parser's message.
 std::vector<nlohmann::json> read_manifests(const std::string& path);

@@ -47,10 +47,16 @@ Options:
       --user NAME         requesting user, for the policy's exemptions
       --group NAME        requesting user's group (repeatable)
   -o, --output FORMAT     table (default), json or yaml
+      --plot FILE.svg     also write the job's scaling chart (SVG): step time per
+                          node count (compute and exposed communication), speedup
+                          against linear, the policy's limit, the requested,
+                          admitted and probed counts; nothing is written when no
+                          measurement decides the job (stderr says why)
   -h, --help              this help
 
-Exit codes: 0 admitted (admit, downsize, warn, gate), 1 denied, 2 bad input,
-3 no measurement (the local probe is missing or failed).
+Exit codes: 0 admitted (admit, downsize, warn), 1 denied, 2 bad input (also a
+--plot file that cannot be written), 3 no measurement (the local probe is missing
+or failed), 4 would wait (gate).
 )";
 
 struct Options {
@@ -59,6 +65,7 @@ struct Options {
   std::string policy_dir;
   std::string measurement_file;
   std::string output = "table";
+  std::string plot;  // --plot FILE.svg
   std::string now;
   LocalProbeOptions probe;
   Requester requester;
@@ -108,6 +115,9 @@ Options parse_args(const std::vector<std::string>& args) {
       } catch (const std::exception&) {
         throw UsageError("--local-ranks must be an integer from 2 to 16, got \"" + v + "\"");
       }
+    } else if (flag == "--plot") {
+      o.plot = value();
+      if (o.plot.empty()) throw UsageError("--plot needs a file name (FILE.svg)");
     } else if (flag == "-o" || flag == "--output") {
       o.output = value();
       if (o.output != "table" && o.output != "json" && o.output != "yaml") {
@@ -291,6 +301,9 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
     if (jobs.empty())
       throw UsageError("no TrainingJob found in " + opts.job_files.front() +
                        " (it holds no manifest)");
+    if (!opts.plot.empty() && jobs.size() > 1)
+      throw UsageError("--plot draws one TrainingJob's chart, and -f gave " +
+                       std::to_string(jobs.size()) + ": evaluate one job with --plot");
     if (!opts.policy_file.empty()) {
       auto docs = read_manifests(opts.policy_file);
       if (docs.size() != 1)
@@ -360,6 +373,8 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
   int exit_code = kExitAdmitted;
   nlohmann::json items = nlohmann::json::array();
   std::ostringstream tables;
+  std::optional<ScalingChart> chart;  // --plot: the one job's
+  std::string no_chart_why;           // its decision's message, when it has no predictions
   for (size_t j = 0; j < jobs.size(); ++j) {
     const TrainingJob& job = jobs[j];
     std::optional<Measurement> measurement;
@@ -412,6 +427,10 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
     e.measurement = in.measurement;
     e.decision = decide(in);
     e.note = note;
+    if (!opts.plot.empty()) {
+      chart = scaling_chart_of(e);
+      no_chart_why = e.decision.message;
+    }
     if (e.decision.action == Action::kDeny) exit_code = kExitDenied;
     if (e.decision.action == Action::kGate && exit_code == kExitAdmitted) exit_code = kExitGated;
     if (opts.output != "table") {
@@ -420,6 +439,23 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
       if (tables.tellp() > 0) tables << "\n" << std::string(100, '-') << "\n\n";
       print_evaluation_table(e, tables);
     }
+  }
+  // The chart before stdout: a file that cannot be written is bad input (exit 2), and
+  // stdout stays empty then. No prediction (no measurement decides the job): no file.
+  if (chart && chart->points.empty()) {
+    err << "commgate evaluate: --plot: no chart written to " << opts.plot << ": " << chart->job
+        << " has no predictions to draw (" << chart->action << ", " << chart->reason
+        << "): " << no_chart_why << "\n";
+  } else if (chart) {
+    try {
+      write_text_file(opts.plot, scaling_chart_svg(*chart));
+    } catch (const UsageError& e) {
+      err << "commgate evaluate: --plot: " << e.what() << "\n";
+      return kExitBadInput;
+    }
+    err << "commgate evaluate: wrote the scaling chart of " << chart->job << " (nodes "
+        << chart->points.front().nodes << "-" << chart->points.back().nodes << ") to " << opts.plot
+        << "\n";
   }
   // Nothing reaches stdout until every job is evaluated: a failure leaves it empty.
   if (opts.output != "table") {

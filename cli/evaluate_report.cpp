@@ -1,9 +1,12 @@
 #include "cli/evaluate_report.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <ostream>
 
+#include "core/comm_profile.h"
+#include "core/job_decision.h"
 #include "core/quantity.h"
 
 namespace commgate {
@@ -136,6 +139,97 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
   }
 }
 
+std::vector<ScalingPoint> scaling_points(const Evaluation& e) {
+  const Decision& d = e.decision;
+  if (d.predictions.empty() || e.measurement == nullptr) return {};
+  const int requested = d.requested_nodes;
+  const int top = std::max(requested, std::min(std::max({2 * requested, 8, d.nodes_probed}),
+                                               kScalingChartAllCountsUpTo));
+  std::vector<int> counts;
+  if (top <= kScalingChartAllCountsUpTo) {
+    for (int n = 1; n <= top; ++n) counts.push_back(n);
+  } else {
+    for (const auto& p : d.predictions) counts.push_back(p.nodes);
+  }
+  const CommPolicySpec& policy = e.policy->spec;
+  const int64_t decided = counts_decided(policy, e.measurement->nodes_probed);
+  std::vector<ScalingPoint> points;
+  for (const StepPrediction& p : predict_counts(*e.measurement, e.job->spec, counts)) {
+    ScalingPoint s;
+    s.nodes = p.nodes;
+    s.compute_ms = p.compute_s * 1e3;
+    s.exposed_comm_ms = p.exposed_comm_s * 1e3;
+    s.step_ms = p.step_s * 1e3;
+    s.comm_share = p.comm_share;
+    s.speedup = p.speedup;
+    s.efficiency = p.scaling_efficiency;
+    s.within_policy = meets_policy(p, policy);
+    s.measured = p.measured;
+    s.beyond_max_extrapolation = p.nodes > decided;
+    points.push_back(s);
+  }
+  return points;
+}
+
+ScalingChart scaling_chart_of(const Evaluation& e) {
+  const Decision& d = e.decision;
+  const TrainingJob& job = *e.job;
+  ScalingChart c;
+  c.job = job_name(job);
+  c.pool = pool_name(job.spec.node_selector);
+  c.node_selector = format_node_selector(job.spec.node_selector);
+  if (const Measurement* m = e.measurement) {
+    std::string transport = m->backend;
+    if (!m->transport.empty() && m->transport != "unknown") transport += " over " + m->transport;
+    c.link_short = format_gbps(m->link.busbw_bytes_per_s) + " all-reduce busbw";
+    c.link = "all-reduce busbw " + format_gbps(m->link.busbw_bytes_per_s) + " (" + transport +
+             ", " + format_nodes(m->nodes_probed) + " probed), latency " +
+             fmt("%.3g us", m->link.latency_s * 1e6);
+    if (d.correction && (d.correction->exact || d.correction->factor != 1))
+      c.link += "; the model uses the effective " +
+                format_gbps(m->link.busbw_bytes_per_s * d.correction->factor) +
+                " its DDP step implies";
+  } else {
+    c.link = "not measured";
+  }
+  c.policy = policy_label(e.policy->metadata.name);
+  c.max_comm_share = e.policy->spec.max_comm_share;
+  c.min_scaling_efficiency = e.policy->spec.min_scaling_efficiency;
+  c.max_extrapolation = std::max(1, e.policy->spec.max_extrapolation);
+  c.action = to_string(d.action);
+  c.reason = d.reason;
+  c.requested_nodes = d.requested_nodes;
+  c.admitted_nodes = d.admitted_nodes;
+  c.nodes_probed = d.nodes_probed;
+  c.points = scaling_points(e);
+  if (c.points.empty()) {
+    c.notes.push_back("No prediction to draw: " + d.message);
+    return c;
+  }
+  const ScalingPoint& last = c.points.back();
+  const bool every = static_cast<int>(c.points.size()) == last.nodes;
+  c.notes.push_back(
+      every ? "Counts 1 to " + std::to_string(last.nodes) + " (at least 8, twice the " +
+                  format_nodes(d.requested_nodes) + " requested and the probed count; at most " +
+                  std::to_string(kScalingChartAllCountsUpTo) + " unless more were requested)."
+            : "Counts: " + shown_counts_text(d) + ".");
+  if (std::any_of(c.points.begin(), c.points.end(),
+                  [](const ScalingPoint& p) { return p.beyond_max_extrapolation; })) {
+    c.notes.push_back(
+        "Hatched: past maxExtrapolation " + std::to_string(c.max_extrapolation) + " x the " +
+        format_nodes(d.nodes_probed) +
+        " probed = " + std::to_string(counts_decided(e.policy->spec, d.nodes_probed)) +
+        "; the policy decides none of these counts from this measurement (drawn as the model "
+        "extrapolates).");
+  }
+  if (e.measurement)
+    c.notes.push_back("Measurement: " + e.measurement->source + " (link measured at " +
+                      format_rfc3339(e.measurement->measured_at) +
+                      "). The numbers: commgate evaluate -o json, \"scaling\".");
+  if (!e.note.empty()) c.notes.push_back("Note: " + e.note + ".");
+  return c;
+}
+
 nlohmann::json evaluation_to_json(const Evaluation& e) {
   nlohmann::json j = {{"job", job_name(*e.job)}, {"policy", e.policy->metadata.name}};
   if (!e.policy_chosen.empty()) j["policyChosen"] = e.policy_chosen;
@@ -162,6 +256,8 @@ nlohmann::json evaluation_to_json(const Evaluation& e) {
   if (!e.note.empty()) j["note"] = e.note;
   j["decision"] = decision_to_json(e.decision);
   if (!e.decision.predictions.empty()) j["predictionsShown"] = shown_counts_text(e.decision);
+  // The chart's rows (--plot), past the request: cli/evaluate_report.h scaling_points.
+  if (auto points = scaling_points(e); !points.empty()) j["scaling"] = scaling_points_json(points);
   return j;
 }
 

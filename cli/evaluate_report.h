@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "cli/scaling_chart.h"
 #include "core/comm_policy.h"
 #include "core/decision.h"
 #include "core/measurement.h"
@@ -31,6 +33,19 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out);
 // "namespace/name", with `default` for a job without a namespace (where kubectl puts it).
 std::string job_name(const TrainingJob& job);
 nlohmann::json evaluation_to_json(const Evaluation& e);
+
+// The scaling chart's rows (`commgate evaluate --plot`, and `scaling` in -o json): the model
+// decide() used (core's predict_counts), at every count from 1 to max(8, 2 x requested,
+// the probed count) but at most 64 (kScalingChartAllCountsUpTo), or to the request where
+// that is more; a request past 64 gets the counts its predictions show (1-16, powers of
+// two, the requested, admitted, largest passing and probed counts). Bars past 64 would be
+// thinner than their labels. Empty when the decision made no predictions: no usable
+// measurement (a Gate or onMissingMeasurement), one node, an exempt requester.
+std::vector<ScalingPoint> scaling_points(const Evaluation& e);
+inline constexpr int kScalingChartAllCountsUpTo = 64;
+
+// The chart of `e`: scaling_points with the job, pool, link, policy and decision.
+ScalingChart scaling_chart_of(const Evaluation& e);
 
 // Which node counts a decision's predictions show, in words: "every count from 1 to 4",
 // or, for a large request, "1-16, powers of two, and the requested (600), admitted (40),

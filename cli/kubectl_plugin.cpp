@@ -2,13 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <ostream>
 #include <sstream>
 
+#include "cli/command_input.h"
 #include "cli/manifest_yaml.h"
 #include "core/annotations.h"
+#include "core/comm_profile.h"
+#include "core/decision.h"
+#include "core/field_errors.h"
+#include "core/job_decision.h"
 #include "core/quantity.h"
 #include "core/significant_digits.h"
 
@@ -26,6 +32,9 @@ Usage:
                                          is created)
   kubectl commgate explain tj NAME       a TrainingJob's decision, numbers, advice,
                                          conditions and Events
+      --plot FILE.svg                    also write its scaling chart (SVG): step time
+                                         per node count, speedup against linear, the
+                                         policy's limit, the asked and admitted counts
   kubectl commgate pools                 the measured pools: link, age, and the policies
                                          for which each measurement is stale
 
@@ -33,8 +42,9 @@ Flags (passed to kubectl): --kubeconfig FILE, --context NAME, -n/--namespace NS
   -o, --output table|json|yaml           default table
 
 Exit codes: 0 success (evaluate: it would run: admitted, downsized or admitted over
-policy), 1 error, 2 usage, 3 evaluate: it would be refused, 4 evaluate: it would be
-suspended until its pool is measured (or has room).
+policy), 1 error, 2 usage (also a --plot file that cannot be written), 3 evaluate: it
+would be refused, 4 evaluate: it would be suspended until its pool is measured (or has
+room).
 )";
 
 // Columns padded to their widest cell, two spaces apart (as kubectl prints).
@@ -127,6 +137,7 @@ struct PluginFlags {
   std::vector<std::string> kubectl;  // passed to every kubectl call
   std::string output = "table";
   std::string filename;
+  std::string plot;  // explain --plot FILE.svg
   std::vector<std::string> positional;
   std::string error;
 };
@@ -163,6 +174,11 @@ PluginFlags parse_flags(const std::vector<std::string>& args) {
       }
     } else if (flag == "-f" || flag == "--filename") {
       if (take()) f.filename = value;
+    } else if (flag == "--plot") {
+      if (take()) {
+        f.plot = value;
+        if (value.empty()) f.error = "--plot: needs a file name (FILE.svg)";
+      }
     } else if (flag.size() > 1 && flag[0] == '-') {
       f.error = "unknown flag \"" + args[i] + "\"";
     } else {
@@ -217,6 +233,35 @@ int evaluate(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& o
   return kPluginOk;
 }
 
+// The spec of the CommPolicy a stored decision names, for explain's chart: the built-in
+// default as it is, a CommPolicy read through kubectl. nullopt, with why in `note`, when
+// it cannot be read (RBAC, deleted since) or does not parse.
+std::optional<CommPolicySpec> policy_of_decision(const std::string& name, const PluginFlags& f,
+                                                 const KubectlRunner& kubectl, std::string& note) {
+  if (name.empty()) {
+    note = "the decision names no policy: its limit is not drawn";
+    return std::nullopt;
+  }
+  if (name == kBuiltinPolicyName) return default_comm_policy().spec;
+  std::vector<std::string> get = {"get", "commpolicies.commgate.io", name, "-o", "json"};
+  get.insert(get.end(), f.kubectl.begin(), f.kubectl.end());
+  const Captured r = kubectl(get);
+  std::string why;
+  if (r.code == 0) {
+    try {
+      return parse_comm_policy(parsed_or_null(r.out)).spec;
+    } catch (const ValidationError& e) {
+      why = e.errors().all().empty() ? e.what() : e.errors().all().front().to_string();
+    } catch (const std::exception& e) {  // not a JSON object at all
+      why = e.what();
+    }
+  } else {
+    why = r.err.substr(0, r.err.find('\n'));
+  }
+  note = "CommPolicy " + name + " could not be read (" + why + "): its limit is not drawn";
+  return std::nullopt;
+}
+
 int explain(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& out,
             std::ostream& err, TimePoint now) {
   const std::vector<std::string>& p = f.positional;
@@ -243,6 +288,33 @@ int explain(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& ou
   const Captured events = kubectl(list);
   const json explanation =
       explanation_of(tj, events.code == 0 ? parsed_or_null(events.out) : json(), now);
+  if (!f.plot.empty()) {
+    // Before stdout: a file that cannot be written is a usage error, with nothing printed.
+    const json& decision = member(member(tj, "status"), "decision");
+    std::string note;
+    const auto policy = decision.is_object()
+                            ? policy_of_decision(str(decision, "policy"), f, kubectl, note)
+                            : std::nullopt;
+    const ScalingChart chart = scaling_chart_of_trainingjob(tj, policy, note);
+    if (chart.points.empty()) {
+      err << "kubectl commgate explain: --plot: no chart written to " << f.plot << ": " << chart.job
+          << " has no predictions to draw ("
+          << (decision.is_object() ? str(decision, "action") + ", " + str(decision, "reason") +
+                                         "): " + str(decision, "message")
+                                   : std::string("not decided yet)"))
+          << "\n";
+    } else {
+      try {
+        write_text_file(f.plot, scaling_chart_svg(chart));
+      } catch (const UsageError& e) {
+        err << "kubectl commgate explain: --plot: " << e.what() << "\n";
+        return kPluginUsage;
+      }
+      if (!policy) err << "kubectl commgate explain: --plot: " << note << "\n";
+      err << "kubectl commgate explain: wrote the scaling chart of " << chart.job << " to "
+          << f.plot << "\n";
+    }
+  }
   out << (f.output == "table" ? explanation_text(explanation) : written(explanation, f.output));
   return kPluginOk;
 }
@@ -437,6 +509,112 @@ std::string explanation_text(const json& x) {
   return out;
 }
 
+namespace {
+
+double number_of(const json& j, const char* key) {
+  const json& v = member(j, key);
+  return v.is_number() && std::isfinite(v.get<double>()) ? v.get<double>() : 0;
+}
+
+// A node count as stored, within [0, kMaxNodes] whatever the object holds.
+int count_of(const json& j, const char* key) {
+  return static_cast<int>(std::clamp(number_of(j, key), 0.0, static_cast<double>(kMaxNodes)));
+}
+
+}  // namespace
+
+ScalingChart scaling_chart_of_trainingjob(const json& tj,
+                                          const std::optional<CommPolicySpec>& policy,
+                                          const std::string& policy_note) {
+  const json& meta = member(tj, "metadata");
+  const json& spec = member(tj, "spec");
+  const json& status = member(tj, "status");
+  const json& d = member(status, "decision");
+  const json& m = member(status, "measurement");
+  ScalingChart c;
+  c.job = str(meta, "namespace", "default") + "/" + str(meta, "name");
+  std::map<std::string, std::string> selector;
+  if (const json& s = member(spec, "nodeSelector"); s.is_object())
+    for (const auto& [k, v] : s.items())
+      selector[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  c.pool = pool_name(selector);
+  c.node_selector = format_node_selector(selector);
+  if (m.is_object()) {
+    const double busbw = number_of(m, "busbwGBps") * 1e9;
+    std::string transport = str(m, "backend", "?");
+    if (!str(m, "transport").empty() && str(m, "transport") != "unknown")
+      transport += " over " + str(m, "transport");
+    c.link_short = format_gbps(busbw) + " all-reduce busbw";
+    c.link = "all-reduce busbw " + format_gbps(busbw) + " (" + transport + ", " +
+             str(m, "nodesProbed", "?") + " nodes probed), latency " + str(m, "latencyUs", "?") +
+             " us";
+    const json& correction = member(d, "correction");
+    if (member(correction, "applied") == json(true) && number_of(correction, "busbwFactor") > 0)
+      c.link += "; the model uses the effective " +
+                format_gbps(busbw * number_of(correction, "busbwFactor")) + " its DDP step implies";
+  } else {
+    c.link = "not measured";
+  }
+  const std::string policy_name = str(d, "policy");
+  c.policy = policy_name.empty() ? "policy" : policy_label(policy_name);
+  if (policy) {
+    c.max_comm_share = policy->max_comm_share;
+    c.min_scaling_efficiency = policy->min_scaling_efficiency;
+    c.max_extrapolation = std::max(1, policy->max_extrapolation);
+  }
+  c.action = str(d, "action");
+  c.reason = str(d, "reason");
+  c.requested_nodes = count_of(d, "requestedNodes");
+  c.admitted_nodes = count_of(d, "admittedNodes");
+  c.nodes_probed =
+      count_of(d, "nodesProbed") > 0 ? count_of(d, "nodesProbed") : count_of(m, "nodesProbed");
+  for (const json& p : member(d, "predictions")) {
+    const json& n = member(p, "nodes");
+    if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > kMaxNodes) continue;
+    ScalingPoint s;
+    s.nodes = n.get<int>();
+    s.compute_ms = number_of(p, "computeMs");
+    s.exposed_comm_ms = number_of(p, "exposedCommMs");
+    s.step_ms = number_of(p, "stepTimeMs");
+    s.comm_share = number_of(p, "commShare");
+    s.speedup = number_of(p, "speedup");
+    s.efficiency = number_of(p, "scalingEfficiency");
+    s.measured = member(p, "measured") == json(true);
+    if (policy) {
+      StepPrediction as_decided;
+      as_decided.comm_share = s.comm_share;
+      as_decided.scaling_efficiency = s.efficiency;
+      s.within_policy = meets_policy(as_decided, *policy);
+      s.beyond_max_extrapolation =
+          c.nodes_probed > 0 && s.nodes > counts_decided(*policy, c.nodes_probed);
+    }
+    c.points.push_back(s);
+  }
+  std::sort(c.points.begin(), c.points.end(),
+            [](const ScalingPoint& a, const ScalingPoint& b) { return a.nodes < b.nodes; });
+  c.points.erase(
+      std::unique(c.points.begin(), c.points.end(),
+                  [](const ScalingPoint& a, const ScalingPoint& b) { return a.nodes == b.nodes; }),
+      c.points.end());
+  if (c.points.empty()) {
+    c.notes.push_back("No prediction to draw: " + str(d, "message", "not decided yet"));
+    return c;
+  }
+  c.notes.push_back(
+      "Counts: those the decision stored (status.decision.predictions, 1 to the request); "
+      "commgate evaluate --plot draws up to twice the request.");
+  if (std::any_of(c.points.begin(), c.points.end(),
+                  [](const ScalingPoint& p) { return p.beyond_max_extrapolation; }))
+    c.notes.push_back("Hatched: past maxExtrapolation " + std::to_string(c.max_extrapolation) +
+                      " x the " + format_nodes(c.nodes_probed) +
+                      " probed; the policy decides none of these counts from this measurement.");
+  if (!policy_note.empty()) c.notes.push_back("Policy: " + policy_note + ".");
+  if (m.is_object())
+    c.notes.push_back("Measurement: " + str(m, "source", "?") + " (link measured at " +
+                      str(m, "probeTime", "?") + "), as status.measurement records it.");
+  return c;
+}
+
 json pools_of(const json& profiles, const json& policies, TimePoint now) {
   // Each policy's measurementTTL; absent in the list when policies could not be read.
   std::map<std::string, std::chrono::nanoseconds> ttls;
@@ -510,6 +688,11 @@ int run_kubectl_plugin(const std::vector<std::string>& args, const KubectlRunner
     return kPluginUsage;
   }
   const std::string command = f.positional.empty() ? "" : f.positional[0];
+  if (!f.plot.empty() && command != "explain") {
+    err << "kubectl commgate: --plot draws a TrainingJob's chart: use it with explain tj NAME "
+           "(commgate evaluate --plot draws one from a file)\n";
+    return kPluginUsage;
+  }
   if (command == "evaluate") return evaluate(f, kubectl, out, err);
   if (command == "explain") return explain(f, kubectl, out, err, now);
   if (command == "pools") return pools(f, kubectl, out, err, now);

@@ -6,7 +6,8 @@
 //   kubectl commgate evaluate -f job.yaml   what the admission webhook would decide now
 //                                           (a server-side dry run: nothing is created)
 //   kubectl commgate explain tj NAME        a TrainingJob's decision, numbers, advice,
-//                                           conditions and Events
+//                                           conditions and Events (--plot FILE.svg: its
+//                                           scaling chart, cli/scaling_chart.h)
 //   kubectl commgate pools                  the measured pools, their link and age, and
 //                                           the policies for which each is stale
 //
@@ -16,10 +17,13 @@
 #include <functional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/scaling_chart.h"
 #include "cli/subprocess.h"
+#include "core/comm_policy.h"
 #include "core/time_format.h"
 
 namespace commgate {
@@ -52,6 +56,15 @@ std::string evaluation_table(const nlohmann::json& evaluation);
 nlohmann::json explanation_of(const nlohmann::json& trainingjob, const nlohmann::json& events,
                               TimePoint now);
 std::string explanation_text(const nlohmann::json& explanation);
+
+// `explain --plot`: the scaling chart of a TrainingJob as stored, drawn from the counts its
+// decision stored (status.decision.predictions: 1 to the request) and its
+// status.measurement. `policy` is the deciding CommPolicy's spec (status.decision.policy),
+// nullopt when it could not be read: the chart then draws no limit, and `policy_note`
+// says why. No predictions (not decided from a measurement yet): no points.
+ScalingChart scaling_chart_of_trainingjob(const nlohmann::json& trainingjob,
+                                          const std::optional<CommPolicySpec>& policy,
+                                          const std::string& policy_note);
 
 // `pools`: CommProfiles (a List) and CommPolicies (a List; null when they could not be
 // listed: the STALE FOR column then says so).

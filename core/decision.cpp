@@ -290,6 +290,20 @@ Decision missing_measurement(Decision d, const TrainingJobSpec& job, const CommP
 
 }  // namespace
 
+std::vector<StepPrediction> predict_counts(const Measurement& m, const TrainingJobSpec& job,
+                                           const std::vector<int>& counts) {
+  if (!m.compute) return {};
+  const Predictor predictor = predictor_for(m, job);
+  std::vector<StepPrediction> out;
+  out.reserve(counts.size());
+  for (int n : counts) out.push_back(predictor.at(n));
+  return out;
+}
+
+int64_t counts_decided(const CommPolicySpec& policy, int nodes_probed) {
+  return reach_of(policy, nodes_probed).decided;
+}
+
 const char* to_string(Action a) {
   switch (a) {
     case Action::kAdmit:

@@ -4,6 +4,7 @@
 // call it, so the three always agree.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -97,6 +98,17 @@ Decision decide(const DecisionInput& in);
 std::vector<int> shown_node_counts(int requested, int admitted, int largest_passing,
                                    int nodes_probed);
 inline constexpr int kAllCountsShownUpTo = 16;
+
+// The model decide() evaluates for `job` on `m` (the link corrected by the probe's own DDP
+// step where it ran one, and that step itself at the count it ran), at each of `counts`:
+// for a chart of counts beyond the decision's rows (`commgate evaluate --plot`). At every
+// count the decision shows, it equals the decision's prediction. Empty without m.compute.
+std::vector<StepPrediction> predict_counts(const Measurement& m, const TrainingJobSpec& job,
+                                           const std::vector<int>& counts);
+
+// The largest count a measurement of `nodes_probed` nodes decides under `policy`:
+// maxExtrapolation x the nodes probed. Beyond it decide() gates (ExtrapolationTooFar).
+int64_t counts_decided(const CommPolicySpec& policy, int nodes_probed);
 
 // True when a prediction meets the policy: comm share <= maxCommShare and, when set,
 // scaling efficiency >= minScalingEfficiency. Exactly at the threshold passes.

@@ -36,7 +36,8 @@ banner "1. A ResNet-like 5M-parameter model on 4 nodes, 1 GbE (recorded probe)"
 evaluate -f examples/jobs/resnet50-5m.yaml --measurement "$M_RESNET"
 
 banner "2. BERT-large (350M parameters) on 4 nodes, same 1 GbE link (recorded probe)"
-evaluate -f examples/jobs/bert-large-350m.yaml --measurement "$M_BERT"
+evaluate -f examples/jobs/bert-large-350m.yaml --measurement "$M_BERT" --plot "$BUILD/bert-large-scaling.svg"
+echo "(its scaling chart: $BUILD/bert-large-scaling.svg; docs/researcher.md \"See it: the scaling chart\" reads it)"
 
 banner "3. The same BERT job under a policy that denies instead of downsizing"
 evaluate -f examples/jobs/bert-large-350m.yaml --measurement "$M_BERT" --policy examples/policies/strict-deny.yaml

@@ -8,9 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "cli/subprocess.h"
 
 namespace commgate::testing {
 
@@ -73,5 +76,55 @@ class TempFile {
   static inline int counter_ = 0;
   std::filesystem::path path_;
 };
+
+// An SVG document read back by a real XML parser (Python's xml.etree, /usr/bin/python3 as
+// the other tests use it): `ok` and, when it parsed, what a test looks for:
+//   "ids":     {id: {attribute: value, ..., "tag": element}}
+//   "classes": {class: count}
+//   "bars":    [{attribute: value}] of the <g class="bar"> elements, in order
+//   "texts":   [the text of every <text>, <tspan>, <title> and <desc>, entities resolved]
+// A document that does not parse: `ok` false and the parser's message in `error`.
+struct ParsedSvg {
+  bool ok = false;
+  std::string error;
+  nlohmann::json doc;
+};
+
+inline ParsedSvg parse_svg_file(const std::string& path) {
+  static const char* kScript = R"PY(
+import json, sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = '{http://www.w3.org/2000/svg}'
+out = {'root': root.tag.replace(ns, ''), 'ids': {}, 'classes': {}, 'bars': [], 'texts': []}
+for el in root.iter():
+    tag = el.tag.replace(ns, '')
+    if 'id' in el.attrib:
+        out['ids'][el.attrib['id']] = dict(el.attrib, tag=tag)
+    cls = el.attrib.get('class')
+    if cls:
+        out['classes'][cls] = out['classes'].get(cls, 0) + 1
+    if cls == 'bar':
+        out['bars'].append(dict(el.attrib))
+    if tag in ('text', 'tspan', 'title', 'desc') and el.text:
+        out['texts'].append(el.text)
+print(json.dumps(out))
+)PY";
+  std::string python = "/usr/bin/python3";
+  if (!std::filesystem::exists(python)) python = find_on_path("python3");
+  ParsedSvg r;
+  if (python.empty()) {
+    r.error = "no python3 to parse the SVG with (scripts/install-deps.sh installs it)";
+    return r;
+  }
+  const Captured c = run_capture({python, "-c", kScript, path});
+  if (c.code != 0) {
+    r.error = c.err;
+    return r;
+  }
+  r.doc = nlohmann::json::parse(c.out, nullptr, false);
+  r.ok = r.doc.is_object();
+  if (!r.ok) r.error = "the parser printed no JSON: " + c.out;
+  return r;
+}
 
 }  // namespace commgate::testing

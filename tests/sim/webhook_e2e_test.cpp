@@ -434,6 +434,16 @@ TEST_F(KubectlPluginE2eTest, explain_shows_a_jobs_decision_and_pools_list_the_me
         "Predictions:", "asked", "admitted", "Advice:\n  - The link",
         "Conditions:", "Events:", "downsized from 4 to 1 node"})
     EXPECT_NE(x.output.find(want), std::string::npos) << want << "\n" << x.output;
+  // --plot: the stored decision's scaling chart, with its CommPolicy's limit read through
+  // kubectl (cli/scaling_chart.h; tests/cli/scaling_chart_test.cpp checks the rest).
+  ASSERT_EQ(kubectl({"apply", "-f", kSource + "/examples/policies/default.yaml"}).code, 0);
+  const std::string chart = (dir_ / "bert-large.svg").string();
+  const auto plotted = plugin({"explain", "tj", "bert-large", "-n", "nlp", "--plot", chart});
+  ASSERT_EQ(plotted.code, 0) << plotted.output;
+  const std::string svg = read_file(chart);
+  EXPECT_NE(svg.find("<g id=\"admitted-marker\" data-nodes=\"1\""), std::string::npos) << svg;
+  EXPECT_NE(svg.find("<g id=\"policy-limit\" data-max-comm-share=\"0.3\""), std::string::npos)
+      << svg;
   const auto unknown = plugin({"explain", "tj", "no-such-job", "-n", "nlp"});
   EXPECT_EQ(unknown.code, 1) << unknown.output;
   EXPECT_NE(unknown.output.find("no-such-job"), std::string::npos) << unknown.output;
