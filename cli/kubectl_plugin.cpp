@@ -636,6 +636,12 @@ json pools_of(const json& profiles, const json& policies, TimePoint now) {
       row["nodesProbed"] = member(link, "nodesProbed");
       row["backend"] = str(status, "backend");
       row["transport"] = str(status, "transport");
+      // The rated speed of the probed interface (core/link_rate.h): null where no node
+      // reported one (a pod's veth reports none).
+      const json& links = member(status, "links");
+      const double rate = links.is_object() ? links.value("rateBitsPerSecond", 0.0) : 0.0;
+      row["linkRateGbitps"] = rate > 0 ? json(rate / 1e9) : json();
+      row["infinibandPresent"] = links.is_object() && links.value("infinibandPresent", false);
       row["measuredAt"] = str(link, "measuredAt");
       row["age"] = age_of(str(link, "measuredAt"), now);
       json stale = json::array();
@@ -650,14 +656,22 @@ json pools_of(const json& profiles, const json& policies, TimePoint now) {
   return {{"pools", rows}};
 }
 
+// "25 Gbit/s", "-" where no node reported a rate; "+IB" when a node has InfiniBand.
+std::string link_rate_text(const json& pool) {
+  const json& rate = member(pool, "linkRateGbitps");
+  std::string text = rate.is_number() ? format_count(rate.get<double>()) + " Gbit/s" : "-";
+  if (pool.value("infinibandPresent", false)) text += " +IB";
+  return text;
+}
+
 std::string pools_table(const json& doc) {
   std::vector<std::vector<std::string>> rows = {{"POOL", "NODESELECTOR", "BUSBW(GB/s)",
-                                                 "LATENCY(us)", "PROBED", "TRANSPORT", "MODELS",
-                                                 "AGE", "STALE FOR"}};
+                                                 "LATENCY(us)", "PROBED", "TRANSPORT", "LINK RATE",
+                                                 "MODELS", "AGE", "STALE FOR"}};
   for (const json& p : doc["pools"]) {
     if (!p.value("measured", false)) {
-      rows.push_back({str(p, "pool"), str(p, "nodeSelector"), "-", "-", "-", "-", str(p, "models"),
-                      "-", "not measured yet"});
+      rows.push_back({str(p, "pool"), str(p, "nodeSelector"), "-", "-", "-", "-", "-",
+                      str(p, "models"), "-", "not measured yet"});
       continue;
     }
     std::string stale = "(policies not readable)";
@@ -669,8 +683,8 @@ std::string pools_table(const json& doc) {
     }
     rows.push_back({str(p, "pool"), str(p, "nodeSelector"), str(p, "busbwGBps"),
                     str(p, "latencyUs"), str(p, "nodesProbed") + " nodes",
-                    str(p, "backend") + "/" + str(p, "transport"), str(p, "models"), str(p, "age"),
-                    stale});
+                    str(p, "backend") + "/" + str(p, "transport"), link_rate_text(p),
+                    str(p, "models"), str(p, "age"), stale});
   }
   if (rows.size() == 1) return "No CommProfiles: no pool has been measured yet.\n";
   return table_text(rows);

@@ -134,4 +134,41 @@ std::vector<Advice> advise(const ModelInputs& model, const CommPolicySpec& polic
           {advice_kind::kLargestCount, largest_count_advice(model, largest_passing)}};
 }
 
+std::optional<Advice> link_rate_advice(double busbw_bytes_per_s, const std::string& backend,
+                                       const std::string& transport,
+                                       const std::string& interface_name,
+                                       const std::optional<PoolLink>& links) {
+  if (!links) return std::nullopt;
+  const std::string backend_name = backend == "nccl"   ? "NCCL"
+                                   : backend == "gloo" ? "Gloo"
+                                                       : backend;
+  const std::string on = interface_name.empty() ? "" : " (interface " + interface_name + ")";
+  if (links->infiniband_present && transport == "socket") {
+    if (backend == "gloo")
+      return Advice{advice_kind::kLinkRate,
+                    "The link: the nodes have InfiniBand, but Gloo runs over TCP sockets" + on +
+                        " only; NCCL on GPUs would use InfiniBand."};
+    return Advice{advice_kind::kLinkRate,
+                  "The link: the nodes have InfiniBand, but " + backend_name + " ran over sockets" +
+                      on +
+                      ": check that NCCL_IB_DISABLE is not 1, that NCCL_NET is unset or IB, "
+                      "that NCCL_IB_HCA (if set) names these HCAs, and that the pods get the "
+                      "RDMA device; on AWS EFA, FI_PROVIDER=efa with the aws-ofi-nccl plugin."};
+  }
+  const double rate_bytes = links->rate_bits_per_s / 8;
+  if (rate_bytes <= 0 || busbw_bytes_per_s >= kLinkRateShortfall * rate_bytes) return std::nullopt;
+  const std::string nodes = links->ranks_known == links->ranks
+                                ? "the slowest node's"
+                                : "the slowest rate that " + std::to_string(links->ranks_known) +
+                                      " of the " + std::to_string(links->ranks) + " ranks report,";
+  return Advice{advice_kind::kLinkRate,
+                "The link: the all-reduce reached " + format_gbps(busbw_bytes_per_s) + ", " +
+                    format_percent(busbw_bytes_per_s / rate_bytes) + " of " + nodes + " rated " +
+                    format_count(links->rate_bits_per_s / 1e9) + " Gbit/s" + on +
+                    " (a ring all-reduce approaches the rate): check the interface " +
+                    backend_name +
+                    " uses (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME), NCCL_IB_DISABLE and "
+                    "NCCL_NET, and on AWS EFA FI_PROVIDER=efa."};
+}
+
 }  // namespace commgate

@@ -20,6 +20,7 @@
 
 #include "core/comm_model.h"
 #include "core/comm_policy.h"
+#include "core/link_rate.h"
 #include "core/training_job.h"
 
 namespace commgate {
@@ -29,6 +30,7 @@ inline constexpr const char* kLink = "link";
 inline constexpr const char* kCompression = "compression";
 inline constexpr const char* kBatch = "batch";
 inline constexpr const char* kLargestCount = "largestCount";
+inline constexpr const char* kLinkRate = "linkRate";
 }  // namespace advice_kind
 
 struct Advice {
@@ -54,5 +56,16 @@ inline constexpr double kMaxBatchFactor = 1024;
 // (corrected by the probe's DDP step where it ran one); `job` names the dtype and batch.
 std::vector<Advice> advise(const ModelInputs& model, const CommPolicySpec& policy,
                            const ModelSpec& job, int requested, int largest_passing);
+
+// When the measured link is slower than its hardware (issue #24): the nodes have
+// InfiniBand but the backend ran over sockets, or the all-reduce's bus bandwidth is under
+// kLinkRateShortfall of the slowest node's rated speed (a ring all-reduce approaches the
+// link's rate). One sentence naming the settings to check; nullopt when neither holds or
+// the probe read no rate (`links` nullopt, or no node's interface is physical).
+std::optional<Advice> link_rate_advice(double busbw_bytes_per_s, const std::string& backend,
+                                       const std::string& transport,
+                                       const std::string& interface_name,
+                                       const std::optional<PoolLink>& links);
+inline constexpr double kLinkRateShortfall = 0.5;
 
 }  // namespace commgate

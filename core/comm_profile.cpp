@@ -125,6 +125,7 @@ CommProfile parse_comm_profile(const nlohmann::json& doc, TimePoint now) {
   p.status.interface_name = status.string("interface", P::kOptional, true).value_or("");
   p.status.device = status.string("device", P::kOptional, true).value_or("");
   p.status.gpu_product = status.string("gpuProduct", P::kOptional, true).value_or("");
+  if (auto links = status.object("links"); links.present()) p.status.links = read_pool_link(links);
   for (auto& c : status.object_list("computeSteps"))
     p.status.compute_steps.push_back(read_compute_step(c, now));
   // Status is the operator's output: fields this reader does not know (conditions,
@@ -160,6 +161,7 @@ nlohmann::json to_json(const CommProfile& p) {
   status["interface"] = p.status.interface_name;
   status["device"] = p.status.device;
   status["gpuProduct"] = p.status.gpu_product;
+  if (p.status.links) status["links"] = to_json(*p.status.links);
   status["computeSteps"] = nlohmann::json::array();
   for (const auto& c : p.status.compute_steps) {
     status["computeSteps"].push_back({{"parameters", c.parameters},

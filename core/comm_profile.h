@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/link_fit.h"
+#include "core/link_rate.h"
 #include "core/model_names.h"
 #include "core/object_meta.h"
 #include "core/probe_result.h"
@@ -66,6 +67,8 @@ struct LinkRecord {
 struct CommProfileStatus {
   std::optional<LinkRecord> link;
   std::string backend, transport, interface_name, device, gpu_product;
+  // The rated speed of the probed interface (status.links); nullopt before it was read.
+  std::optional<PoolLink> links;
   std::vector<ComputeStepRecord> compute_steps;  // newest per model signature
 };
 

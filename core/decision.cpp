@@ -471,9 +471,13 @@ Decision decide(const DecisionInput& in) {
            "; nothing beyond it can be shown to meet the policy";
   }
   over += "; " + evidence(*m, predictor) + ".";
-  if (requested)
+  if (requested) {
     d.advice =
         advise(predictor.corrected, policy, job.model, job.num_nodes, d.largest_passing_nodes);
+    if (auto link = link_rate_advice(m->link.busbw_bytes_per_s, m->backend, m->transport,
+                                     m->interface_name, m->links))
+      d.advice.push_back(*link);
+  }
   // One node sends nothing between nodes, so some count always passes.
   const std::string largest =
       " The largest count that passes is " + format_nodes(d.largest_passing_nodes) + ".";

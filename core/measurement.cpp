@@ -94,6 +94,7 @@ std::optional<Measurement> measurement_from_profile(const CommProfile& p, const 
   m.interface_name = p.status.interface_name;
   m.device = p.status.device;
   m.gpu_product = p.status.gpu_product;
+  m.links = p.status.links;
   const ComputeStepRecord* best = nullptr;
   for (const auto& c : p.status.compute_steps) {
     if (!compute_matches(c, model)) continue;

@@ -28,6 +28,8 @@ struct Measurement {
   int procs_per_node = 1;
   LinkFit link;
   std::string backend, transport, interface_name, device, gpu_product;
+  // The rated speed of the probed interface (core/link_rate.h); nullopt when not read.
+  std::optional<PoolLink> links;
 
   std::optional<ComputeProfile> compute;
   ComputeSource compute_source = ComputeSource::kMeasured;

@@ -54,6 +54,7 @@ nlohmann::json to_json_impl(const ProbeResult& p, bool compact) {
                       {"interface", p.interface_name},
                       {"device", p.device},
                       {"gpuProduct", p.gpu_product}};
+  if (p.links) j["links"] = to_json(*p.links);
   if (!compact) j["hostnames"] = p.hostnames;
   nlohmann::json ar = {{"dtype", p.allreduce_dtype},
                        {"warmupIterations", p.warmup_iterations},
@@ -178,6 +179,7 @@ ProbeResult parse_probe_result(const nlohmann::json& doc) {
   p.device = root.string("device", P::kOptional, true).value_or("");
   p.gpu_product = root.string("gpuProduct", P::kOptional, true).value_or("");
   p.hostnames = root.string_list("hostnames", P::kOptional).value_or(std::vector<std::string>{});
+  if (auto links = root.object("links"); links.present()) p.links = read_pool_link(links);
   p.note = root.string("note", P::kOptional, true).value_or("");
 
   auto ar = root.object("allReduce", P::kRequired);

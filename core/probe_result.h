@@ -10,6 +10,7 @@
 
 #include "core/compute_spread.h"
 #include "core/link_fit.h"
+#include "core/link_rate.h"
 #include "core/model_names.h"
 #include "core/time_format.h"
 
@@ -92,6 +93,9 @@ struct ProbeResult {
   std::string backend;    // gloo | nccl
   std::string transport;  // socket | ib | p2p/nvlink | shm | unknown
   std::string interface_name;
+  // The rated speed of the measured interface on each node, combined (core/link_rate.h):
+  // nullopt in results of probes that did not read it.
+  std::optional<PoolLink> links;
   std::string device;  // "cpu" or "cuda"
   std::string gpu_product;
   std::vector<std::string> hostnames;

@@ -90,6 +90,7 @@ void record_probe_result(CommProfile& profile, const ProbeResult& r, size_t max_
   profile.status.interface_name = r.interface_name;
   profile.status.device = r.device;
   profile.status.gpu_product = r.gpu_product;
+  profile.status.links = r.links;
   auto& steps = profile.status.compute_steps;
   for (const ComputeStepRecord& c : compute_records_of(r)) {
     steps.erase(std::remove_if(steps.begin(), steps.end(),

@@ -9,6 +9,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace commgate::probe {
 namespace {
@@ -78,6 +81,46 @@ std::string local_hostname() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
+}
+
+namespace {
+
+std::optional<std::string> read_small_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::string text(256, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+}  // namespace
+
+NodeLink read_node_link(const std::string& interface_name, const std::string& sysfs) {
+  namespace fs = std::filesystem;
+  NodeLink link;
+  std::error_code ec;
+  const fs::path infiniband = fs::path(sysfs) / "class" / "infiniband";
+  link.infiniband_present = fs::is_directory(infiniband, ec) &&
+                            fs::directory_iterator(infiniband, ec) != fs::directory_iterator();
+  // Names come from the backend: keep them to one path component.
+  const bool safe = !interface_name.empty() && interface_name.find('/') == std::string::npos &&
+                    interface_name.find("..") == std::string::npos;
+  if (!safe) return link;
+  std::optional<double> rate;
+  if (const auto colon = interface_name.find(':'); colon != std::string::npos) {
+    const auto text = read_small_file(infiniband / interface_name.substr(0, colon) / "ports" /
+                                      interface_name.substr(colon + 1) / "rate");
+    if (text) rate = parse_infiniband_rate(*text);
+  } else {
+    const fs::path net = fs::path(sysfs) / "class" / "net" / interface_name;
+    if (fs::exists(net / "device", ec)) {
+      const auto text = read_small_file(net / "speed");
+      if (text) rate = parse_ethernet_speed(*text);
+    }
+  }
+  link.rate_bits_per_s = rate.value_or(0);
+  return link;
 }
 
 }  // namespace commgate::probe

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "core/link_rate.h"
+
 namespace commgate::probe {
 
 struct LocalRoute {
@@ -18,5 +20,13 @@ struct LocalRoute {
 std::optional<LocalRoute> route_to(const std::string& host, std::string* error);
 
 std::string local_hostname();
+
+// The rated speed of `interface_name` on this node (core/link_rate.h), read under `sysfs`
+// (/sys; tests give a tree of their own): an InfiniBand port named as NCCL names it
+// ("mlx5_0:1") from class/infiniband/DEV/ports/PORT/rate; a network interface from
+// class/net/IF/speed only when it is physical (class/net/IF/device exists: a veth, a
+// bridge or lo has none, and a veth's nominal 10000 Mb/s says nothing about the host's
+// NIC). Whether the node has InfiniBand: class/infiniband lists a device.
+NodeLink read_node_link(const std::string& interface_name, const std::string& sysfs = "/sys");
 
 }  // namespace commgate::probe

@@ -32,6 +32,33 @@
 namespace commgate::probe {
 namespace {
 
+// Each rank's link rate to rank 0 through the rendezvous store (core/link_rate.h), after
+// the sweep (every rank has passed it, so every key is set or about to be). Not part of
+// the measurement: a store that does not answer within 10 s, or a text that does not
+// decode, leaves the result without it rather than failing the probe.
+std::optional<PoolLink> exchange_links(c10d::Store& store, int rank, int world_size,
+                                       const NodeLink& mine, bool reporter) {
+  const auto key = [](int r) { return "commgate/link/" + std::to_string(r); };
+  try {
+    const std::string text = encode_node_link(mine);
+    store.set(key(rank), std::vector<uint8_t>(text.begin(), text.end()));
+    if (!reporter) return std::nullopt;
+    std::vector<std::string> keys;
+    for (int r = 0; r < world_size; ++r) keys.push_back(key(r));
+    store.wait(keys, std::chrono::seconds(10));
+    std::vector<NodeLink> links;
+    for (int r = 0; r < world_size; ++r) {
+      const auto bytes = store.get(key(r));
+      const auto link = decode_node_link(std::string(bytes.begin(), bytes.end()));
+      if (!link) return std::nullopt;
+      links.push_back(*link);
+    }
+    return combine_node_links(links);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 // OpenBLAS (which CPU LibTorch calls for matmuls) keeps its own thread pool and does not
 // follow at::set_num_threads; with several ranks per machine it would oversubscribe.
 void set_blas_threads(int threads) {
@@ -275,6 +302,9 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
                          "data check failed: the all-reduced sum was wrong at " + sizes,
                          kExitDataCheck);
     }
+    if (auto links = exchange_links(*store, cfg.rank, cfg.world_size,
+                                    read_node_link(comm->interface_name()), reporter))
+      writer.update([&](ProbeResult& r) { r.links = *links; });
 
     if (!cfg.skip_compute && cfg.torchscript.empty()) {
       watchdog.enter("compute");

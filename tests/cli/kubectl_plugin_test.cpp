@@ -34,6 +34,11 @@ TEST(KubectlPlugin, pools_say_when_policies_cannot_be_read_and_which_are_unmeasu
                                                  {"status",
                                                   {{"backend", "nccl"},
                                                    {"transport", "ib"},
+                                                   {"links",
+                                                    {{"rateBitsPerSecond", 2e11},
+                                                     {"ranksKnown", 4},
+                                                     {"ranks", 4},
+                                                     {"infinibandPresent", true}}},
                                                    {"link",
                                                     {{"busbwGBps", 41.23456},
                                                      {"latencyUs", 12},
@@ -42,8 +47,9 @@ TEST(KubectlPlugin, pools_say_when_policies_cannot_be_read_and_which_are_unmeasu
                                                 {{"metadata", {{"name", "pool-b"}}}}})}};
   const TimePoint now = *parse_rfc3339("2026-12-06T12:30:00Z");
   const std::string table = pools_table(pools_of(profiles, json(), now));
-  for (const char* want : {"pool-a", "gpu=h100", "41.23", "nccl/ib", "4 nodes", "2h30m",
-                           "(policies not readable)", "pool-b", "not measured yet"})
+  for (const char* want :
+       {"pool-a", "gpu=h100", "41.23", "nccl/ib", "4 nodes", "200 Gbit/s +IB", "2h30m", "LINK RATE",
+        "(policies not readable)", "pool-b", "not measured yet"})
     EXPECT_NE(table.find(want), std::string::npos) << want << "\n" << table;
   EXPECT_EQ(table.find("41.2345"), std::string::npos) << "4 significant digits: " << table;
   const json policies = {

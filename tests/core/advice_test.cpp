@@ -178,5 +178,64 @@ TEST(Advice, decide_adds_it_over_the_policy_only_and_keeps_the_verdict) {
   EXPECT_FALSE(decision_to_json(ok).contains("advice"));
 }
 
+// The link slower than its hardware: InfiniBand unused, or a bus bandwidth under half the
+// slowest node's rated speed; nothing when no rate was read or the link keeps up.
+TEST(LinkRateAdvice, names_the_settings_when_the_link_runs_below_its_hardware) {
+  struct Case {
+    const char* name;
+    double busbw_gbps;
+    const char* backend;
+    const char* transport;
+    std::optional<PoolLink> links;
+    const char* says;  // nullptr: no advice
+  };
+  const PoolLink hundred_gbit{1e11, 2, 2, false};  // 12.5 GB/s
+  const PoolLink with_ib{1e11, 2, 2, true};
+  const PoolLink one_of_two{2.5e10, 1, 2, false};  // 3.125 GB/s
+  const Case cases[] = {
+      {"no rate read", 0.1, "nccl", "socket", std::nullopt, nullptr},
+      {"no physical interface", 0.1, "nccl", "socket", PoolLink{0, 0, 2, false}, nullptr},
+      {"keeps up with the rate", 11, "nccl", "ib", hundred_gbit, nullptr},
+      {"at half the rate exactly", 6.25, "nccl", "socket", hundred_gbit, nullptr},
+      {"under half the rate", 1.2, "nccl", "socket", hundred_gbit,
+       "reached 1.2 GB/s, 9.6% of the slowest node's rated 100 Gbit/s (interface eth0) (a "
+       "ring all-reduce approaches the rate): check the interface NCCL uses"},
+      {"one rank of two knows", 1, "gloo", "socket", one_of_two,
+       "of the slowest rate that 1 of the 2 ranks report, rated 25 Gbit/s"},
+      {"infiniband unused by nccl", 11, "nccl", "socket", with_ib, "NCCL_IB_DISABLE is not 1"},
+      {"infiniband and gloo", 0.1, "gloo", "socket", with_ib, "Gloo runs over TCP sockets"},
+      {"infiniband used", 11, "nccl", "ib", with_ib, nullptr},
+  };
+  for (const auto& c : cases) {
+    const auto advice =
+        link_rate_advice(c.busbw_gbps * 1e9, c.backend, c.transport, "eth0", c.links);
+    if (!c.says) {
+      EXPECT_EQ(advice, std::nullopt) << c.name << ": " << advice->text;
+      continue;
+    }
+    ASSERT_TRUE(advice) << c.name;
+    EXPECT_EQ(advice->kind, advice_kind::kLinkRate) << c.name;
+    EXPECT_NE(advice->text.find(c.says), std::string::npos) << c.name << ": " << advice->text;
+  }
+}
+
+TEST(LinkRateAdvice, decide_adds_it_after_the_counterfactuals) {
+  TrainingJob job = a_training_job("bert").nodes(4).params(25e6).build();
+  Measurement m = a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build();
+  m.links = PoolLink{1e11, 2, 2, false};
+  m.backend = "nccl";
+  m.transport = "socket";
+  CommPolicy over = a_policy().max_comm_share(0.3).build();
+  const Decision d = decide({&job, &over, &m, {}, test_now()});
+  EXPECT_EQ(d.action, Action::kDownsize);
+  ASSERT_EQ(d.advice.size(), 5u);
+  EXPECT_EQ(d.advice[4].kind, advice_kind::kLinkRate);
+  EXPECT_NE(d.advice[4].text.find("reached 0.5 GB/s, 4.0% of the slowest node's rated 100 Gbit/s"),
+            std::string::npos)
+      << d.advice[4].text;
+  m.links.reset();
+  EXPECT_EQ(decide({&job, &over, &m, {}, test_now()}).advice.size(), 4u);
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

@@ -24,6 +24,7 @@ ProbeResult full_result(size_t sizes) {
   r.backend = "nccl";
   r.transport = "ib";
   r.interface_name = "ib0";
+  r.links = PoolLink{2e11, 31, 32, true};
   r.device = "cuda";
   r.gpu_product = "NVIDIA H100 80GB HBM3";
   for (size_t i = 0; i < 32; ++i)
@@ -59,6 +60,7 @@ TEST(ProbeResultSchema, round_trips) {
   EXPECT_EQ(to_json(a), to_json(b));
   EXPECT_EQ(b.allreduce.size(), 12u);
   EXPECT_EQ(b.fit.ranks, 32);
+  EXPECT_EQ(b.links, (PoolLink{2e11, 31, 32, true}));
   EXPECT_NEAR(b.fit.busbw_bytes_per_s, 11.5e9, 1);
   ASSERT_TRUE(b.ddp_step);
   EXPECT_DOUBLE_EQ(b.ddp_step->comm_share, 0.188);
@@ -73,6 +75,7 @@ TEST(ProbeResultSchema, compact_form_fits_the_termination_message) {
   EXPECT_EQ(back.allreduce.size(), 1u);  // the largest size only
   EXPECT_NEAR(back.fit.busbw_bytes_per_s, 11.5e9, 1e6);
   EXPECT_NEAR(back.compute->step_time_ms, 210.1, 0.01);
+  EXPECT_EQ(back.links, r.links);
 }
 
 // The compact form rounds as every stored number does (core/significant_digits.h): the same
@@ -153,6 +156,12 @@ TEST(CommProfile, records_probe_results_and_round_trips) {
   CommProfile back = parse_comm_profile(to_json(p), testing::test_now());
   EXPECT_EQ(to_json(back), to_json(p));
   EXPECT_EQ(back.status.link->nodes_probed, 4);
+  EXPECT_EQ(back.status.links, (PoolLink{2e11, 31, 32, true}));
+  ModelSpec model;
+  model.parameters = 340e6;
+  model.gradient_dtype = "fp32";
+  model.batch_size = 16;
+  EXPECT_EQ(measurement_from_profile(back, model)->links, back.status.links);
 }
 
 // One probe for several models (issue #21): the result carries each model's compute and

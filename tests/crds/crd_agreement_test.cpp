@@ -202,6 +202,8 @@ Kind comm_profile_kind() {
                "measuredAt": "2026-11-30T11:00:00Z"},
       "lastProbeTime": "2026-11-30T11:00:00Z", "backend": "gloo", "transport": "socket",
       "interface": "eth0", "device": "cpu", "gpuProduct": "",
+      "links": {"rateBitsPerSecond": 25000000000, "ranksKnown": 2, "ranks": 2,
+                "infinibandPresent": false},
       "computeSteps": [{"parameters": 25000000, "gradientDtype": "fp32", "batchSize": 32,
                         "optimizer": "sgd", "gpuProduct": "", "stepTimeMs": 300, "forwardMs": 90, "backwardMs": 180,
                         "optimizerMs": 30, "measuredAt": "2026-11-30T11:00:00Z",

@@ -67,6 +67,11 @@ TEST(ProbeProcess, local_ranks_print_rank_zeros_json_and_a_compact_termination_m
   EXPECT_EQ(r.nodes, 2);
   EXPECT_EQ(r.backend, "gloo");
   EXPECT_EQ(r.interface_name, "lo");
+  // Both ranks reported their link: lo is not physical, so no rate.
+  ASSERT_TRUE(r.links);
+  EXPECT_EQ(r.links->ranks, 2);
+  EXPECT_EQ(r.links->ranks_known, 0);
+  EXPECT_EQ(r.links->rate_bits_per_s, 0);
   EXPECT_EQ(r.hostnames.size(), 2u);
   ASSERT_FALSE(r.allreduce.empty());
   EXPECT_EQ(r.allreduce.back().bytes, 1024.0 * 1024);

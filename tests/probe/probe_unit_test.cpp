@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -24,6 +25,7 @@
 #include "probe-job/local_ranks.h"
 #include "probe-job/nccl_communicator.h"
 #include "probe-job/nccl_log.h"
+#include "probe-job/net_interface.h"
 #include "probe-job/probe_config.h"
 #include "probe-job/rendezvous.h"
 #include "probe-job/report.h"
@@ -716,6 +718,36 @@ TEST(Report, the_model_is_fed_the_probes_own_fit_and_compute) {
 TEST(Report, the_termination_log_defaults_to_the_kubernetes_path_only_when_writable) {
   EXPECT_EQ(resolve_termination_log(std::string("/tmp/x")), "/tmp/x");
   EXPECT_EQ(resolve_termination_log(std::string("")), std::nullopt);
+}
+
+// ---- the link's rated speed ----
+
+// A sysfs tree of the test's own: a physical NIC (class/net/eth1/device), a pod's veth
+// (no device link: its nominal 10000 Mb/s is not read), an InfiniBand port as NCCL names
+// it, and names that would leave the tree.
+TEST(NodeLink, reads_a_physical_interfaces_speed_and_an_infiniband_ports_rate) {
+  namespace fs = std::filesystem;
+  const fs::path sys = commgate::testing::scratch_dir() / "sysfs";
+  auto write = [](const fs::path& file, const std::string& text) {
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << text;
+  };
+  write(sys / "class/net/eth1/speed", "25000\n");
+  fs::create_directories(sys / "class/net/eth1/device");
+  write(sys / "class/net/eth0/speed", "10000\n");  // a veth: no device
+  write(sys / "class/net/eth2/speed", "-1\n");
+  fs::create_directories(sys / "class/net/eth2/device");
+  EXPECT_EQ(read_node_link("eth1", sys.string()), (NodeLink{2.5e10, false}));
+  EXPECT_EQ(read_node_link("eth0", sys.string()), (NodeLink{0, false}));
+  EXPECT_EQ(read_node_link("eth2", sys.string()), (NodeLink{0, false}));
+  EXPECT_EQ(read_node_link("missing", sys.string()), (NodeLink{0, false}));
+
+  write(sys / "class/infiniband/mlx5_0/ports/1/rate", "200 Gb/sec (4X HDR)\n");
+  EXPECT_EQ(read_node_link("mlx5_0:1", sys.string()), (NodeLink{2e11, true}));
+  EXPECT_EQ(read_node_link("mlx5_0:2", sys.string()), (NodeLink{0, true}));
+  EXPECT_EQ(read_node_link("eth0", sys.string()), (NodeLink{0, true}));  // IB on the node
+  for (const char* outside : {"../../../etc/passwd", "a/b", "", "mlx5_0:../../x"})
+    EXPECT_EQ(read_node_link(outside, sys.string()).rate_bits_per_s, 0) << outside;
 }
 
 // ---- NCCL's log ----
