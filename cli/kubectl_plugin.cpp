@@ -373,16 +373,26 @@ json evaluation_of(const json& returned, const std::string& refusal,
   return e;
 }
 
+// What a decision admits, as a table cell: a Gate admits nothing until it is decided
+// again (its admittedNodes is the count it would run at, not one it runs at), and a Deny
+// nothing at all.
+std::string admitted_cell(const std::string& action, const std::string& admitted) {
+  if (action == "Gate") return "none yet";
+  if (action == "Deny") return "none";
+  return admitted;
+}
+
 std::string evaluation_table(const json& e) {
   std::string out;
   const std::string action = e.value("decision", "");
   if (action == "Deny") {
     out += "Deny: the admission webhook would refuse this TrainingJob.\n";
   } else {
-    out += table_text({{"TRAININGJOB", "DECISION", "REASON", "REQUESTED", "ADMITTED", "POLICY"},
-                       {e.value("trainingJob", ""), action, e.value("reason", ""),
-                        str(e, "requestedNodes", "-"), str(e, "admittedNodes", "-"),
-                        e.value("policy", "-").empty() ? "-" : e.value("policy", "-")}});
+    out += table_text(
+        {{"TRAININGJOB", "DECISION", "REASON", "REQUESTED", "ADMITTED", "POLICY"},
+         {e.value("trainingJob", ""), action, e.value("reason", ""), str(e, "requestedNodes", "-"),
+          admitted_cell(action, str(e, "admittedNodes", "-")),
+          e.value("policy", "-").empty() ? "-" : e.value("policy", "-")}});
   }
   if (!e.value("message", "").empty()) out += "\n" + e.value("message", "") + "\n";
   if (!e["advice"].empty()) {
@@ -444,7 +454,8 @@ std::string explanation_text(const json& x) {
   if (d.is_object()) {
     head.push_back({"Decision:", str(d, "action") + " (" + str(d, "reason") + "), " +
                                      str(d, "requestedNodes") + " nodes asked, " +
-                                     str(d, "admittedNodes") + " admitted"});
+                                     admitted_cell(str(d, "action"), str(d, "admittedNodes")) +
+                                     " admitted"});
     head.push_back({"Policy:", str(d, "policy", "-")});
   } else {
     head.push_back({"Decision:", "none yet"});
@@ -470,7 +481,9 @@ std::string explanation_text(const json& x) {
     std::vector<std::vector<std::string>> rows = {{"NODES", "STEP(ms)", "COMPUTE(ms)",
                                                    "EXPOSED COMM(ms)", "COMM SHARE", "SPEEDUP",
                                                    "EFFICIENCY", ""}};
-    const std::string asked = str(d, "requestedNodes"), given = str(d, "admittedNodes");
+    const std::string asked = str(d, "requestedNodes");
+    const std::string given =
+        str(d, "action") == "Gate" || str(d, "action") == "Deny" ? "" : str(d, "admittedNodes");
     for (const json& p : d["predictions"]) {
       const std::string n = str(p, "nodes");
       std::string note = p.value("measured", false) ? "measured by the probe" : "";

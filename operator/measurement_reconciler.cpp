@@ -382,9 +382,8 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
   }
   if (outcome.state == ProbeState::kRunning) {
     write_status(p, history, kTrue, kReasonProbeRunning,
-                 "probe " + name + " measures pool " + p.name + " on " +
-                     annotation_of(probe, kProbeNodesAnnotation) + " node(s) (attempt " +
-                     std::to_string(history.failed_attempts + 1) + " of " +
+                 "probe " + name + " measures pool " + p.name + " on " + probe_nodes_text(probe) +
+                     " (attempt " + std::to_string(history.failed_attempts + 1) + " of " +
                      std::to_string(attempts) + ") for " + joined(served) +
                      (outcome.message.empty() ? "" : ": " + outcome.message) +
                      probe_elapsed_text(probe, p.now));

@@ -1,6 +1,7 @@
 #include "operator/probe_job.h"
 
 #include <algorithm>
+#include <charconv>
 #include <string>
 
 #include "core/probe_memory.h"
@@ -8,6 +9,7 @@
 #include "core/probe_timeout.h"
 #include "core/quantity.h"
 #include "operator/gpu_resource.h"
+#include "operator/object_fields.h"
 #include "operator/workload_state.h"
 
 namespace commgate::op {
@@ -245,6 +247,14 @@ json pod_template(const ProbeRequest& request, const ProbeLaunchSettings& settin
 }
 
 }  // namespace
+
+std::string probe_nodes_text(const json& probe_job) {
+  const std::string text = detail::annotation_of(probe_job, kProbeNodesAnnotation);
+  int64_t nodes = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), nodes);
+  if (ec != std::errc() || end != text.data() + text.size() || nodes < 1) return "? nodes";
+  return format_nodes(nodes);
+}
 
 std::string probe_job_name(const std::string& pool) {
   return "commgate-probe-" + pool;

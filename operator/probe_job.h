@@ -83,6 +83,10 @@ inline constexpr int kProbeStartupMarginSeconds = 60;
 // "commgate-probe-" + pool: the Job's and the Service's name.
 std::string probe_job_name(const std::string& pool);
 
+// A probe Job's node count for a message, from its commgate.io/probe-nodes annotation:
+// "3 nodes", "1 node" ("? nodes" when the annotation is missing or not a count).
+std::string probe_nodes_text(const nlohmann::json& probe_job);
+
 // Nodes a probe takes: min(requested, policy maxNodes), but at least 2 when the job asks for
 // 2 or more (a one-node probe measures no link); 1 when it asks for 1.
 int probe_node_count(int requested_nodes, const ProbeSettings& policy_probe);

@@ -381,8 +381,7 @@ ProbeOutcome succeeded(const json& job, const std::vector<json>& pods) {
   const json& completions = field(field(job, "spec"), "completions");
   if (completions.is_number_integer() && completions.get<int64_t>() != result.nodes) {
     return invalid(where + " is not this probe's: world.nodes: " + std::to_string(result.nodes) +
-                   ", but the probe Job ran " + std::to_string(completions.get<int64_t>()) +
-                   " node(s)");
+                   ", but the probe Job ran " + format_nodes(completions.get<int64_t>()));
   }
   ProbeOutcome o =
       outcome(ProbeState::kSucceeded, kReasonProbeSucceeded,

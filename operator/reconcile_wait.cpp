@@ -97,7 +97,7 @@ ReconcileResult TrainingJobReconciler::wait_for_measurement(Context& ctx, const 
                     probing_reason == kReasonProbeRunning
                         ? probing_message
                         : "probe " + ns + "/" + name + " measures pool " + pool + " on " +
-                              annotation_of(*probe, kProbeNodesAnnotation) + " node(s)");
+                              probe_nodes_text(*probe));
     }
   } else {
     ctx.set_phase(phase::kGated);

@@ -28,6 +28,33 @@ TEST(KubectlPlugin, kubectl_warnings_and_a_refusal_read_from_stderr) {
   EXPECT_NE(table.find("At 8 nodes ... over the limit"), std::string::npos) << table;
 }
 
+// The trial of 2026-12-06: a gated job read "4 nodes asked, 4 admitted" while nothing ran.
+// A Gate admits nothing until it is decided again; its would-be count is not "admitted".
+TEST(KubectlPlugin, a_gate_admits_nothing_yet_in_the_table_and_the_explanation) {
+  const json gate = {{"decision", "Gate"},       {"reason", "MeasurementMissing"},
+                     {"trainingJob", "nlp/x"},   {"requestedNodes", 4},
+                     {"admittedNodes", 4},       {"policy", "default"},
+                     {"message", "m"},           {"advice", json::array()},
+                     {"warnings", json::array()}};
+  const std::string table = evaluation_table(gate);
+  EXPECT_NE(table.find("none yet"), std::string::npos) << table;
+  json admit = gate;
+  admit["decision"] = "Admit";
+  EXPECT_EQ(evaluation_table(admit).find("none yet"), std::string::npos);
+
+  const json x = {{"trainingJob", "nlp/x"},
+                  {"phase", "Gated"},
+                  {"decision",
+                   {{"action", "Gate"},
+                    {"reason", "PoolTooSmall"},
+                    {"requestedNodes", 4},
+                    {"admittedNodes", 4},
+                    {"predictions", json::array({{{"nodes", 4}, {"stepTimeMs", 10}}})}}}};
+  const std::string text = explanation_text(x);
+  EXPECT_NE(text.find("4 nodes asked, none yet admitted"), std::string::npos) << text;
+  EXPECT_EQ(text.find("asked, admitted"), std::string::npos) << text;
+}
+
 TEST(KubectlPlugin, pools_say_when_policies_cannot_be_read_and_which_are_unmeasured) {
   const json profiles = {{"items", json::array({{{"metadata", {{"name", "pool-a"}}},
                                                  {"spec", {{"nodeSelector", {{"gpu", "h100"}}}}},

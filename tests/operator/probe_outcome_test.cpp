@@ -424,7 +424,7 @@ std::vector<Case> cases() {
                .pods = {terminated(0, 0, kRealResult), terminated(1, 0, ""), terminated(2, 0, "")},
                .want_state = ProbeState::kInvalidResult,
                .want_reason = "ProbeResultInvalid",
-               .want_message = {"world.nodes: 2, but the probe Job ran 3 node(s)"}});
+               .want_message = {"world.nodes: 2, but the probe Job ran 3 nodes"}});
   c.push_back({.name = "a_completed_job_whose_rank_0_pod_is_gone_is_invalid",
                .job = complete(),
                .pods = {terminated(1, 0, "")},

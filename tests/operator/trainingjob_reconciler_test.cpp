@@ -1024,7 +1024,7 @@ TEST(Reconcile, a_running_probe_requeues_after_the_poll) {
   const json* probing = find_condition(profile["status"]["conditions"], kProbingCondition);
   ASSERT_TRUE(probing);
   EXPECT_NE(
-      (*probing)["message"].get<std::string>().find("on 4 node(s) (attempt 1 of 3) for ml/bert: 4 "
+      (*probing)["message"].get<std::string>().find("on 4 nodes (attempt 1 of 3) for ml/bert: 4 "
                                                     "probe pods: 2 measuring, 2 not created yet"),
       std::string::npos)
       << probing->dump();
