@@ -1,6 +1,7 @@
 #include "cli/evaluate_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <ostream>
@@ -18,8 +19,15 @@ std::string fmt(const char* format, double v) {
   return buf;
 }
 
+// Milliseconds as the decision's messages print them: whole from 100 ms ("16283 ms", as
+// "each 22737 ms step" reads in the message below the table), 1 decimal from 1 ms, 2
+// below. The trial of 2026-12-06 read "16280.0 ms" (a step stored to 4 significant
+// digits, printed with a decimal) as a measured tenth.
 std::string ms(double s) {
-  return s < 0.01 ? fmt("%.2f ms", s * 1e3) : fmt("%.1f ms", s * 1e3);
+  const double v = s * 1e3;
+  if (v == 0) return "0 ms";
+  if (std::fabs(v) >= 100) return fmt("%.0f ms", v);
+  return std::fabs(v) >= 1 ? fmt("%.1f ms", v) : fmt("%.2f ms", v);
 }
 
 // "1 proc", "8 procs".
