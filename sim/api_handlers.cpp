@@ -15,6 +15,7 @@
 #include "sim/kubelet.h"
 #include "sim/protobuf_body.h"
 #include "sim/query_options.h"
+#include "sim/server_side_apply.h"
 #include "sim/table.h"
 #include "sim/wire_times.h"
 
@@ -759,6 +760,41 @@ void check_builtin_update(const ResourceInfo& r, const std::string& name, const 
   }
 }
 
+// The field manager context of a write to `r` (sim/server_side_apply.h).
+ManagedFieldsContext managed_fields_context(const ResourceInfo& r, const std::string& sub) {
+  ManagedFieldsContext ctx;
+  ctx.schema = r.custom && r.schema ? r.schema.get() : nullptr;
+  ctx.api_version = r.api_version();
+  ctx.subresource = sub;
+  ctx.status_subresource = r.status_subresource;
+  ctx.now = format_rfc3339(Clock::now());
+  return ctx;
+}
+
+// PatchOptions.force: absent is false, present a Go query boolean (query_options.h).
+bool apply_forced(const Request& request) {
+  const auto force = request.find_query_param("force");
+  return force && go_query_bool(*force);
+}
+
+std::string manager_of(const Request& request) {
+  return field_manager_name(request.query_param("fieldManager"),
+                            std::string(request.header("User-Agent")));
+}
+
+// The managedFields an Update leaves, set again on the object admission returned
+// (upstream's field manager runs before the mutating webhooks, which cannot change them).
+void keep_managed_fields(const json& tracked, json& mutated) {
+  if (!mutated.is_object()) return;
+  if (!mutated.contains("metadata") || !mutated["metadata"].is_object())
+    mutated["metadata"] = json::object();
+  if (tracked.contains("metadata") && tracked["metadata"].contains("managedFields")) {
+    mutated["metadata"]["managedFields"] = tracked["metadata"]["managedFields"];
+  } else {
+    mutated["metadata"].erase("managedFields");
+  }
+}
+
 json gvk(const ResourceInfo& r) {
   return {{"group", r.group}, {"version", r.version}, {"kind", r.kind}};
 }
@@ -778,6 +814,13 @@ json ApiHandlers::admitted_create(const Request& request, const ResourceInfo& r,
                                   const std::string& ns, Write& w) {
   json object = typed(r, parse_body(request), ns);
   check_unknown_fields(request, r, object, w.warnings);
+  // Field ownership (sim/server_side_apply.h): an apply owns its configuration, any other
+  // create the fields it sets.
+  const ManagedFieldsContext ctx = managed_fields_context(r, "");
+  object =
+      is_apply_patch(request)
+          ? apply_configuration(nullptr, object, manager_of(request), apply_forced(request), ctx)
+          : track_update(nullptr, std::move(object), manager_of(request), ctx);
   AdmissionAttributes a;
   a.operation = "CREATE";
   a.resource = r;
@@ -791,6 +834,7 @@ json ApiHandlers::admitted_create(const Request& request, const ResourceInfo& r,
   a.object = object;
   a.old_object = nullptr;
   json mutated = admission_.mutate(a, w.warnings);
+  keep_managed_fields(object, mutated);
   if (mutated.is_object() && mutated.contains("metadata") && mutated["metadata"].is_object()) {
     const json& meta = mutated["metadata"];
     apply_schema(r, meta.value("name", meta.value("generateName", "")), mutated);
@@ -817,6 +861,10 @@ json ApiHandlers::admitted_update(const Request& request, const ResourceInfo& r,
     json object = typed(r, next(current), ns);
     check_unknown_fields(request, r, object, w.warnings);
     const std::string asked_version = asked_version_of(request, object, current);
+    // An apply's `next` has set the managedFields; any other write is an Update.
+    if (!is_apply_patch(request))
+      object = track_update(current, std::move(object), manager_of(request),
+                            managed_fields_context(r, sub));
     AdmissionAttributes a;
     a.operation = "UPDATE";
     a.resource = r;
@@ -831,8 +879,7 @@ json ApiHandlers::admitted_update(const Request& request, const ResourceInfo& r,
     a.old_object = current;
     json mutated = admission_.mutate(a, w.warnings);
     if (!mutated.is_object()) throw bad_request("the body must be a JSON object");
-    if (!mutated.contains("metadata") || !mutated["metadata"].is_object())
-      mutated["metadata"] = json::object();
+    keep_managed_fields(object, mutated);
     // Written only over the version admission saw: a concurrent change makes the write
     // conflict, and (when the client named no version) it is admitted again. A version
     // that is not a string is left for the store to refuse.
@@ -856,10 +903,10 @@ json ApiHandlers::admitted_update(const Request& request, const ResourceInfo& r,
   }
 }
 
-// Server-side apply, approximated (docs/testing.md): the applied configuration (YAML or
-// JSON) is merged into the live object as a merge patch, or creates it when absent. No
-// managedFields and no field ownership: a field dropped from the configuration stays, and
-// `force` changes nothing because there are no conflicts to force.
+// Server-side apply (sim/server_side_apply.h): the applied configuration (YAML or JSON)
+// merged into the live object with field ownership, or creating it when absent. As
+// upstream's patch handler: a configuration that names a uid or resourceVersion makes
+// them preconditions, and it may not carry managedFields.
 Response ApiHandlers::server_side_apply(const Request& request, const ResourceInfo& r,
                                         const std::string& ns, const std::string& name,
                                         const std::string& sub, Write& w) {
@@ -878,6 +925,12 @@ Response ApiHandlers::server_side_apply(const Request& request, const ResourceIn
   }
   const json applied = parse_body(request);
   if (!applied.is_object()) throw bad_request("the applied configuration must be an object");
+  const json applied_meta = applied.value("metadata", json::object());
+  if (applied_meta.is_object() && applied_meta.contains("managedFields") &&
+      !applied_meta["managedFields"].is_null())
+    throw bad_request("metadata.managedFields must be nil");
+  const std::string applied_uid =
+      applied_meta.is_object() ? applied_meta.value("uid", std::string()) : std::string();
   bool exists = true;
   try {
     store_.get(r, ns, name);
@@ -885,15 +938,36 @@ Response ApiHandlers::server_side_apply(const Request& request, const ResourceIn
     if (e.code() != 404 || !sub.empty()) throw;
     exists = false;
   }
-  if (!exists) return object_response(201, admitted_create(request, r, ns, w));
-  return object_response(200, admitted_update(
-                                  request, r, ns, name, sub,
-                                  [&](const json& current) {
-                                    json next = current;
-                                    next.merge_patch(applied);
-                                    return next;
-                                  },
-                                  w));
+  if (!exists) {
+    // patch.go applyPatch: a uid names an object that must exist.
+    if (!applied_uid.empty()) {
+      json status =
+          failure_status(409, "Conflict",
+                         "Operation cannot be fulfilled on " + r.qualified_plural() + " \"" + name +
+                             "\": uid mismatch: the provided object specified uid " + applied_uid +
+                             ", and no existing object was found");
+      status["details"] = {{"name", name}, {"kind", r.plural}};
+      if (!r.group.empty()) status["details"]["group"] = r.group;
+      throw ApiError(status);
+    }
+    return object_response(201, admitted_create(request, r, ns, w));
+  }
+  const bool force = apply_forced(request);
+  return object_response(
+      200, admitted_update(
+               request, r, ns, name, sub,
+               [&](const json& current) {
+                 // The uid is immutable (ValidateObjectMetaUpdate); a resourceVersion other
+                 // than the live one is the store's optimistic-concurrency 409.
+                 const std::string live_uid = current["metadata"].value("uid", "");
+                 if (!applied_uid.empty() && applied_uid != live_uid)
+                   throw invalid(r, name, "metadata.uid", "FieldValueInvalid",
+                                 "Invalid value: \"" + applied_uid + "\": field is immutable");
+                 json config = typed(r, applied, ns);
+                 return apply_configuration(current, config, manager_of(request), force,
+                                            managed_fields_context(r, sub));
+               },
+               w));
 }
 
 json ApiHandlers::admitted_scale(const Request& request, const ResourceInfo& r,

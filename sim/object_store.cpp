@@ -341,6 +341,9 @@ json ObjectStore::write_locked(const ResourceInfo& r, const std::string& ns,
     } else {
       next.erase("status");
     }
+    // ... and metadata.managedFields, which record the status write's manager.
+    if (object["metadata"].contains("managedFields"))
+      next["metadata"]["managedFields"] = object["metadata"]["managedFields"];
   } else {
     next = object;
     const json& cm = current["metadata"];
