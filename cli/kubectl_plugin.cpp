@@ -395,12 +395,14 @@ std::string evaluation_table(const json& e) {
           e.value("policy", "-").empty() ? "-" : e.value("policy", "-")}});
   }
   if (!e.value("message", "").empty()) out += "\n" + e.value("message", "") + "\n";
-  if (!e["advice"].empty()) {
+  const json& advice = member(e, "advice");
+  if (advice.is_array() && !advice.empty()) {
     out += "\nAdvice:\n";
-    for (const auto& a : e["advice"]) out += "  - " + a.get<std::string>() + "\n";
+    for (const auto& a : advice) out += "  - " + a.get<std::string>() + "\n";
   }
   std::vector<std::string> other;
-  for (const auto& w : e["warnings"]) {
+  const json& warnings = member(e, "warnings");
+  for (const auto& w : warnings.is_array() ? warnings : json::array()) {
     const std::string text = w.get<std::string>();
     if (text.rfind("commgate: to run ", 0) != 0) other.push_back(text);
   }
@@ -503,19 +505,23 @@ std::string explanation_text(const json& x) {
     out += "\nAdvice:\n";
     for (const json& a : d["advice"]) out += "  - " + str(a, "text") + "\n";
   }
-  if (!x["conditions"].empty()) {
+  // member(): a key explanation_of always writes, read without const operator[]'s
+  // assertion (undefined behaviour in a release build) when a caller's object lacks it.
+  const json& conditions = member(x, "conditions");
+  if (conditions.is_array() && !conditions.empty()) {
     std::vector<std::vector<std::string>> rows = {{"TYPE", "STATUS", "REASON", "MESSAGE"}};
-    for (const json& c : x["conditions"])
+    for (const json& c : conditions)
       rows.push_back({str(c, "type"), str(c, "status"), str(c, "reason"), str(c, "message")});
     out += "\nConditions:\n" + table_text(rows, "  ");
   }
-  if (x["events"].is_null()) {
+  const json& events = member(x, "events");
+  if (!events.is_array()) {
     out += "\nEvents: (could not be listed)\n";
-  } else if (x["events"].empty()) {
+  } else if (events.empty()) {
     out += "\nEvents: none\n";
   } else {
     std::vector<std::vector<std::string>> rows = {{"AGE", "TYPE", "REASON", "MESSAGE"}};
-    for (const json& e : x["events"])
+    for (const json& e : events)
       rows.push_back({str(e, "age"), str(e, "type"), str(e, "reason"), str(e, "message")});
     out += "\nEvents:\n" + table_text(rows, "  ");
   }
