@@ -66,18 +66,23 @@ void read_template(ObjectReader& spec, TrainingJobSpec& out, Verbatim verbatim) 
   if (verbatim == Verbatim::kKeep) out.pod_template = raw;
 }
 
+}  // namespace
+
+std::string model_parameters_problem(double parameters) {
+  if (parameters != std::floor(parameters)) return "must be a whole number of gradient elements";
+  if (parameters > 1e15) return "must be <= 1P (1e15), got " + std::to_string(parameters);
+  return "";
+}
+
+namespace {
+
 void read_model(ObjectReader& spec, ModelSpec& m) {
   auto model = spec.object("model", P::kRequired);
   if (auto params = model.quantity("parameters", P::kRequired, 1)) {
-    if (*params != std::floor(*params)) {
-      model.errors().add(model.path_of("parameters"),
-                         "must be a whole number of gradient elements");
-    } else if (*params > 1e15) {
-      model.errors().add(model.path_of("parameters"),
-                         "must be <= 1P (1e15), got " + std::to_string(*params));
-    } else {
+    if (const std::string problem = model_parameters_problem(*params); !problem.empty())
+      model.errors().add(model.path_of("parameters"), problem);
+    else
       m.parameters = *params;
-    }
   }
   m.gradient_dtype = model.one_of("gradientDtype", P::kOptional, kGradientDtypes).value_or("fp32");
   m.optimizer = model.one_of("optimizer", P::kOptional, kOptimizers).value_or(kDefaultOptimizer);
@@ -101,8 +106,8 @@ void read_model(ObjectReader& spec, ModelSpec& m) {
   if (!m.torch_script.empty() && !model.raw("inputShape")) {
     model.errors().add(model.path_of("inputShape"), "required when torchScript is set");
   }
-  m.batch_size =
-      static_cast<int>(model.integer("batchSize", P::kOptional, 1, 1 << 20).value_or(32));
+  m.batch_size = static_cast<int>(
+      model.integer("batchSize", P::kOptional, 1, kMaxModelBatchSize).value_or(32));
   m.step_time_hint_ms = model.positive("stepTimeHintMs", P::kOptional);
   model.reject_unknown_fields();
 }

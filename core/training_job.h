@@ -32,6 +32,15 @@ struct ModelSpec {
   double gradient_bytes() const;
 };
 
+// The most a model's batchSize may be (spec.model.batchSize, and the Kueue check's
+// commgate.io/batch-size annotation).
+inline constexpr int kMaxModelBatchSize = 1 << 20;
+
+// What is wrong with a model's parameter count (a quantity >= 1, as read): "" when it is a
+// whole number of gradient elements up to 1e15. spec.model.parameters and the Kueue check's
+// commgate.io/parameters annotation both hold it to this.
+std::string model_parameters_problem(double parameters);
+
 struct RunPolicy {
   std::optional<int64_t> backoff_limit;
   std::optional<int64_t> active_deadline_seconds;

@@ -1,7 +1,6 @@
 #include "operator/kueue_model_annotations.h"
 
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <set>
 
@@ -17,7 +16,6 @@ constexpr std::array<const char*, 6> kModelAnnotationKeys = {ma::kParameters,  m
                                                              ma::kBatchSize,   ma::kOptimizer,
                                                              ma::kTorchScript, ma::kInputShape};
 constexpr const char* kModelAnnotationsPath = "metadata.annotations";
-constexpr int64_t kModelMaxBatchSize = 1 << 20;  // spec.model.batchSize's maximum
 
 std::string model_annotation_path(const std::string& key) {
   return std::string(kModelAnnotationsPath) + "[" + key + "]";
@@ -52,13 +50,8 @@ void model_read_parameters(ObjectReader& r, ModelSpec& m) {
   }
   auto params = r.quantity(ma::kParameters, Presence::kOptional, 1);
   if (!params) return;
-  // As core/training_job.cpp reads spec.model.parameters.
-  if (*params != std::floor(*params))
-    r.errors().add(model_annotation_path(ma::kParameters),
-                   "must be a whole number of gradient elements");
-  else if (*params > 1e15)
-    r.errors().add(model_annotation_path(ma::kParameters),
-                   "must be <= 1P (1e15), got " + std::to_string(*params));
+  if (const std::string problem = model_parameters_problem(*params); !problem.empty())
+    r.errors().add(model_annotation_path(ma::kParameters), problem);
   else
     m.parameters = *params;
 }
@@ -67,10 +60,10 @@ void model_read_batch_size(ObjectReader& r, ModelSpec& m) {
   auto text = r.string(ma::kBatchSize, Presence::kOptional, true);
   if (!text) return;
   const auto v = model_whole_number(*text);
-  if (!v || *v < 1 || *v > kModelMaxBatchSize)
+  if (!v || *v < 1 || *v > kMaxModelBatchSize)
     r.errors().add(model_annotation_path(ma::kBatchSize),
                    "must be the per-process batch size, a whole number from 1 to " +
-                       std::to_string(kModelMaxBatchSize) + ", got \"" + *text + "\"");
+                       std::to_string(kMaxModelBatchSize) + ", got \"" + *text + "\"");
   else
     m.batch_size = static_cast<int>(*v);
 }
