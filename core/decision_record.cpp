@@ -323,22 +323,30 @@ std::vector<std::string> decision_fields_changed(const TrainingJobSpec& before,
   return fields;
 }
 
+bool workload_created(const std::string& phase, const std::string& running_reason) {
+  if (phase == "Running" || phase == "Succeeded") return true;
+  // Not created: suspended, or a Job of its name that is not its own stands in the way.
+  return !running_reason.empty() && running_reason != "Suspended" &&
+         running_reason != "PreviousWorkloadExists" && running_reason != "WorkloadNameTaken" &&
+         running_reason != "WorkloadReplaced";
+}
+
 bool workload_created(const Json& status) {
   if (!status.is_object()) return false;
   const std::string phase = status.contains("phase") && status["phase"].is_string()
                                 ? status["phase"].get<std::string>()
                                 : "";
-  if (phase == "Running" || phase == "Succeeded") return true;
+  std::string running_reason;
   const auto conditions = status.find("conditions");
-  if (conditions == status.end() || !conditions->is_array()) return false;
-  for (const Json& c : *conditions) {
-    if (!c.is_object() || c.value("type", Json()) != "Running") continue;
-    const Json reason = c.value("reason", Json());
-    // Not created: suspended, or a Job of its name that is not its own stands in the way.
-    return reason.is_string() && reason != "Suspended" && reason != "PreviousWorkloadExists" &&
-           reason != "WorkloadNameTaken" && reason != "WorkloadReplaced";
+  if (conditions != status.end() && conditions->is_array()) {
+    for (const Json& c : *conditions) {
+      if (!c.is_object() || c.value("type", Json()) != "Running") continue;
+      const Json reason = c.value("reason", Json());
+      if (reason.is_string()) running_reason = reason.get<std::string>();
+      break;
+    }
   }
-  return false;
+  return workload_created(phase, running_reason);
 }
 
 std::string spec_change_not_applied_message(int nodes, const std::string& phase,

@@ -139,6 +139,8 @@ std::vector<std::string> decision_fields_changed(const TrainingJobSpec& before,
 // the decision-relevant spec cannot be applied: the Job's pods and their torchrun world size
 // are fixed when it is created.
 bool workload_created(const nlohmann::json& status);
+// The same from the phase and the Running condition's reason ("" when there is none).
+bool workload_created(const std::string& phase, const std::string& running_reason);
 
 // The words for a spec change that cannot be applied to the running workload, e.g. "the
 // training Job already runs with 2 nodes; delete and resubmit the TrainingJob to change

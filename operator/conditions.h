@@ -4,12 +4,16 @@
 // observedGeneration it was set from, and a lastTransitionTime that changes only when the
 // status does (a new reason or message under the same status keeps the time, so
 // `kubectl describe` shows how long a job has waited, not when it was last looked at).
-// Pure: the conditions are the JSON array stored in .status.conditions.
+// Pure. Two forms: `Conditions`, the typed list of a status the operator owns whole (a
+// TrainingJob's, operator/trainingjob_status.h), and functions on the JSON array of a
+// status other writers share (a CommProfile's, a CommPolicy's, a Kueue Workload's), which
+// keep what they do not know of an entry.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/time_format.h"
 
@@ -48,6 +52,51 @@ struct Condition {
   std::string reason;  // CamelCase
   std::string message;
   int64_t observed_generation = 0;
+};
+
+// One entry as stored in status.conditions (metav1.Condition).
+struct StoredCondition {
+  std::string type;
+  std::string status;
+  std::string reason;
+  std::string message;
+  int64_t observed_generation = 0;
+  std::string last_transition_time;  // RFC 3339
+
+  bool operator==(const StoredCondition&) const = default;
+};
+
+// `wanted` as stored, given the entry of its type now (nullptr: none): the transition
+// time is `now` unless the status stays the same.
+StoredCondition next_condition(const StoredCondition* existing, const Condition& wanted,
+                               TimePoint now);
+
+// A status's conditions, one entry per type, in the order they were first set.
+class Conditions {
+ public:
+  // From status.conditions as stored (null or absent: none). Lenient, as the reconciler
+  // must read what an older operator or a person wrote: entries that are not objects or
+  // have no type are dropped, a field of the wrong type reads as empty.
+  static Conditions from_json(const nlohmann::json& conditions);
+  nlohmann::json to_json() const;
+
+  // Sets `wanted` (metav1's SetStatusCondition): true when anything changed.
+  bool set(const Condition& wanted, TimePoint now);
+  // Removes the entry of `type`; true when there was one.
+  bool remove(const std::string& type);
+  // The entry of `type`, or nullptr (valid until the next set or remove).
+  const StoredCondition* find(const std::string& type) const;
+  // True when an entry of `type` exists with that status.
+  bool is(const std::string& type, const std::string& status) const;
+  bool empty() const { return entries_.empty(); }
+  // Entries set from generation `from` now stand for `to`: a write of this controller's
+  // own moved the generation without changing what they describe.
+  void carry_generation(int64_t from, int64_t to);
+
+  bool operator==(const Conditions&) const = default;
+
+ private:
+  std::vector<StoredCondition> entries_;
 };
 
 // Sets `wanted` in `conditions` (a JSON array; null is taken as empty). An existing entry

@@ -69,12 +69,12 @@ Decision decision_of_record(const DecisionRecord& r) {
   return d;
 }
 
-void put_decision(json& status, const Decision& d, const Measurement* m,
+void put_decision(TrainingJobStatus& status, const Decision& d, const Measurement* m,
                   std::optional<Decision>& to_count) {
   json dj = decision_to_json(d);
-  if (!same_decision(status.value("decision", json()), dj)) to_count = d;
-  status["decision"] = std::move(dj);
-  if (m) status["measurement"] = measurement_to_status(*m);
+  if (!same_decision(status.decision.value_or(json()), dj)) to_count = d;
+  status.decision = std::move(dj);
+  if (m) status.measurement = measurement_to_status(*m);
 }
 
 json measurement_to_status(const Measurement& m) {

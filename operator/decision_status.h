@@ -10,6 +10,7 @@
 #include "core/decision.h"
 #include "core/decision_record.h"
 #include "core/measurement.h"
+#include "operator/trainingjob_status.h"
 
 namespace commgate::op {
 
@@ -38,7 +39,7 @@ Decision decision_of_record(const DecisionRecord& record);
 // Puts decision `d` in status.decision (and the measurement it used in
 // status.measurement); sets `to_count` when it is a new decision (another action, reason,
 // node counts or policy than the one there), to be counted on its policy once written.
-void put_decision(nlohmann::json& status, const Decision& d, const Measurement* m,
+void put_decision(TrainingJobStatus& status, const Decision& d, const Measurement* m,
                   std::optional<Decision>& to_count);
 
 }  // namespace commgate::op

@@ -47,6 +47,36 @@ std::optional<std::string> beyond_probe_reach(const TrainingJob& job, const JobD
          " nodes, or have an admin raise probe.maxNodes or maxExtrapolation";
 }
 
+bool is_workload_demand(const std::string& key) {
+  return key.rfind(kWorkloadDemandPrefix, 0) == 0;
+}
+
+namespace {
+
+// The demand of `job` (a TrainingJob, or the request a Workload stands for) decided as
+// `jd`, under the consumer key `key`; nullopt unless gated for a measurement a probe gives.
+std::optional<MeasurementDemand> gated_demand_of(const std::string& key, const TrainingJob& job,
+                                                 const JobDecision& jd) {
+  if (!jd.policy || jd.decision.action != commgate::Action::kGate ||
+      !is_measurement_gate(jd.decision.reason) || beyond_probe_reach(job, jd))
+    return std::nullopt;
+  MeasurementDemand d;
+  d.job = key;
+  d.ns = job.metadata.namespace_;
+  d.created = job.metadata.creation_timestamp.value_or(TimePoint{});
+  d.pool = jd.profile_name;
+  d.probe_nodes = probe_node_count(job.spec.num_nodes, jd.policy->spec.probe);
+  d.procs_per_node = job.spec.num_proc_per_node;
+  d.model = job.spec.model;
+  d.node_selector = job.spec.node_selector;
+  d.tolerations = job.spec.tolerations;
+  d.policy = *jd.policy;
+  d.gate_message = jd.decision.message;
+  return d;
+}
+
+}  // namespace
+
 std::optional<MeasurementDemand> measurement_demand(const json& object, const Snapshot& snapshot,
                                                     const RecordAuthenticator* records,
                                                     TimePoint now) {
@@ -59,40 +89,30 @@ std::optional<MeasurementDemand> measurement_demand(const json& object, const Sn
     return std::nullopt;
   }
   if (!job.spec.suspend) return std::nullopt;
-  const json& status = object.value("status", json::object());
-  if (status.is_object()) {
-    const json& conditions = status.value("conditions", json::array());
-    const json* failed = find_condition(conditions, condition::kFailed);
-    if (failed != nullptr && failed->value("status", "") == kTrue &&
-        failed->value("observedGeneration", json()) == json(detail::generation_of(object)))
-      return std::nullopt;  // failed for good until the spec changes
-  }
+  const TrainingJobStatus status =
+      TrainingJobStatus::from_json(object.value("status", json::object()));
+  const StoredCondition* failed = status.conditions.find(condition::kFailed);
+  if (failed != nullptr && failed->status == kTrue &&
+      failed->observed_generation == detail::generation_of(object))
+    return std::nullopt;  // failed for good until the spec changes
   std::optional<DecisionRecord> record = decision_record_of(job);
-  if (record && !workload_created(status) && !record_distrust(*record, job, records).empty())
+  if (record && !status.workload_created() && !record_distrust(*record, job, records).empty())
     record.reset();
   const RecordVerdict verdict =
       record ? check_against_record(*record, job.spec) : RecordVerdict::kSpecChanged;
-  if (record && record->action != Action::kGate &&
+  if (record && record->action != commgate::Action::kGate &&
       (verdict == RecordVerdict::kHolds || verdict == RecordVerdict::kDenied))
     return std::nullopt;
   const JobDecision jd =
       decide_for_job(job, snapshot, trusted_requester(record, verdict, records), now);
-  if (!jd.policy || jd.decision.action != Action::kGate ||
-      !is_measurement_gate(jd.decision.reason) || beyond_probe_reach(job, jd))
-    return std::nullopt;
-  MeasurementDemand d;
-  d.job = job.metadata.namespace_ + "/" + job.metadata.name;
-  d.ns = job.metadata.namespace_;
-  d.created = job.metadata.creation_timestamp.value_or(TimePoint{});
-  d.pool = jd.profile_name;
-  d.probe_nodes = probe_node_count(job.spec.num_nodes, jd.policy->spec.probe);
-  d.procs_per_node = job.spec.num_proc_per_node;
-  d.model = job.spec.model;
-  d.node_selector = job.spec.node_selector;
-  d.tolerations = job.spec.tolerations;
-  d.policy = *jd.policy;
-  d.gate_message = jd.decision.message;
-  return d;
+  return gated_demand_of(job.metadata.namespace_ + "/" + job.metadata.name, job, jd);
+}
+
+std::optional<MeasurementDemand> request_measurement_demand(const std::string& key,
+                                                            const TrainingJob& request,
+                                                            const Snapshot& snapshot,
+                                                            TimePoint now) {
+  return gated_demand_of(key, request, decide_for_job(request, snapshot, Requester{}, now));
 }
 
 ProbePlan plan_probe(const std::vector<MeasurementDemand>& demands) {

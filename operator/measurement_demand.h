@@ -19,9 +19,15 @@
 
 namespace commgate::op {
 
+// The keys of the consumers that wait on a pool: a TrainingJob's is "namespace/name"; a
+// Kueue Workload's (operator/kueue_check_reconciler.h) carries this prefix,
+// "kueue-workload:namespace/name", so one list holds both kinds and a probe serves both.
+inline constexpr const char* kWorkloadDemandPrefix = "kueue-workload:";
+bool is_workload_demand(const std::string& key);
+
 // One job's wait for its pool's measurement.
 struct MeasurementDemand {
-  std::string job;  // "namespace/name"
+  std::string job;  // the consumer's key: "namespace/name", or kWorkloadDemandPrefix + it
   std::string ns;
   TimePoint created{};  // metadata.creationTimestamp: the oldest waiting job leads
   std::string pool;
@@ -52,6 +58,16 @@ std::optional<MeasurementDemand> measurement_demand(const nlohmann::json& object
                                                     const Snapshot& snapshot,
                                                     const RecordAuthenticator* records,
                                                     TimePoint now);
+
+// The measurement that `request` waits for, under the consumer key `key`: the request a
+// consumer other than a TrainingJob stands for (a Kueue Workload: its training's node
+// count and processes, its pool's nodeSelector, its job's model, spec.policyRef the
+// AdmissionCheck's CommPolicy), decided by `snapshot` at `now` as a TrainingJob is.
+// nullopt unless it is gated for a measurement a probe can give.
+std::optional<MeasurementDemand> request_measurement_demand(const std::string& key,
+                                                            const TrainingJob& request,
+                                                            const Snapshot& snapshot,
+                                                            TimePoint now);
 
 // The one probe a pool's demand gets (probe at most once per pool at a time).
 struct ProbePlan {

@@ -155,6 +155,12 @@ ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
       }
     }
     for (const std::string& key : waiting_(pool)) {
+      if (is_workload_demand(key)) {
+        auto demand = settings_.workload_demand ? settings_.workload_demand(key, p.view, p.now)
+                                                : std::nullopt;
+        if (demand && demand->pool == pool) p.demands.push_back(std::move(*demand));
+        continue;
+      }
       const auto waiting = parse_key(key);
       if (!waiting) continue;
       const auto job = get_or_null(reader_, trainingjob_path(waiting->ns, waiting->name));
@@ -434,7 +440,8 @@ ReconcileResult MeasurementReconciler::collect(Pool& p, const json& probe) {
     Snapshot after = p.view;
     after.profiles[p.name] = measured;
     for (const MeasurementDemand& d : p.demands) {
-      if (d.job != for_job) continue;
+      // A Workload's check decides from the profile itself (it has no Failed state).
+      if (d.job != for_job || is_workload_demand(d.job)) continue;
       const auto key = parse_key(d.job);
       const auto job =
           key ? get_or_null(reader_, trainingjob_path(key->ns, key->name)) : std::nullopt;
@@ -555,6 +562,8 @@ void MeasurementReconciler::delete_probe(const json& probe) {
 void MeasurementReconciler::tell_jobs(const std::vector<std::string>& jobs, const std::string& type,
                                       const std::string& reason, const std::string& note) {
   for (size_t i = 0; i < jobs.size() && i < kJobsTold; ++i) {
+    // A Workload is told by its check's own Event and message (Kueue copies it to the job).
+    if (is_workload_demand(jobs[i])) continue;
     const auto key = parse_key(jobs[i]);
     if (!key) continue;
     std::string uid;

@@ -66,6 +66,12 @@ struct MeasurementSettings {
   // As the TrainingJob reconcile's: a record without a valid signature is not followed
   // when the demand is computed (measurement_demand).
   std::shared_ptr<const RecordAuthenticator> records;
+  // The demand of a waiting key with kWorkloadDemandPrefix (a Kueue Workload:
+  // operator/kueue_check_reconciler.h workload_measurement_demand) as `snapshot` decides it
+  // at `now`, or nullopt. Unset: such keys are not asked (no Kueue check runs).
+  std::function<std::optional<MeasurementDemand>(const std::string& key, const Snapshot& snapshot,
+                                                 TimePoint now)>
+      workload_demand;
   // Each reconcile logs with the pool's name (field `pool`): the probes it creates and the
   // outcomes it records, the profiles it creates and deletes.
   Logger log = Logger::discard();
@@ -78,7 +84,9 @@ class MeasurementReconciler {
   // pool before one is created (the probe slots), a completed probe's pods that the cache
   // has not seen yet, and the profile before a status write (read-modify-write).
   // waiting: the keys ("namespace/name") of the TrainingJobs whose nodeSelector names the
-  // pool (the process's index; a superset will do: each is asked measurement_demand).
+  // pool (the process's index; a superset will do: each is asked measurement_demand), and
+  // of the Kueue Workloads that may wait on it (kWorkloadDemandPrefix: each is asked
+  // settings.workload_demand).
   // All references must outlive the reconciler.
   MeasurementReconciler(const kube::Reader& reader, const kube::Reader& live_reader,
                         kube::Writer& writer, kube::StatusWriter& status_writer,

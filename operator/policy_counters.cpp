@@ -13,23 +13,24 @@ using nlohmann::json;
 std::vector<std::string> counters_for(const Decision& d) {
   std::vector<std::string> out;
   switch (d.action) {
-    case Action::kAdmit:
+    case commgate::Action::kAdmit:
       out.push_back("admitted");
       if (d.reason == reason::kExempt) out.push_back("exempted");
       if (d.reason == reason::kDryRun && d.would_action) {
-        out.push_back(*d.would_action == Action::kDeny ? "dryRunWouldDeny" : "dryRunWouldDownsize");
+        out.push_back(*d.would_action == commgate::Action::kDeny ? "dryRunWouldDeny"
+                                                                 : "dryRunWouldDownsize");
       }
       break;
-    case Action::kDownsize:
+    case commgate::Action::kDownsize:
       out.push_back("downsized");
       break;
-    case Action::kDeny:
+    case commgate::Action::kDeny:
       out.push_back("denied");
       break;
-    case Action::kWarn:
+    case commgate::Action::kWarn:
       out.push_back("warned");
       break;
-    case Action::kGate:
+    case commgate::Action::kGate:
       out.push_back("gated");
       break;
   }

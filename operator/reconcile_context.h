@@ -15,6 +15,7 @@
 #include "operator/object_fields.h"
 #include "operator/object_paths.h"
 #include "operator/trainingjob_reconciler.h"
+#include "operator/trainingjob_status.h"
 
 namespace commgate::op {
 
@@ -22,7 +23,7 @@ struct TrainingJobReconciler::Context {
   std::string key, ns, name, path;
   nlohmann::json object;  // the TrainingJob as last read or written
   TrainingJob job;
-  nlohmann::json status = nlohmann::json::object();  // the status to write; starts as the object's
+  TrainingJobStatus status;  // the status to write; starts as the object's
   TimePoint now{};
   std::shared_ptr<const Snapshot> snapshot;
   // Who asked for the job, where a signed record for its current spec says so (a gate
@@ -43,11 +44,10 @@ struct TrainingJobReconciler::Context {
   // True when the condition changed (a new type, status, reason, message or generation).
   bool condition(const char* type, const char* status_value, const std::string& reason,
                  const std::string& message) {
-    return set_condition(
-        status["conditions"],
+    return status.conditions.set(
         Condition{type, status_value, reason, message, detail::generation_of(object)}, now);
   }
-  void set_phase(const char* p) { status["phase"] = p; }
+  void set_phase(const char* p) { status.phase = p; }
   std::string pool() const { return pool_name(job.spec.node_selector); }
 };
 

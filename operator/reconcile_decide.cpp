@@ -25,7 +25,7 @@ TrainingJobReconciler::Verdict TrainingJobReconciler::decide(Context& ctx) {
   // key, one without a valid signature (written or copied past the webhook: a namespace
   // it does not see, or failurePolicy Ignore while it was down) is decided again. Once the
   // workload exists it was made under a record this operator trusted.
-  if (record && !workload_created(ctx.status)) {
+  if (record && !ctx.status.workload_created()) {
     if (const std::string why = record_distrust(*record, ctx.job, settings_.records.get());
         !why.empty()) {
       // Once: the decision that follows writes a signed record, which verifies.
@@ -46,14 +46,13 @@ TrainingJobReconciler::Verdict TrainingJobReconciler::decide(Context& ctx) {
       record->action != commgate::Action::kDeny &&
       (verdict == RecordVerdict::kSpecChanged ||
        verdict == RecordVerdict::kNodesDifferFromRecord) &&
-      workload_created(ctx.status)) {
+      ctx.status.workload_created()) {
     // Only numNodes when the spec with the admitted count is the one recorded.
     std::vector<std::string> fields;
     if (decision_spec_hash(ctx.job.spec, record->admitted_nodes) == record->spec_hash)
       fields.push_back("spec.numNodes");
     const std::string message =
-        spec_change_not_applied_message(record->admitted_nodes, ctx.status.value("phase", ""),
-                                        fields) +
+        spec_change_not_applied_message(record->admitted_nodes, ctx.status.phase, fields) +
         " (the change is not applied: the workload keeps the size commgate admitted)";
     if (ctx.condition(condition::kSpecApplied, kFalse, op_reason::kSpecChangeNotApplied, message))
       event(ctx, "Warning", op_reason::kSpecChangeNotApplied, "Decide", message);
@@ -62,8 +61,7 @@ TrainingJobReconciler::Verdict TrainingJobReconciler::decide(Context& ctx) {
     ctx.spec_change_not_applied = true;
     return follow(ctx, *record);
   }
-  remove_condition(ctx.status["conditions"], condition::kSpecApplied);
-  if (ctx.status["conditions"].empty()) ctx.status.erase("conditions");
+  ctx.status.conditions.remove(condition::kSpecApplied);
   if (record && record->action != commgate::Action::kGate &&
       (verdict == RecordVerdict::kHolds || verdict == RecordVerdict::kDenied))
     return follow(ctx, *record);
@@ -78,13 +76,10 @@ TrainingJobReconciler::Verdict TrainingJobReconciler::follow(Context& ctx,
   Verdict v;
   v.kind = Verdict::Kind::kFollow;
   v.record = record;
-  const json& observed = ctx.status.value("observedGeneration", json());
-  const bool status_of_older_spec =
-      !observed.is_number_integer() || observed.get<int64_t>() != generation_of(ctx.object);
+  const bool status_of_older_spec = ctx.status.observed_generation != generation_of(ctx.object);
   // A spec change the running workload does not follow keeps the decision shown: the
   // workload runs under it, whatever a newer measurement would say of the spec now.
-  v.show_decision = !ctx.status.value("decision", json()).is_object() ||
-                    (status_of_older_spec && !ctx.spec_change_not_applied);
+  v.show_decision = !ctx.status.decision || (status_of_older_spec && !ctx.spec_change_not_applied);
   if (v.show_decision) {
     // Decided before the operator saw the job, or this spec (by the webhook, again after
     // an edit, perhaps to the same action and count): the decision shown has its
@@ -99,14 +94,10 @@ TrainingJobReconciler::Verdict TrainingJobReconciler::follow(Context& ctx,
 TrainingJobReconciler::Verdict TrainingJobReconciler::decide_once(Context& ctx,
                                                                   const std::string& gate_reason) {
   enter(ctx, Step::kDecide);
-  // Written by operators before the measurement controller (issue #21): the pool's
-  // CommProfile keeps the probe's attempts now.
-  ctx.status.erase("probeAttempts");
-  ctx.status.erase("nextProbeTime");
   // A new spec (a new generation since the status was written) is not failed for good.
-  const json& observed = ctx.status.value("observedGeneration", json());
-  if (observed.is_number_integer() && observed.get<int64_t>() != generation_of(ctx.object))
-    remove_condition(ctx.status["conditions"], condition::kFailed);
+  if (ctx.status.observed_generation &&
+      *ctx.status.observed_generation != generation_of(ctx.object))
+    ctx.status.conditions.remove(condition::kFailed);
   Verdict v;
   v.jd = decide_now(ctx);
   const JobDecision& jd = v.jd;
@@ -174,8 +165,7 @@ TrainingJobReconciler::Outcome TrainingJobReconciler::act(Context& ctx, const Ve
           put_decision(ctx.status, decision_of_record(record), nullptr, ctx.to_count);
         }
       }
-      const std::string message =
-          ctx.status.value("decision", json::object()).value("message", record.message);
+      const std::string message = ctx.status.decision_message(record.message);
       return admitted_or_denied(ctx, record.action, record.reason, message);
     }
     case Verdict::Kind::kDecided: {
@@ -192,9 +182,8 @@ TrainingJobReconciler::Outcome TrainingJobReconciler::act(Context& ctx, const Ve
   const bool namespace_unknown = d.reason == reason::kNamespaceUnknown;
   put_decision(ctx.status, d, jd.measurement && !namespace_unknown ? &*jd.measurement : nullptr,
                ctx.to_count);
-  ctx.status.erase("admittedNodes");
-  if (measurement_gate &&
-      condition_is(ctx.status.value("conditions", json::array()), condition::kFailed, kTrue)) {
+  ctx.status.admitted_nodes.reset();
+  if (measurement_gate && ctx.status.conditions.is(condition::kFailed, kTrue)) {
     // Failed for good: until the spec changes, with the Admitted condition fail_for_good
     // wrote (why no probe can measure the pool), not the gate's "no measurement yet".
     ctx.set_phase(phase::kFailed);
@@ -223,7 +212,7 @@ TrainingJobReconciler::Outcome TrainingJobReconciler::admitted_or_denied(
     Context& ctx, commgate::Action action, const std::string& reason, const std::string& message) {
   if (action == commgate::Action::kDeny) {
     ctx.set_phase(phase::kRejected);
-    ctx.status["admittedNodes"] = 0;
+    ctx.status.admitted_nodes = 0;
     ctx.condition(condition::kAdmitted, kFalse, reason, message);
     return Action::await_change();
   }
@@ -264,12 +253,7 @@ void TrainingJobReconciler::patch_decision(Context& ctx, const JobDecision& jd,
   // Conditions computed for the spec before this patch hold for the patched one: the
   // patch is this decision's own.
   const int64_t after = generation_of(ctx.object);
-  if (ctx.status.contains("conditions") && ctx.status["conditions"].is_array()) {
-    for (json& c : ctx.status["conditions"]) {
-      if (c.is_object() && c.value("observedGeneration", json()) == json(before))
-        c["observedGeneration"] = after;
-    }
-  }
+  ctx.status.conditions.carry_generation(before, after);
   count("commgate_operator_decisions_total", "action", commgate::to_string(jd.decision.action));
   const commgate::Decision& d = jd.decision;
   ctx.log.info(

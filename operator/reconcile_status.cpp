@@ -26,13 +26,12 @@ ReconcileResult TrainingJobReconciler::fail_for_good(Context& ctx, const std::st
 
 void TrainingJobReconciler::sync_status(Context& ctx) {
   enter(ctx, Step::kStatus);
-  ctx.status["observedGeneration"] = generation_of(ctx.object);
-  if (ctx.status.contains("conditions") && ctx.status["conditions"].empty())
-    ctx.status.erase("conditions");
+  ctx.status.observed_generation = generation_of(ctx.object);
+  json next = ctx.status.to_json();
   const json& current = ctx.object.value("status", json::object());
-  if (ctx.status == current) return;  // nothing changed: no write
+  if (next == current) return;  // nothing changed: no write
   json object = ctx.object;
-  object["status"] = ctx.status;
+  object["status"] = std::move(next);
   try {
     ctx.object = status_writer_.update_status(ctx.path, object);
   } catch (const ApiError& e) {
@@ -42,7 +41,7 @@ void TrainingJobReconciler::sync_status(Context& ctx) {
   remember_write(ctx);
   status_writes_.inc();
   ctx.log.debug("status written",
-                {{"phase", ctx.status.value("phase", "")},
+                {{"phase", ctx.status.phase},
                  {"resourceVersion", meta_string(ctx.object, "resourceVersion")}});
   if (ctx.to_count) {
     const Decision d = *std::exchange(ctx.to_count, std::nullopt);

@@ -114,9 +114,7 @@ ReconcileResult TrainingJobReconciler::wait_for_measurement(Context& ctx, const 
 }
 
 void TrainingJobReconciler::settle_probed(Context& ctx, const JobDecision& jd) {
-  if (!jd.measurement || !ctx.status.contains("conditions")) return;
-  const json* probed = find_condition(ctx.status["conditions"], condition::kProbed);
-  if (probed == nullptr || probed->value("status", "") != kFalse) return;
+  if (!jd.measurement || !ctx.status.conditions.is(condition::kProbed, kFalse)) return;
   const Measurement& m = *jd.measurement;
   ctx.condition(condition::kProbed, kTrue, kReasonProbeSucceeded,
                 pool_measured(jd.profile_name, m.nodes_probed, m.link.busbw_bytes_per_s, m.backend,

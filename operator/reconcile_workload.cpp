@@ -16,7 +16,7 @@ using nlohmann::json;
 using namespace detail;
 
 ReconcileResult TrainingJobReconciler::run_workload(Context& ctx, const DecisionRecord& record) {
-  ctx.status["admittedNodes"] = record.admitted_nodes;
+  ctx.status.admitted_nodes = record.admitted_nodes;
   const char* decided = decision_phase(record.action);
   if (ctx.job.spec.suspend) {
     ctx.set_phase(decided);
@@ -34,7 +34,7 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
   enter(ctx, Step::kWorkload);
   const std::string path = jobs_collection(ctx.ns) + "/" + ctx.name;
   std::optional<json> workload = get_or_null(reader_, path);
-  const std::string phase_now = ctx.status.value("phase", "");
+  const std::string phase_now = ctx.status.phase;
   if (!workload && (phase_now == phase::kSucceeded || phase_now == phase::kFailed)) {
     // The training ran to its end and its Job is gone (ttlSecondsAfterFinished, or deleted
     // by hand): the job is over, it is not started again.
@@ -67,7 +67,7 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
                 std::to_string(ctx.job.spec.num_proc_per_node) +
                 (ctx.job.spec.num_proc_per_node == 1 ? " process" : " processes"));
       // The one Job this TrainingJob runs: only the Job of this uid is ever held to it.
-      ctx.status["workloadUID"] = meta_string(*created, "uid");
+      ctx.status.workload_uid = meta_string(*created, "uid");
       workload = std::move(created);  // its status arrives with the next change
     } else {
       // A Job of this name exists that the cache does not hold: ours, created a moment
@@ -105,11 +105,11 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
   // controller; the operator took it for its workload and grew it to the admitted count).
   // The workload is the Job whose uid the operator recorded when it created it, in the
   // status no `edit` user can write.
-  const std::string recorded = ctx.status.value("workloadUID", "");
+  const std::string recorded = ctx.status.workload_uid;
   const std::string uid = meta_string(*workload, "uid");
-  if (recorded.empty() && workload_created(ctx.status)) {
+  if (recorded.empty() && ctx.status.workload_created()) {
     // Created by an operator from before uids were recorded, which reported it running.
-    ctx.status["workloadUID"] = uid;
+    ctx.status.workload_uid = uid;
   } else if (uid != recorded) {
     // Not the Job commgate created: a Job that names this TrainingJob its controller, made
     // by someone else (or commgate's own from a reconcile that ended before it recorded
@@ -143,9 +143,8 @@ bool TrainingJobReconciler::ensure_workload(Context& ctx, const DecisionRecord& 
   const WorkloadState state = workload_state(*workload, pods_of(*workload, ctx.ns));
   if (state.reason == op_reason::kPodsUnschedulable) {
     // Once per episode: when the Running condition does not say it yet.
-    const json conditions = ctx.status.value("conditions", json::array());
-    const json* running = find_condition(conditions, condition::kRunning);
-    if (!running || running->value("reason", "") != op_reason::kPodsUnschedulable)
+    const StoredCondition* running = ctx.status.conditions.find(condition::kRunning);
+    if (!running || running->reason != op_reason::kPodsUnschedulable)
       event(ctx, "Warning", op_reason::kPodsUnschedulable, "Launch", state.message);
     const auto timeout = settings_.workload.unschedulable_timeout;
     if (timeout.count() > 0 && state.unschedulable_since) {

@@ -160,8 +160,7 @@ TrainingJobReconciler::Outcome TrainingJobReconciler::read(Context& ctx) {
   ctx.object = std::move(*object);
   // Being deleted: the garbage collector removes what it owns; nothing to start now.
   if (!meta_string(ctx.object, "deletionTimestamp").empty()) return Action::await_change();
-  const json& status = ctx.object.value("status", json::object());
-  ctx.status = status.is_object() ? status : json::object();
+  ctx.status = TrainingJobStatus::from_json(ctx.object.value("status", json::object()));
   return std::nullopt;
 }
 
@@ -171,8 +170,7 @@ TrainingJobReconciler::Outcome TrainingJobReconciler::validate(Context& ctx) {
   } catch (const ValidationError& e) {
     return invalid_spec(ctx, e.what());
   }
-  remove_condition(ctx.status["conditions"], condition::kSpecValid);
-  if (ctx.status["conditions"].empty()) ctx.status.erase("conditions");
+  ctx.status.conditions.remove(condition::kSpecValid);
   // A name the workload cannot take would be refused (422) whatever is decided: say so
   // before anything is probed, and stop.
   if (const std::string problem = workload_name_problem(ctx.job); !problem.empty())
@@ -188,11 +186,9 @@ ReconcileResult TrainingJobReconciler::invalid_spec(Context& ctx, const std::str
   // One Event per message: the status write below brings the job back here, and an edit
   // that leaves the same mistake reads the same; recorded again, each was the Event again
   // (a series, "x2" in kubectl describe). The condition written says what was told.
-  if (!ctx.status.contains("conditions")) ctx.status["conditions"] = json::array();
-  const json* was = find_condition(ctx.status["conditions"], condition::kSpecValid);
-  const bool told = was && was->value("status", "") == kFalse &&
-                    was->value("reason", "") == op_reason::kInvalidSpec &&
-                    was->value("message", "") == message;
+  const StoredCondition* was = ctx.status.conditions.find(condition::kSpecValid);
+  const bool told = was && was->status == kFalse && was->reason == op_reason::kInvalidSpec &&
+                    was->message == message;
   ctx.condition(condition::kSpecValid, kFalse, op_reason::kInvalidSpec, message);
   if (!told) event(ctx, "Warning", op_reason::kInvalidSpec, "Validate", message);
   return ReconcileError::terminal("invalid TrainingJob " + ctx.key + ": " + message);

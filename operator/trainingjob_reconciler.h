@@ -27,8 +27,9 @@
 // Where each part lives: read, the own writes and the metrics in trainingjob_reconciler.cpp;
 // the steps in reconcile_decide.cpp, reconcile_wait.cpp, reconcile_workload.cpp and
 // reconcile_status.cpp, sharing reconcile_context.h (internal). The pure parts have their
-// own headers, included here: trainingjob_phases.h (phases, reasons), decision_status.h
-// (status.decision, the Event note), measurement_demand.h (who waits on a pool).
+// own headers, included here: trainingjob_phases.h (phases, reasons), trainingjob_status.h
+// (the typed status the steps change), decision_status.h (status.decision, the Event
+// note), measurement_demand.h (who waits on a pool).
 #pragma once
 
 #include <chrono>

@@ -103,18 +103,18 @@ TEST(DecisionStatus, each_action_leads_to_its_phase) {
 }
 
 TEST(DecisionStatus, the_same_decision_again_is_not_counted_twice) {
-  json status = json::object();
+  TrainingJobStatus status;
   std::optional<Decision> to_count;
   put_decision(status, decided(Action::kAdmit, 4, 4), nullptr, to_count);
   ASSERT_TRUE(to_count.has_value());
-  EXPECT_EQ(status["decision"]["action"], "Admit");
+  EXPECT_EQ(status.to_json()["decision"]["action"], "Admit");
 
   to_count.reset();
   Decision again = decided(Action::kAdmit, 4, 4);
   again.message = "worded otherwise";  // not what identifies a decision
   put_decision(status, again, nullptr, to_count);
   EXPECT_FALSE(to_count.has_value());
-  EXPECT_EQ(status["decision"]["message"], "worded otherwise");
+  EXPECT_EQ(status.decision_message(""), "worded otherwise");
 
   put_decision(status, decided(Action::kDownsize, 4, 2), nullptr, to_count);
   EXPECT_TRUE(to_count.has_value());
@@ -178,9 +178,10 @@ TEST(DecisionStatus, the_status_numbers_people_read_have_at_most_four_significan
   c.backward_s = 0.4002;
   c.optimizer_s = 0.07600000000000001;
   m.compute = c;
-  json status = json::object();
+  TrainingJobStatus typed;
   std::optional<Decision> to_count;
-  put_decision(status, d, &m, to_count);
+  put_decision(typed, d, &m, to_count);
+  const json status = typed.to_json();
   std::vector<std::string> found;
   long_numbers(status, "status", found);
   EXPECT_TRUE(found.empty()) << ::testing::PrintToString(found);

@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "core/comm_profile.h"
 #include "core/probe_result.h"
 #include "operator/probe_job.h"
+#include "tests/support/builders.h"
 
 namespace commgate::op {
 namespace COMMGATE_TEST_UNIT {
@@ -127,6 +129,40 @@ TEST(JobsServed, the_jobs_whose_model_a_running_probe_times) {
   EXPECT_EQ(jobs_served(demands, probe_model_annotation(demands[2].model)),
             (std::vector<std::string>{"ml/t5"}));
   EXPECT_TRUE(jobs_served(demands, "").empty());
+}
+
+// A request that is not a TrainingJob (a Kueue Workload's, operator/kueue_check_reconciler.h)
+// waits for its pool's measurement as a gated TrainingJob does, under its own key.
+TEST(MeasurementDemandOfARequest, waits_for_the_pool_under_the_consumers_key) {
+  Snapshot snapshot;
+  snapshot.add_policy({{"apiVersion", "commgate.io/v1alpha1"},
+                       {"kind", "CommPolicy"},
+                       {"metadata", {{"name", "team"}}},
+                       {"spec", {{"maxCommShare", 0.30}, {"probe", {{"maxNodes", 4}}}}}});
+  const TrainingJob request = commgate::testing::a_training_job("wl")
+                                  .namespace_("ml")
+                                  .nodes(6)
+                                  .procs_per_node(2)
+                                  .params(25e6)
+                                  .set("/spec/nodeSelector", {{"pool", "gpu-1g"}})
+                                  .set("/spec/suspend", true)
+                                  .policy_ref("team")
+                                  .build();
+  const std::string key = std::string(kWorkloadDemandPrefix) + "ml/wl";
+  const auto demand = request_measurement_demand(key, request, snapshot, TimePoint{} + 1h);
+  ASSERT_TRUE(demand.has_value());
+  EXPECT_EQ(demand->job, key);
+  EXPECT_EQ(demand->pool, pool_name({{"pool", "gpu-1g"}}));
+  EXPECT_EQ(demand->probe_nodes, 4) << "within probe.maxNodes";
+  EXPECT_EQ(demand->procs_per_node, 2);
+  EXPECT_EQ(demand->model.parameters, 25e6);
+  EXPECT_EQ(demand->policy.metadata.name, "team");
+}
+
+TEST(MeasurementDemandKeys, a_workloads_key_is_told_from_a_trainingjobs) {
+  EXPECT_TRUE(is_workload_demand(std::string(kWorkloadDemandPrefix) + "ml/wl"));
+  EXPECT_FALSE(is_workload_demand("ml/bert"));
+  EXPECT_FALSE(is_workload_demand("ml/kueue-workload:x"));
 }
 
 }  // namespace COMMGATE_TEST_UNIT

@@ -70,10 +70,10 @@ TEST_F(PrinterColumns, commshare_shows_the_stored_share_at_four_significant_digi
 
   const auto trainingjobs = *api_.store().find_resource("commgate.io", "v1alpha1", "trainingjobs");
   json tj = api_.store().get(trainingjobs, "vision", "resnet-small");
-  json status = json::object();
+  TrainingJobStatus status;
   std::optional<Decision> to_count;
   put_decision(status, downsize_with_share(0.013136288998357884), nullptr, to_count);
-  tj["status"] = status;
+  tj["status"] = status.to_json();
   api_.store().update(trainingjobs, "vision", "resnet-small", tj, sim::WritePart::kStatus);
 
   Result get = kubectl({"get", "trainingjobs", "-n", "vision"});

@@ -1,0 +1,434 @@
+#include "operator/kueue_check_reconciler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/comm_profile.h"
+#include "core/field_errors.h"
+#include "core/job_decision.h"
+#include "kube/api_error.h"
+#include "operator/conditions.h"
+#include "operator/decision_status.h"
+#include "operator/kueue_model_annotations.h"
+#include "operator/kueue_should_act.h"
+#include "operator/kueue_training_shape.h"
+#include "operator/measurement_reconciler.h"
+#include "operator/object_fields.h"
+#include "operator/object_paths.h"
+#include "operator/probe_history.h"
+
+namespace commgate::op::kueue {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kWorkloadsGroupVersion = "/apis/kueue.x-k8s.io/v1beta2/namespaces/";
+// The reason of the Event on a Workload whose entry changed state (Kueue's own check
+// controllers write the same words in the note).
+constexpr const char* kCheckEventReason = "AdmissionCheckUpdated";
+// How soon a Workload waiting for its pool's measurement is looked at again.
+constexpr std::chrono::seconds kCheckPendingPoll{5};
+
+// "metadata.annotations[commgate.io/parameters]: ...; spec.podSets[1]...": every error on
+// one line, as a check message is.
+std::string check_errors_text(const FieldErrors& errors) {
+  std::string out;
+  for (const FieldError& e : errors.all()) out += (out.empty() ? "" : "; ") + e.to_string();
+  return out;
+}
+
+std::map<std::string, std::string> check_string_map(const json& object) {
+  std::map<std::string, std::string> out;
+  if (!object.is_object()) return out;
+  for (const auto& [k, v] : object.items())
+    if (v.is_string()) out[k] = v.get<std::string>();
+  return out;
+}
+
+// The pool the training's pods go to: the nodeLabels of the ResourceFlavor assigned to its
+// GPUs (else to any of its resources), and the pod set's own nodeSelector.
+std::map<std::string, std::string> check_pool_selector(const Workload& wl, const PodSet& pod_set,
+                                                       const std::map<std::string, json>& flavors) {
+  std::map<std::string, std::string> selector = pod_set.node_selector;
+  const PodSetAssignment* assignment = wl.admission ? wl.admission->find(pod_set.name) : nullptr;
+  if (!assignment || assignment->flavors.empty()) return selector;
+  auto flavor = assignment->flavors.find("nvidia.com/gpu");
+  if (flavor == assignment->flavors.end()) flavor = assignment->flavors.begin();
+  if (auto it = flavors.find(flavor->second); it != flavors.end())
+    for (const auto& [k, v] :
+         check_string_map(it->second.value(json::json_pointer("/spec/nodeLabels"), json())))
+      selector.emplace(k, v);
+  return selector;
+}
+
+// The largest nvidia.com/gpu allocatable among the snapshot's Nodes that `selector`
+// matches (0: none known).
+int64_t check_gpus_per_node(const Snapshot& snapshot,
+                            const std::map<std::string, std::string>& selector) {
+  if (!snapshot.nodes) return 0;
+  double most = 0;
+  for (const PoolNode& node : *snapshot.nodes) {
+    const bool matches = std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
+      auto it = node.labels.find(kv.first);
+      return it != node.labels.end() && it->second == kv.second;
+    });
+    if (!matches) continue;
+    if (auto it = node.accelerators.find("nvidia.com/gpu"); it != node.accelerators.end())
+      most = std::max(most, it->second);
+  }
+  return static_cast<int64_t>(most);
+}
+
+// What one reconcile reads before it decides: the Workload, our checks, and what the
+// request is made of.
+struct CheckInputs {
+  json object;
+  Workload workload;
+  std::map<std::string, AdmissionCheck> our_checks;
+  std::optional<json> owner_job;
+  std::map<std::string, json> flavors;
+};
+
+std::map<std::string, AdmissionCheck> check_ours(const kube::Reader& reader, const Logger& log) {
+  std::map<std::string, AdmissionCheck> out;
+  for (const json& doc : reader.list(kAdmissionChecks).items) {
+    try {
+      AdmissionCheck check = read_admission_check(doc);
+      if (check.is_ours()) out.emplace(check.metadata.name, std::move(check));
+    } catch (const ValidationError& e) {
+      log.debug(std::string("AdmissionCheck not read: ") + e.what());
+    }
+  }
+  return out;
+}
+
+std::set<std::string> check_names(const std::map<std::string, AdmissionCheck>& checks) {
+  std::set<std::string> names;
+  for (const auto& [name, check] : checks) names.insert(name);
+  return names;
+}
+
+// The CommPolicy the check `name` holds Workloads to ("" for the namespace's).
+std::string check_policy_ref(const std::map<std::string, AdmissionCheck>& checks,
+                             const std::string& name) {
+  auto it = checks.find(name);
+  if (it == checks.end() || !it->second.parameters) return "";
+  return it->second.parameters->name;
+}
+
+// The owner job and the flavors the Workload's request is read from.
+void check_read_request_inputs(const kube::Reader& reader, CheckInputs& in) {
+  const Workload& wl = in.workload;
+  if (wl.owner)
+    if (auto path = owner_job_path(wl.metadata.namespace_, *wl.owner))
+      in.owner_job = detail::get_or_null(reader, *path);
+  if (wl.admission)
+    for (const PodSetAssignment& a : wl.admission->pod_set_assignments)
+      for (const auto& [resource, flavor] : a.flavors)
+        if (!in.flavors.contains(flavor))
+          if (auto doc = detail::get_or_null(reader, std::string(kResourceFlavors) + "/" + flavor))
+            in.flavors.emplace(flavor, std::move(*doc));
+}
+
+// The pool of `wl`'s first training pod set, before its request is known (the node size
+// depends on it).
+std::map<std::string, std::string> check_first_pool(const Workload& wl,
+                                                    const std::map<std::string, json>& flavors) {
+  try {
+    const TrainingShape shape = training_shape(wl, 0);
+    if (const PodSet* ps = shape.pod_sets.empty() ? nullptr : wl.pod_set(shape.pod_sets.front()))
+      return check_pool_selector(wl, *ps, flavors);
+  } catch (const ValidationError&) {
+  }
+  return {};
+}
+
+WorkloadRequest check_request(const CheckInputs& in, const std::string& check,
+                              const Snapshot& snapshot) {
+  const int64_t gpus = check_gpus_per_node(snapshot, check_first_pool(in.workload, in.flavors));
+  return workload_request(in.workload, in.owner_job ? &*in.owner_job : nullptr, in.flavors,
+                          check_policy_ref(in.our_checks, check), gpus);
+}
+
+}  // namespace
+
+std::string workload_path(const std::string& ns, const std::string& name) {
+  return std::string(kWorkloadsGroupVersion) + ns + "/workloads/" + name;
+}
+
+std::optional<std::string> owner_job_path(const std::string& ns, const OwnerReference& owner) {
+  const auto kind = job_kind_of(owner);
+  if (!kind || owner.name.empty()) return std::nullopt;
+  const char* plural = "jobs";
+  switch (*kind) {
+    case JobKind::kPyTorchJob:
+      plural = "pytorchjobs";
+      break;
+    case JobKind::kTrainJob:
+      plural = "trainjobs";
+      break;
+    case JobKind::kJobSet:
+      plural = "jobsets";
+      break;
+    case JobKind::kJob:
+      plural = "jobs";
+      break;
+  }
+  const std::string base = owner.group().empty() ? "/api/" : "/apis/";
+  return base + owner.api_version + "/namespaces/" + ns + "/" + plural + "/" + owner.name;
+}
+
+WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
+                                 const std::map<std::string, json>& flavors,
+                                 const std::string& policy_ref, int64_t gpus_per_node) {
+  WorkloadRequest out;
+  TrainingShape shape;
+  try {
+    shape = training_shape(wl, gpus_per_node);
+  } catch (const ValidationError& e) {
+    out.message = check_errors_text(e.errors());
+    return out;
+  }
+  if (owner_job == nullptr) {
+    out.message = "metadata.ownerReferences: the job that owns the workload (" +
+                  (wl.owner ? wl.owner->kind + " " + wl.owner->name : std::string("none")) +
+                  ") is not found";
+    return out;
+  }
+  const ModelFromAnnotations model = model_from_annotations(
+      check_string_map(owner_job->value(json::json_pointer("/metadata/annotations"), json())));
+  if (model.kind == ModelFromAnnotations::Kind::kInvalid) {
+    out.message = check_errors_text(model.errors);
+    return out;
+  }
+  out.record_key = detail::meta_string(*owner_job, "uid");
+  for (size_t i = 0; i < shape.pod_sets.size(); ++i)
+    out.record_key += (i == 0 ? "|" : ",") + shape.pod_sets[i] + "=" +
+                      std::to_string(wl.admitted_count(shape.pod_sets[i]));
+  // Two checks of ours holding the Workload to two policies decide apart.
+  out.record_key += "|policy=" + policy_ref;
+  if (model.kind == ModelFromAnnotations::Kind::kNone) {
+    out.kind = WorkloadRequest::Kind::kNoModel;
+    return out;
+  }
+  const PodSet& first = *wl.pod_set(shape.pod_sets.front());
+  TrainingJob& job = out.job;
+  job.metadata = wl.metadata;
+  job.spec.num_nodes = static_cast<int>(std::clamp<int64_t>(shape.nodes, 1, kMaxNodes));
+  job.spec.min_nodes = job.spec.num_nodes;  // a Workload is admitted at its count or not
+  job.spec.num_proc_per_node = static_cast<int>(std::max<int64_t>(1, shape.procs_per_node));
+  job.spec.suspend = true;
+  job.spec.node_selector = check_pool_selector(wl, first, flavors);
+  job.spec.tolerations = first.tolerations.is_array() ? first.tolerations : json::array();
+  if (shape.gpus_per_pod > 0)
+    job.spec.template_accelerators["nvidia.com/gpu"] =
+        static_cast<double>(shape.gpus_per_pod * std::max<int64_t>(1, shape.pods_per_node));
+  job.spec.model = model.model;
+  job.spec.policy_ref = policy_ref;
+  out.kind = WorkloadRequest::Kind::kRequest;
+  return out;
+}
+
+CheckOutcome check_outcome(const JobDecision& jd, const json* profile, TimePoint now) {
+  using Kind = CheckOutcome::Kind;
+  if (!jd.policy)
+    return {.kind = Kind::kProbePending,
+            .message = "no CommPolicy to check the workload against: " + jd.policy_error};
+  const Decision& d = jd.decision;
+  switch (d.action) {
+    case commgate::Action::kAdmit:
+    case commgate::Action::kWarn:
+      return {.kind = Kind::kWithinPolicy, .message = d.message};
+    case commgate::Action::kDownsize:
+    case commgate::Action::kDeny:
+      return {.kind = Kind::kOverPolicy,
+              .message = d.message,
+              .largest_passing_nodes = d.largest_passing_nodes};
+    case commgate::Action::kGate:
+      break;
+  }
+  if (!is_measurement_gate(d.reason) || profile == nullptr)
+    return {.kind = Kind::kProbePending, .message = d.message};
+  const json conditions = profile->value(json::json_pointer("/status/conditions"), json::array());
+  const json* probing = find_condition(conditions, kProbingCondition);
+  const std::string probing_message = probing ? probing->value("message", "") : "";
+  if (probing && probing->value("status", "") == kTrue)
+    return {.kind = Kind::kProbePending,
+            .message =
+                "waiting for the measurement of pool " + jd.profile_name + ": " + probing_message};
+  const ProbeHistory history = probe_history_of(*profile);
+  const int attempts = jd.policy->spec.retry_strategy.backoff_limit_count + 1;
+  const bool exhausted = history.failed_attempts >= attempts;
+  if (history.failed_attempts > 0 &&
+      (exhausted || (history.next_probe_time && *history.next_probe_time > now))) {
+    const auto wait = exhausted
+                          ? std::chrono::seconds(jd.policy->spec.retry_strategy.backoff_max_seconds)
+                          : std::chrono::ceil<std::chrono::seconds>(*history.next_probe_time - now);
+    return {.kind = Kind::kProbeFailed,
+            .message =
+                "the probe of pool " + jd.profile_name + " failed: " + history.last_failure_message,
+            .retry_after = std::max(wait, std::chrono::seconds(1))};
+  }
+  return {.kind = Kind::kProbePending,
+          .message = d.message + (probing_message.empty() ? "" : " " + probing_message)};
+}
+
+std::optional<MeasurementDemand> workload_measurement_demand(const kube::Reader& reader,
+                                                             const CheckDecisionRecords& records,
+                                                             const std::string& key,
+                                                             const Snapshot& snapshot,
+                                                             TimePoint now) {
+  if (!is_workload_demand(key)) return std::nullopt;
+  const auto name = detail::parse_key(key.substr(std::string(kWorkloadDemandPrefix).size()));
+  if (!name) return std::nullopt;
+  CheckInputs in;
+  const auto object = detail::get_or_null(reader, workload_path(name->ns, name->name));
+  if (!object) return std::nullopt;
+  try {
+    in.workload = read_workload(*object);
+  } catch (const ValidationError&) {
+    return std::nullopt;
+  }
+  in.our_checks = check_ours(reader, Logger::discard());
+  const ActDecision act = should_act(in.workload, check_names(in.our_checks));
+  if (!act.act) return std::nullopt;
+  check_read_request_inputs(reader, in);
+  const WorkloadRequest request = check_request(in, act.checks.front(), snapshot);
+  if (request.kind != WorkloadRequest::Kind::kRequest || records.find(request.record_key))
+    return std::nullopt;
+  return request_measurement_demand(key, request.job, snapshot, now);
+}
+
+struct KueueCheckReconciler::Context {
+  std::string key;
+  TimePoint now{};
+  Logger log = Logger::discard();
+  std::shared_ptr<const Snapshot> snapshot;
+  CheckInputs in;
+  std::string check;  // the entry being decided
+};
+
+KueueCheckReconciler::KueueCheckReconciler(
+    const kube::Reader& reader, kube::StatusWriter& status_writer, CheckDecisionRecords& records,
+    std::function<std::shared_ptr<const Snapshot>()> snapshot, kube::EventRecorder& events,
+    std::function<TimePoint()> now, CheckReconcilerSettings settings)
+    : reader_(reader),
+      status_writer_(status_writer),
+      snapshot_(std::move(snapshot)),
+      events_(events),
+      now_(std::move(now)),
+      settings_(std::move(settings)),
+      records_(records) {}
+
+kube::ReconcileResult KueueCheckReconciler::reconcile(const std::string& key) {
+  Context ctx;
+  ctx.key = key;
+  ctx.now = now_();
+  ctx.log = settings_.log.with({{"workload", key}});
+  try {
+    // read
+    const auto name = detail::parse_key(key);
+    if (!name) return kube::Action::await_change();
+    const auto object = detail::get_or_null(reader_, workload_path(name->ns, name->name));
+    if (!object) return kube::Action::await_change();
+    ctx.in.object = *object;
+    try {
+      ctx.in.workload = read_workload(*object);
+    } catch (const UnsupportedWorkloadVersion& e) {
+      ctx.log.info(std::string("ignored: ") + e.errors().to_string());
+      return kube::Action::await_change();
+    } catch (const ValidationError& e) {
+      ctx.log.warning(std::string("not read: ") + check_errors_text(e.errors()));
+      return kube::Action::await_change();
+    }
+    ctx.snapshot = snapshot_();
+    if (!ctx.snapshot)
+      return kube::ReconcileError::retryable("no snapshot of policies and profiles yet");
+    ctx.in.our_checks = check_ours(reader_, ctx.log);
+    // guard
+    const ActDecision act = should_act(ctx.in.workload, check_names(ctx.in.our_checks));
+    if (!act.act) {
+      ctx.log.debug("not acting: " + act.reason);
+      return kube::Action::await_change();
+    }
+    check_read_request_inputs(reader_, ctx.in);
+    // decide and write, per entry of ours (one, unless the ClusterQueue lists two of ours)
+    bool waiting = false;
+    for (const std::string& check : act.checks) {
+      ctx.check = check;
+      const CheckOutcome outcome = decide(ctx);
+      waiting = waiting || outcome.kind == CheckOutcome::Kind::kProbePending;
+      write(ctx, check, outcome);
+    }
+    // The pool's CommProfile changing will bring the Workload back (the watch is the
+    // wiring's); until then a Workload waiting for its pool looks again.
+    if (waiting) return kube::Action::requeue_after(kCheckPendingPoll);
+    return kube::Action::await_change();
+  } catch (const kube::ApiError& e) {
+    if (e.conflict()) return kube::Action::requeue_after(std::chrono::milliseconds(100));
+    return kube::ReconcileError::retryable("workload " + key + ": " + e.what());
+  } catch (const std::exception& e) {
+    return kube::ReconcileError::retryable("workload " + key + ": " + e.what());
+  }
+}
+
+CheckOutcome KueueCheckReconciler::decide(Context& ctx) {
+  using Kind = CheckOutcome::Kind;
+  const WorkloadRequest request = check_request(ctx.in, ctx.check, *ctx.snapshot);
+  switch (request.kind) {
+    case WorkloadRequest::Kind::kInvalid:
+      return {.kind = Kind::kBadAnnotations,
+              .message = "commgate cannot check this workload: " + request.message};
+    case WorkloadRequest::Kind::kNoModel:
+      return {.kind = Kind::kNoModel, .message = ""};
+    case WorkloadRequest::Kind::kRequest:
+      break;
+  }
+  if (auto held = records_.find(request.record_key)) return *held;
+  const JobDecision jd = decide_for_job(request.job, *ctx.snapshot, Requester{}, ctx.now);
+  const auto profile = detail::get_or_null(reader_, detail::profile_path(jd.profile_name));
+  const CheckOutcome outcome = check_outcome(jd, profile ? &*profile : nullptr, ctx.now);
+  records_.remember(request.record_key, outcome);
+  return outcome;
+}
+
+void KueueCheckReconciler::write(Context& ctx, const std::string& check,
+                                 const CheckOutcome& outcome) {
+  const Workload& wl = ctx.in.workload;
+  AdmissionCheckState current;
+  current.name = check;
+  if (const AdmissionCheckState* entry = wl.check(check)) current = *entry;
+  const AdmissionCheckState next =
+      next_check_state(current, outcome, wl.conditions.admitted, ctx.now);
+  if (!check_state_changed(current, next)) return;
+  kube::PatchOptions options;
+  options.field_manager = kFieldManager;
+  options.force = true;
+  status_writer_.patch_status(workload_path(wl.metadata.namespace_, wl.metadata.name),
+                              kube::PatchType::kApply, check_state_apply(wl, current, next),
+                              options);
+  ctx.log.info("check " + check + ": " + to_string(next.state) + ": " + next.message);
+  if (const auto note = check_state_event(current, next)) {
+    const bool warning = next.state == CheckState::kRetry || next.state == CheckState::kRejected;
+    events_.record(
+        {kApiVersion, kWorkloadKind, wl.metadata.namespace_, wl.metadata.name, wl.metadata.uid},
+        warning ? "Warning" : "Normal", kCheckEventReason, "Check", *note);
+  }
+}
+
+std::optional<CheckOutcome> CheckDecisionRecords::find(const std::string& record_key) const {
+  std::lock_guard lock(mu_);
+  if (auto it = records_.find(record_key); it != records_.end()) return it->second;
+  return std::nullopt;
+}
+
+void CheckDecisionRecords::remember(const std::string& record_key, const CheckOutcome& outcome) {
+  if (outcome.kind != CheckOutcome::Kind::kWithinPolicy &&
+      outcome.kind != CheckOutcome::Kind::kOverPolicy)
+    return;
+  std::lock_guard lock(mu_);
+  records_[record_key] = outcome;
+}
+
+}  // namespace commgate::op::kueue

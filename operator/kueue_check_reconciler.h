@@ -1,0 +1,163 @@
+// commgate's Kueue admission check (issue #23): the reconcile of one Workload
+// (kueue.x-k8s.io/v1beta2), the second consumer of the measurement controller beside the
+// TrainingJob reconcile. It only decides and acts; the pool's probe is the measurement
+// controller's (operator/measurement_reconciler.h), which sees the Workloads that wait
+// through workload_measurement_demand below. Top to bottom, as Kueue's own check
+// controllers (provisioning/controller.go: get, guard, filter its checks, sync, write):
+//
+//   read     the Workload (gone or of another apiVersion: nothing to do, logged), the
+//            AdmissionChecks that are ours (spec.controllerName commgate.io/comm-check)
+//   guard    should_act (operator/kueue_should_act.h): quota reserved, not finished,
+//            evicted or inactive, one of our entries Pending
+//   request  what the Workload stands for (workload_request): the training pod sets'
+//            node count and processes (operator/kueue_training_shape.h), the pool (the
+//            assigned ResourceFlavor's nodeLabels + the pod set's nodeSelector), the
+//            model from the owner job's annotations (operator/kueue_model_annotations.h),
+//            the CommPolicy of the AdmissionCheck's parameters or of the namespace
+//   decide   the decision record for the job's UID and pod-set counts when one is held;
+//            else core's decide_for_job on the request, once (the webhook's and the
+//            TrainingJob reconcile's decision), and the pool's probe state for a gate
+//   state    step 1's next_check_state: Pending while measured / probed, Retry on a
+//            failed probe (never on an admitted Workload), Ready within policy, Rejected
+//            over it with the largest count that passes
+//   write    our entry only, by server-side apply on workloads/status (field manager
+//            commgate.io/comm-check, force, uid + resourceVersion preconditions), when it
+//            changed; an Event on the Workload when its state changed
+//
+// The decision record. Ready and Rejected are kept per job UID and pod-set counts (the
+// owner job's metadata.uid, "master=1,worker=3"), in this process's memory: another
+// controller's Retry resets our Ready to Pending, and a re-created Workload starts at
+// Pending; both get the same answer back without a second decision or probe. Shortcut: a
+// restarted operator has none, and decides again from the pool's CommProfile (no second
+// probe while the measurement is within the policy's measurementTTL).
+//
+// Not bounded: a Pending entry waits as long as the pool's probe does (its own timeout
+// and retries end in a failure, hence Retry); the CommPolicy has no field bounding the
+// wait of a Pending check yet.
+//
+// Shortcuts of this first part: topology-aware hostnames are not probed on their own (the
+// pool is the flavor's); when pods ask for fewer GPUs than a node has, the node size is
+// the largest nvidia.com/gpu allocatable among the pool's Nodes the snapshot holds (none:
+// one pod per node).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "core/log.h"
+#include "core/snapshot.h"
+#include "core/training_job.h"
+#include "kube/client.h"
+#include "kube/event_recorder.h"
+#include "kube/reconcile_result.h"
+#include "operator/kueue_admission_check.h"
+#include "operator/kueue_check_state.h"
+#include "operator/kueue_workload.h"
+#include "operator/measurement_demand.h"
+
+namespace commgate::op::kueue {
+
+// API paths of the Kueue objects the check reads and writes.
+inline constexpr const char* kAdmissionChecks = "/apis/kueue.x-k8s.io/v1beta2/admissionchecks";
+inline constexpr const char* kResourceFlavors = "/apis/kueue.x-k8s.io/v1beta2/resourceflavors";
+std::string workload_path(const std::string& ns, const std::string& name);
+// The path of the job that owns a Workload; nullopt for an owner kind commgate does not read.
+std::optional<std::string> owner_job_path(const std::string& ns, const OwnerReference& owner);
+
+// What a Workload stands for, as a TrainingJob request the core decision takes.
+struct WorkloadRequest {
+  enum class Kind {
+    kRequest,  // `job` holds it
+    kNoModel,  // the owner job has no model annotation: the policy says (Ready, for now)
+    kInvalid,  // `message` says what is wrong, with field paths
+  };
+  Kind kind = Kind::kInvalid;
+  // metadata: the Workload's namespace, name, uid and creation time; spec: numNodes (and
+  // minNodes: a Workload is not resized), numProcPerNode, nodeSelector, tolerations, model,
+  // policyRef, suspend true.
+  TrainingJob job;
+  // The decision record's key: the owner job's uid, the training pod sets' counts and the
+  // policy reference.
+  std::string record_key;
+  std::string message;
+};
+
+// The request `workload` stands for. owner_job: the job named by its controller
+// ownerReference (null: not found); flavors: ResourceFlavors by name; policy_ref: the
+// AdmissionCheck's CommPolicy ("" for the namespace's); gpus_per_node: the pool's node
+// size (<= 0: not known).
+WorkloadRequest workload_request(const Workload& workload, const nlohmann::json* owner_job,
+                                 const std::map<std::string, nlohmann::json>& flavors,
+                                 const std::string& policy_ref, int64_t gpus_per_node);
+
+// The check's outcome for a request decided as `jd` (decide_for_job); for a gate for the
+// pool's measurement, from `profile`, the pool's CommProfile as read (null: none yet):
+// Pending while its probe runs or is due, Retry (requeueAfterSeconds: the pool's backoff)
+// while the pool waits out a failed probe's backoff or has none left.
+CheckOutcome check_outcome(const JobDecision& jd, const nlohmann::json* profile, TimePoint now);
+
+// The decision records (the header says why in memory): the Ready and Rejected outcomes
+// by WorkloadRequest::record_key. Shared by the reconcile, which writes them, and the
+// measurement demand, for which a recorded Workload waits for nothing. Thread-safe.
+class CheckDecisionRecords {
+ public:
+  std::optional<CheckOutcome> find(const std::string& record_key) const;
+  // Kept only when `outcome` is a decision (Ready or Rejected).
+  void remember(const std::string& record_key, const CheckOutcome& outcome);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, CheckOutcome> records_;
+};
+
+// The measurement the Workload of key `key` (kWorkloadDemandPrefix + "namespace/name")
+// waits for, read through `reader` (Workload, AdmissionChecks, owner job, flavors) and
+// decided by `snapshot` at `now`; nullopt when the check does not act on it, `records`
+// holds its decision, or it needs no probe. MeasurementSettings::workload_demand.
+std::optional<MeasurementDemand> workload_measurement_demand(const kube::Reader& reader,
+                                                             const CheckDecisionRecords& records,
+                                                             const std::string& key,
+                                                             const Snapshot& snapshot,
+                                                             TimePoint now);
+
+struct CheckReconcilerSettings {
+  // Each reconcile logs with the Workload's key (field `workload`).
+  Logger log = Logger::discard();
+};
+
+class KueueCheckReconciler {
+ public:
+  // reader: the caches (Workloads, AdmissionChecks, ResourceFlavors, the owner jobs,
+  // CommProfiles); status_writer: the apply on workloads/status; records: the decision
+  // records, shared with workload_measurement_demand. All references must outlive the
+  // reconciler.
+  KueueCheckReconciler(const kube::Reader& reader, kube::StatusWriter& status_writer,
+                       CheckDecisionRecords& records,
+                       std::function<std::shared_ptr<const Snapshot>()> snapshot,
+                       kube::EventRecorder& events, std::function<TimePoint()> now,
+                       CheckReconcilerSettings settings);
+
+  // key: the Workload's "namespace/name".
+  kube::ReconcileResult reconcile(const std::string& key);
+
+ private:
+  struct Context;
+  CheckOutcome decide(Context& ctx);
+  void write(Context& ctx, const std::string& check, const CheckOutcome& outcome);
+
+  const kube::Reader& reader_;
+  kube::StatusWriter& status_writer_;
+  std::function<std::shared_ptr<const Snapshot>()> snapshot_;
+  kube::EventRecorder& events_;
+  std::function<TimePoint()> now_;
+  CheckReconcilerSettings settings_;
+  CheckDecisionRecords& records_;
+};
+
+}  // namespace commgate::op::kueue

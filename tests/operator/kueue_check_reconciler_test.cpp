@@ -1,0 +1,479 @@
+// operator/kueue_check_reconciler.h: the Kueue admission check's reconcile of one Workload
+// on the in-memory API server (kube/testing/fake_client.h), beside the measurement
+// controller it shares with the TrainingJob reconcile: the state each situation writes,
+// that only our own entry is applied, and that a Workload's wait is one more demand of the
+// pool's single probe.
+#include "operator/kueue_check_reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+
+#include "core/comm_profile.h"
+#include "kube/api_error.h"
+#include "kube/testing/fake_client.h"
+#include "operator/measurement_reconciler.h"
+#include "operator/pool_index.h"
+#include "operator/probe_history.h"
+#include "operator/probe_job.h"
+#include "tests/operator/kueue_test_workloads.h"
+#include "tests/support/builders.h"
+
+namespace commgate::op::kueue {
+namespace COMMGATE_TEST_UNIT {
+
+using commgate::testing::a_training_job;
+using commgate::testing::test_now;
+using kube::testing::FakeClient;
+using nlohmann::json;
+using testing::a_pytorchjob_workload;
+using testing::WorkloadBuilder;
+using namespace std::chrono_literals;
+
+const std::string kWorkloads = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/workloads";
+const std::string kPyTorchJobs = "/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs";
+const std::string kTrainingJobs = "/apis/commgate.io/v1alpha1/namespaces/ml/trainingjobs";
+const std::string kPolicies = "/apis/commgate.io/v1alpha1/commpolicies";
+const std::string kProfiles = "/apis/commgate.io/v1alpha1/commprofiles";
+const std::string kProbeJobs = "/apis/batch/v1/namespaces/commgate-system/jobs";
+const std::string kWorkloadName = "job-train-1a2b3";  // WorkloadBuilder's
+
+// Serves workloads/status applies as kube-apiserver does for the one list the check
+// writes, status.admissionChecks (x-kubernetes-list-type: map, keyed by name): each applied
+// entry merged into the entry of its name, the others untouched; the applied uid and
+// resourceVersion are preconditions (409). The rest of server-side apply (managedFields,
+// conflicts) is the sim's, tested there. Every call is kept.
+class CheckStatusWriter : public kube::StatusWriter {
+ public:
+  struct Call {
+    std::string path;
+    kube::PatchType type;
+    json body;
+    kube::PatchOptions options;
+  };
+  explicit CheckStatusWriter(FakeClient& api) : api_(api) {}
+  json update_status(const std::string& path, const json& object) override {
+    return api_.update_status(path, object);
+  }
+  json patch_status(const std::string& path, kube::PatchType type, const json& body,
+                    const kube::PatchOptions& options) override {
+    calls.push_back({path, type, body, options});
+    if (type != kube::PatchType::kApply) return api_.patch_status(path, type, body, options);
+    json current = api_.get(path);
+    const json& meta = body.at("metadata");
+    for (const char* precondition : {"uid", "resourceVersion"})
+      if (meta.value(precondition, "") != current["metadata"].value(precondition, ""))
+        throw kube::ApiError(409, "Conflict", std::string("precondition ") + precondition,
+                             "PATCH " + path);
+    json& entries = current["status"]["admissionChecks"];
+    if (!entries.is_array()) entries = json::array();
+    for (const json& applied : body["status"]["admissionChecks"]) {
+      auto it = std::find_if(entries.begin(), entries.end(),
+                             [&](const json& e) { return e["name"] == applied["name"]; });
+      if (it == entries.end())
+        entries.push_back(applied);
+      else
+        for (const auto& [k, v] : applied.items()) (*it)[k] = v;
+    }
+    return api_.update_status(path, current);
+  }
+  std::vector<Call> calls;
+
+ private:
+  FakeClient& api_;
+};
+
+class CheckEventSink : public kube::EventSink {
+ public:
+  bool create(const json& event) override {
+    std::lock_guard lock(mu_);
+    events.push_back(event);
+    return true;
+  }
+  bool patch(const std::string&, const std::string&, const json&) override { return true; }
+  std::vector<json> events;
+
+ private:
+  std::mutex mu_;
+};
+
+// The test jobs' model, as the owner job's annotations name it and a probe records it.
+constexpr double kParameters = 25e6;
+
+json a_check_policy() {
+  return {{"apiVersion", "commgate.io/v1alpha1"},
+          {"kind", "CommPolicy"},
+          {"metadata", {{"name", "team"}}},
+          {"spec",
+           {{"maxCommShare", 0.30},
+            {"enforcementAction", "downsize"},
+            {"retryStrategy",
+             {{"backoffLimitCount", 2}, {"backoffBaseSeconds", 30}, {"backoffMaxSeconds", 600}}}}}};
+}
+
+json an_admission_check(const std::string& name, const std::string& controller,
+                        const std::string& policy = "") {
+  json check = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                {"kind", "AdmissionCheck"},
+                {"metadata", {{"name", name}, {"generation", 1}}},
+                {"spec", {{"controllerName", controller}}}};
+  if (!policy.empty())
+    check["spec"]["parameters"] = {
+        {"apiGroup", "commgate.io"}, {"kind", "CommPolicy"}, {"name", policy}};
+  return check;
+}
+
+struct CheckWorld {
+  FakeClient api;
+  CheckStatusWriter status_writer{api};
+  std::shared_ptr<CheckEventSink> sink = std::make_shared<CheckEventSink>();
+  kube::EventRecorder recorder{sink, kube::EventRecorderOptions{}};
+  TimePoint now = test_now();
+  CheckDecisionRecords records;
+  KueueCheckReconciler check{api,
+                             status_writer,
+                             records,
+                             [this] { return snapshot(); },
+                             recorder,
+                             [this] { return now; },
+                             CheckReconcilerSettings{}};
+  MeasurementReconciler measurement{api,
+                                    api,
+                                    api,
+                                    api,
+                                    [this] { return snapshot(); },
+                                    recorder,
+                                    [this] { return now; },
+                                    [this](const std::string& pool) { return waiting_on(pool); },
+                                    measurement_settings()};
+
+  // The policy "team", our AdmissionCheck "comm" holding Workloads to it and another
+  // controller's "prov", the flavor of pool=gpu-1g, and the PyTorchJob that owns the
+  // Workload with `annotations`.
+  explicit CheckWorld(json annotations = {{"commgate.io/parameters", "25M"}}) {
+    api.seed(kPolicies, a_check_policy());
+    api.seed(kAdmissionChecks, an_admission_check("comm", kControllerName, "team"));
+    api.seed(kAdmissionChecks, an_admission_check("prov", "kueue.x-k8s.io/provisioning-request"));
+    api.seed(kResourceFlavors, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                {"kind", "ResourceFlavor"},
+                                {"metadata", {{"name", "gpu-a100"}}},
+                                {"spec", {{"nodeLabels", {{"pool", "gpu-1g"}}}}}});
+    api.seed(kPyTorchJobs, {{"apiVersion", "kubeflow.org/v1"},
+                            {"kind", "PyTorchJob"},
+                            {"metadata",
+                             {{"name", "pytorch-simple"},
+                              {"uid", "job-uid-1"},
+                              {"annotations", std::move(annotations)}}},
+                            {"spec", json::object()}});
+  }
+
+  MeasurementSettings measurement_settings() {
+    MeasurementSettings m;
+    m.probe.gather = 0s;
+    m.workload_demand = [this](const std::string& key, const Snapshot& s, TimePoint t) {
+      return workload_measurement_demand(api, records, key, s, t);
+    };
+    return m;
+  }
+  // The suspended TrainingJobs of `pool` (the process's PoolIndex) and every Workload (a
+  // superset will do).
+  std::vector<std::string> waiting_on(const std::string& pool) const {
+    PoolIndex index;
+    for (const json& tj : api.list(kTrainingJobs).items)
+      index.update("ml/" + tj["metadata"]["name"].get<std::string>(), &tj);
+    std::vector<std::string> keys = index.waiting_on(pool);
+    for (const json& wl : api.list(kWorkloads).items)
+      keys.push_back(std::string(kWorkloadDemandPrefix) + "ml/" +
+                     wl["metadata"]["name"].get<std::string>());
+    return keys;
+  }
+  std::shared_ptr<const Snapshot> snapshot() const {
+    auto s = std::make_shared<Snapshot>();
+    for (const json& p : api.list(kPolicies).items) s->add_policy(p);
+    for (const json& p : api.list(kProfiles).items) {
+      try {
+        CommProfile profile = parse_comm_profile(p, now);
+        s->profiles[profile.metadata.name] = profile;
+      } catch (const ValidationError&) {
+      }
+    }
+    s->loaded_at = now;
+    return s;
+  }
+
+  // A PyTorchJob's Workload of 1 master + 3 workers of one GPU (4 nodes), quota reserved on
+  // flavor gpu-a100, our check and another controller's Pending.
+  static WorkloadBuilder a_workload() {
+    return a_pytorchjob_workload(1, 3)
+        .reserved()
+        .check("comm", "Pending")
+        .check("prov", "Pending", "waiting for capacity");
+  }
+  json submit(const WorkloadBuilder& builder) { return api.seed(kWorkloads, builder.build()); }
+  std::string pool() const { return pool_name({{"pool", "gpu-1g"}}); }
+  std::string profile_path() const { return kProfiles + "/" + pool(); }
+
+  // The pool measured at `busbw_gbps` (4 nodes probed) with the test model's 300 ms step.
+  void measured(double busbw_gbps) {
+    CommProfile profile;
+    profile.metadata.name = pool();
+    profile.node_selector = {{"pool", "gpu-1g"}};
+    LinkRecord link;
+    link.latency_us = 200;
+    link.busbw_gbps = busbw_gbps;
+    link.algbw_gbps = busbw_gbps / 1.5;
+    link.nodes_probed = 4;
+    link.measured_at = now;
+    profile.status.link = link;
+    ComputeStepRecord step;
+    step.parameters = kParameters;
+    step.batch_size = 32;
+    step.optimizer = "adamw";
+    step.step_time_ms = 300;
+    step.forward_ms = 90;
+    step.backward_ms = 180;
+    step.optimizer_ms = 30;
+    step.measured_at = now;
+    profile.status.compute_steps.push_back(step);
+    api.seed(kProfiles, to_json(profile));
+  }
+  // The pool's last probe failed: `attempts` in a row, the next one not before `next_in`.
+  void probe_failed(int attempts, std::chrono::seconds next_in) {
+    ProbeHistory history;
+    history.failed_attempts = attempts;
+    history.next_probe_time = now + next_in;
+    history.last_failure_reason = "ProbeUnschedulable";
+    history.last_failure_message = "0/8 nodes are available";
+    history.last_failure_time = now;
+    api.seed(kProfiles,
+             {{"apiVersion", "commgate.io/v1alpha1"},
+              {"kind", "CommProfile"},
+              {"metadata", {{"name", pool()}}},
+              {"spec", {{"nodeSelector", {{"pool", "gpu-1g"}}}}},
+              {"status",
+               {{"probe", to_json(history)},
+                {"conditions", json::array({{{"type", kProbingCondition},
+                                             {"status", "False"},
+                                             {"reason", "ProbeUnschedulable"},
+                                             {"message", "probe failed"},
+                                             {"lastTransitionTime", format_rfc3339(now)}}})}}}});
+  }
+
+  json workload() const { return *api.peek(kWorkloads + "/" + kWorkloadName); }
+  json entry(const std::string& name) const {
+    const json stored = workload();
+    for (const json& e : stored["status"]["admissionChecks"])
+      if (e["name"] == name) return e;
+    return nullptr;
+  }
+  kube::ReconcileResult reconcile() { return check.reconcile("ml/" + kWorkloadName); }
+  int probes_created() const {
+    int n = 0;
+    for (const std::string& a : api.actions())
+      n += a == "create " + kProbeJobs + "/" + probe_job_name(pool());
+    return n;
+  }
+};
+
+// ---- the state each situation writes (table) ----
+
+struct StateCase {
+  std::string name;
+  std::optional<double> busbw_gbps = std::nullopt;  // the pool measured, else not
+  int failed_attempts = 0;  // the pool's probe failed this many times (0: never)
+  bool admitted = false;
+  json annotations = {{"commgate.io/parameters", "25M"}};
+  std::string want_state;
+  std::string want_message;  // a part of the entry's message
+  std::optional<int> want_requeue_after = std::nullopt;
+};
+
+void PrintTo(const StateCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class KueueCheckStates : public ::testing::TestWithParam<StateCase> {};
+
+TEST_P(KueueCheckStates, writes_our_entry_as_the_situation_says) {
+  const StateCase& c = GetParam();
+  CheckWorld w(c.annotations);
+  if (c.busbw_gbps) w.measured(*c.busbw_gbps);
+  if (c.failed_attempts > 0) w.probe_failed(c.failed_attempts, 90s);
+  WorkloadBuilder b = CheckWorld::a_workload();
+  if (c.admitted) b.condition("Admitted", true);
+  w.submit(b);
+
+  const auto r = w.reconcile();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+
+  const json entry = w.entry("comm");
+  EXPECT_EQ(entry["state"], c.want_state) << entry.dump();
+  EXPECT_NE(entry.value("message", "").find(c.want_message), std::string::npos) << entry.dump();
+  if (c.want_requeue_after)
+    EXPECT_EQ(entry.value("requeueAfterSeconds", -1), *c.want_requeue_after) << entry.dump();
+  else
+    EXPECT_EQ(entry.value("requeueAfterSeconds", 0), 0) << entry.dump();
+  EXPECT_FALSE(entry.contains("retryCount")) << "Kueue's field, never ours";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    KueueCheck, KueueCheckStates,
+    ::testing::Values(StateCase{.name = "pending_while_the_pool_is_unmeasured",
+                                .want_state = "Pending",
+                                .want_message = "CommProfile"},
+                      StateCase{.name = "ready_within_policy_with_the_numbers",
+                                .busbw_gbps = 10.0,
+                                .want_state = "Ready",
+                                .want_message = "%"},
+                      StateCase{.name = "rejected_over_policy_with_the_count_that_passes",
+                                .busbw_gbps = 0.1,
+                                .want_state = "Rejected",
+                                .want_message = "largest"},
+                      StateCase{.name = "retry_after_a_failed_probe_for_its_backoff",
+                                .failed_attempts = 1,
+                                .want_state = "Retry",
+                                .want_message = "0/8 nodes are available",
+                                .want_requeue_after = 90},
+                      StateCase{.name = "never_retry_on_an_admitted_workload",
+                                .failed_attempts = 1,
+                                .admitted = true,
+                                .want_state = "Pending",
+                                .want_message = "a Retry would evict it"},
+                      StateCase{.name = "pending_naming_a_garbled_parameters_annotation",
+                                .annotations = {{"commgate.io/parameters", "lots"}},
+                                .want_state = "Pending",
+                                .want_message = "metadata.annotations[commgate.io/parameters]"},
+                      StateCase{.name = "pending_naming_a_missing_parameters_annotation",
+                                .annotations = {{"commgate.io/gradient-dtype", "bf16"}},
+                                .want_state = "Pending",
+                                .want_message = "metadata.annotations[commgate.io/parameters]"},
+                      StateCase{.name = "ready_saying_how_to_opt_in_without_a_model",
+                                .annotations = json::object(),
+                                .want_state = "Ready",
+                                .want_message = "commgate.io/parameters"}),
+    [](const ::testing::TestParamInfo<StateCase>& p) { return p.param.name; });
+
+// ---- the write ----
+
+TEST(KueueCheckReconciler, applies_only_our_entry_as_our_field_manager_with_preconditions) {
+  CheckWorld w;
+  w.measured(10.0);
+  const json stored = w.submit(CheckWorld::a_workload());
+  ASSERT_TRUE(w.reconcile().ok());
+
+  ASSERT_EQ(w.status_writer.calls.size(), 1u);
+  const CheckStatusWriter::Call& call = w.status_writer.calls.front();
+  EXPECT_EQ(call.path, kWorkloads + "/" + kWorkloadName);
+  EXPECT_EQ(call.type, kube::PatchType::kApply);
+  EXPECT_EQ(call.options.field_manager, "commgate.io/comm-check");
+  EXPECT_TRUE(call.options.force);
+  EXPECT_EQ(call.body["metadata"]["uid"], stored["metadata"]["uid"]);
+  EXPECT_EQ(call.body["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"]);
+  ASSERT_EQ(call.body["status"]["admissionChecks"].size(), 1u) << call.body.dump();
+  const json& applied = call.body["status"]["admissionChecks"][0];
+  EXPECT_EQ(applied["name"], "comm");
+  EXPECT_FALSE(applied.contains("retryCount"));
+  EXPECT_EQ(call.body["status"].size(), 1u) << "nothing but our entry: " << call.body.dump();
+}
+
+TEST(KueueCheckReconciler, leaves_another_controllers_entry_as_it_was) {
+  CheckWorld w;
+  w.measured(10.0);
+  w.submit(CheckWorld::a_workload());
+  const json before = w.entry("prov");
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Ready");
+  EXPECT_EQ(w.entry("prov"), before);
+}
+
+TEST(KueueCheckReconciler, writes_nothing_again_when_the_entry_holds) {
+  CheckWorld w;  // unmeasured: Pending with the gate's message, then the same again
+  w.submit(CheckWorld::a_workload());
+  ASSERT_TRUE(w.reconcile().ok());
+  ASSERT_EQ(w.entry("comm")["state"], "Pending");
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.status_writer.calls.size(), 1u);
+}
+
+TEST(KueueCheckReconciler, keeps_lastTransitionTime_while_pending_and_records_an_event_per_change) {
+  CheckWorld w;  // unmeasured: Pending, with a new message
+  w.submit(CheckWorld::a_workload());
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Pending");
+  EXPECT_EQ(w.entry("comm")["lastTransitionTime"], "2026-11-30T17:00:00Z")
+      << "the state did not change";
+  EXPECT_TRUE(w.sink->events.empty()) << "no state change, no Event";
+
+  w.measured(10.0);
+  w.now += 1min;
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Ready");
+  EXPECT_EQ(w.entry("comm")["lastTransitionTime"], format_rfc3339(w.now));
+  ASSERT_EQ(w.sink->events.size(), 1u);
+  EXPECT_EQ(w.sink->events[0]["regarding"]["kind"], "Workload");
+  EXPECT_NE(w.sink->events[0].value("note", "").find("from Pending to Ready"), std::string::npos)
+      << w.sink->events[0].dump();
+}
+
+// ---- the decision record ----
+
+TEST(KueueCheckReconciler, gives_the_same_answer_to_a_recreated_workload_without_a_probe) {
+  CheckWorld w;
+  w.measured(10.0);
+  w.submit(CheckWorld::a_workload());
+  ASSERT_TRUE(w.reconcile().ok());
+  ASSERT_EQ(w.entry("comm")["state"], "Ready");
+
+  // The measurement is gone (expired, say) and the Workload is created again for the same
+  // job and counts: Ready from the record, and no demand for the pool.
+  w.api.remove(w.profile_path());
+  w.api.remove(kWorkloads + "/" + kWorkloadName);
+  w.submit(CheckWorld::a_workload());
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Ready");
+  ASSERT_TRUE(w.measurement.reconcile(w.pool()).ok());
+  EXPECT_EQ(w.probes_created(), 0);
+}
+
+// ---- the measurement demand ----
+
+TEST(KueueCheckMeasurement, a_waiting_workload_and_a_gated_trainingjob_share_one_probe) {
+  CheckWorld w;
+  w.submit(CheckWorld::a_workload());  // 4 nodes
+  json tj = a_training_job("bert")
+                .namespace_("ml")
+                .nodes(2)
+                .params(kParameters)
+                .set("/spec/model/batchSize", 32)
+                .set("/spec/nodeSelector", {{"pool", "gpu-1g"}})
+                .set("/spec/suspend", true)
+                .policy_ref("team")
+                .json();
+  tj["metadata"]["generation"] = 1;
+  w.api.seed(kTrainingJobs, tj);
+
+  ASSERT_TRUE(w.measurement.reconcile(w.pool()).ok());
+  ASSERT_TRUE(w.measurement.reconcile(w.pool()).ok());
+  EXPECT_EQ(w.probes_created(), 1);
+  const json probe = *w.api.peek(kProbeJobs + "/" + probe_job_name(w.pool()));
+  EXPECT_EQ(probe["spec"].value("completions", 0), 4) << "the Workload's 4 nodes, not the job's 2";
+
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Pending");
+  EXPECT_NE(w.entry("comm").value("message", "").find("waiting for the measurement"),
+            std::string::npos)
+      << w.entry("comm").dump();
+}
+
+TEST(KueueCheckMeasurement, a_workload_the_check_does_not_act_on_asks_for_nothing) {
+  CheckWorld w;
+  // Quota reserved on the pool, but our entry is Retry: Kueue is about to evict it.
+  w.submit(a_pytorchjob_workload(1, 3).reserved().check("comm", "Retry", "", 60));
+  ASSERT_TRUE(w.measurement.reconcile(w.pool()).ok());
+  EXPECT_EQ(w.probes_created(), 0);
+  EXPECT_FALSE(w.api.peek(w.profile_path())) << "no demand, no CommProfile";
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate::op::kueue
