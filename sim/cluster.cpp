@@ -90,7 +90,17 @@ void SimCluster::start() {
   deployments_.start();
 }
 
+void SimCluster::start_kueue() {
+  if (kueue_) return;
+  kueue_ = std::make_unique<KueueController>(store_);
+  kueue_->start();
+}
+
 void SimCluster::stop() {
+  if (kueue_) {
+    kueue_->stop();
+    kueue_.reset();
+  }
   if (!started_) return;
   started_ = false;
   deployments_.stop();

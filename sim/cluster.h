@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "sim/deployment_controller.h"
 #include "sim/job_controller.h"
 #include "sim/kubelet.h"
+#include "sim/kueue_controller.h"
 #include "sim/object_store.h"
 #include "sim/scheduler.h"
 
@@ -65,6 +67,10 @@ class SimCluster {
   // fail at once (Kubelet::lose_node); nothing new is scheduled there.
   void stop_node(const std::string& name);
   const std::string& work_dir() const { return kubelet_.work_dir(); }
+  // Starts the Kueue stand-in (sim/kueue_controller.h) beside the other controllers,
+  // with or without start(); stop() stops it. Only when asked: a cluster without Kueue
+  // leaves labelled jobs alone, as a real one does.
+  void start_kueue();
 
  private:
   ObjectStore& store_;
@@ -72,6 +78,7 @@ class SimCluster {
   Kubelet kubelet_;
   JobController jobs_;
   DeploymentController deployments_;
+  std::unique_ptr<KueueController> kueue_;
   bool started_ = false;
 };
 

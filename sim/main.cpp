@@ -30,7 +30,7 @@ void usage() {
                "                    [--pod-dir DIR] [--authorization rbac|always-allow]\n"
                "                    [--enable-admission-plugins NAME[,NAME...]]\n"
                "                    [--image-entrypoint REPOSITORY=PATH]...\n"
-               "                    [--pod-mount-namespaces]\n"
+               "                    [--pod-mount-namespaces] [--kueue]\n"
                "  --token: the admin's bearer token (kubernetes-admin, system:masters)\n"
                "  --user: one more identity; a service account's name\n"
                "    (system:serviceaccount:NS:NAME) gets its groups, everyone\n"
@@ -57,6 +57,9 @@ void usage() {
                "    its service-account token at\n"
                "    /var/run/secrets/kubernetes.io/serviceaccount (root; without it only\n"
                "    paths in command, args and env are mapped)\n"
+               "  --kueue: run the Kueue stand-in (docs/testing.md, \"Kueue\"): once the\n"
+               "    Kueue v1beta2 CRDs are created, labelled Jobs and PyTorchJobs get\n"
+               "    Workloads, quota and admission checks as Kueue v0.19.2 gives them\n"
                "  --service: where a service that webhook configurations name listens\n"
                "             (the sim has no cluster DNS); repeatable\n";
 }
@@ -94,6 +97,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> user_kubeconfigs;  // (username, file)
   std::string pod_dir;
   KubeletOptions kubelet;
+  bool kueue = false;  // --kueue
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -165,6 +169,8 @@ int main(int argc, char** argv) {
           return 2;
         }
         kubelet.image_entrypoints[v.substr(0, eq)] = program;
+      } else if (arg == "--kueue") {
+        kueue = true;
       } else if (arg == "--pod-mount-namespaces") {
         kubelet.mount_namespaces = true;
       } else if (arg == "--authorization") {
@@ -222,6 +228,7 @@ int main(int argc, char** argv) {
     // No nodes: no controllers either, so the API alone serves (and benchmarks) as
     // before; pods and Jobs then stay as created.
     if (!nodes.empty()) cluster.start();
+    if (kueue) cluster.start_kueue();
     for (const auto& node : nodes) cluster.add_node(node);
     write_file(kubeconfig_out, server.kubeconfig());
     for (const auto& [user, file] : user_kubeconfigs) write_file(file, server.kubeconfig_for(user));

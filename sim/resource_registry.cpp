@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "sim/version_priority.h"
+
 namespace commgate::sim {
 namespace {
 
@@ -165,6 +167,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> ResourceRegistry::
   for (const auto& r : resources_) note(r);
   for (const auto& [name, list] : crds_)
     for (const auto& r : list) note(r);
+  for (auto& [group, versions] : out) sort_by_version_priority(versions);
   return out;
 }
 

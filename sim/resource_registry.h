@@ -25,7 +25,8 @@ class ResourceRegistry {
                                                const std::string& plural) const;
   std::vector<ResourceInfo> in_group_version(const std::string& group,
                                              const std::string& version) const;
-  // Groups (not the core group) in registration order, each with its versions.
+  // Groups (not the core group) in registration order, each with its versions in
+  // Kubernetes' order of preference (sim/version_priority.h): the first is preferred.
   std::vector<std::pair<std::string, std::vector<std::string>>> groups() const;
 
   // Replaces the resources of the CRD named `crd_name` with those its spec describes.

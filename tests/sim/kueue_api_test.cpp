@@ -1,0 +1,373 @@
+// The Kueue stand-in (sim/kueue_controller.h) on a running sim over HTTPS: the upstream
+// Kueue v0.19.2 CRDs created through the API, a ResourceFlavor, a ClusterQueue naming two
+// AdmissionChecks, a LocalQueue; queued jobs get Workloads, quota and check entries, and
+// the test plays the external check controllers with server-side applies on
+// workloads/status: Ready -> Admitted and the job started on the flavor's nodes; Retry ->
+// evicted, every entry back to Pending, retryCount 1, requeued; Rejected -> deactivated,
+// the job kept suspended. Another controller's entry and its managedFields stay byte for
+// byte through Kueue's own writes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "core/time_format.h"
+#include "core/yaml_json.h"
+#include "sim/api_server.h"
+#include "sim/cluster.h"
+#include "sim/kueue_workloads.h"
+#include "tests/server/test_client.h"
+
+namespace commgate::sim {
+namespace COMMGATE_TEST_UNIT {
+
+using nlohmann::json;
+using server::testing::Client;
+using server::testing::Reply;
+
+const char* kKueueApi = "/apis/kueue.x-k8s.io/v1beta2";
+const char* kTeamWorkloads = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team/workloads/";
+const char* kOurCheck = "comm-check";
+const char* kOurManager = "commgate.io/comm-check";
+const char* kOtherCheck = "other-check";
+const char* kOtherManager = "example.com/other-check";
+
+json fixture(const std::string& relative) {
+  std::ifstream in(std::filesystem::path(COMMGATE_SOURCE_DIR) / "../shared/fixtures/ecosystem" /
+                   relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return yaml_documents_to_json(text.str()).at(0);
+}
+
+json status_of(const json& workload) {
+  return workload.is_object() ? workload.value("status", json::object()) : json::object();
+}
+
+json entry_named(const json& workload, const std::string& name) {
+  for (const auto& e : status_of(workload).value("admissionChecks", json::array()))
+    if (e["name"] == name) return e;
+  return nullptr;
+}
+
+json managed_entry(const json& object, const std::string& manager) {
+  for (const auto& e : object["metadata"].value("managedFields", json::array()))
+    if (e["manager"] == manager) return e;
+  return nullptr;
+}
+
+json condition_of(const json& workload, const std::string& type) {
+  for (const auto& c : status_of(workload).value("conditions", json::array()))
+    if (c["type"] == type) return c;
+  return nullptr;
+}
+
+bool condition_is(const json& workload, const std::string& type, const std::string& status) {
+  const json c = condition_of(workload, type);
+  return !c.is_null() && c["status"] == status;
+}
+
+class KueueApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_.start();
+    client_ = std::make_unique<Client>(api_.port(), api_.pki_dir() + "/ca.crt");
+    ASSERT_EQ(client_->connect(), "");
+    cluster_ = std::make_unique<SimCluster>(api_.store());
+    cluster_->start_kueue();
+    for (const char* crd : {"kueue-v0.19.2/kueue.x-k8s.io_resourceflavors.yaml",
+                            "kueue-v0.19.2/kueue.x-k8s.io_admissionchecks.yaml",
+                            "kueue-v0.19.2/kueue.x-k8s.io_clusterqueues.yaml",
+                            "kueue-v0.19.2/kueue.x-k8s.io_localqueues.yaml",
+                            "kueue-v0.19.2/kueue.x-k8s.io_workloads.yaml",
+                            "training-operator-v1.9.4/kubeflow.org_pytorchjobs.yaml"})
+      ASSERT_EQ(
+          call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", fixture(crd))
+              .status,
+          201)
+          << crd;
+    ASSERT_EQ(call("POST", "/api/v1/namespaces", {{"metadata", {{"name", "team"}}}}).status, 201);
+    create(std::string(kKueueApi) + "/resourceflavors",
+           {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+            {"kind", "ResourceFlavor"},
+            {"metadata", {{"name", "h100"}}},
+            {"spec", {{"nodeLabels", {{"commgate.io/gpu", "h100"}}}}}});
+    for (const auto& [check, controller] :
+         {std::pair{kOurCheck, kOurManager}, std::pair{kOtherCheck, kOtherManager}}) {
+      create(std::string(kKueueApi) + "/admissionchecks",
+             {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+              {"kind", "AdmissionCheck"},
+              {"metadata", {{"name", check}}},
+              {"spec", {{"controllerName", controller}}}});
+      // What each check's controller keeps: its Active condition.
+      const Reply r =
+          call("PATCH", std::string(kKueueApi) + "/admissionchecks/" + check + "/status",
+               {{"status",
+                 {{"conditions",
+                   {{{"type", "Active"},
+                     {"status", "True"},
+                     {"reason", "Active"},
+                     {"message", "The admission check is active"},
+                     {"lastTransitionTime", format_rfc3339(Clock::now())}}}}}}},
+               "application/merge-patch+json");
+      ASSERT_EQ(r.status, 200) << r.body;
+    }
+    create(std::string(kKueueApi) + "/clusterqueues",
+           json::parse(R"({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+             "metadata": {"name": "gpus"},
+             "spec": {"namespaceSelector": {},
+               "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                 "flavors": [{"name": "h100", "resources": [
+                   {"name": "cpu", "nominalQuota": 64},
+                   {"name": "memory", "nominalQuota": "512Gi"},
+                   {"name": "nvidia.com/gpu", "nominalQuota": 32}]}]}],
+               "admissionChecksStrategy": {"admissionChecks": [
+                 {"name": "comm-check"}, {"name": "other-check"}]}}})"));
+    create(std::string(kKueueApi) + "/namespaces/team/localqueues",
+           {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+            {"kind", "LocalQueue"},
+            {"metadata", {{"name", "user-queue"}, {"namespace", "team"}}},
+            {"spec", {{"clusterQueue", "gpus"}}}});
+  }
+  void TearDown() override { cluster_->stop(); }
+
+  Reply call(const std::string& method, const std::string& target, const json& body,
+             const std::string& content_type = "application/json") {
+    return client_->request(
+        method, target, body.is_null() ? "" : body.dump(),
+        {{"Authorization", "Bearer " + api_.token()}, {"Content-Type", content_type}});
+  }
+  json create(const std::string& collection, const json& object) {
+    const Reply r = call("POST", collection, object);
+    EXPECT_EQ(r.status, 201) << collection << ": " << r.body;
+    return json::parse(r.body);
+  }
+  json get(const std::string& target) {
+    const Reply r = call("GET", target, nullptr);
+    return r.status == 200 ? json::parse(r.body) : json();
+  }
+  // Polls `target` until `ready` holds (10 s at most); the last object read.
+  json wait_for(const std::string& target, const std::function<bool(const json&)>& ready,
+                const std::string& what) {
+    json last;
+    for (int i = 0; i < 200; ++i) {
+      last = get(target);
+      if (!last.is_null() && ready(last)) return last;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "timed out waiting for " << what << "; last: " << last.dump(2);
+    return last;
+  }
+  // The check controller's write: its own entry only, forced, on workloads/status.
+  Reply set_entry(const std::string& workload, const std::string& check, const std::string& manager,
+                  const json& fields) {
+    json e = {
+        {"name", check}, {"message", ""}, {"lastTransitionTime", format_rfc3339(Clock::now())}};
+    e.update(fields);
+    const json config = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                         {"kind", "Workload"},
+                         {"metadata", {{"name", workload}, {"namespace", "team"}}},
+                         {"status", {{"admissionChecks", json::array({e})}}}};
+    return call(
+        "PATCH",
+        std::string(kTeamWorkloads) + workload + "/status?fieldManager=" + manager + "&force=true",
+        config, "application/apply-patch+yaml");
+  }
+  json queued_job(const std::string& name, int parallelism) {
+    json job = fixture("kueue-v0.19.2/example-sample-job.yaml");
+    job["metadata"].erase("generateName");
+    job["metadata"]["name"] = name;
+    job["metadata"]["namespace"] = "team";
+    job["spec"]["parallelism"] = parallelism;
+    job["spec"]["completions"] = parallelism;
+    job["spec"]["suspend"] = true;
+    return create("/apis/batch/v1/namespaces/team/jobs", job);
+  }
+  json queued_pytorchjob(const std::string& name) {
+    json job = fixture("training-operator-v1.9.4/example-simple.yaml");
+    job["metadata"]["name"] = name;
+    job["metadata"]["namespace"] = "team";
+    job["metadata"]["labels"][kKueueQueueNameLabel] = "user-queue";
+    job["spec"]["runPolicy"]["suspend"] = true;
+    for (const char* type : {"Master", "Worker"})
+      job["spec"]["pytorchReplicaSpecs"][type]["template"]["spec"]["containers"][0]["resources"] = {
+          {"limits", {{"nvidia.com/gpu", 8}}}};
+    return create("/apis/kubeflow.org/v1/namespaces/team/pytorchjobs", job);
+  }
+  // The Workload of a job, once Kueue has reserved quota and added the check entries.
+  json reserved_workload(const std::string& name) {
+    return wait_for(
+        kTeamWorkloads + name,
+        [](const json& wl) {
+          return condition_is(wl, "QuotaReserved", "True") &&
+                 status_of(wl).value("admissionChecks", json::array()).size() == 2;
+        },
+        "quota and check entries on " + name);
+  }
+
+  ApiServer api_;
+  std::unique_ptr<Client> client_;
+  std::unique_ptr<SimCluster> cluster_;
+};
+
+TEST_F(KueueApiTest, ready_checks_admit_the_job_and_start_it_on_the_flavor) {
+  const json job = queued_job("sample", 3);
+  const std::string name = kueue_workload_name("sample", job["metadata"]["uid"], "Job", "batch");
+  json wl = reserved_workload(name);
+  // The Workload as jobframework makes it: owned by the job, its pod set and count.
+  EXPECT_EQ(wl["metadata"]["ownerReferences"][0]["uid"], job["metadata"]["uid"]);
+  EXPECT_EQ(wl["spec"]["queueName"], "user-queue");
+  EXPECT_EQ(wl["spec"]["active"], true);  // the CRD's default
+  ASSERT_EQ(wl["spec"]["podSets"].size(), 1u);
+  EXPECT_EQ(wl["spec"]["podSets"][0]["name"], "main");
+  EXPECT_EQ(wl["spec"]["podSets"][0]["count"], 3);
+  // Quota in the ClusterQueue's flavor.
+  const json& a = wl["status"]["admission"];
+  EXPECT_EQ(a["clusterQueue"], "gpus");
+  EXPECT_EQ(a["podSetAssignments"][0]["name"], "main");
+  EXPECT_EQ(a["podSetAssignments"][0]["count"], 3);
+  EXPECT_EQ(a["podSetAssignments"][0]["flavors"],
+            json({{"cpu", "h100"}, {"memory", "h100"}, {"nvidia.com/gpu", "h100"}}));
+  EXPECT_EQ(a["podSetAssignments"][0]["resourceUsage"],
+            json({{"cpu", "300m"}, {"memory", "300Mi"}, {"nvidia.com/gpu", "3"}}));
+  EXPECT_EQ(condition_of(wl, "QuotaReserved")["message"], "Quota reserved in ClusterQueue gpus");
+  EXPECT_EQ(entry_named(wl, kOurCheck)["state"], "Pending");
+  EXPECT_EQ(entry_named(wl, kOtherCheck)["state"], "Pending");
+  // Who wrote what: the Workload created by "kueue", the quota applied as
+  // "kueue-admission", the entries added by kueue's status Update.
+  EXPECT_EQ(managed_entry(wl, "kueue-admission")["operation"], "Apply");
+  EXPECT_EQ(managed_entry(wl, "kueue-admission")["subresource"], "status");
+  EXPECT_FALSE(managed_entry(wl, "kueue").is_null());
+  EXPECT_EQ(get("/apis/batch/v1/namespaces/team/jobs/sample")["spec"]["suspend"], true);
+
+  // The other controller says Ready first: its entry and managedFields as they are now.
+  Reply r = set_entry(name, kOtherCheck, kOtherManager, {{"state", "Ready"}, {"message", "ok"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json other_entry = entry_named(json::parse(r.body), kOtherCheck);
+  const json other_fields = managed_entry(json::parse(r.body), kOtherManager);
+  ASSERT_FALSE(other_fields.is_null()) << r.body;
+  r = set_entry(name, kOurCheck, kOurManager, {{"state", "Ready"}, {"message", "within policy"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+
+  wl = wait_for(
+      kTeamWorkloads + name, [](const json& w) { return condition_is(w, "Admitted", "True"); },
+      "Admitted");
+  EXPECT_EQ(condition_of(wl, "Admitted")["reason"], "Admitted");
+  json started = wait_for(
+      "/apis/batch/v1/namespaces/team/jobs/sample",
+      [](const json& j) { return j["spec"].value("suspend", true) == false; }, "job started");
+  EXPECT_EQ(started["spec"]["template"]["spec"]["nodeSelector"],
+            json({{"commgate.io/gpu", "h100"}}));
+  // Kueue's forced applies co-own the entries but leave the other manager's as it was.
+  EXPECT_EQ(entry_named(wl, kOtherCheck), other_entry);
+  EXPECT_EQ(managed_entry(wl, kOtherManager), other_fields);
+  EXPECT_EQ(entry_named(wl, kOurCheck)["state"], "Ready");
+}
+
+TEST_F(KueueApiTest, retry_evicts_resets_every_entry_and_requeues) {
+  const json job = queued_pytorchjob("pytorch-simple");
+  const std::string name =
+      kueue_workload_name("pytorch-simple", job["metadata"]["uid"], "PyTorchJob", "kubeflow.org");
+  json wl = reserved_workload(name);
+  ASSERT_EQ(wl["spec"]["podSets"].size(), 2u);
+  EXPECT_EQ(wl["spec"]["podSets"][0]["name"], "master");
+  EXPECT_EQ(wl["spec"]["podSets"][1]["name"], "worker");
+  EXPECT_EQ(wl["status"]["admission"]["podSetAssignments"][1]["resourceUsage"]["nvidia.com/gpu"],
+            "8");
+  ASSERT_EQ(set_entry(name, kOtherCheck, kOtherManager, {{"state", "Ready"}}).status, 200);
+  // 2 s: lastTransitionTime holds whole seconds, so the backoff lasts at least 1 s and the
+  // test sees the eviction before the requeue.
+  const Reply r =
+      set_entry(name, kOurCheck, kOurManager,
+                {{"state", "Retry"}, {"message", "probe failed"}, {"requeueAfterSeconds", 2}});
+  ASSERT_EQ(r.status, 200) << r.body;
+
+  wl = wait_for(
+      kTeamWorkloads + name,
+      [](const json& w) {
+        json e = entry_named(w, kOurCheck);
+        return e["state"] == "Pending" && e.value("retryCount", 0) == 1;
+      },
+      "the Retry entry reset to Pending");
+  json ours = entry_named(wl, kOurCheck);
+  EXPECT_EQ(ours["message"], "Reset to Pending after eviction. Previously: Retry");
+  EXPECT_EQ(ours["requeueAfterSeconds"], 2);
+  json theirs = entry_named(wl, kOtherCheck);
+  EXPECT_EQ(theirs["state"], "Pending");
+  EXPECT_EQ(theirs["message"], "Reset to Pending after eviction. Previously: Ready");
+  EXPECT_FALSE(theirs.contains("retryCount"));
+  json evicted = condition_of(wl, "Evicted");
+  EXPECT_EQ(evicted["reason"], "AdmissionCheck");
+  EXPECT_EQ(evicted["message"],
+            "Evicted due to AdmissionCheck in Retry state: \"comm-check\" (probe failed)");
+  EXPECT_FALSE(condition_is(wl, "Admitted", "True"));
+
+  // Requeued after the entry's requeueAfterSeconds: quota again, the eviction now past.
+  wl = wait_for(
+      kTeamWorkloads + name,
+      [](const json& w) {
+        return condition_is(w, "QuotaReserved", "True") && condition_is(w, "Evicted", "False");
+      },
+      "quota reserved again after the backoff");
+  EXPECT_EQ(condition_of(wl, "Evicted")["reason"], "QuotaReserved");
+  EXPECT_EQ(condition_of(wl, "Requeued")["reason"], "BackoffFinished");
+  EXPECT_EQ(entry_named(wl, kOurCheck)["retryCount"], 1);
+  EXPECT_EQ(
+      get("/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/pytorch-simple")["spec"]["runPolicy"]
+                                                                             ["suspend"],
+      true);
+}
+
+TEST_F(KueueApiTest, rejected_deactivates_the_workload_and_the_job_stays_suspended) {
+  const json job = queued_job("too-big", 2);
+  const std::string name = kueue_workload_name("too-big", job["metadata"]["uid"], "Job", "batch");
+  reserved_workload(name);
+  const Reply r = set_entry(name, kOurCheck, kOurManager,
+                            {{"state", "Rejected"}, {"message", "2 nodes over policy"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  json wl = wait_for(
+      kTeamWorkloads + name,
+      [](const json& w) {
+        return w["spec"].value("active", true) == false && condition_is(w, "Evicted", "True") &&
+               condition_is(w, "QuotaReserved", "False");
+      },
+      "deactivated, evicted, quota released");
+  EXPECT_EQ(condition_of(wl, "Evicted")["reason"], "DeactivatedDueToAdmissionCheck");
+  EXPECT_EQ(condition_of(wl, "Evicted")["message"],
+            "The workload is deactivated due to AdmissionCheck in Rejected state: "
+            "\"comm-check\" (2 nodes over policy)");
+  EXPECT_TRUE(condition_of(wl, "DeactivationTarget").is_null());
+  EXPECT_FALSE(wl["status"].contains("admission"));
+  // spec.active was a plain Update by "kueue".
+  EXPECT_FALSE(managed_entry(wl, "kueue").is_null());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(get("/apis/batch/v1/namespaces/team/jobs/too-big")["spec"]["suspend"], true);
+  EXPECT_TRUE(condition_is(get(kTeamWorkloads + name), "QuotaReserved", "False"));
+}
+
+TEST_F(KueueApiTest, an_inactive_admission_check_keeps_the_cluster_queue_from_admitting) {
+  const Reply r = call("PATCH", std::string(kKueueApi) + "/admissionchecks/comm-check/status",
+                       {{"status",
+                         {{"conditions",
+                           {{{"type", "Active"},
+                             {"status", "False"},
+                             {"reason", "BadParametersRef"},
+                             {"message", "CommPolicy missing"},
+                             {"lastTransitionTime", format_rfc3339(Clock::now())}}}}}}},
+                       "application/merge-patch+json");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json job = queued_job("waits", 1);
+  const std::string name = kueue_workload_name("waits", job["metadata"]["uid"], "Job", "batch");
+  wait_for(
+      kTeamWorkloads + name, [](const json& w) { return !w.is_null(); }, "the Workload");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(condition_is(get(kTeamWorkloads + name), "QuotaReserved", "True"));
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate::sim
