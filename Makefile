@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: deps configure build build-demo install test configure-sanitize build-sanitize test-sanitize build-fuzz fuzz \
-        demo bench format lint clean
+        demo bench format lint clean images images-from-binaries
 
 deps:
 	./scripts/install-deps.sh
@@ -79,6 +79,16 @@ build-demo: configure
 
 demo: build-demo
 	./scripts/demo.sh $(BUILD_DIR)
+
+# Both images from images/*.Dockerfile, compiled from source in their build stages (many
+# minutes), tagged as the chart's image values; the bases are made from Debian's packages
+# where no registry is reachable (docs/install.md "Images"). Needs root and podman (deps).
+images: deps
+	./scripts/images.sh
+
+# The fast images `make test` runs: the binaries built here in the same base (seconds).
+images-from-binaries: deps build-demo
+	./scripts/images-from-binaries.sh $(BUILD_DIR)
 
 bench: build
 	./scripts/bench.sh $(BUILD_DIR)

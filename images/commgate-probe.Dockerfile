@@ -17,8 +17,8 @@
 # exactly as scripts/gpu-first-run.sh does (docs/probe.md, "Build"); its runtime stage
 # needs the CUDA runtime and libnccl.so.2 (an nvidia/cuda:*-runtime base, or the ldd copy
 # below, which picks them up). pip's LibTorch has no Gloo: that probe is NCCL only.
-# Neither variant is built on the machines this project is developed on (no container
-# engine, no GPU in most sessions): docs/install.md says what was checked.
+# `make images` builds the CPU variant with podman (scripts/images.sh); the GPU variant is not
+# built on the machines this project is developed on (no GPU in most sessions).
 ARG BUILD_BASE=debian:bookworm
 
 # ---- build: probe only (core + commgate-probe; COMMGATE_PROBE_ONLY) ----
@@ -33,7 +33,7 @@ WORKDIR /src
 COPY CMakeLists.txt ./
 COPY core core
 COPY probe-job probe-job
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DCOMMGATE_PROBE_ONLY=ON \
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DCOMMGATE_PROBE_ONLY=ON -DCOMMGATE_UNITY_BUILD=ON \
  && cmake --build /build --target commgate-probe -j"$(nproc)"
 # The binary and every library it loads (ldd: LibTorch, OpenBLAS through libblas.so.3's
 # alternative, Gloo, yaml-cpp...), at their paths, minus what the runtime base has.

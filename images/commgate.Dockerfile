@@ -8,8 +8,8 @@
 #   docker build -f images/commgate.Dockerfile -t commgate/commgate:0.1.0 .
 #
 # The tag is the chart's image.repository and appVersion (tests/chart/chart_images_test.cpp
-# keeps them in step). Not built on the machines this project is developed on: they have
-# no container engine.
+# keeps them in step). Built with podman by `make images` (scripts/images.sh), where no
+# registry is reachable on bases made from Debian's packages (scripts/images-base.sh).
 ARG DEBIAN_RELEASE=bookworm
 
 # ---- build: Debian's toolchain and the -dev packages of scripts/install-deps.sh ----
@@ -29,7 +29,7 @@ COPY kube kube
 COPY webhook webhook
 COPY operator operator
 COPY cli cli
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DCOMMGATE_UNITY_BUILD=ON \
       -DCOMMGATE_BUILD_TESTS=OFF -DCOMMGATE_BUILD_BENCH=OFF \
       -DCOMMGATE_BUILD_SIM=OFF -DCOMMGATE_BUILD_PROBE=OFF \
  && cmake --build /build --target commgate -j"$(nproc)"

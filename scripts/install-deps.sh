@@ -29,6 +29,12 @@ PACKAGES=(
   iproute2 iputils-ping procps
   # benchmarks: the HTTPS server against nginx (bench/server)
   nginx wrk
+  # the images (images/*.Dockerfile, `make images`, tests/images): podman builds and runs
+  # them as root; runc, not crun (podman's first choice), because crun fails on these
+  # machines' hybrid cgroup layout and on raising rlimits; debootstrap makes the base images
+  # from Debian's packages where no registry is reachable (scripts/images-base.sh).
+  # Rootful with --network host: no uidmap, slirp4netns or fuse-overlayfs needed.
+  podman runc debootstrap
   # formatting and analysis
   clang-format clang-tidy cppcheck
   # the webhook fuzzer: clang with libFuzzer
