@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <ostream>
 
+#include "core/advice.h"
 #include "core/comm_profile.h"
 #include "core/job_decision.h"
 #include "core/quantity.h"
@@ -36,6 +38,39 @@ std::string counted(int64_t n, const std::string& noun) {
 }
 
 }  // namespace
+
+std::string prediction_verdict(const StepPrediction& p, const CommPolicySpec& policy,
+                               int64_t decided) {
+  if (p.nodes > decided) return kNotDecidedVerdict;
+  return meets_policy(p, policy) ? "pass" : "over";
+}
+
+std::string predictions_table(const std::vector<PredictionRow>& rows, const std::string& indent) {
+  std::string out;
+  char line[300];
+  std::snprintf(line, sizeof line, "%s%5s  %11s  %11s  %11s  %11s  %9s  %7s  %10s  %s\n",
+                indent.c_str(), "NODES", "STEP", "COMPUTE", "ALLREDUCE", "EXPOSED", "COMMSHARE",
+                "SPEEDUP", "EFFICIENCY", "POLICY");
+  out += line;
+  int previous = 0;
+  for (const PredictionRow& row : rows) {
+    const StepPrediction& s = row.prediction;
+    if (s.nodes > previous + 1) out += indent + "  ...\n";  // counts not shown
+    previous = s.nodes;
+    std::snprintf(line, sizeof line,
+                  "%s%5d  %11s  %11s  %11s  %11s  %8.1f%%  %6.2fx  %9.1f%%  %s\n", indent.c_str(),
+                  s.nodes, ms(s.step_s).c_str(), ms(s.compute_s).c_str(), ms(s.allreduce_s).c_str(),
+                  ms(s.exposed_comm_s).c_str(), s.comm_share * 100, s.speedup,
+                  s.scaling_efficiency * 100, (row.verdict + row.notes).c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string advice_line(const std::string& kind, const std::string& text, bool fit_poor) {
+  if (kind != advice_kind::kLinkRate || !fit_poor) return text;
+  return "Uncertain, as the probe's fit of the link is poor (its bandwidth may be off): " + text;
+}
 
 std::string job_name(const TrainingJob& j) {
   return (j.metadata.namespace_.empty() ? "default" : j.metadata.namespace_) + "/" +
@@ -85,7 +120,7 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
         << "): " << format_nodes(m->nodes_probed) << " probed, " << m->backend;
     if (!m->transport.empty()) out << " over " << m->transport;
     out << ", busbw " << fmt("%.3g GB/s", m->link.busbw_bytes_per_s / 1e9) << ", latency "
-        << fmt("%.0f us", m->link.latency_s * 1e6);
+        << fmt("%.3g us", m->link.latency_s * 1e6);  // as the chart's header writes it
     if (m->link.poor) out << " (poor fit: " << m->link.note << ")";
     out << "\n";
     if (m->compute) {
@@ -112,29 +147,18 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
 
   const Decision& d = e.decision;
   if (!d.predictions.empty()) {
-    out << "\n";
-    char line[200];
-    std::snprintf(line, sizeof line, "%5s  %11s  %11s  %11s  %11s  %9s  %7s  %10s  %s\n", "NODES",
-                  "STEP", "COMPUTE", "ALLREDUCE", "EXPOSED", "COMMSHARE", "SPEEDUP", "EFFICIENCY",
-                  "POLICY");
-    out << line;
-    int previous = 0;
+    const int64_t decided = e.measurement ? counts_decided(p, e.measurement->nodes_probed)
+                                          : std::numeric_limits<int64_t>::max();
+    std::vector<PredictionRow> rows;
     for (const auto& s : d.predictions) {
-      if (s.nodes > previous + 1) out << "  ...\n";  // counts not shown
-      previous = s.nodes;
-      std::string mark = meets_policy(s, p) ? "pass" : "over";
-      if (s.measured) mark += "  (measured)";
-      if (s.nodes == d.requested_nodes) mark += "  <- requested";
+      PredictionRow row{s, prediction_verdict(s, p, decided), ""};
+      if (s.measured) row.notes += "  (measured)";
+      if (s.nodes == d.requested_nodes) row.notes += "  <- requested";
       if (s.nodes == d.admitted_nodes && d.admitted_nodes != d.requested_nodes)
-        mark += "  <- admitted";
-      std::snprintf(line, sizeof line,
-                    "%5d  %11s  %11s  %11s  %11s  %8.1f%%  %6.2fx  %9.1f%%  %s\n", s.nodes,
-                    ms(s.step_s).c_str(), ms(s.compute_s).c_str(), ms(s.allreduce_s).c_str(),
-                    ms(s.exposed_comm_s).c_str(), s.comm_share * 100, s.speedup,
-                    s.scaling_efficiency * 100, mark.c_str());
-      out << line;
+        row.notes += "  <- admitted";
+      rows.push_back(row);
     }
-    out << "Shown: " << shown_counts_text(d) << "\n";
+    out << "\n" << predictions_table(rows, "") << "Shown: " << shown_counts_text(d) << "\n";
   }
   out << "\nDecision: " << to_string(d.action);
   if (d.action == Action::kDownsize)
@@ -143,7 +167,8 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
   out << " [" << d.reason << "]\n  " << d.message << "\n";
   if (!d.advice.empty()) {
     out << "\nWhat would make " << d.requested_nodes << " nodes pass (the verdict stands):\n";
-    for (const Advice& a : d.advice) out << "  - " << a.text << "\n";
+    const bool fit_poor = e.measurement && e.measurement->link.poor;
+    for (const Advice& a : d.advice) out << "  - " << advice_line(a.kind, a.text, fit_poor) << "\n";
   }
 }
 

@@ -30,6 +30,28 @@ struct Evaluation {
 // say which counts they are.
 void print_evaluation_table(const Evaluation& e, std::ostream& out);
 
+// One row of a predictions table, as `commgate evaluate` and `kubectl commgate explain`
+// both print it (one function, so the two read alike: issue #24 item 9).
+struct PredictionRow {
+  StepPrediction prediction;
+  // "pass" or "over" the policy; "not decided" past maxExtrapolation x the nodes probed
+  // (the policy decides none of those counts from this measurement: issue #24 item 8);
+  // "-" when the policy could not be read.
+  std::string verdict;
+  std::string notes;  // "(measured)  <- requested"
+};
+std::string predictions_table(const std::vector<PredictionRow>& rows, const std::string& indent);
+// The verdict of a row: `decided` is counts_decided(policy, nodes probed).
+std::string prediction_verdict(const StepPrediction& p, const CommPolicySpec& policy,
+                               int64_t decided);
+inline constexpr const char* kNotDecidedVerdict = "not decided (past maxExtrapolation)";
+
+// One advice line as the tables print it. The "link slower than its rate" advice compares
+// the fitted bandwidth with the interface's rate: when the probe's fit is poor
+// (`fit_poor`) that bandwidth is itself in doubt, and the line says so first (issue #24
+// item 10).
+std::string advice_line(const std::string& kind, const std::string& text, bool fit_poor);
+
 // "namespace/name", with `default` for a job without a namespace (where kubectl puts it).
 std::string job_name(const TrainingJob& job);
 nlohmann::json evaluation_to_json(const Evaluation& e);

@@ -1,14 +1,21 @@
 #include "cli/kubectl_plugin.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
 #include <map>
 #include <ostream>
+#include <regex>
 #include <sstream>
 
 #include "cli/command_input.h"
+#include "cli/evaluate_report.h"
 #include "cli/manifest_yaml.h"
 #include "core/annotations.h"
 #include "core/comm_profile.h"
@@ -152,6 +159,13 @@ PluginFlags parse_flags(const std::vector<std::string>& args) {
       value = flag.substr(flag.find('=') + 1);
       flag = flag.substr(0, flag.find('='));
       inline_value = true;
+    } else if (flag.size() > 2 && flag[0] == '-' && flag[1] != '-' &&
+               std::string("nof").find(flag[1]) != std::string::npos) {
+      // A shorthand with its value attached, as kubectl (pflag) reads it: -ojson, -nml,
+      // -o=yaml (the trial of 2026-12-06 typed -ojson).
+      value = flag.substr(flag[2] == '=' ? 3 : 2);
+      flag = flag.substr(0, 2);
+      inline_value = true;
     }
     auto take = [&]() -> bool {
       if (inline_value) return true;
@@ -189,6 +203,41 @@ PluginFlags parse_flags(const std::vector<std::string>& args) {
   return f;
 }
 
+// The namespace kubectl works in: -n, else the kubeconfig context's, else "default".
+std::string namespace_in_use(const PluginFlags& f, const KubectlRunner& kubectl) {
+  for (size_t i = 0; i + 1 < f.kubectl.size(); ++i)
+    if (f.kubectl[i] == "--namespace") return f.kubectl[i + 1];
+  std::vector<std::string> view = {"config", "view", "--minify", "-o", "jsonpath={..namespace}"};
+  view.insert(view.end(), f.kubectl.begin(), f.kubectl.end());
+  const Captured r = kubectl(view);
+  std::string ns = r.code == 0 ? r.out : "";
+  while (!ns.empty() && std::isspace(static_cast<unsigned char>(ns.back()))) ns.pop_back();
+  return ns.empty() ? "default" : ns;
+}
+
+struct KindAndName {
+  std::string kind;
+  std::string name;
+};
+
+// `explain tj NAME` or kubectl's `explain tj/NAME`; nullopt for any other shape.
+std::optional<KindAndName> kind_and_name_of(const std::vector<std::string>& positional) {
+  if (positional.size() == 3) return KindAndName{positional[1], positional[2]};
+  if (positional.size() != 2) return std::nullopt;
+  const std::string& both = positional[1];
+  const size_t slash = both.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == both.size() ||
+      both.find('/', slash + 1) != std::string::npos)
+    return std::nullopt;
+  return KindAndName{both.substr(0, slash), both.substr(slash + 1)};
+}
+
+bool is_trainingjob_kind(const std::string& kind) {
+  static const std::vector<std::string> kKinds = {"tj", "trainingjob", "trainingjobs",
+                                                  "trainingjobs.commgate.io", "TrainingJob"};
+  return std::find(kKinds.begin(), kKinds.end(), kind) != kKinds.end();
+}
+
 // A kubectl call that failed: what it said, for the user.
 int kubectl_failed(const std::string& what, const Captured& r, std::ostream& err) {
   err << "kubectl commgate: " << what << " failed (kubectl exit " << r.code << "):\n" << r.err;
@@ -200,6 +249,69 @@ json parsed_or_null(const std::string& text) {
   return json::parse(text, nullptr, false);
 }
 
+// The TrainingJob of the file `-f` names, read here so that a mistake in the file is named
+// as one (the trial of 2026-12-06 read "the dry run failed" for a file that was not YAML,
+// held two documents or another kind). nullopt, with `error` naming the file and what is
+// wrong, when it is not exactly one TrainingJob.
+std::optional<json> trainingjob_in_file(const std::string& path, std::string& error) {
+  std::vector<json> documents;
+  try {
+    documents = read_manifests(path);
+  } catch (const UsageError& e) {
+    error = e.what();
+    return std::nullopt;
+  }
+  if (documents.empty()) {
+    error = path + ": holds no document (a TrainingJob manifest is expected)";
+    return std::nullopt;
+  }
+  if (documents.size() > 1) {
+    std::string kinds;
+    for (size_t i = 0; i < documents.size(); ++i)
+      kinds += std::string(i == 0 ? "" : ", ") + std::to_string(i + 1) + ": " +
+               (kind_of(documents[i]).empty() ? "no kind" : kind_of(documents[i]));
+    error = path + ": holds " + std::to_string(documents.size()) + " documents (" + kinds +
+            "); evaluate reads one TrainingJob: put the one to evaluate in a file of its own";
+    return std::nullopt;
+  }
+  const json& doc = documents.front();
+  const std::string api_version = str(doc, "apiVersion");
+  if (kind_of(doc) != "TrainingJob" || api_version.rfind("commgate.io/", 0) != 0) {
+    error = path + ": is " +
+            (kind_of(doc).empty() ? std::string("a document without a kind")
+                                  : "kind \"" + kind_of(doc) + "\"" +
+                                        (api_version.empty() ? "" : " of " + api_version)) +
+            ", not a TrainingJob of commgate.io/v1alpha1 (what evaluate evaluates)";
+    return std::nullopt;
+  }
+  return doc;
+}
+
+Captured dry_run_create(const std::string& file, const PluginFlags& f,
+                        const KubectlRunner& kubectl) {
+  std::vector<std::string> args = {"create", "--dry-run=server", "-o", "json", "-f", file};
+  args.insert(args.end(), f.kubectl.begin(), f.kubectl.end());
+  return kubectl(args);
+}
+
+// A TrainingJob of that name exists (the trial of 2026-12-06: AlreadyExists): the file is
+// evaluated as a new submission under a generated name (metadata.generateName NAME-), in a
+// temporary file; still a dry run, so nothing is created and the stored job is untouched.
+Captured dry_run_under_generated_name(json doc, const PluginFlags& f,
+                                      const KubectlRunner& kubectl) {
+  json& meta = doc["metadata"];
+  meta["generateName"] = str(meta, "name") + "-";
+  meta.erase("name");
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() /
+      ("kubectl-commgate-" + std::to_string(::getpid()) + "-evaluate.json");
+  write_text_file(file.string(), doc.dump());
+  Captured r = dry_run_create(file.string(), f, kubectl);
+  std::error_code ignored;
+  std::filesystem::remove(file, ignored);
+  return r;
+}
+
 int evaluate(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& out,
              std::ostream& err) {
   if (f.filename.empty()) {
@@ -207,9 +319,35 @@ int evaluate(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& o
            "stdin)\n";
     return kPluginUsage;
   }
-  std::vector<std::string> args = {"create", "--dry-run=server", "-o", "json", "-f", f.filename};
-  args.insert(args.end(), f.kubectl.begin(), f.kubectl.end());
-  const Captured r = kubectl(args);
+  // stdin is kubectl's to read: the file is checked by the server alone then.
+  json submitted;
+  if (f.filename != "-") {
+    std::string error;
+    const std::optional<json> doc = trainingjob_in_file(f.filename, error);
+    if (!doc) {
+      err << "kubectl commgate evaluate: " << error << "\n";
+      return kPluginError;
+    }
+    submitted = *doc;
+    // Where kubectl will put it: a refusal returns no object to read it from.
+    if (str(member(submitted, "metadata"), "namespace").empty())
+      submitted["metadata"]["namespace"] = namespace_in_use(f, kubectl);
+  }
+  Captured r = dry_run_create(f.filename, f, kubectl);
+  std::string exists;
+  if (r.code != 0 && r.err.find("(AlreadyExists)") != std::string::npos && submitted.is_object() &&
+      !str(member(submitted, "metadata"), "name").empty()) {
+    exists = str(member(submitted, "metadata"), "namespace") + "/" +
+             str(member(submitted, "metadata"), "name");
+    try {
+      r = dry_run_under_generated_name(submitted, f, kubectl);
+    } catch (const UsageError& e) {
+      err << "kubectl commgate evaluate: TrainingJob " << exists
+          << " exists, and the copy to evaluate under a generated name could not be written: "
+          << e.what() << "\n";
+      return kPluginError;
+    }
+  }
   const std::vector<std::string> warnings = kubectl_warnings(r.err);
   const std::string refusal = r.code == 0 ? "" : refusal_of(r.err);
   if (r.code != 0 && refusal.empty()) return kubectl_failed("the dry run", r, err);
@@ -225,12 +363,53 @@ int evaluate(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& o
       return kPluginError;
     }
   }
-  const json evaluation = evaluation_of(returned, refusal, warnings);
+  json evaluation = evaluation_of(returned, refusal, warnings, submitted);
+  if (!exists.empty()) {
+    evaluation["trainingJob"] = exists;
+    evaluation["exists"] = true;
+    evaluation["note"] = "TrainingJob " + exists +
+                         " already exists: this evaluates the file as a new submission (a dry "
+                         "run under a generated name); the existing job and its decision are "
+                         "unchanged (kubectl commgate explain tj " +
+                         str(member(submitted, "metadata"), "name") + " shows them)";
+  }
   out << (f.output == "table" ? evaluation_table(evaluation) : written(evaluation, f.output));
   const std::string action = evaluation.value("decision", "");
   if (action == "Deny") return kPluginWouldDeny;
   if (action == "Gate") return kPluginWouldGate;
   return kPluginOk;
+}
+
+// The chart's pool line (issue #24 item 12): the nodes matching the job's nodeSelector, as
+// kubectl lists them. Not drawn, and a note says why, when they cannot be listed (a
+// researcher's RBAC often stops at nodes) or none matches.
+void add_pool_size(ScalingChart& chart, const json& node_selector, const PluginFlags& f,
+                   const KubectlRunner& kubectl) {
+  std::vector<std::string> args = {"get", "nodes", "-o", "name"};
+  const std::string selector = selector_text(node_selector);
+  if (node_selector.is_object() && !node_selector.empty())
+    args.insert(args.end(), {"-l", selector});
+  args.insert(args.end(), f.kubectl.begin(), f.kubectl.end());
+  const Captured r = kubectl(args);
+  if (r.code != 0) {
+    chart.notes.push_back("The pool's size is not drawn: its nodes could not be listed (" +
+                          r.err.substr(0, r.err.find('\n')) + ").");
+    return;
+  }
+  int nodes = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) ++nodes;
+  if (nodes == 0) {
+    chart.notes.push_back("No node matches nodeSelector " + selector +
+                          " now: the pool has no "
+                          "nodes to run on.");
+    return;
+  }
+  chart.pool_nodes = nodes;
+  chart.notes.push_back("Pool: " + std::to_string(nodes) + " node" + (nodes == 1 ? "" : "s") +
+                        " match nodeSelector " + selector + " now (kubectl get nodes -l)" +
+                        (nodes >= chart.points.back().nodes ? ": every count drawn fits." : "."));
 }
 
 // The spec of the CommPolicy a stored decision names, for explain's chart: the built-in
@@ -264,17 +443,22 @@ std::optional<CommPolicySpec> policy_of_decision(const std::string& name, const 
 
 int explain(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& out,
             std::ostream& err, TimePoint now) {
-  const std::vector<std::string>& p = f.positional;
-  static const std::vector<std::string> kKinds = {"tj", "trainingjob", "trainingjobs",
-                                                  "trainingjobs.commgate.io"};
-  if (p.size() != 3 || std::find(kKinds.begin(), kKinds.end(), p[1]) == kKinds.end()) {
-    err << "kubectl commgate explain: usage: kubectl commgate explain tj NAME [-n NAMESPACE]\n";
+  const std::optional<KindAndName> target = kind_and_name_of(f.positional);
+  if (!target || !is_trainingjob_kind(target->kind)) {
+    err << "kubectl commgate explain: usage: kubectl commgate explain tj NAME (or tj/NAME) "
+           "[-n NAMESPACE]\n";
     return kPluginUsage;
   }
-  const std::string& name = p[2];
+  const std::string& name = target->name;
   std::vector<std::string> get = {"get", "trainingjobs.commgate.io", name, "-o", "json"};
   get.insert(get.end(), f.kubectl.begin(), f.kubectl.end());
   const Captured job = kubectl(get);
+  if (job.code != 0 && job.err.find("(NotFound)") != std::string::npos) {
+    // kubectl's own words name no namespace (the trial of 2026-12-06 looked in the wrong one).
+    err << "kubectl commgate explain: TrainingJob \"" << name << "\" not found in namespace \""
+        << namespace_in_use(f, kubectl) << "\" (another namespace: -n NAMESPACE)\n";
+    return kPluginError;
+  }
   if (job.code != 0) return kubectl_failed("reading TrainingJob " + name, job, err);
   const json tj = parsed_or_null(job.out);
   if (!tj.is_object()) {
@@ -286,16 +470,19 @@ int explain(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& ou
       "json", "--field-selector", "involvedObject.kind=TrainingJob,involvedObject.name=" + name};
   list.insert(list.end(), f.kubectl.begin(), f.kubectl.end());
   const Captured events = kubectl(list);
+  // The deciding policy: each prediction's pass/over, and the chart's limit.
+  const json& decision = member(member(tj, "status"), "decision");
+  std::string note;
+  const auto policy = decision.is_object()
+                          ? policy_of_decision(str(decision, "policy"), f, kubectl, note)
+                          : std::nullopt;
   const json explanation =
-      explanation_of(tj, events.code == 0 ? parsed_or_null(events.out) : json(), now);
+      explanation_of(tj, events.code == 0 ? parsed_or_null(events.out) : json(), now, policy);
   if (!f.plot.empty()) {
     // Before stdout: a file that cannot be written is a usage error, with nothing printed.
-    const json& decision = member(member(tj, "status"), "decision");
-    std::string note;
-    const auto policy = decision.is_object()
-                            ? policy_of_decision(str(decision, "policy"), f, kubectl, note)
-                            : std::nullopt;
-    const ScalingChart chart = scaling_chart_of_trainingjob(tj, policy, note);
+    ScalingChart chart = scaling_chart_of_trainingjob(tj, policy, note);
+    if (!chart.points.empty())
+      add_pool_size(chart, member(member(tj, "spec"), "nodeSelector"), f, kubectl);
     if (chart.points.empty()) {
       err << "kubectl commgate explain: --plot: no chart written to " << f.plot << ": " << chart.job
           << " has no predictions to draw ("
@@ -345,18 +532,48 @@ std::vector<std::string> kubectl_warnings(const std::string& stderr_text) {
   return warnings;
 }
 
+std::optional<json> dry_run_decision_of(const std::vector<std::string>& warnings) {
+  // webhook/mutate.cpp dry_run_decision_warning writes it. The regex reads only the head:
+  // libstdc++'s regex recurses once per character, and the message is the webhook's.
+  static const std::regex kHead(
+      R"re(commgate: dry run: (\w+) \(([^)]{0,128})\), (\d{1,6}) nodes requested, (\d{1,6}) admitted, )re"
+      R"re(CommPolicy "([^"]{0,253})": )re");
+  for (const std::string& w : warnings) {
+    std::smatch m;
+    if (!std::regex_search(w, m, kHead, std::regex_constants::match_continuous)) continue;
+    return json{{"decision", m[1].str()},
+                {"reason", m[2].str()},
+                {"requestedNodes", std::stoi(m[3].str())},
+                {"admittedNodes", std::stoi(m[4].str())},
+                {"policy", m[5].str()},
+                {"message", w.substr(static_cast<std::size_t>(m.length(0)))}};
+  }
+  return std::nullopt;
+}
+
 json evaluation_of(const json& returned, const std::string& refusal,
-                   const std::vector<std::string>& warnings) {
+                   const std::vector<std::string>& warnings, const json& submitted) {
   json e = {{"dryRun", true}, {"warnings", warnings}, {"advice", json::array()}};
   for (const std::string& w : warnings)
     if (w.rfind("commgate: to run ", 0) == 0) e["advice"].push_back(w.substr(10));
+  const std::optional<json> told = dry_run_decision_of(warnings);
+  // A refusal returns no object: the job is named from the file, its numbers from the
+  // webhook's dry-run warning (or the file's request when the webhook sent none).
+  const json& object = refusal.empty() ? returned : submitted;
+  const json& meta = member(object, "metadata");
+  const std::string name = str(meta, "name", str(meta, "generateName"));
+  e["trainingJob"] = name.empty() ? "-" : str(meta, "namespace", "default") + "/" + name;
   if (!refusal.empty()) {
     e["decision"] = "Deny";
+    e["reason"] = told ? (*told)["reason"] : json("");
+    e["requestedNodes"] =
+        told ? (*told)["requestedNodes"] : member(member(submitted, "spec"), "numNodes");
+    e["admittedNodes"] = 0;
+    e["policy"] = told ? (*told)["policy"] : json("");
     e["message"] = refusal;
+    e["suspended"] = false;
     return e;
   }
-  const json& meta = member(returned, "metadata");
-  e["trainingJob"] = str(meta, "namespace") + "/" + str(meta, "name");
   const json& annotations = member(meta, "annotations");
   const json record = parsed_or_null(str(annotations, annotation::kDecisionRecord));
   e["decision"] = str(annotations, annotation::kDecision, "none");
@@ -368,6 +585,9 @@ json evaluation_of(const json& returned, const std::string& refusal,
     e["message"] = record.value("message", "");
     if (record.contains("policy")) e["policy"] = member(record["policy"], "name");
   }
+  // The record keeps a message for Gate and Deny only: the dry-run warning has every one.
+  if (told && e.value("message", "").empty()) e["message"] = (*told)["message"];
+  if (told && !e.contains("policy")) e["policy"] = (*told)["policy"];
   e["suspended"] = member(member(returned, "spec"), "suspend").is_boolean() &&
                    member(member(returned, "spec"), "suspend").get<bool>();
   return e;
@@ -382,30 +602,79 @@ std::string admitted_cell(const std::string& action, const std::string& admitted
   return admitted;
 }
 
-std::string evaluation_table(const json& e) {
-  std::string out;
+namespace {
+
+// What the webhook would do, as a sentence about the future: evaluate submits nothing (the
+// trial of 2026-12-06 read "lowered from 4 to 1" as done to its job).
+std::string would_text(const json& e) {
   const std::string action = e.value("decision", "");
+  const std::string job = e.value("trainingJob", "this TrainingJob");
+  const std::string requested = str(e, "requestedNodes", "?");
+  const std::string admitted = str(e, "admittedNodes", "?");
+  std::string what;
   if (action == "Deny") {
-    out += "Deny: the admission webhook would refuse this TrainingJob.\n";
+    what = "refuse " + job;
+  } else if (action == "Downsize") {
+    what = "lower spec.numNodes of " + job + " from " + requested + " to " + admitted +
+           " and admit it";
+  } else if (action == "Gate") {
+    what = "admit " + job + " suspended (" + e.value("reason", "") +
+           "): it would not run until commgate decides it again";
+  } else if (action == "Warn") {
+    what =
+        "admit " + job + " with " + requested + " nodes over the policy (enforcementAction warn)";
+  } else if (action == "Admit") {
+    what = "admit " + job + " with " + requested + " nodes as asked";
   } else {
-    out += table_text(
-        {{"TRAININGJOB", "DECISION", "REASON", "REQUESTED", "ADMITTED", "POLICY"},
-         {e.value("trainingJob", ""), action, e.value("reason", ""), str(e, "requestedNodes", "-"),
-          admitted_cell(action, str(e, "admittedNodes", "-")),
-          e.value("policy", "-").empty() ? "-" : e.value("policy", "-")}});
+    what = "decide " + job + " as " + action;
   }
-  if (!e.value("message", "").empty()) out += "\n" + e.value("message", "") + "\n";
+  return action + ": if submitted now, the admission webhook would " + what + ".\n";
+}
+
+// A warning that only restates the decision shown above it (the trial of 2026-12-06 read
+// one message three or four times): the dry-run line itself, the advice (listed apart),
+// and the verdict's own warning (a downsize, a gate, the message repeated).
+bool restates_decision(const std::string& warning, const std::string& message) {
+  for (const char* prefix : {"commgate: dry run: ", "commgate: to run ",
+                             "commgate: spec.numNodes lowered from ", "commgate: suspended "})
+    if (warning.rfind(prefix, 0) == 0) return true;
+  // The message alone (a Warn; an Admit under enforcementAction dryrun); a warning that
+  // quotes it and adds more (an exemption's "without the exemption ...") stays.
+  return !message.empty() &&
+         (warning == "commgate: " + message || warning == "commgate (dry run): " + message);
+}
+
+}  // namespace
+
+std::string evaluation_table(const json& e) {
+  const std::string action = e.value("decision", "");
+  std::string out = would_text(e);
+  if (!e.value("note", "").empty()) out += "Note: " + e.value("note", "") + ".\n";
+  out +=
+      "\n" + table_text({{"TRAININGJOB", "DECISION", "REASON", "REQUESTED", "ADMITTED", "POLICY"},
+                         {e.value("trainingJob", "-"), action,
+                          e.value("reason", "").empty() ? "-" : e.value("reason", ""),
+                          str(e, "requestedNodes", "-"),
+                          admitted_cell(action, str(e, "admittedNodes", "-")),
+                          e.value("policy", "").empty() ? "-" : e.value("policy", "")}});
+  const std::string message = e.value("message", "");
+  if (!message.empty()) out += "\nWhy: " + message + "\n";
   const json& advice = member(e, "advice");
   if (advice.is_array() && !advice.empty()) {
-    out += "\nAdvice:\n";
-    for (const auto& a : advice) out += "  - " + a.get<std::string>() + "\n";
+    out += "\nAdvice (what would make " + str(e, "requestedNodes", "the requested") +
+           " nodes pass; the verdict above stands):\n";
+    for (const auto& a : advice) {
+      // "to run 8 nodes: The link: ...": the heading says it once.
+      std::string text = a.get<std::string>();
+      if (text.rfind("to run ", 0) == 0 && text.find(": ") != std::string::npos)
+        text = text.substr(text.find(": ") + 2);
+      out += "  - " + text + "\n";
+    }
   }
   std::vector<std::string> other;
   const json& warnings = member(e, "warnings");
-  for (const auto& w : warnings.is_array() ? warnings : json::array()) {
-    const std::string text = w.get<std::string>();
-    if (text.rfind("commgate: to run ", 0) != 0) other.push_back(text);
-  }
+  for (const auto& w : warnings.is_array() ? warnings : json::array())
+    if (!restates_decision(w.get<std::string>(), message)) other.push_back(w.get<std::string>());
   if (!other.empty()) {
     out += "\nWarnings from the admission webhook:\n";
     for (const auto& w : other) out += "  " + w + "\n";
@@ -414,13 +683,52 @@ std::string evaluation_table(const json& e) {
   return out;
 }
 
-json explanation_of(const json& tj, const json& events, TimePoint now) {
+namespace {
+
+double stored_number(const json& j, const char* key) {
+  const json& v = member(j, key);
+  return v.is_number() && std::isfinite(v.get<double>()) ? v.get<double>() : 0;
+}
+
+// A row of status.decision.predictions (milliseconds, as core's decision_to_json writes it).
+StepPrediction prediction_of_row(const json& row) {
+  StepPrediction p;
+  const json& n = member(row, "nodes");
+  p.nodes = n.is_number_integer() ? n.get<int>() : 0;
+  p.step_s = stored_number(row, "stepTimeMs") / 1e3;
+  p.compute_s = stored_number(row, "computeMs") / 1e3;
+  p.allreduce_s = stored_number(row, "allReduceMs") / 1e3;
+  p.exposed_comm_s = stored_number(row, "exposedCommMs") / 1e3;
+  p.comm_share = stored_number(row, "commShare");
+  p.speedup = stored_number(row, "speedup");
+  p.scaling_efficiency = stored_number(row, "scalingEfficiency");
+  p.measured = member(row, "measured") == json(true);
+  return p;
+}
+
+}  // namespace
+
+json explanation_of(const json& tj, const json& events, TimePoint now,
+                    const std::optional<CommPolicySpec>& policy) {
   const json& meta = member(tj, "metadata");
   const json& status = member(tj, "status");
+  json decision = member(status, "decision");
+  if (policy && decision.is_object() && member(decision, "predictions").is_array()) {
+    // Each row judged as `commgate evaluate` judges it: pass, over, or past what the
+    // measurement may decide.
+    int probed = static_cast<int>(stored_number(decision, "nodesProbed"));
+    if (probed <= 0)
+      probed = static_cast<int>(stored_number(member(status, "measurement"), "nodesProbed"));
+    const int64_t decided =
+        probed > 0 ? counts_decided(*policy, probed) : std::numeric_limits<int64_t>::max();
+    for (json& row : decision["predictions"])
+      if (row.is_object())
+        row["policy"] = prediction_verdict(prediction_of_row(row), *policy, decided);
+  }
   json x = {{"trainingJob", str(meta, "namespace") + "/" + str(meta, "name")},
             {"phase", str(status, "phase", "Pending")},
             {"requestedNodes", member(member(tj, "spec"), "numNodes")},
-            {"decision", member(status, "decision")},
+            {"decision", decision},
             {"measurement", member(status, "measurement")},
             {"conditions", member(status, "conditions").is_array() ? member(status, "conditions")
                                                                    : json::array()}};
@@ -480,30 +788,26 @@ std::string explanation_text(const json& x) {
   out += table_text(head);
   if (d.is_object() && !str(d, "message").empty()) out += "\n" + str(d, "message") + "\n";
   if (d.is_object() && member(d, "predictions").is_array() && !d["predictions"].empty()) {
-    std::vector<std::vector<std::string>> rows = {{"NODES", "STEP(ms)", "COMPUTE(ms)",
-                                                   "EXPOSED COMM(ms)", "COMM SHARE", "SPEEDUP",
-                                                   "EFFICIENCY", ""}};
+    // The rows as `commgate evaluate` prints them (cli/evaluate_report.h predictions_table).
     const std::string asked = str(d, "requestedNodes");
     const std::string given =
         str(d, "action") == "Gate" || str(d, "action") == "Deny" ? "" : str(d, "admittedNodes");
+    std::vector<PredictionRow> rows;
     for (const json& p : d["predictions"]) {
+      PredictionRow row{prediction_of_row(p), str(p, "policy", "-"), ""};
       const std::string n = str(p, "nodes");
-      std::string note = p.value("measured", false) ? "measured by the probe" : "";
-      if (n == asked) note += std::string(note.empty() ? "" : ", ") + "asked";
-      if (n == given) note += std::string(note.empty() ? "" : ", ") + "admitted";
-      rows.push_back({n, str(p, "stepTimeMs"), str(p, "computeMs"), str(p, "exposedCommMs"),
-                      p.contains("commShare") ? format_percent(p["commShare"].get<double>()) : "",
-                      str(p, "speedup"),
-                      p.contains("scalingEfficiency")
-                          ? format_percent(p["scalingEfficiency"].get<double>())
-                          : "",
-                      note});
+      if (p.value("measured", false)) row.notes += "  (measured)";
+      if (n == asked) row.notes += "  <- requested";
+      if (n == given && given != asked) row.notes += "  <- admitted";
+      rows.push_back(row);
     }
-    out += "\nPredictions:\n" + table_text(rows, "  ");
+    out += "\nPredictions:\n" + predictions_table(rows, "  ");
   }
   if (d.is_object() && member(d, "advice").is_array() && !d["advice"].empty()) {
     out += "\nAdvice:\n";
-    for (const json& a : d["advice"]) out += "  - " + str(a, "text") + "\n";
+    const bool fit_poor = member(member(x, "measurement"), "fitPoor") == json(true);
+    for (const json& a : d["advice"])
+      out += "  - " + advice_line(str(a, "kind"), str(a, "text"), fit_poor) + "\n";
   }
   // member(): a key explanation_of always writes, read without const operator[]'s
   // assertion (undefined behaviour in a release build) when a caller's object lacks it.

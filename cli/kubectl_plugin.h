@@ -45,16 +45,28 @@ int run_kubectl_plugin(const std::vector<std::string>& args, const KubectlRunner
                        std::ostream& out, std::ostream& err, TimePoint now);
 
 // What `evaluate` shows, as a document (its -o json): from the dry run's answer, the
-// object the webhook returned (or none when refused), the refusal's message, and the
-// warnings kubectl printed ("Warning: " cut).
+// object the webhook returned (or none when refused), the refusal's message, the
+// warnings kubectl printed ("Warning: " cut), and the TrainingJob read from the file
+// (null when it came from stdin): a refusal returns no object, so its name and request
+// come from there and from the webhook's dry-run warning.
 nlohmann::json evaluation_of(const nlohmann::json& returned, const std::string& refusal,
-                             const std::vector<std::string>& warnings);
+                             const std::vector<std::string>& warnings,
+                             const nlohmann::json& submitted = nlohmann::json());
+
+// The decision the webhook tells a dry run (webhook/mutate.cpp dry_run_decision_warning):
+// {decision, reason, requestedNodes, admittedNodes, policy, message}; nullopt when no
+// warning is that line (a webhook older than issue #24).
+std::optional<nlohmann::json> dry_run_decision_of(const std::vector<std::string>& warnings);
 std::string evaluation_table(const nlohmann::json& evaluation);
 
 // `explain`: the TrainingJob as stored and its Events (an EventList; null when they
 // could not be listed).
+// `policy`: the deciding CommPolicy's spec, when it could be read; each stored prediction
+// then carries "policy": pass, over or not decided, as `commgate evaluate` judges it ("-"
+// in the table without it).
 nlohmann::json explanation_of(const nlohmann::json& trainingjob, const nlohmann::json& events,
-                              TimePoint now);
+                              TimePoint now,
+                              const std::optional<CommPolicySpec>& policy = std::nullopt);
 std::string explanation_text(const nlohmann::json& explanation);
 
 // `explain --plot`: the scaling chart of a TrainingJob as stored, drawn from the counts its

@@ -24,6 +24,7 @@ constexpr double kSpeedupHeight = 180;
 constexpr double kPanelGap = 76;  // the step panel's count labels, the speedup panel's caption
 constexpr double kHeaderLine = 18;
 constexpr double kNoteLine = 16;
+constexpr double kMinComputePx = 4;  // a compute bar thinner than this is drawn this tall
 
 // Colours (Tableau 10: told apart by people with the common colour-vision deficiencies).
 constexpr const char* kComputeColour = "#4e79a7";
@@ -33,6 +34,7 @@ constexpr const char* kLimitColour = "#b2182b";
 constexpr const char* kAdmittedColour = "#59a14f";
 constexpr const char* kIdealColour = "#8c8c8c";
 constexpr const char* kSpeedupColour = "#1f3b57";
+constexpr const char* kPoolColour = "#7b3294";
 
 std::string num(const char* format, double v) {
   char buf[64];
@@ -156,13 +158,47 @@ struct Scale {
   double y(double v) const { return y0 + height - std::clamp(v / top, 0.0, 1.0) * height; }
 };
 
-// The horizontal layout: one slot per count, in order; a count that does not follow the
-// one before (counts left out) gets an axis break on its left edge.
+// The horizontal layout. Every count from the first to the last drawn: one slot per
+// count, a linear axis. Counts left out (1-16, then powers of two): a log2 axis, each
+// count at log2(count), so that the distance between counts stays honest (the trial of
+// 2026-12-06: equal slots for 16, 32 and 64 bent a linear speedup into a super-linear
+// one). A slot is as wide as the closest two counts are apart.
 struct Slots {
   size_t n = 0;
   double width = 0;
-  double left(size_t i) const { return kPlotLeft + static_cast<double>(i) * width; }
-  double centre(size_t i) const { return left(i) + width / 2; }
+  bool log2_axis = false;
+  std::vector<double> centres;
+  double left(size_t i) const { return centre(i) - width / 2; }
+  double centre(size_t i) const { return centres[i]; }
+  // Where a count (not necessarily one drawn, fractional allowed) lies on the axis.
+  double x_at(double nodes) const {
+    if (log2_axis)
+      return kPlotLeft + (std::log2(nodes) - lo) / (hi - lo) * (kPlotRight - kPlotLeft);
+    return kPlotLeft + (nodes - first + 0.5) * width;
+  }
+  double lo = 0, hi = 1;  // the log2 axis's ends, in log2(count)
+  int first = 1;
+
+  explicit Slots(const std::vector<ScalingPoint>& pts) : n(pts.size()) {
+    if (n == 0) return;
+    log2_axis = pts.back().nodes - pts.front().nodes + 1 != static_cast<int>(n);
+    const double span = kPlotRight - kPlotLeft;
+    first = pts.front().nodes;
+    if (!log2_axis) {
+      width = span / static_cast<double>(n);
+      for (size_t i = 0; i < n; ++i) centres.push_back(kPlotLeft + (i + 0.5) * width);
+      return;
+    }
+    // Half an octave of room at each end, for the bars at the first and last counts.
+    first = pts.front().nodes;
+    lo = std::log2(pts.front().nodes) - 0.5;
+    hi = std::log2(pts.back().nodes) + 0.5;
+    for (const auto& p : pts)
+      centres.push_back(kPlotLeft + (std::log2(p.nodes) - lo) / (hi - lo) * span);
+    width = span;
+    for (size_t i = 1; i < n; ++i) width = std::min(width, centres[i] - centres[i - 1]);
+    width = std::min(width, span / 8);
+  }
 };
 
 std::string y_axis(const Scale& s, const std::string& title, const std::string& id) {
@@ -179,7 +215,10 @@ std::string y_axis(const Scale& s, const std::string& title, const std::string& 
   return out + "</g>\n";
 }
 
-// The count labels under a panel: the marked counts always, the others as room allows.
+// The count labels under a panel: the marked counts always, then 1 and the regular ones
+// (multiples of 1, 2, 5, 10, ... on a linear axis; powers of two on a log2 axis), each
+// only where it keeps clear of the labels already placed (the trial of 2026-12-06 read
+// labels drawn into each other).
 std::string x_ticks(const ScalingChart& c, const Slots& slots, double axis_y,
                     const std::set<size_t>& marked) {
   std::string out = "<g font-size=\"11\" fill=\"#333\" text-anchor=\"middle\">\n";
@@ -187,29 +226,27 @@ std::string x_ticks(const ScalingChart& c, const Slots& slots, double axis_y,
   for (const auto& p : c.points) widest = std::max(widest, text_width(std::to_string(p.nodes), 11));
   const size_t every =
       static_cast<size_t>(std::max(1.0, std::ceil((widest + 8) / std::max(slots.width, 1.0))));
-  // Where every count is drawn, the regular labels are 1 and the multiples of 1, 2, 5, 10,
-  // 20, ... that leave room; where counts are left out, as many as leave room. The marked
-  // counts first; a label too near one already placed is left out.
-  const bool consecutive = slots.n == 0 || c.points.back().nodes - c.points.front().nodes + 1 ==
-                                               static_cast<int>(slots.n);
   size_t multiple = 1;
-  for (size_t base = 1; consecutive && multiple < every; base *= 10)
+  for (size_t base = 1; !slots.log2_axis && multiple < every; base *= 10)
     for (size_t f : {1, 2, 5})
       if (multiple < every) multiple = base * f;
+  auto regular = [&](int nodes) {
+    if (nodes == 1) return true;
+    if (slots.log2_axis) return (nodes & (nodes - 1)) == 0;
+    return static_cast<size_t>(nodes) % multiple == 0;
+  };
   std::vector<size_t> candidates(marked.begin(), marked.end());
   for (size_t i = 0; i < slots.n; ++i)
-    if (consecutive
-            ? c.points[i].nodes == 1 || static_cast<size_t>(c.points[i].nodes) % multiple == 0
-            : true)
-      candidates.push_back(i);
+    if (regular(c.points[i].nodes)) candidates.push_back(i);
   std::vector<size_t> shown;
+  auto half = [&](size_t i) { return text_width(std::to_string(c.points[i].nodes), 11) / 2; };
   for (size_t i : candidates) {
-    const bool clear = std::all_of(shown.begin(), shown.end(),
-                                   [&](size_t j) { return (i > j ? i - j : j - i) >= every; });
+    const bool clear = std::all_of(shown.begin(), shown.end(), [&](size_t j) {
+      return i != j && std::fabs(slots.centre(i) - slots.centre(j)) >= half(i) + half(j) + 6;
+    });
     if (clear) shown.push_back(i);
   }
   std::sort(shown.begin(), shown.end());
-  shown.erase(std::unique(shown.begin(), shown.end()), shown.end());
   for (size_t i = 0; i < slots.n; ++i) {
     const double x = slots.centre(i);
     out += "<line x1=\"" + px(x) + "\" x2=\"" + px(x) + "\" y1=\"" + px(axis_y) + "\" y2=\"" +
@@ -218,14 +255,6 @@ std::string x_ticks(const ScalingChart& c, const Slots& slots, double axis_y,
   for (size_t i : shown)
     out += "<text x=\"" + px(slots.centre(i)) + "\" y=\"" + px(axis_y + 16) + "\">" +
            std::to_string(c.points[i].nodes) + "</text>\n";
-  // Axis breaks where counts are left out: two short slanted strokes across the axis.
-  for (size_t i = 1; i < slots.n; ++i) {
-    if (c.points[i].nodes == c.points[i - 1].nodes + 1) continue;
-    const double x = slots.left(i);
-    out += "<path class=\"axis-break\" d=\"M" + px(x - 5) + " " + px(axis_y + 5) + " L" +
-           px(x - 1) + " " + px(axis_y - 5) + " M" + px(x + 1) + " " + px(axis_y + 5) + " L" +
-           px(x + 5) + " " + px(axis_y - 5) + "\" stroke=\"#333\" stroke-width=\"1.2\"/>\n";
-  }
   out += "<line x1=\"" + px(kPlotLeft) + "\" x2=\"" + px(kPlotRight) + "\" y1=\"" + px(axis_y) +
          "\" y2=\"" + px(axis_y) + "\" stroke=\"#333\"/>\n";
   return out + "</g>\n";
@@ -290,11 +319,37 @@ std::string diamond(double x, double y, double r, bool filled) {
          (filled ? "#222" : "#fff") + "\" stroke=\"#222\" stroke-width=\"1.5\"/>";
 }
 
+// The largest step time the step panel shows, in ms: the steps, and the policy's limit
+// (compute / (1 - maxCommShare)) so that its line is on the panel.
+double step_panel_max_ms(const ScalingChart& c) {
+  double max_step = 0;
+  for (const auto& p : c.points) {
+    max_step = std::max(max_step, p.step_ms);
+    if (c.max_comm_share && *c.max_comm_share < 1)
+      max_step = std::max(max_step, p.compute_ms / (1 - *c.max_comm_share));
+  }
+  return max_step;
+}
+
+// The note for compute bars drawn taller than they are (kMinComputePx), "" when none is.
+std::string enlarged_compute_note(const ScalingChart& c) {
+  const double max_step = step_panel_max_ms(c);
+  const double unit = max_step >= 10000 ? 1000 : 1;
+  const Scale scale(max_step / unit, 0, kStepHeight, 5);
+  double thinnest = -1;
+  for (const auto& p : c.points)
+    if (kStepHeight - scale.y(p.compute_ms / unit) < kMinComputePx)
+      thinnest = thinnest < 0 ? p.compute_ms : std::min(thinnest, p.compute_ms);
+  if (thinnest < 0) return "";
+  return "Compute (blue, " + milliseconds(thinnest) +
+         " per step at the least) is too thin to see beside the communication at this scale: "
+         "its bars are drawn " +
+         num("%.0f", kMinComputePx) + " px tall; each bar's tooltip and -o json have the numbers.";
+}
+
 std::string render(const ScalingChart& c) {
   const std::vector<ScalingPoint>& pts = c.points;
-  Slots slots;
-  slots.n = pts.size();
-  slots.width = slots.n ? (kPlotRight - kPlotLeft) / static_cast<double>(slots.n) : 0;
+  const Slots slots(pts);
   auto index_of = [&](int nodes) -> std::optional<size_t> {
     for (size_t i = 0; i < pts.size(); ++i)
       if (pts[i].nodes == nodes) return i;
@@ -313,7 +368,9 @@ std::string render(const ScalingChart& c) {
                             kWidth - 40, 12.5, 3))
     header.push_back(line);
   std::vector<std::string> notes;
-  for (const auto& note : c.notes)
+  std::vector<std::string> all_notes = c.notes;
+  if (const std::string note = enlarged_compute_note(c); !note.empty()) all_notes.push_back(note);
+  for (const auto& note : all_notes)
     for (auto& line : wrapped(note, kWidth - 40, 12, 3)) notes.push_back(line);
   const std::string title = "Scaling of " + c.job + " on pool " + c.pool +
                             (c.link_short.empty() ? "" : ", link " + c.link_short);
@@ -370,14 +427,11 @@ std::string render(const ScalingChart& c) {
   }
 
   // Scales. The step panel reaches the policy's limit too, so that its line is on it.
-  double max_step = 0, max_speedup = 0;
-  for (const auto& p : pts) {
-    max_step = std::max(max_step, p.step_ms);
+  double max_speedup = 0;
+  for (const auto& p : pts)
     max_speedup = std::max({max_speedup, p.speedup, static_cast<double>(p.nodes)});
-  }
   const bool limited = c.max_comm_share && *c.max_comm_share < 1;
-  if (limited)
-    for (const auto& p : pts) max_step = std::max(max_step, p.compute_ms / (1 - *c.max_comm_share));
+  const double max_step = step_panel_max_ms(c);
   const bool seconds = max_step >= 10000;
   const double unit = seconds ? 1000 : 1;  // ms per unit shown
   const Scale step_scale(max_step / unit, step_top, kStepHeight, 5);
@@ -446,13 +500,17 @@ std::string render(const ScalingChart& c) {
                                 : "") +
                (p.beyond_max_extrapolation ? "; beyond maxExtrapolation" : "")) +
            "</title>";
-    out += "<rect x=\"" + px(x) + "\" y=\"" + px(y_compute) + "\" width=\"" + px(bar_width) +
-           "\" height=\"" + px(step_top + kStepHeight - y_compute) + "\" fill=\"" + kComputeColour +
-           "\"/>";
+    // Compute stays visible where communication dwarfs it (the trial of 2026-12-06 saw
+    // none): at least kMinComputePx tall, the notes say so.
+    const double compute_px = std::max(kMinComputePx, step_top + kStepHeight - y_compute);
+    out += "<rect class=\"compute\" x=\"" + px(x) + "\" y=\"" +
+           px(step_top + kStepHeight - compute_px) + "\" width=\"" + px(bar_width) +
+           "\" height=\"" + px(compute_px) + "\" fill=\"" + kComputeColour + "\"/>";
     if (p.exposed_comm_ms > 0)
       out += "<rect x=\"" + px(x) + "\" y=\"" + px(y_step) + "\" width=\"" + px(bar_width) +
-             "\" height=\"" + px(std::max(0.0, y_compute - y_step)) + "\" fill=\"" +
-             (p.within_policy && !*p.within_policy ? kOverColour : kExposedColour) + "\"/>";
+             "\" height=\"" + px(std::max(0.0, step_top + kStepHeight - compute_px - y_step)) +
+             "\" fill=\"" + (p.within_policy && !*p.within_policy ? kOverColour : kExposedColour) +
+             "\"/>";
     out += "</g>\n";
     // The share above the bar, where there is room for it.
     if (slots.width >= 30 && p.comm_share > 0)
@@ -481,6 +539,22 @@ std::string render(const ScalingChart& c) {
              xml_escaped(percent(*c.max_comm_share) + " limit") + "</text>";
     }
     out += "</g>\n";
+  }
+
+  // The pool's size: no count right of this line can run on the pool as it is now.
+  const bool pool_within = c.pool_nodes >= pts.front().nodes && c.pool_nodes < pts.back().nodes;
+  if (pool_within) {
+    const double x = slots.x_at(c.pool_nodes + 0.5);
+    out += "<g id=\"pool-size\" data-nodes=\"" + std::to_string(c.pool_nodes) + "\">";
+    for (const auto& [top, h] : panels)
+      out += "<line x1=\"" + px(x) + "\" x2=\"" + px(x) + "\" y1=\"" + px(top) + "\" y2=\"" +
+             px(top + h) + "\" stroke=\"" + kPoolColour + "\" stroke-width=\"2\"/>";
+    const std::string label = "pool: " + nodes_text(c.pool_nodes);
+    const bool right = x + 6 + text_width(label, 11) <= kPlotRight;
+    out += "<text x=\"" + px(right ? x + 5 : x - 5) + "\" y=\"" + px(step_top + 12) + "\"" +
+           (right ? "" : " text-anchor=\"end\"") + " font-size=\"11\" fill=\"" + kPoolColour +
+           "\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">" + xml_escaped(label) +
+           "</text></g>\n";
   }
 
   // The speedup panel: ideal, the policy's minimum efficiency, the predicted speedup.
@@ -519,11 +593,10 @@ std::string render(const ScalingChart& c) {
     if (at) marked.insert(*at);
   out += x_ticks(c, slots, step_top + kStepHeight, marked);
   out += x_ticks(c, slots, axis_bottom, marked);
-  const bool gaps = std::adjacent_find(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
-                      return b.nodes != a.nodes + 1;
-                    }) != pts.end();
   out += text_element((kPlotLeft + kPlotRight) / 2, axis_bottom + 34,
-                      gaps ? "nodes (axis breaks // mark counts left out)" : "nodes",
+                      slots.log2_axis ? "nodes (log2 scale: each doubling the same distance; "
+                                        "a tick per count drawn)"
+                                      : "nodes",
                       " font-size=\"12\"", "middle");
 
   // The markers, one row each under the axis, so that no two labels overlap: the rightmost
@@ -616,6 +689,9 @@ std::string render(const ScalingChart& c) {
   if (requested_at)
     step_entries.push_back(
         {rect_swatch("none", " stroke=\"#555\" stroke-dasharray=\"4 2\""), "requested count"});
+  if (pool_within)
+    step_entries.push_back({line_swatch(kPoolColour, ""),
+                            "the pool's " + nodes_text(c.pool_nodes) + ": no more can run"});
   if (first_beyond < pts.size())
     step_entries.push_back({rect_swatch("url(#hatch)", " stroke=\"#bbb\""),
                             "beyond maxExtrapolation" +

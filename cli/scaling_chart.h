@@ -12,7 +12,7 @@
 // id="policy-limit" (data-max-comm-share), id="admitted-marker", id="requested-marker",
 // id="probe-marker" (each data-nodes), one <g class="bar" data-nodes="N"
 // data-within-policy="true|false|unknown"> per count, id="speedup-line", id="ideal-line",
-// id="beyond-extrapolation" (data-from-nodes), id="legend".
+// id="beyond-extrapolation" (data-from-nodes), id="pool-size" (data-nodes), id="legend".
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -55,8 +55,12 @@ struct ScalingChart {
   std::string action;         // "Downsize" (core's to_string(Action))
   std::string reason;         // "OverPolicyDownsized"
   int requested_nodes = 0;
-  int admitted_nodes = 0;            // the marker is drawn for Admit, Downsize and Warn only
-  int nodes_probed = 0;              // 0: not known
+  int admitted_nodes = 0;  // the marker is drawn for Admit, Downsize and Warn only
+  int nodes_probed = 0;    // 0: not known
+  // The nodes the pool has now (explain lists them through kubectl): a line after that
+  // count, id="pool-size" data-nodes="N", since no larger count can run there. 0: not
+  // known (`commgate evaluate` offline), not drawn.
+  int pool_nodes = 0;
   std::vector<ScalingPoint> points;  // ascending by nodes; gaps are drawn as axis breaks
   std::vector<std::string> notes;    // lines under the chart
 };

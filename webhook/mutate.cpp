@@ -107,6 +107,21 @@ void annotate_decision(PatchBuilder& patch, const DecisionRecord& record) {
   for (auto& [key, value] : decision_annotations(record)) patch.annotate(key, std::move(value));
 }
 
+// Issue #24: a server-side dry run (`kubectl commgate evaluate`) sees the patched object,
+// whose record keeps a message only for Gate and Deny, or, for a Deny, no object at all.
+// This warning gives it the whole decision, in the one form cli/kubectl_plugin.cpp
+// (dry_run_decision_of) reads back: "commgate: dry run: <Action> (<reason>), <n> nodes
+// requested, <m> admitted, CommPolicy \"<name>\": <message>" (<m> 0 for a Gate or a Deny,
+// which admit nothing now). Only for dry runs: a real
+// submission has its decision in the record, the status and the other warnings.
+std::string dry_run_decision_warning(const Decision& d, const std::string& policy_name) {
+  return std::string("commgate: dry run: ") + to_string(d.action) + " (" + d.reason + "), " +
+         std::to_string(d.requested_nodes) + " nodes requested, " +
+         std::to_string(d.action == Action::kDeny || d.action == Action::kGate ? 0
+                                                                               : d.admitted_nodes) +
+         " admitted, CommPolicy \"" + policy_name + "\": " + d.message;
+}
+
 AdmissionResponse with_decision(AdmissionResponse response, const DecisionRecord& record) {
   response.decision = decision_label(to_string(record.action), record.reason);
   response.audit_annotations["decision"] = to_string(record.action);
@@ -241,6 +256,10 @@ AdmissionResponse handle_mutate(const AdmissionRequest& request, const Snapshot&
   for (const Advice& a : d.advice)
     warnings.push_back("commgate: to run " + std::to_string(d.requested_nodes) +
                        " nodes: " + a.text);
+  // First: kube-apiserver keeps at most 4 KiB of warnings (warning.go's recorder drops the
+  // ones past it, last first), and the plugin needs this one whole.
+  if (request.dry_run)
+    warnings.insert(warnings.begin(), dry_run_decision_warning(d, jd.policy->metadata.name));
   DecisionRecord record = record_of(jd, job, now);
   // The operator decides this one later, without the request: it needs the requester's
   // exemptions (issue #19: an exempt user's job gated NamespaceUnknown lost them).

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/evaluate_command.h"
+#include "core/decision.h"
 #include "core/model_names.h"
 #include "core/probe_result.h"
 #include "tests/cli/cli_test_support.h"
@@ -516,6 +517,54 @@ TEST(EvaluateCli, table_and_json_show_the_same_node_counts_and_say_which) {
       EXPECT_NE(table.out.find("  ...\n"), std::string::npos) << table.out;
     }
   }
+}
+
+// Issue #24 item 8 (the trial of 2026-12-06): gated ExtrapolationTooFar, every row said
+// "pass", though the policy decides no count past maxExtrapolation x the nodes probed.
+TEST(EvaluateCli, rows_past_max_extrapolation_say_they_are_not_decided) {
+  TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
+  TempFile job(testing::a_training_job("bert").nodes(600).params(25e6).json().dump());
+  CliRun table = run({"evaluate", "-f", job.path(), "--measurement", m.path()});
+  ASSERT_EQ(table.exit_code, kExitGated) << table.err << table.out;
+  ASSERT_NE(table.out.find("ExtrapolationTooFar"), std::string::npos) << table.out;
+  const int decided = counts_decided(CommPolicySpec{}, 2);
+  std::istringstream lines(table.out);
+  int rows = 0, beyond = 0;
+  bool in_table = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("NODES", 0) == 0) {
+      in_table = true;
+      continue;
+    }
+    if (line.empty() || line.rfind("Shown:", 0) == 0) in_table = false;
+    if (!in_table || line.find('%') == std::string::npos) continue;
+    ++rows;
+    if (std::stoi(line) > decided) {
+      ++beyond;
+      EXPECT_NE(line.find("not decided (past maxExtrapolation)"), std::string::npos) << line;
+      EXPECT_EQ(line.find(" pass"), std::string::npos) << line;
+    } else {
+      EXPECT_TRUE(line.find(" pass") != std::string::npos ||
+                  line.find(" over") != std::string::npos)
+          << line;
+    }
+  }
+  EXPECT_GT(rows, beyond);
+  EXPECT_GT(beyond, 0) << table.out;
+}
+
+// Issue #24 item 10: the table wrote the latency "20 us", the chart of the same run
+// "20.2 us": one way in both.
+TEST(EvaluateCli, the_table_writes_the_latency_as_the_chart_does) {
+  const std::string svg =
+      fs::temp_directory_path() / ("cg-latency-" + std::to_string(getpid()) + ".svg");
+  CliRun r =
+      run({"evaluate", "-f", example("jobs/bert-large-350m.yaml"), "--measurement",
+           example("measurements/probe-netns-2-nodes-1gbit-350M-params.json"), "--plot", svg});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(", latency 20.2 us\n"), std::string::npos) << r.out;
+  EXPECT_NE(testing::slurp(svg).find("latency 20.2 us"), std::string::npos);
+  fs::remove(svg);
 }
 
 // Issue 12: the "Try:" commands of examples/README.md did not work as written. Each runs

@@ -6,8 +6,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
+#include <tuple>
 
+#include "cli/command_input.h"
+#include "cli/evaluate_report.h"
 #include "tests/cli/cli_test_support.h"
 
 namespace commgate {
@@ -24,8 +28,167 @@ TEST(KubectlPlugin, kubectl_warnings_and_a_refusal_read_from_stderr) {
   EXPECT_EQ(e["decision"], "Deny");
   EXPECT_EQ(e["advice"], json::array({"to run 8 nodes: The link: ..."}));
   const std::string table = evaluation_table(e);
-  EXPECT_NE(table.find("Deny: the admission webhook would refuse"), std::string::npos) << table;
+  EXPECT_NE(table.find("Deny: if submitted now, the admission webhook would refuse"),
+            std::string::npos)
+      << table;
   EXPECT_NE(table.find("At 8 nodes ... over the limit"), std::string::npos) << table;
+  EXPECT_NE(table.find("  - The link: ..."), std::string::npos) << table;
+}
+
+// What the webhook tells a dry run (webhook/mutate.cpp dry_run_decision_warning).
+const std::string kDeniedLine =
+    "commgate: dry run: Deny (OverPolicyDenied), 8 nodes requested, 0 admitted, CommPolicy "
+    "\"built-in default\": At 8 nodes 91% of each step would be exposed communication.";
+const json kLlm = {{"apiVersion", "commgate.io/v1alpha1"},
+                   {"kind", "TrainingJob"},
+                   {"metadata", {{"name", "llm-7b"}, {"namespace", "nlp"}}},
+                   {"spec", {{"numNodes", 8}}}};
+
+// Issue #24 items 1, 6 and 7 (the trial of 2026-12-06): a job that would be denied printed
+// no name, reason, counts or policy; one message was printed three or four times; and a
+// dry run read as if the job had been downsized.
+TEST(KubectlPlugin, every_verdict_shows_its_facts_once_as_what_would_happen) {
+  const std::string refusal = "At 8 nodes 91% of each step would be exposed communication.";
+  const json denied =
+      evaluation_of(json(), refusal, {kDeniedLine, "commgate: to run 8 nodes: The link: x"}, kLlm);
+  EXPECT_EQ(denied["trainingJob"], "nlp/llm-7b");
+  EXPECT_EQ(denied["reason"], "OverPolicyDenied");
+  EXPECT_EQ(denied["requestedNodes"], 8);
+  EXPECT_EQ(denied["policy"], "built-in default");
+  const std::string deny_table = evaluation_table(denied);
+  for (const char* want : {"nlp/llm-7b", "OverPolicyDenied", "built-in default", "REQUESTED",
+                           "  8  ", "none", "would refuse nlp/llm-7b"})
+    EXPECT_NE(deny_table.find(want), std::string::npos) << want << "\n" << deny_table;
+
+  // A Downsize: the record keeps no message; the dry-run warning has it. The downsize's
+  // own warning restates it and is not printed again.
+  const std::string message =
+      "At 4 nodes 78.3% of each step would be exposed communication. "
+      "Downsized from 4 to 1 node: ...";
+  const json returned = {
+      {"kind", "TrainingJob"},
+      {"metadata",
+       {{"name", "bert-large"},
+        {"namespace", "nlp"},
+        {"annotations",
+         {{"commgate.io/decision", "Downsize"},
+          {"commgate.io/reason", "OverPolicyDownsized"},
+          {"commgate.io/decision-record",
+           R"({"action":"Downsize","admittedNodes":1,"requestedNodes":4,"policy":{"name":"default"}})"}}}}},
+      {"spec", {{"numNodes", 1}}}};
+  const json downsized = evaluation_of(
+      returned, "",
+      {"commgate: dry run: Downsize (OverPolicyDownsized), 4 nodes requested, 1 admitted, "
+       "CommPolicy \"default\": " +
+           message,
+       "commgate: spec.numNodes lowered from 4 to 1: at 4 nodes 78.3% of each step ...",
+       "commgate: " + message, "commgate: spec.policyRef.name: CommPolicy \"x\" is not ...",
+       "commgate: admitted without a communication check: ...; without the exemption it would "
+       "be denied"});
+  EXPECT_EQ(downsized["message"], message);
+  const std::string table = evaluation_table(downsized);
+  size_t times = 0;
+  for (size_t at = table.find("At 4 nodes 78.3%"); at != std::string::npos;
+       at = table.find("At 4 nodes 78.3%", at + 1))
+    ++times;
+  EXPECT_EQ(times, 1u) << table;
+  EXPECT_EQ(table.find("lowered from"), std::string::npos) << table;
+  EXPECT_NE(table.find("if submitted now, the admission webhook would lower spec.numNodes of "
+                       "nlp/bert-large from 4 to 1"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("without the exemption it would be denied"), std::string::npos) << table;
+  EXPECT_NE(table.find("spec.policyRef.name"), std::string::npos) << "other warnings stay\n"
+                                                                  << table;
+  EXPECT_EQ(dry_run_decision_of({"commgate: something else"}), std::nullopt);
+}
+
+// A scratch folder of the test's own, removed at the end.
+struct ScratchDir {
+  std::string path = ::testing::TempDir() + "cg-plugin-" + std::to_string(getpid()) + "-" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  ScratchDir() { std::filesystem::create_directories(path); }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+  std::string file(const std::string& name, const std::string& text) const {
+    std::ofstream(path + "/" + name) << text;
+    return path + "/" + name;
+  }
+};
+
+// Issue #24 item 4: a mistake in the local file read as a failed dry run.
+TEST(KubectlPlugin, a_file_that_is_not_one_trainingjob_is_named_with_what_is_wrong) {
+  const ScratchDir dir;
+  struct Case {
+    std::string name;
+    std::string file;
+    std::vector<std::string> want;
+  };
+  const std::string tj =
+      "apiVersion: commgate.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: "
+      "a}\nspec: {numNodes: 2}\n";
+  for (const Case& c : std::vector<Case>{
+           {"missing", dir.path + "/nope.yaml", {"nope.yaml", "cannot read"}},
+           {"not_yaml", dir.file("bad.yaml", "spec: [unclosed\n"), {"bad.yaml:"}},
+           {"two_documents",
+            dir.file("two.yaml",
+                     "apiVersion: v1\nkind: Namespace\nmetadata: {name: nlp}\n---\n" + tj),
+            {"two.yaml", "2 documents", "1: Namespace", "2: TrainingJob", "a file of its own"}},
+           {"another_kind",
+            dir.file("cm.yaml", "apiVersion: v1\nkind: ConfigMap\n"),
+            {"cm.yaml", "kind \"ConfigMap\" of v1", "not a TrainingJob"}}}) {
+    std::vector<std::vector<std::string>> calls;
+    const KubectlRunner kubectl = [&](const std::vector<std::string>& args) {
+      calls.push_back(args);
+      return Captured{1, "", "unexpected\n"};
+    };
+    std::ostringstream out, err;
+    EXPECT_EQ(run_kubectl_plugin({"evaluate", "-f", c.file}, kubectl, out, err, TimePoint{}),
+              kPluginError)
+        << c.name;
+    for (const std::string& want : c.want)
+      EXPECT_NE(err.str().find(want), std::string::npos) << c.name << ": " << want << "\n"
+                                                         << err.str();
+    EXPECT_EQ(err.str().find("dry run"), std::string::npos) << c.name << ": " << err.str();
+    EXPECT_TRUE(calls.empty()) << c.name << ": nothing is sent for a bad file";
+  }
+}
+
+// Issue #24 item 3: a job that exists failed with AlreadyExists; it is evaluated as a new
+// submission under a generated name, still a dry run, and the output says so.
+TEST(KubectlPlugin, a_job_that_exists_is_evaluated_under_a_generated_name) {
+  const ScratchDir dir;
+  const std::string file =
+      dir.file("bert.yaml",
+               "apiVersion: commgate.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: "
+               "bert-large, namespace: nlp}\nspec: {numNodes: 2}\n");
+  std::vector<json> sent;
+  const KubectlRunner kubectl = [&](const std::vector<std::string>& args) {
+    const auto f = std::find(args.begin(), args.end(), "-f");
+    if (args.at(0) != "create" || f == args.end() ||
+        std::find(args.begin(), args.end(), "--dry-run=server") == args.end())
+      return Captured{1, "", "unexpected\n"};
+    sent.push_back(read_manifests(*(f + 1)).front());
+    if (sent.size() == 1)
+      return Captured{1, "",
+                      "Error from server (AlreadyExists): error when creating \"bert.yaml\": "
+                      "trainingjobs.commgate.io \"bert-large\" already exists\n"};
+    json back = sent.back();
+    back["metadata"]["name"] = "bert-large-x7k2p";
+    back["metadata"]["annotations"] = {{"commgate.io/decision", "Admit"},
+                                       {"commgate.io/reason", "WithinPolicy"}};
+    return Captured{0, back.dump(),
+                    "Warning: commgate: dry run: Admit (WithinPolicy), 2 nodes requested, 2 "
+                    "admitted, CommPolicy \"default\": At 2 nodes 12% ...\n"};
+  };
+  std::ostringstream out, err;
+  EXPECT_EQ(run_kubectl_plugin({"evaluate", "-f", file}, kubectl, out, err, TimePoint{}), kPluginOk)
+      << err.str();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[1]["metadata"].value("name", ""), "");
+  EXPECT_EQ(sent[1]["metadata"]["generateName"], "bert-large-");
+  for (const char* want : {"TrainingJob nlp/bert-large already exists", "new submission",
+                           "nlp/bert-large ", "At 2 nodes 12%", "nothing was created"})
+    EXPECT_NE(out.str().find(want), std::string::npos) << want << "\n" << out.str();
 }
 
 // The trial of 2026-12-06: a gated job read "4 nodes asked, 4 admitted" while nothing ran.
@@ -157,6 +320,9 @@ KubectlRunner explain_kubectl(const json& tj, bool policy_readable) {
   return [=](const std::vector<std::string>& args) {
     if (args.size() > 1 && args[1] == "trainingjobs.commgate.io") return Captured{0, tj.dump(), ""};
     if (args.size() > 1 && args[1] == "events") return Captured{0, R"({"items": []})", ""};
+    if (args.size() > 3 && args[1] == "nodes" && args[4] == "-l" &&
+        args[5] == "commgate.io/pool=cpu-1gbe")
+      return Captured{0, "node/a\nnode/b\nnode/c\n", ""};
     if (args.size() > 2 && args[1] == "commpolicies.commgate.io" && args[2] == "default") {
       if (!policy_readable)
         return Captured{1, "", "Error from server (Forbidden): commpolicies is forbidden\n"};
@@ -202,6 +368,8 @@ TEST(KubectlPlugin, explain_plot_draws_the_stored_decision_with_its_policys_limi
               c.want_limit)
         << c.name;
     ASSERT_EQ(svg.doc["bars"].size(), 3u) << c.name;
+    // The pool's 3 nodes (kubectl get nodes -l its nodeSelector): issue #24 item 12.
+    EXPECT_EQ(ids["pool-size"]["data-nodes"], "3") << c.name;
     EXPECT_EQ(svg.doc["bars"][2]["data-within-policy"], c.want_within_at_4) << c.name;
     if (!c.policy_readable) {
       EXPECT_NE(err.str().find("CommPolicy default could not be read (Error from server "
@@ -242,6 +410,92 @@ TEST(KubectlPlugin, explain_plot_draws_the_stored_decision_with_its_policys_limi
     EXPECT_NE(e.str().find("--plot"), std::string::npos) << e.str();
   }
   std::filesystem::remove_all(dir);
+}
+
+// Issue #24 items 5 and 11: a missing job is named with its namespace; -ojson and
+// kubectl's tj/NAME are read as kubectl reads them.
+TEST(KubectlPlugin, explain_takes_kubectls_forms_and_names_the_namespace_it_looked_in) {
+  const KubectlRunner missing = [](const std::vector<std::string>& args) {
+    if (args.at(0) == "config") return Captured{0, "team-a", ""};
+    return Captured{1, "",
+                    "Error from server (NotFound): trainingjobs.commgate.io \"x\" not found\n"};
+  };
+  for (const auto& [args, want_namespace] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"explain", "tj", "x", "-n", "ml"}, "ml"},
+           {{"explain", "tj/x", "-nml"}, "ml"},
+           {{"explain", "tj", "x"}, "team-a"}}) {
+    std::ostringstream out, err;
+    EXPECT_EQ(run_kubectl_plugin(args, missing, out, err, TimePoint{}), kPluginError);
+    EXPECT_NE(err.str().find("TrainingJob \"x\" not found in namespace \"" + want_namespace + "\""),
+              std::string::npos)
+        << err.str();
+  }
+  std::ostringstream out, err;
+  EXPECT_EQ(
+      run_kubectl_plugin({"explain", "tj/bert-large", "-ojson"},
+                         explain_kubectl(a_downsized_trainingjob(), true), out, err, TimePoint{}),
+      kPluginOk)
+      << err.str();
+  EXPECT_EQ(json::parse(out.str())["trainingJob"], "nlp/bert-large");
+  std::ostringstream o2, e2;
+  EXPECT_EQ(
+      run_kubectl_plugin({"explain", "pod/x"}, explain_kubectl(json(), true), o2, e2, TimePoint{}),
+      kPluginUsage);
+}
+
+// Issue #24 item 9: explain's predictions lacked evaluate's pass/over column and printed
+// numbers in mixed precision; both print through predictions_table now.
+TEST(KubectlPlugin, explain_prints_predictions_as_evaluate_does_with_the_policys_verdict) {
+  const json tj = a_downsized_trainingjob();
+  CommPolicySpec policy;
+  policy.max_comm_share = 0.3;
+  const std::string text =
+      explanation_text(explanation_of(tj, json{{"items", json::array()}}, TimePoint{}, policy));
+  std::vector<PredictionRow> rows;
+  for (const auto& [nodes, verdict, notes] :
+       std::vector<std::tuple<int, std::string, std::string>>{{1, "pass", "  <- admitted"},
+                                                              {2, "over", "  (measured)"},
+                                                              {4, "over", "  <- requested"}}) {
+    StepPrediction p;
+    for (const json& row : tj["status"]["decision"]["predictions"])
+      if (row["nodes"] == nodes) {
+        p.nodes = nodes;
+        p.step_s = row["stepTimeMs"].get<double>() / 1e3;
+        p.compute_s = row["computeMs"].get<double>() / 1e3;
+        p.exposed_comm_s = row["exposedCommMs"].get<double>() / 1e3;
+        p.comm_share = row["commShare"];
+        p.speedup = row["speedup"];
+        p.scaling_efficiency = row["scalingEfficiency"];
+        p.measured = row["measured"];
+      }
+    rows.push_back({p, verdict, notes});
+  }
+  EXPECT_NE(text.find("Predictions:\n" + predictions_table(rows, "  ")), std::string::npos) << text;
+  EXPECT_NE(text.find("16283 ms"), std::string::npos) << text;
+  // Without the policy: no verdict, said as "-".
+  const std::string unjudged = explanation_text(explanation_of(tj, json(), TimePoint{}));
+  EXPECT_EQ(unjudged.find(" pass"), std::string::npos) << unjudged;
+  EXPECT_NE(unjudged.find("  -  <- requested"), std::string::npos) << unjudged;
+}
+
+// Issue #24 item 10: "the link is slower than it should be" compares a fitted bandwidth
+// with the interface's rate; with a poor fit it is said to be uncertain.
+TEST(KubectlPlugin, link_rate_advice_on_a_poor_fit_says_it_is_uncertain) {
+  json tj = a_downsized_trainingjob();
+  tj["status"]["decision"]["advice"] = {
+      {{"kind", "linkRate"}, {"text", "The link: the all-reduce reached 0.12 GB/s ..."}},
+      {{"kind", "link"}, {"text", "The link: 4 nodes would pass with ..."}}};
+  tj["status"]["measurement"]["fitPoor"] = true;
+  const std::string poor = explanation_text(explanation_of(tj, json(), TimePoint{}));
+  EXPECT_NE(poor.find("  - Uncertain, as the probe's fit of the link is poor (its bandwidth may "
+                      "be off): The link: the all-reduce reached"),
+            std::string::npos)
+      << poor;
+  EXPECT_NE(poor.find("  - The link: 4 nodes would pass"), std::string::npos) << poor;
+  tj["status"]["measurement"]["fitPoor"] = false;
+  const std::string good = explanation_text(explanation_of(tj, json(), TimePoint{}));
+  EXPECT_EQ(good.find("Uncertain"), std::string::npos) << good;
 }
 
 }  // namespace COMMGATE_TEST_UNIT

@@ -8,10 +8,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -141,8 +145,15 @@ std::vector<ChartCase> chart_cases() {
   ScalingChart sparse = a_chart({1, 2, 3, 4, 16, 32, 600});
   sparse.requested_nodes = 600;
   sparse.admitted_nodes = 1;
-  cases.push_back(
-      {"counts_left_out_are_axis_breaks", sparse, 1, 600, "0.3", {2, 3, 4, 16, 32, 600}, 0, 3});
+  // Counts left out: a log2 axis (no breaks), tests below check its distances.
+  cases.push_back({"counts_left_out_are_drawn_on_a_log2_axis",
+                   sparse,
+                   1,
+                   600,
+                   "0.3",
+                   {2, 3, 4, 16, 32, 600},
+                   0,
+                   0});
 
   ScalingChart efficiency = a_chart();
   efficiency.min_scaling_efficiency = 0.5;
@@ -219,6 +230,76 @@ TEST_P(ScalingChartSvg, parses_back_as_xml_with_the_markers_a_reader_looks_for) 
 
 INSTANTIATE_TEST_SUITE_P(Cases, ScalingChartSvg, ::testing::ValuesIn(chart_cases()),
                          [](const ::testing::TestParamInfo<ChartCase>& p) { return p.param.name; });
+
+// Each bar's compute rectangle: nodes -> {x, y, width, height}.
+std::map<int, std::array<double, 4>> compute_rects(const std::string& svg) {
+  static const std::regex kBar(
+      R"re(<g class="bar" data-nodes="(\d+)"[^>]*>.*?<rect class="compute" x="([-\d.]+)" )re"
+      R"re(y="([-\d.]+)" width="([-\d.]+)" height="([-\d.]+)")re");
+  std::map<int, std::array<double, 4>> out;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), kBar); it != std::sregex_iterator();
+       ++it)
+    out[std::stoi((*it)[1])] = {std::stod((*it)[2]), std::stod((*it)[3]), std::stod((*it)[4]),
+                                std::stod((*it)[5])};
+  return out;
+}
+
+// Issue #24 item 12 (the trial of 2026-12-06): 1-16 then powers of two in equal slots
+// bent the curve super-linear past 16. On a log2 axis each doubling is the same distance.
+TEST(ScalingChart, counts_left_out_are_placed_on_a_log2_axis) {
+  const std::string svg = scaling_chart_svg(a_chart({1, 2, 3, 4, 8, 16, 32, 64, 600}));
+  const auto rects = compute_rects(svg);
+  ASSERT_EQ(rects.size(), 9u) << svg;
+  auto centre = [&](int n) { return rects.at(n)[0] + rects.at(n)[2] / 2; };
+  const double octave = centre(2) - centre(1);
+  EXPECT_GT(octave, 20);
+  for (const auto& [a, b] : std::vector<std::pair<int, int>>{{2, 4}, {4, 8}, {16, 32}, {32, 64}})
+    EXPECT_NEAR(centre(b) - centre(a), octave, 0.2) << a << " to " << b;
+  EXPECT_NEAR(centre(600) - centre(64), octave * std::log2(600.0 / 64), 0.2);
+  EXPECT_NE(svg.find("log2 scale"), std::string::npos);
+  // Every count drawn: the linear axis, slots of one width.
+  const auto linear = compute_rects(scaling_chart_svg(a_chart()));
+  EXPECT_NEAR(linear.at(8)[0] - linear.at(7)[0], linear.at(2)[0] - linear.at(1)[0], 0.2);
+}
+
+// Issue #24 item 12: the pool's size was not drawn. A line after its count; none when
+// every count drawn fits.
+TEST(ScalingChart, the_pools_size_is_a_line_after_its_count) {
+  ScalingChart c = a_chart();
+  c.pool_nodes = 5;
+  const std::string svg = scaling_chart_svg(c);
+  const ParsedSvg r = parsed(svg);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_TRUE(r.doc["ids"].contains("pool-size")) << svg;
+  EXPECT_EQ(r.doc["ids"]["pool-size"]["data-nodes"], "5");
+  static const std::regex kLine(R"re(<g id="pool-size" data-nodes="5"><line x1="([\d.]+)")re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m, kLine)) << svg;
+  const auto rects = compute_rects(svg);
+  EXPECT_GT(std::stod(m[1]), rects.at(5)[0] + rects.at(5)[2]);
+  EXPECT_LT(std::stod(m[1]), rects.at(6)[0]);
+  EXPECT_NE(svg.find("pool: 5 nodes"), std::string::npos);
+  c.pool_nodes = 8;
+  EXPECT_EQ(scaling_chart_svg(c).find("pool-size"), std::string::npos);
+  c.pool_nodes = 0;
+  EXPECT_EQ(scaling_chart_svg(c).find("pool-size"), std::string::npos);
+}
+
+// Issue #24 item 12: where communication dwarfs compute, compute was invisible.
+TEST(ScalingChart, compute_stays_visible_when_communication_dominates) {
+  ScalingChart c = a_chart();
+  for (auto& p : c.points) {
+    p.compute_ms = 10;
+    p.step_ms = p.compute_ms + p.exposed_comm_ms;
+  }
+  const std::string svg = scaling_chart_svg(c);
+  ASSERT_TRUE(parsed(svg).ok);
+  for (const auto& [nodes, rect] : compute_rects(svg)) EXPECT_GE(rect[3], 4.0) << nodes;
+  EXPECT_NE(svg.find("Compute (blue, 10.0 ms per step at the least) is too thin to see"),
+            std::string::npos)
+      << svg;
+  EXPECT_EQ(scaling_chart_svg(a_chart()).find("too thin to see"), std::string::npos);
+}
 
 TEST(ScalingChart, names_with_markup_are_escaped_and_read_back_as_written) {
   ScalingChart c = a_chart();

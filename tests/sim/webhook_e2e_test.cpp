@@ -338,7 +338,7 @@ TEST_F(KubectlPluginE2eTest, evaluate_says_what_the_webhook_would_decide_and_cre
   ASSERT_EQ(r.code, 0) << r.output << webhook_->output();
   std::cout << "[plugin] kubectl commgate evaluate -f bert-large-350m.yaml:\n" << r.output;
   for (const char* want : {"TRAININGJOB", "nlp/bert-large", "Downsize", "OverPolicyDownsized",
-                           "Advice:\n  - ", "nothing was created"})
+                           "Advice (what would make 4 nodes pass", "nothing was created"})
     EXPECT_NE(r.output.find(want), std::string::npos) << want << "\n" << r.output;
   EXPECT_NE(kubectl({"get", "tj", "-n", "nlp", "bert-large"}).code, 0) << "a dry run";
 
@@ -349,13 +349,44 @@ TEST_F(KubectlPluginE2eTest, evaluate_says_what_the_webhook_would_decide_and_cre
   EXPECT_EQ(doc["requestedNodes"], 4) << doc.dump(2);
   EXPECT_LT(doc["admittedNodes"].get<int>(), 4) << doc.dump(2);
   EXPECT_FALSE(doc["advice"].empty()) << doc.dump(2);
+  // Issue #24 item 2: the webhook tells the dry run its message (the record has none for
+  // a Downsize), and the plugin prints it once.
+  EXPECT_NE(doc.value("message", "").find("Downsized from 4 to"), std::string::npos) << doc.dump(2);
+  EXPECT_EQ(doc["policy"], "default") << doc.dump(2);
+  const std::string message = doc.value("message", "");
+  ASSERT_FALSE(message.empty());
+  EXPECT_EQ(r.output.find(message.substr(0, 40)), r.output.rfind(message.substr(0, 40)))
+      << "the message once:\n"
+      << r.output;
+  EXPECT_NE(r.output.find("if submitted now"), std::string::npos) << r.output;
 
-  // Refused: exit 3, with the webhook's words.
+  // Refused: exit 3, with the webhook's words and the same facts as any verdict (#24 item 1).
   const auto denied = plugin({"evaluate", "-f", kSource + "/examples/jobs/llm-7b.yaml"});
   EXPECT_EQ(denied.code, 3) << denied.output;
   std::cout << "[plugin] kubectl commgate evaluate -f llm-7b.yaml:\n" << denied.output;
-  EXPECT_NE(denied.output.find("Deny"), std::string::npos) << denied.output;
-  EXPECT_NE(denied.output.find("communication"), std::string::npos) << denied.output;
+  for (const char* want : {"Deny", "communication", "TRAININGJOB", "nlp/llm-7b", "REQUESTED",
+                           "default", "would refuse"})
+    EXPECT_NE(denied.output.find(want), std::string::npos) << want << "\n" << denied.output;
+  const auto denied_json =
+      plugin({"evaluate", "-f", kSource + "/examples/jobs/llm-7b.yaml", "-ojson"});
+  EXPECT_EQ(denied_json.code, 3) << denied_json.output;
+  const json denial = json::parse(denied_json.output.substr(denied_json.output.find('{')));
+  EXPECT_EQ(denial["requestedNodes"], 8) << denial.dump(2);
+  EXPECT_FALSE(denial.value("reason", "").empty()) << denial.dump(2);
+
+  // A job that exists (#24 item 3): evaluated under a generated name, nothing created.
+  ASSERT_EQ(kubectl({"apply", "-f", bert}).code, 0);
+  const json before = get_job("bert-large");
+  const auto again = plugin({"evaluate", "-f", bert});
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("TrainingJob nlp/bert-large already exists"), std::string::npos)
+      << again.output;
+  EXPECT_NE(again.output.find("Downsize"), std::string::npos) << again.output;
+  EXPECT_EQ(get_job("bert-large")["metadata"]["resourceVersion"],
+            before["metadata"]["resourceVersion"]);
+  const auto listed = kubectl({"get", "tj", "-n", "nlp", "-o", "name"});
+  EXPECT_EQ(listed.output, "trainingjob.commgate.io/bert-large\n") << listed.output;
+  ASSERT_EQ(kubectl({"delete", "tj", "-n", "nlp", "bert-large"}).code, 0);
 
   // Mistakes: no file, a file kubectl cannot read, an unknown flag.
   EXPECT_EQ(plugin({"evaluate"}).code, 2);
@@ -446,7 +477,14 @@ TEST_F(KubectlPluginE2eTest, explain_shows_a_jobs_decision_and_pools_list_the_me
       << svg;
   const auto unknown = plugin({"explain", "tj", "no-such-job", "-n", "nlp"});
   EXPECT_EQ(unknown.code, 1) << unknown.output;
-  EXPECT_NE(unknown.output.find("no-such-job"), std::string::npos) << unknown.output;
+  EXPECT_NE(unknown.output.find("TrainingJob \"no-such-job\" not found in namespace \"nlp\""),
+            std::string::npos)
+      << unknown.output;
+  // kubectl's forms (#24 item 11): tj/NAME and -ojson.
+  const auto slash = plugin({"explain", "tj/bert-large", "-n", "nlp", "-ojson"});
+  ASSERT_EQ(slash.code, 0) << slash.output;
+  EXPECT_EQ(json::parse(slash.output.substr(slash.output.find('{')))["trainingJob"],
+            "nlp/bert-large");
   EXPECT_EQ(plugin({"explain", "pod", "x"}).code, 2);
 
   // The pool the webhook decides with, stored in the cluster as the operator would; and a

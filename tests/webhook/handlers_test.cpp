@@ -320,6 +320,42 @@ TEST(Mutate, DecidesADryRunAsAnyOtherRequest) {
   EXPECT_EQ(response.decision, "Gate");
 }
 
+// Issue #24 item 2: `kubectl commgate evaluate` (a server-side dry run) saw an empty
+// message for a Downsize or an Admit (the record keeps one for Gate and Deny only), and
+// nothing but the refusal for a Deny. A dry run gets the whole decision as a warning, in
+// the form cli/kubectl_plugin.cpp reads back; a real submission does not.
+TEST(Mutate, ADryRunIsToldTheWholeDecision) {
+  struct Case {
+    std::string name;
+    EnforcementAction action;
+    int nodes;
+    std::string want_prefix;
+  };
+  const std::string policy = "CommPolicy \"strict\": ";
+  for (const Case& c : std::vector<Case>{
+           {"downsize", EnforcementAction::kDownsize, 8,
+            "commgate: dry run: Downsize (OverPolicyDownsized), 8 nodes requested, 6 admitted, " +
+                policy},
+           {"deny", EnforcementAction::kDeny, 8,
+            "commgate: dry run: Deny (OverPolicyDenied), 8 nodes requested, 0 admitted, " + policy},
+           {"admit", EnforcementAction::kDownsize, 4,
+            "commgate: dry run: Admit (WithinPolicy), 4 nodes requested, 4 admitted, " + policy}}) {
+    const Snapshot snapshot = snapshot_of({strict(c.action)}, {a_profile(kSlowLink, test_now())});
+    const auto response =
+        handle_mutate(a_create_of(bert(c.nodes)).dry_run(true).parse(), snapshot, test_now());
+    const auto line =
+        std::find_if(response.warnings.begin(), response.warnings.end(),
+                     [](const std::string& w) { return w.rfind("commgate: dry run: ", 0) == 0; });
+    ASSERT_NE(line, response.warnings.end()) << c.name;
+    EXPECT_EQ(line->rfind(c.want_prefix, 0), 0u) << c.name << ": " << *line;
+    EXPECT_GT(line->size(), c.want_prefix.size() + 10) << c.name << ": the message follows";
+    const auto real =
+        handle_mutate(a_create_of(bert(c.nodes)).parse(), snapshot, test_now()).warnings;
+    for (const std::string& w : real)
+      EXPECT_NE(w.rfind("commgate: dry run: ", 0), 0u) << c.name << ": " << w;
+  }
+}
+
 TEST(Mutate, PassesScaleAndOtherResources) {
   const auto scale = an_update_of({{"spec", {{"replicas", 2}}}}, {{"spec", {{"replicas", 8}}}})
                          .resource("trainingjobs", "scale")
