@@ -75,15 +75,21 @@ struct Options {
 Options parse_args(const std::vector<std::string>& args) {
   Options o;
   for (size_t i = 0; i < args.size(); ++i) {
-    // Both "--flag value" and "--flag=value": split the flag from an inline value once.
+    // "--flag value", "--flag=value", and a shorthand with its value attached as kubectl
+    // (pflag) reads it: -ojson, -o=json, -fjob.yaml (the plugin takes the same forms).
     const std::string& arg = args[i];
-    const size_t eq =
-        arg.rfind("--", 0) == 0 || arg.rfind("-f=", 0) == 0 || arg.rfind("-o=", 0) == 0
-            ? arg.find('=')
-            : std::string::npos;
-    const std::string flag = arg.substr(0, eq);
+    size_t value_at = std::string::npos;
+    size_t flag_end = std::string::npos;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      flag_end = arg.find('=');
+      value_at = flag_end + 1;
+    } else if (arg.size() > 2 && arg[0] == '-' && (arg[1] == 'o' || arg[1] == 'f')) {
+      flag_end = 2;
+      value_at = arg[2] == '=' ? 3 : 2;
+    }
+    const std::string flag = arg.substr(0, flag_end);
     auto value = [&]() -> std::string {
-      if (eq != std::string::npos) return arg.substr(eq + 1);
+      if (value_at != std::string::npos) return arg.substr(value_at);
       if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
       return args[++i];
     };

@@ -42,7 +42,12 @@ std::optional<Decision> fit_to_pool(const Decision& d, const TrainingJob& job, D
                                     int usable, const std::string& pool_text) {
   const CommPolicySpec& spec = in.policy->spec;
   if (spec.enforcement_action != EnforcementAction::kDownsize) return std::nullopt;
-  if (d.action != Action::kAdmit && d.action != Action::kDownsize) return std::nullopt;
+  // A gate for a larger probe the pool cannot hold is a request the pool binds, as a
+  // decided one is (check_pool).
+  const bool waits_for_a_larger_probe =
+      d.action == Action::kGate && d.reason == reason::kExtrapolationTooFar;
+  if (d.action != Action::kAdmit && d.action != Action::kDownsize && !waits_for_a_larger_probe)
+    return std::nullopt;
   if (usable < 1 || usable < job.spec.min_nodes) return std::nullopt;
   TrainingJob fitted = job;
   fitted.spec.num_nodes = usable;
@@ -123,6 +128,11 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
       // Waiting for a measurement: it can run no smaller than minNodes, and a probe of the
       // link between nodes needs two (a pool of one node can never decide a multi-node job).
       runs = std::min(job.spec.num_nodes, std::max(job.spec.min_nodes, 2));
+      // Waiting for a probe larger than the one measured (ExtrapolationTooFar): a pool whose
+      // usable nodes were all probed can never give one, so the pool binds the request as
+      // it binds a decided one (the trial of 2026-12-06: 10 nodes on a pool of 2 probed on
+      // 2 were gated "until a probe of at least 3 nodes", then failed by the operator).
+      if (d.reason == reason::kExtrapolationTooFar) runs = std::max(runs, d.nodes_probed + 1);
       break;
     case Action::kDeny:
       return;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/gradient_dtype.h"
 #include "core/json_access.h"
 #include "core/object_reader.h"
 #include "core/pod_requests.h"
@@ -84,7 +85,15 @@ void read_model(ObjectReader& spec, ModelSpec& m) {
     else
       m.parameters = *params;
   }
-  m.gradient_dtype = model.one_of("gradientDtype", P::kOptional, kGradientDtypes).value_or("fp32");
+  const Json* dtype = model.raw("gradientDtype");
+  const std::string unmodelled = dtype && dtype->is_string()
+                                     ? unmodelled_gradient_dtype_problem(dtype->get<std::string>())
+                                     : std::string();
+  if (!unmodelled.empty())
+    model.errors().add(model.path_of("gradientDtype"), unmodelled);
+  else
+    m.gradient_dtype =
+        model.one_of("gradientDtype", P::kOptional, kGradientDtypes).value_or("fp32");
   m.optimizer = model.one_of("optimizer", P::kOptional, kOptimizers).value_or(kDefaultOptimizer);
   m.torch_script = model.string("torchScript", P::kOptional).value_or("");
   if (const Json* shape = model.raw("inputShape")) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <set>
 
+#include "core/gradient_dtype.h"
 #include "core/model_names.h"
 #include "core/object_reader.h"
 
@@ -122,8 +123,14 @@ ModelFromAnnotations model_from_annotations(const std::map<std::string, std::str
   ObjectReader r(&values, kModelAnnotationsPath, errors);
   ModelSpec& m = out.model;
   model_read_parameters(r, m);
-  m.gradient_dtype =
-      r.one_of(ma::kGradientDtype, Presence::kOptional, kGradientDtypes).value_or("fp32");
+  const auto dtype = annotations.find(ma::kGradientDtype);
+  const std::string unmodelled =
+      dtype == annotations.end() ? std::string() : unmodelled_gradient_dtype_problem(dtype->second);
+  if (!unmodelled.empty())
+    errors.add(r.path_of(ma::kGradientDtype), unmodelled);
+  else
+    m.gradient_dtype =
+        r.one_of(ma::kGradientDtype, Presence::kOptional, kGradientDtypes).value_or("fp32");
   m.optimizer =
       r.one_of(ma::kOptimizer, Presence::kOptional, kOptimizers).value_or(kDefaultOptimizer);
   model_read_batch_size(r, m);

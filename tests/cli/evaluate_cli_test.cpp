@@ -242,6 +242,22 @@ TEST(EvaluateCli, json_output_is_machine_readable) {
   EXPECT_EQ(j["measurement"]["computeSource"], "measured");
 }
 
+// kubectl's shorthand forms, which `kubectl commgate` takes too (the trial of 2026-12-06
+// typed -ojson at both): -ojson, -o=yaml, -fFILE; a wrong attached value is named.
+TEST(EvaluateCli, shorthand_flags_take_their_values_attached_as_kubectl_does) {
+  TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
+  TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump());
+  CliRun attached = run({"evaluate", "-f" + job.path(), "--measurement", m.path(), "-ojson"});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  EXPECT_EQ(nlohmann::json::parse(attached.out)["decision"]["action"], "Downsize");
+  CliRun with_equals = run({"evaluate", "-f=" + job.path(), "--measurement", m.path(), "-o=yaml"});
+  ASSERT_EQ(with_equals.exit_code, 0) << with_equals.err;
+  EXPECT_NE(with_equals.out.find("action: Downsize"), std::string::npos) << with_equals.out;
+  CliRun wrong = run({"evaluate", "-f", job.path(), "--measurement", m.path(), "-oxml"});
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("got \"xml\""), std::string::npos) << wrong.err;
+}
+
 TEST(EvaluateCli, deny_policy_exits_1_with_the_reason) {
   TempFile m(to_json(a_probe_result(0.5, 25e6, 300)).dump());
   TempFile job(testing::a_training_job("bert").nodes(4).params(25e6).json().dump());

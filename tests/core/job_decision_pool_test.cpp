@@ -3,7 +3,13 @@
 // as the policy's onInsufficientNodes says; the rest of the decision is untouched.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "core/job_decision.h"
+#include "core/probe_result.h"
+#include "core/profile_recording.h"
 #include "tests/support/builders.h"
 
 namespace commgate {
@@ -255,6 +261,85 @@ TEST(DecideForJobPoolCheck, KeepsTolerationsAndTemplateAcceleratorsInTheWebhooks
   EXPECT_EQ(job.spec.tolerations.size(), 1u);
   EXPECT_EQ(job.spec.template_accelerators, (std::map<std::string, double>{{"nvidia.com/gpu", 8}}));
   EXPECT_TRUE(job.spec.pod_template.is_null());
+}
+
+// A gate for a larger probe (ExtrapolationTooFar) on a pool whose usable nodes were all
+// probed: no probe can lift it, so the pool binds the request as it binds a decided one
+// (the trial of 2026-12-06: 10 nodes on a pool of 2, probed on 2, were gated "until a
+// probe of at least 3 nodes" by the webhook and evaluate, then failed by the operator).
+struct MeasuredPoolCase {
+  std::string name;
+  int pool_nodes;  // usable nodes in pool `measured`
+  int num_nodes;
+  int min_nodes;
+  EnforcementAction enforcement;
+  Action want_action;
+  std::string want_reason;
+  std::string want_message;  // substring
+};
+
+TEST(DecideForJobPoolCheck, APoolProbedWholeBindsAJobThatWaitsForALargerProbe) {
+  // Two nodes at 1 Gbit/s, a 25M-parameter model (examples/measurements/).
+  const std::filesystem::path recording = std::filesystem::path(COMMGATE_SOURCE_DIR) /
+                                          "examples/measurements/"
+                                          "probe-netns-2-nodes-1gbit-25M-params.json";
+  std::ifstream in(recording);
+  std::stringstream text;
+  text << in.rdbuf();
+  const ProbeResult probed = parse_probe_result(json::parse(text.str()));
+  ASSERT_EQ(probed.nodes, 2);
+  const std::map<std::string, std::string> selector = {{"commgate.io/pool", "measured"}};
+  CommProfile profile;
+  profile.node_selector = selector;
+  profile.metadata.name = pool_name(selector);
+  record_probe_result(profile, probed);
+  ASSERT_TRUE(profile.status.link);
+  const TimePoint now = profile.status.link->measured_at + std::chrono::minutes(1);
+
+  const std::vector<MeasuredPoolCase> cases = {
+      {"a_pool_of_two_downsizes_ten_nodes_to_what_it_holds", 2, 10, 1, EnforcementAction::kDownsize,
+       Action::kDownsize, reason::kPoolTooSmall,
+       "fewer than the 10 nodes asked for; spec.minNodes (1) allows fewer"},
+      {"min_nodes_over_the_pool_waits_for_nodes_not_for_a_probe", 2, 10, 10,
+       EnforcementAction::kDownsize, Action::kGate, reason::kPoolTooSmall,
+       "fewer than the 10 nodes this job needs at the least (spec.minNodes)"},
+      {"a_warning_policy_cannot_downsize_so_it_waits_for_nodes", 2, 10, 1, EnforcementAction::kWarn,
+       Action::kGate, reason::kPoolTooSmall,
+       "fewer than the 3 nodes a measurement of its link needs"},
+      {"a_pool_with_more_nodes_than_probed_waits_for_the_larger_probe", 4, 10, 1,
+       EnforcementAction::kDownsize, Action::kGate, reason::kExtrapolationTooFar,
+       "until a probe of at least 3 nodes"},
+  };
+  for (const MeasuredPoolCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto nodes = std::make_shared<std::vector<PoolNode>>();
+    for (int i = 0; i < c.pool_nodes; ++i)
+      nodes->push_back(pool_node("measured-" + std::to_string(i), "measured"));
+    Snapshot snapshot;
+    snapshot.nodes = nodes;
+    snapshot.policies.push_back(a_policy().action(c.enforcement).build());
+    snapshot.profiles[profile.metadata.name] = profile;
+    TrainingJob job = a_training_job("bert")
+                          .nodes(c.num_nodes)
+                          .min_nodes(c.min_nodes)
+                          .set("/spec/nodeSelector", {{"commgate.io/pool", "measured"}})
+                          .build();
+    job.spec.model.parameters = probed.compute->parameters;
+    job.spec.model.gradient_dtype = probed.compute->gradient_dtype;
+    job.spec.model.batch_size = probed.compute->batch_size;
+    job.spec.model.optimizer = probed.compute->optimizer;
+    const JobDecision jd = decide_for_job(job, snapshot, {}, now);
+    ASSERT_TRUE(jd.policy);
+    ASSERT_TRUE(jd.measurement) << jd.decision.message;
+    EXPECT_EQ(to_string(jd.decision.action), std::string(to_string(c.want_action)))
+        << jd.decision.message;
+    EXPECT_EQ(jd.decision.reason, c.want_reason) << jd.decision.message;
+    EXPECT_NE(jd.decision.message.find(c.want_message), std::string::npos) << jd.decision.message;
+    if (jd.decision.action == Action::kDownsize) {
+      EXPECT_LE(jd.decision.admitted_nodes, c.pool_nodes);
+      EXPECT_EQ(jd.decision.requested_nodes, c.num_nodes);
+    }
+  }
 }
 
 }  // namespace COMMGATE_TEST_UNIT
