@@ -710,17 +710,10 @@ void check_unknown_fields(const Request& request, const ResourceInfo& r, const j
   for (const auto& field : unknown) warnings.push_back("unknown field \"" + field + "\"");
 }
 
-// Custom resources with a schema: defaults, pruning and validation as the CRD's
-// openAPIV3Schema asks (sim/crd_schema.h), on every write through the API, after mutating
-// admission and before the store, as upstream's CR strategy does. The store itself takes
-// objects as given: tests that seed it directly can hold what an older schema allowed,
-// as etcd can.
-void apply_schema(const ResourceInfo& r, const std::string& name, json& object) {
-  if (!r.custom || !r.schema) return;
-  prune_and_default(*r.schema, object);
-  const auto errors = validate(*r.schema, object);
-  if (!errors.empty()) throw invalid(r, name, errors);
-}
+// Custom resources with a schema: apply_schema (sim/crd_schema.h) on every write through
+// the API, after mutating admission and before the store, as upstream's CR strategy does.
+// The store itself takes objects as given: tests that seed it directly can hold what an
+// older schema allowed, as etcd can.
 
 // The same for an update: the object as the write would leave it is checked, and what
 // defaulting and pruning changed in the part being written is kept.
@@ -761,17 +754,6 @@ void check_builtin_update(const ResourceInfo& r, const std::string& name, const 
     const auto errors = job_update_errors(current, object);
     if (!errors.empty()) throw invalid(r, name, errors);
   }
-}
-
-// The field manager context of a write to `r` (sim/server_side_apply.h).
-ManagedFieldsContext managed_fields_context(const ResourceInfo& r, const std::string& sub) {
-  ManagedFieldsContext ctx;
-  ctx.schema = r.custom && r.schema ? r.schema.get() : nullptr;
-  ctx.api_version = r.api_version();
-  ctx.subresource = sub;
-  ctx.status_subresource = r.status_subresource;
-  ctx.now = format_rfc3339(Clock::now());
-  return ctx;
 }
 
 // PatchOptions.force: absent is false, present a Go query boolean (query_options.h).

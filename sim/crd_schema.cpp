@@ -409,4 +409,11 @@ std::vector<FieldError> validate(const json& schema, const json& object) {
   return v.errors;
 }
 
+void apply_schema(const ResourceInfo& r, const std::string& name, json& object) {
+  if (!r.custom || !r.schema) return;
+  prune_and_default(*r.schema, object);
+  const auto errors = validate(*r.schema, object);
+  if (!errors.empty()) throw invalid(r, name, errors);
+}
+
 }  // namespace commgate::sim

@@ -31,4 +31,10 @@ std::vector<std::string> unknown_fields(const nlohmann::json& schema, const nloh
 // the x-kubernetes-validations rules (sim/cel_rules.h), as field errors. Empty: valid.
 std::vector<FieldError> validate(const nlohmann::json& schema, const nlohmann::json& object);
 
+// A write of `object` (named `name`) to `r`: for a custom resource with a schema, defaulted
+// and pruned in place, then validated (a 422 Invalid naming every field); built-ins are
+// left as they are. What the API server does to every CR write, and the sim's own
+// controllers (the Kueue stand-in) to theirs.
+void apply_schema(const ResourceInfo& r, const std::string& name, nlohmann::json& object);
+
 }  // namespace commgate::sim

@@ -21,25 +21,6 @@ constexpr const char* kKueueVersion = "v1beta2";
 // A pass that wrote runs again soon: its write is the next step's input.
 constexpr std::chrono::milliseconds kKueueAfterWrite{10};
 
-ManagedFieldsContext kueue_fields_context(const ResourceInfo& r, const std::string& sub) {
-  ManagedFieldsContext ctx;
-  ctx.schema = r.custom && r.schema ? r.schema.get() : nullptr;
-  ctx.api_version = r.api_version();
-  ctx.subresource = sub;
-  ctx.status_subresource = r.status_subresource;
-  ctx.now = format_rfc3339(Clock::now());
-  return ctx;
-}
-
-// The CRD's defaulting, pruning and validation, as the API server applies them to every
-// write of a custom resource (sim/api_handlers.cpp apply_schema).
-void check_against_schema(const ResourceInfo& r, const std::string& name, json& object) {
-  if (!r.custom || !r.schema) return;
-  prune_and_default(*r.schema, object);
-  const auto errors = validate(*r.schema, object);
-  if (!errors.empty()) throw invalid(r, name, errors);
-}
-
 std::string name_of(const json& object) {
   return str(at(at(object, "metadata"), "name"));
 }
@@ -311,9 +292,9 @@ bool KueueController::schedule(const Kinds& k, const Snapshot& s, TimePoint now)
 
 void KueueController::create_workload(const ResourceInfo& r, json workload) {
   const std::string name = name_of(workload), ns = namespace_of(workload);
-  check_against_schema(r, name, workload);
-  workload =
-      track_update(nullptr, std::move(workload), kKueueUpdateManager, kueue_fields_context(r, ""));
+  apply_schema(r, name, workload);
+  workload = track_update(nullptr, std::move(workload), kKueueUpdateManager,
+                          managed_fields_context(r, ""));
   try {
     store_.create(r, ns, std::move(workload));
   } catch (const ApiError& e) {
@@ -332,8 +313,8 @@ void KueueController::apply_admission_status(const ResourceInfo& r, const json& 
         str(at(at(read, "metadata"), "resourceVersion")))
       throw conflict(r, name);
     json next = apply_configuration(current, config, kKueueAdmissionManager, /*force=*/true,
-                                    kueue_fields_context(r, "status"));
-    check_against_schema(r, name, next);
+                                    managed_fields_context(r, "status"));
+    apply_schema(r, name, next);
     return next;
   });
 }
@@ -348,8 +329,8 @@ void KueueController::update(const ResourceInfo& r, const json& read, const json
         str(at(at(read, "metadata"), "resourceVersion")))
       throw conflict(r, name);
     json next = track_update(current, changed, kKueueUpdateManager,
-                             kueue_fields_context(r, part == WritePart::kStatus ? "status" : ""));
-    check_against_schema(r, name, next);
+                             managed_fields_context(r, part == WritePart::kStatus ? "status" : ""));
+    apply_schema(r, name, next);
     return next;
   });
 }

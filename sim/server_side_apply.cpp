@@ -471,6 +471,16 @@ void ssa_set_managed_fields(json& object, const SsaManagers& managers) {
 
 }  // namespace
 
+ManagedFieldsContext managed_fields_context(const ResourceInfo& r, const std::string& subresource) {
+  ManagedFieldsContext ctx;
+  ctx.schema = r.custom && r.schema ? r.schema.get() : nullptr;
+  ctx.api_version = r.api_version();
+  ctx.subresource = subresource;
+  ctx.status_subresource = r.status_subresource;
+  ctx.now = format_rfc3339(Clock::now());
+  return ctx;
+}
+
 std::string field_manager_name(const std::string& field_manager, const std::string& user_agent) {
   if (!field_manager.empty()) return field_manager;
   return user_agent.substr(0, user_agent.find('/'));

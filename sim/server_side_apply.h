@@ -31,6 +31,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sim/resource.h"
+
 namespace commgate::sim {
 
 struct ManagedFieldsContext {
@@ -40,6 +42,11 @@ struct ManagedFieldsContext {
   bool status_subresource = false;         // main writes own no .status
   std::string now;                         // RFC 3339, for the entries' time
 };
+
+// The context of a write to `r` now: its schema (custom resources), apiVersion, and
+// whether `subresource` ("" or "status") is its status. The API handlers and the sim's
+// own controllers (the Kueue stand-in) write through it alike.
+ManagedFieldsContext managed_fields_context(const ResourceInfo& r, const std::string& subresource);
 
 // The field manager of a write: ?fieldManager=, else the User-Agent up to its first '/'.
 std::string field_manager_name(const std::string& field_manager, const std::string& user_agent);
