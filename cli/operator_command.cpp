@@ -66,6 +66,9 @@ Options:
                                   how long a training pod may wait for the scheduler
                                   before the training is stopped and fails (default
                                   10m; 0: never)
+  --kueue                         also serve Kueue AdmissionChecks whose controllerName is
+                                  commgate.io/comm-check: decide every Workload queued
+                                  through them (kueue.x-k8s.io/v1beta2; docs/kueue.md)
   --log-format text|json          log lines on stderr as text (default) or one JSON
                                   object per line
   --decision-key-file FILE        the key (at least 32 bytes) that signs decision records;
@@ -129,6 +132,8 @@ OperatorFlags parse_operator_flags(const std::vector<std::string>& args,
       o.renew_deadline = flags.seconds_value(std::chrono::seconds(1));
     } else if (flags.is("--leader-elect-retry-period")) {
       o.retry_period = flags.seconds_value(std::chrono::seconds(1));
+    } else if (flags.is("--kueue")) {
+      o.kueue = flags.bool_value();
     } else if (flags.is("--leader-elect")) {
       o.leader_elect = flags.bool_value();
     } else if (flags.is("--port")) {

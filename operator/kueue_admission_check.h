@@ -28,6 +28,8 @@
 namespace commgate::op::kueue {
 
 inline constexpr const char* kAdmissionCheckKind = "AdmissionCheck";
+// The collection (cluster-scoped).
+inline constexpr const char* kAdmissionChecks = "/apis/kueue.x-k8s.io/v1beta2/admissionchecks";
 // The condition type Kueue reads on an AdmissionCheck, and its reasons.
 inline constexpr const char* kActiveCondition = "Active";
 inline constexpr const char* kActiveReason = "Active";

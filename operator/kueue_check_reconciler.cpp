@@ -29,6 +29,10 @@ constexpr const char* kWorkloadsGroupVersion = "/apis/kueue.x-k8s.io/v1beta2/nam
 constexpr const char* kCheckEventReason = "AdmissionCheckUpdated";
 // How soon a Workload waiting for its pool's measurement is looked at again.
 constexpr std::chrono::seconds kCheckPendingPoll{5};
+// How soon a Workload whose job's annotations do not parse is read again: the owner jobs
+// are not watched (a get per reconcile), so a researcher's `kubectl annotate` that fixes
+// them is seen within this.
+constexpr std::chrono::seconds kCheckBadAnnotationsPoll{15};
 
 // "metadata.annotations[commgate.io/parameters]: ...; spec.podSets[1]...": every error on
 // one line, as a check message is.
@@ -117,18 +121,23 @@ std::string check_policy_ref(const std::map<std::string, AdmissionCheck>& checks
   return it->second.parameters->name;
 }
 
+// The ResourceFlavors assigned to the Workload's pod sets: their nodeLabels are its pool.
+void check_read_flavors(const kube::Reader& reader, CheckInputs& in) {
+  if (!in.workload.admission) return;
+  for (const PodSetAssignment& a : in.workload.admission->pod_set_assignments)
+    for (const auto& [resource, flavor] : a.flavors)
+      if (!in.flavors.contains(flavor))
+        if (auto doc = detail::get_or_null(reader, std::string(kResourceFlavors) + "/" + flavor))
+          in.flavors.emplace(flavor, std::move(*doc));
+}
+
 // The owner job and the flavors the Workload's request is read from.
 void check_read_request_inputs(const kube::Reader& reader, CheckInputs& in) {
   const Workload& wl = in.workload;
   if (wl.owner)
     if (auto path = owner_job_path(wl.metadata.namespace_, *wl.owner))
       in.owner_job = detail::get_or_null(reader, *path);
-  if (wl.admission)
-    for (const PodSetAssignment& a : wl.admission->pod_set_assignments)
-      for (const auto& [resource, flavor] : a.flavors)
-        if (!in.flavors.contains(flavor))
-          if (auto doc = detail::get_or_null(reader, std::string(kResourceFlavors) + "/" + flavor))
-            in.flavors.emplace(flavor, std::move(*doc));
+  check_read_flavors(reader, in);
 }
 
 // The pool of `wl`'s first training pod set, before its request is known (the node size
@@ -300,6 +309,19 @@ std::optional<MeasurementDemand> workload_measurement_demand(const kube::Reader&
   return request_measurement_demand(key, request.job, snapshot, now);
 }
 
+std::optional<std::string> workload_waiting_pool(const kube::Reader& reader, const json& object) {
+  CheckInputs in;
+  try {
+    in.workload = read_workload(object);
+  } catch (const ValidationError&) {
+    return std::nullopt;
+  }
+  in.our_checks = check_ours(reader, Logger::discard());
+  if (!should_act(in.workload, check_names(in.our_checks)).act) return std::nullopt;
+  check_read_flavors(reader, in);
+  return pool_name(check_first_pool(in.workload, in.flavors));
+}
+
 struct KueueCheckReconciler::Context {
   std::string key;
   TimePoint now{};
@@ -354,16 +376,18 @@ kube::ReconcileResult KueueCheckReconciler::reconcile(const std::string& key) {
     }
     check_read_request_inputs(reader_, ctx.in);
     // decide and write, per entry of ours (one, unless the ClusterQueue lists two of ours)
-    bool waiting = false;
+    bool waiting = false, bad_annotations = false;
     for (const std::string& check : act.checks) {
       ctx.check = check;
       const CheckOutcome outcome = decide(ctx);
       waiting = waiting || outcome.kind == CheckOutcome::Kind::kProbePending;
+      bad_annotations = bad_annotations || outcome.kind == CheckOutcome::Kind::kBadAnnotations;
       write(ctx, check, outcome);
     }
     // The pool's CommProfile changing will bring the Workload back (the watch is the
     // wiring's); until then a Workload waiting for its pool looks again.
     if (waiting) return kube::Action::requeue_after(kCheckPendingPoll);
+    if (bad_annotations) return kube::Action::requeue_after(kCheckBadAnnotationsPoll);
     return kube::Action::await_change();
   } catch (const kube::ApiError& e) {
     if (e.conflict()) return kube::Action::requeue_after(std::chrono::milliseconds(100));
@@ -428,7 +452,16 @@ void CheckDecisionRecords::remember(const std::string& record_key, const CheckOu
       outcome.kind != CheckOutcome::Kind::kOverPolicy)
     return;
   std::lock_guard lock(mu_);
-  records_[record_key] = outcome;
+  if (records_.insert_or_assign(record_key, outcome).second) order_.push_back(record_key);
+  while (records_.size() > capacity_ && !order_.empty()) {
+    records_.erase(order_.front());
+    order_.pop_front();
+  }
+}
+
+size_t CheckDecisionRecords::size() const {
+  std::lock_guard lock(mu_);
+  return records_.size();
 }
 
 }  // namespace commgate::op::kueue

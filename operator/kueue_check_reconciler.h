@@ -31,7 +31,7 @@
 // restarted operator has none, and decides again from the pool's CommProfile (no second
 // probe while the measurement is within the policy's measurementTTL).
 //
-// Not bounded: a Pending entry waits as long as the pool's probe does (its own timeout
+// Not bounded in time: a Pending entry waits as long as the pool's probe does (its own timeout
 // and retries end in a failure, hence Retry); the CommPolicy has no field bounding the
 // wait of a Pending check yet.
 //
@@ -41,6 +41,7 @@
 // one pod per node).
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -64,7 +65,7 @@
 namespace commgate::op::kueue {
 
 // API paths of the Kueue objects the check reads and writes.
-inline constexpr const char* kAdmissionChecks = "/apis/kueue.x-k8s.io/v1beta2/admissionchecks";
+inline constexpr const char* kWorkloads = "/apis/kueue.x-k8s.io/v1beta2/workloads";
 inline constexpr const char* kResourceFlavors = "/apis/kueue.x-k8s.io/v1beta2/resourceflavors";
 std::string workload_path(const std::string& ns, const std::string& name);
 // The path of the job that owns a Workload; nullopt for an owner kind commgate does not read.
@@ -104,17 +105,32 @@ CheckOutcome check_outcome(const JobDecision& jd, const nlohmann::json* profile,
 
 // The decision records (the header says why in memory): the Ready and Rejected outcomes
 // by WorkloadRequest::record_key. Shared by the reconcile, which writes them, and the
-// measurement demand, for which a recorded Workload waits for nothing. Thread-safe.
+// measurement demand, for which a recorded Workload waits for nothing. At most
+// `capacity` records, the oldest forgotten first: a forgotten one is decided again from
+// the pool's CommProfile (no probe while it is fresh), so a cluster that runs jobs for
+// months holds a bounded map. Thread-safe.
 class CheckDecisionRecords {
  public:
+  static constexpr size_t kDefaultCapacity = 10000;
+  explicit CheckDecisionRecords(size_t capacity = kDefaultCapacity) : capacity_(capacity) {}
   std::optional<CheckOutcome> find(const std::string& record_key) const;
   // Kept only when `outcome` is a decision (Ready or Rejected).
   void remember(const std::string& record_key, const CheckOutcome& outcome);
+  size_t size() const;
 
  private:
+  const size_t capacity_;
   mutable std::mutex mu_;
   std::map<std::string, CheckOutcome> records_;
+  std::deque<std::string> order_;  // record keys, oldest first
 };
+
+// The pool the Workload `object` waits on while the check acts on it (a Pending entry of
+// ours, quota reserved: should_act), read through `reader` (AdmissionChecks, its
+// ResourceFlavors); nullopt otherwise. The operator indexes Workloads by it, so that a
+// pool's probe and CommProfile wake the Workloads that wait on them.
+std::optional<std::string> workload_waiting_pool(const kube::Reader& reader,
+                                                 const nlohmann::json& object);
 
 // The measurement the Workload of key `key` (kWorkloadDemandPrefix + "namespace/name")
 // waits for, read through `reader` (Workload, AdmissionChecks, owner job, flavors) and

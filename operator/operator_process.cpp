@@ -15,6 +15,8 @@
 #include "kube/runner.h"
 #include "kube/snapshot_cache.h"
 #include "kube/work_queue.h"
+#include "operator/kueue_admission_check_status.h"
+#include "operator/kueue_check_reconciler.h"
 #include "operator/measurement_reconciler.h"
 #include "operator/policy_status.h"
 #include "operator/pool_index.h"
@@ -32,6 +34,9 @@ using nlohmann::json;
 constexpr const char* kPolicyStatusKey = "commpolicies";
 constexpr const char* kDecisionCountsKey = "decision-counts";
 constexpr auto kDecisionCountsDelay = std::chrono::seconds(1);
+// With --kueue, a pass of the same queue writes every AdmissionCheck of ours that needs
+// its Active condition (operator/kueue_admission_check_status.h).
+constexpr const char* kAdmissionChecksKey = "admissionchecks";
 
 std::string label(const json& object, const char* key) {
   const json::json_pointer p("/metadata/labels");
@@ -119,8 +124,7 @@ struct OperatorProcess::Parts {
         measurement(
             reader, http, http, http, [this] { return snapshots.snapshot(); }, events,
             [] { return std::chrono::system_clock::now(); },
-            [this](const std::string& pool) { return waiting.waiting_on(pool); },
-            measurement_settings(o)),
+            [this](const std::string& pool) { return waiting_on(pool); }, measurement_settings(o)),
         queue(std::make_shared<kube::WorkQueue>(kube::steady_clock())),
         runner(queue, kube::steady_clock(),
                // Every failed reconcile is logged (controller-runtime's "Reconciler
@@ -154,10 +158,101 @@ struct OperatorProcess::Parts {
         policy_status_runner(
             policy_status_queue, kube::steady_clock(),
             [this, log = o.log.with({{"component", "policy-status"}})](const std::string& key) {
+              if (key == kAdmissionChecksKey) return write_admission_check_status(log);
               return key == kDecisionCountsKey ? write_decision_counts(log)
                                                : write_policy_status(log);
             },
-            {1, std::string(kMetricsPrefix) + "_policy_status"}) {}
+            {1, std::string(kMetricsPrefix) + "_policy_status"}) {
+    if (o.kueue) kueue = std::make_unique<KueueParts>(o, *this);
+  }
+
+  // The Kueue check's parts (operator/kueue_check_reconciler.h), with --kueue only.
+  struct KueueParts {
+    KueueParts(const OperatorOptions& o, Parts& p)
+        : workloads(p.api, watch_options(o, kueue::kWorkloads, "")),
+          admission_checks(p.api, watch_options(o, kueue::kAdmissionChecks, "")),
+          flavors(p.api, watch_options(o, kueue::kResourceFlavors, "")),
+          // Not the process's reader: its Jobs store holds only commgate's own Jobs, and a
+          // Workload's owner Job (or PyTorchJob, TrainJob, JobSet) is read from the API
+          // server, one get per reconcile.
+          reader(sources(p), p.http),
+          check(
+              reader, p.http, records, [&p] { return p.snapshots.snapshot(); }, p.events,
+              [] { return std::chrono::system_clock::now(); }, check_settings(o)),
+          queue(std::make_shared<kube::WorkQueue>(kube::steady_clock())),
+          runner(queue, kube::steady_clock(),
+                 [this, log = o.log.with({{"component", "kueue-check"}})](const std::string& key) {
+                   kube::ReconcileResult result = check.reconcile(key);
+                   if (!result.ok())
+                     log.warning(
+                         "check of workload " + key + " failed" +
+                             (result.error().is_terminal ? " (not retried)" : ", will retry") +
+                             ": " + result.error().message,
+                         {{"workload", key}});
+                   return result;
+                 },
+                 {o.concurrency, std::string(kMetricsPrefix) + "_kueue_check"}) {}
+
+    std::vector<kube::CachedReader::Source> sources(const Parts& p) const {
+      std::vector<kube::CachedReader::Source> out = {
+          {kueue::kWorkloads, &workloads.store()},
+          {kueue::kAdmissionChecks, &admission_checks.store()},
+          {kueue::kResourceFlavors, &flavors.store()}};
+      for (const kube::Informer* informer : p.snapshots.informers())
+        if (informer->path() != kube::kNodesPath)
+          out.push_back({informer->path(), &informer->store()});
+      return out;
+    }
+    static kueue::CheckReconcilerSettings check_settings(const OperatorOptions& o) {
+      kueue::CheckReconcilerSettings c;
+      c.log = o.log.with({{"component", "kueue-check"}});
+      return c;
+    }
+    bool synced() const {
+      return workloads.has_synced() && admission_checks.has_synced() && flavors.has_synced();
+    }
+
+    kube::Informer workloads, admission_checks, flavors;
+    kube::CachedReader reader;
+    kueue::CheckDecisionRecords records;
+    kueue::KueueCheckReconciler check;
+    PoolIndex waiting;  // Workloads (kWorkloadDemandPrefix + "namespace/name") by pool
+    std::shared_ptr<kube::WorkQueue> queue;
+    kube::Runner runner;
+  };
+
+  // The consumers that wait on `pool`: the suspended TrainingJobs, and with --kueue the
+  // Workloads whose check of ours waits (their demand keys).
+  std::vector<std::string> waiting_on(const std::string& pool) const {
+    std::vector<std::string> keys = waiting.waiting_on(pool);
+    if (kueue)
+      for (std::string& key : kueue->waiting.waiting_on(pool)) keys.push_back(std::move(key));
+    return keys;
+  }
+
+  // One pass over every AdmissionCheck (the key is always kAdmissionChecksKey): the Active
+  // condition of each of ours, given the CommPolicies the snapshot holds.
+  kube::ReconcileResult write_admission_check_status(const Logger& log) {
+    const auto snapshot = snapshots.snapshot();
+    if (!kueue || !snapshot) return kube::Action::await_change();
+    std::set<std::string> policies;
+    for (const auto& p : snapshot->policies) policies.insert(p.metadata.name);
+    for (const auto& [name, why] : snapshot->invalid_policies) policies.insert(name);
+    for (const auto& [name, why] : snapshot->stale_policies) policies.insert(name);
+    std::vector<json> checks;
+    for (const auto& object : kueue->admission_checks.store().list("")) checks.push_back(*object);
+    try {
+      const size_t written = kueue::write_admission_check_statuses(
+          checks, policies, http, std::chrono::system_clock::now());
+      if (written > 0)
+        log.info("wrote the Active condition of " + std::to_string(written) + " AdmissionCheck" +
+                 (written == 1 ? "" : "s"));
+    } catch (const std::exception& e) {
+      log.warning(std::string("writing AdmissionCheck status failed, will retry: ") + e.what());
+      return kube::ReconcileError::retryable(e.what());
+    }
+    return kube::Action::await_change();
+  }
 
   // The decisions counted since the last pass, on their CommPolicies' status; retried
   // with backoff while a write fails (the increments stay pending).
@@ -223,8 +318,14 @@ struct OperatorProcess::Parts {
     };
     return r;
   }
-  static MeasurementSettings measurement_settings(const OperatorOptions& o) {
+  MeasurementSettings measurement_settings(const OperatorOptions& o) {
     MeasurementSettings m;
+    // `kueue` is built after the measurement reconciler, and only asked once it runs.
+    if (o.kueue)
+      m.workload_demand = [this](const std::string& key, const Snapshot& snapshot, TimePoint now) {
+        return kueue::workload_measurement_demand(kueue->reader, kueue->records, key, snapshot,
+                                                  now);
+      };
     m.probe = o.reconciler.probe;
     m.probe_poll = o.reconciler.probe_poll;
     m.records = o.reconciler.records;
@@ -267,11 +368,14 @@ struct OperatorProcess::Parts {
   std::vector<const kube::Informer*> informers() const {
     std::vector<const kube::Informer*> out = {&trainingjobs, &jobs, &pods};
     for (const auto* i : snapshots.informers()) out.push_back(i);
+    if (kueue)
+      for (const kube::Informer* i : {&kueue->workloads, &kueue->admission_checks, &kueue->flavors})
+        out.push_back(i);
     return out;
   }
   bool synced() const {
     return snapshots.has_synced() && trainingjobs.has_synced() && jobs.has_synced() &&
-           pods.has_synced();
+           pods.has_synced() && (!kueue || kueue->synced());
   }
 
   kube::ApiClient api;
@@ -291,6 +395,7 @@ struct OperatorProcess::Parts {
   kube::Runner measurement_runner;
   std::shared_ptr<kube::WorkQueue> policy_status_queue;
   kube::Runner policy_status_runner;
+  std::unique_ptr<KueueParts> kueue;             // with --kueue only
   std::unique_ptr<kube::LeaderElector> elector;  // with leader election only
   std::unique_ptr<server::Server> server;
 };
@@ -362,6 +467,34 @@ void OperatorProcess::wire_handlers() {
     on_managed_change(parts_->pods.store(), pods_index_, pods_index_mu_, changes);
   });
   parts_->snapshots.on_rebuild([this] { on_snapshot(); });
+  if (auto* k = parts_->kueue.get()) {
+    k->workloads.on_change([this](const std::vector<kube::StoreChange>& changes) {
+      for (const auto& c : changes) on_workload_change(c.key);
+    });
+    // Which Workloads the check acts on, and their pools, follow from the checks and the
+    // flavors; their Active condition from the checks.
+    k->admission_checks.on_change([this](const std::vector<kube::StoreChange>&) {
+      parts_->policy_status_queue->add(kAdmissionChecksKey);
+      on_every_workload();
+    });
+    k->flavors.on_change([this](const std::vector<kube::StoreChange>&) { on_every_workload(); });
+  }
+}
+
+void OperatorProcess::on_workload_change(const std::string& key) {
+  auto& k = *parts_->kueue;
+  k.queue->add(key);
+  const auto object = k.workloads.store().get(key);
+  const auto pool = object ? kueue::workload_waiting_pool(k.reader, *object) : std::nullopt;
+  for (const std::string& p : k.waiting.update_pool(kWorkloadDemandPrefix + key, pool))
+    parts_->measurement_queue->add(p);
+}
+
+void OperatorProcess::on_every_workload() {
+  for (const auto& object : parts_->kueue->workloads.store().list("")) {
+    const json& m = object->value("metadata", json::object());
+    on_workload_change(m.value("namespace", "") + "/" + m.value("name", ""));
+  }
 }
 
 // A deleted object is gone from the store: its labels come from the index of what was
@@ -390,6 +523,9 @@ void OperatorProcess::on_managed_change(const kube::Store& store,
   for (const std::string& pool : pools) {
     parts_->measurement_queue->add(pool);
     for (std::string& key : parts_->waiting.waiting_on(pool)) keys.insert(std::move(key));
+    if (parts_->kueue)
+      for (const std::string& key : parts_->kueue->waiting.waiting_on(pool))
+        parts_->kueue->queue->add(key.substr(std::string(kWorkloadDemandPrefix).size()));
   }
   for (const std::string& key : keys) parts_->queue->add(key);
 }
@@ -411,6 +547,12 @@ void OperatorProcess::on_snapshot() {
   // inputs include: a rebuild for a status write alone (each decision's counter) needs no
   // pass over every policy.
   parts_->policy_status_queue->add(kPolicyStatusKey);
+  if (auto* k = parts_->kueue.get()) {
+    // A CommPolicy created or deleted: the checks whose parameters name it.
+    parts_->policy_status_queue->add(kAdmissionChecksKey);
+    for (const std::string& key : k->waiting.waiting())
+      k->queue->add(key.substr(std::string(kWorkloadDemandPrefix).size()));
+  }
 }
 
 void OperatorProcess::enqueue_suspended() {
@@ -434,6 +576,11 @@ void OperatorProcess::start() {
   parts_->trainingjobs.start();
   parts_->jobs.start();
   parts_->pods.start();
+  if (auto* k = parts_->kueue.get()) {
+    k->workloads.start();
+    k->admission_checks.start();
+    k->flavors.start();
+  }
   control_ = std::thread([this] { control_loop(); });
 }
 
@@ -466,6 +613,10 @@ void OperatorProcess::start_leading() {
   parts_->measurement_runner.start();
   parts_->policy_status_runner.start();
   parts_->policy_status_queue->add(kPolicyStatusKey);
+  if (parts_->kueue) {
+    parts_->kueue->runner.start();
+    parts_->policy_status_queue->add(kAdmissionChecksKey);
+  }
   runner_started_ = true;
   leading_ = true;
   options_.log.info("started reconciling (" + std::to_string(options_.concurrency) + " workers)",
@@ -482,6 +633,7 @@ void OperatorProcess::stop_leading() {
   parts_->runner.stop();  // no new key; the reconciles in flight finish
   parts_->measurement_runner.stop();
   parts_->policy_status_runner.stop();
+  if (parts_->kueue) parts_->kueue->runner.stop();
   if (stopping) return;
   options_.log.error(
       "leader election lost: stopped reconciling; exiting so that Kubernetes restarts this "
@@ -511,6 +663,7 @@ void OperatorProcess::shutdown() {
   parts_->runner.stop();
   parts_->measurement_runner.stop();
   parts_->policy_status_runner.stop();
+  if (parts_->kueue) parts_->kueue->runner.stop();
   // The decisions counted in the last second are written before the process exits.
   bool counted_here;
   {
@@ -525,6 +678,11 @@ void OperatorProcess::shutdown() {
     }
   }
   leading_ = false;
+  if (auto* k = parts_->kueue.get()) {
+    k->flavors.stop();
+    k->admission_checks.stop();
+    k->workloads.stop();
+  }
   parts_->pods.stop();
   parts_->jobs.stop();
   parts_->trainingjobs.stop();
@@ -562,6 +720,12 @@ std::string OperatorProcess::metrics_text() const {
   out += parts_->runner.metrics_text();
   out += parts_->measurement_runner.metrics_text();
   out += parts_->policy_status_runner.metrics_text();
+  if (parts_->kueue) {
+    out += parts_->kueue->runner.metrics_text();
+    append_prometheus_sample(out, p + "_kueue_decision_records", "gauge",
+                             "Kueue check decisions held in memory (by job and counts).",
+                             static_cast<double>(parts_->kueue->records.size()));
+  }
   out += parts_->reconciler.metrics_text();
   out += parts_->measurement.metrics_text();
   out += kube::informer_metrics_text(parts_->informers(), p);

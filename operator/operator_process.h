@@ -17,6 +17,13 @@
 //   queues      TrainingJobs: a WorkQueue and a Runner (`concurrency` workers) calling
 //               TrainingJobReconciler::reconcile(key); pools: one worker calling
 //               MeasurementReconciler::reconcile(pool)
+//   kueue       with --kueue (operator/kueue_check_reconciler.h): Workloads,
+//               AdmissionChecks, ResourceFlavors watched; a Workload change -> its key
+//               (a queue and a Runner calling KueueCheckReconciler::reconcile) and its
+//               pool (a second PoolIndex of Workload keys, which the measurement
+//               controller asks beside the TrainingJobs'); an AdmissionCheck or flavor
+//               change -> every Workload; a new Snapshot -> the Workloads that wait on a
+//               pool, and the AdmissionChecks' Active condition
 //   election    only the leader runs the Runner; a leader that loses the Lease stops
 //               reconciling at once and the process exits (lost() turns true), as
 //               client-go's leader election does: Kubernetes restarts the pod as a
@@ -78,6 +85,11 @@ struct OperatorOptions {
   std::string identity;          // the Lease holder; "" -> pod_name + "_" + a random suffix
   server::ServerOptions server;  // /healthz /readyz /metrics (TLS files required)
   ReconcilerSettings reconciler;
+  // Also serve Kueue AdmissionChecks (issue #23, docs/kueue.md): watch Workloads,
+  // AdmissionChecks and ResourceFlavors (kueue.x-k8s.io/v1beta2) and decide the Workloads
+  // queued through a check of ours. The Kueue CRDs must exist: until they list, the
+  // process is not ready.
+  bool kueue = false;
   std::string version;  // commgate_operator_build_info{version}
   Logger log;
 };
@@ -141,6 +153,10 @@ class OperatorProcess {
   // On a new snapshot: wakes the suspended jobs when decision_inputs_of changed.
   void on_snapshot();
   void enqueue_suspended();
+  // With --kueue: the Workload of store key `key` looked at again, and its pool indexed.
+  void on_workload_change(const std::string& key);
+  // Every cached Workload (an AdmissionCheck or ResourceFlavor changed).
+  void on_every_workload();
   void control_loop();
   void start_leading();
   void stop_leading();

@@ -20,7 +20,11 @@ std::optional<std::string> waiting_pool_of(const json& tj) {
 }
 
 std::vector<std::string> PoolIndex::update(const std::string& key, const json* object) {
-  const std::optional<std::string> now = object ? waiting_pool_of(*object) : std::nullopt;
+  return update_pool(key, object ? waiting_pool_of(*object) : std::nullopt);
+}
+
+std::vector<std::string> PoolIndex::update_pool(const std::string& key,
+                                                const std::optional<std::string>& now) {
   std::vector<std::string> touched;
   std::lock_guard lock(mu_);
   if (auto it = pool_of_.find(key); it != pool_of_.end()) {

@@ -9,6 +9,9 @@
 #
 #   kubectl apply (the same small model on both pools) -> gated -> probes -> decisions
 #   -> training Jobs -> kubectl get trainingjobs, kubectl describe of the downsized one
+#   -> the same model as Kubeflow PyTorchJobs queued in Kueue (the sim's Kueue stand-in,
+#      commgate's AdmissionCheck, docs/kueue.md): Ready and unsuspended on the fast pool,
+#      Rejected with its numbers on the slow one, decided from the same CommProfiles
 #
 # Needs root (network namespaces), kubectl, commgate-probe and Debian's python3-torch;
 # exits 77 saying what is missing otherwise. Everything it starts is stopped at the end,
@@ -22,6 +25,8 @@ SIM="$ROOT/$BUILD/bin/commgate-sim"
 PROBE="$ROOT/$BUILD/bin/commgate-probe"
 PYTHON=/usr/bin/python3
 KUBECTL=$(command -v kubectl || true)
+# Kueue's and the Kubeflow training operator's CRDs at pinned tags (beside the repository).
+ECOSYSTEM="$ROOT/../shared/fixtures/ecosystem"
 
 skip() { echo "demo-cluster: skipped: $*" >&2; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "the emulated nodes are network namespaces with tc-shaped links, which need root"
@@ -29,6 +34,7 @@ command -v tc >/dev/null && command -v ip >/dev/null || skip "needs ip and tc (D
 [ -n "$KUBECTL" ] || skip "no kubectl on PATH"
 for b in "$CG" "$SIM" "$PROBE"; do [ -x "$b" ] || skip "$b is not built"; done
 "$PYTHON" -c 'import torch' 2>/dev/null || skip "$PYTHON cannot import torch (Debian: python3-torch)"
+[ -f "$ECOSYSTEM/kueue-v0.19.2/kueue.x-k8s.io_workloads.yaml" ] || skip "no Kueue CRDs in $ECOSYSTEM"
 
 OPERATOR_USER=system:serviceaccount:commgate-system:commgate-operator
 WEBHOOK_USER=system:serviceaccount:commgate-system:commgate-webhook
@@ -91,7 +97,7 @@ step "Two node pools: 3 nodes on 20mbit links ($SLOW_NS-n*), 2 nodes on 5gbit li
 NETSIM_PREFIX="$SLOW_NS" scripts/netsim.sh up 3 20mbit || fail "netsim.sh up failed"
 NETSIM_PREFIX="$FAST_NS" scripts/netsim.sh up 2 5gbit || fail "netsim.sh up failed"
 
-step "commgate-sim: the API server, and a kubelet for the 5 nodes"
+step "commgate-sim: the API server, a kubelet for the 5 nodes, and a Kueue stand-in"
 "$SIM" --port 0 --kubeconfig-out "$WORK/admin.kubeconfig" \
   --user "op-$ID-$RANDOM=$OPERATOR_USER" --user "wh-$ID-$RANDOM=$WEBHOOK_USER" \
   --user "alice-$ID-$RANDOM=alice,researchers" \
@@ -100,7 +106,7 @@ step "commgate-sim: the API server, and a kubelet for the 5 nodes"
   --kubeconfig-out-user "alice=$WORK/alice.kubeconfig" \
   --node-group "3,gpus=1,netns=$SLOW_NS,label=commgate.io/pool=$SLOW_POOL" \
   --node-group "2,gpus=1,netns=$FAST_NS,label=commgate.io/pool=$FAST_POOL" \
-  --pod-dir "$WORK/pods" >"$WORK/sim.log" 2>&1 &
+  --pod-dir "$WORK/pods" --kueue >"$WORK/sim.log" 2>&1 &
 PIDS+=($!)
 wait_for_port "$WORK/sim.log" 'listening on https://[^ ]+ port ([0-9]+)' >/dev/null || fail "commgate-sim did not start"
 admin get nodes -L commgate.io/pool
@@ -161,15 +167,20 @@ for _ in $(seq 60); do
 done
 echo "$out"
 admin get commpolicy demo >/dev/null 2>&1 || fail "CommPolicy"
+# `create`, not `apply`: the Workload CRD is larger than the last-applied annotation may be.
+for crd in kueue-v0.19.2/kueue.x-k8s.io_{resourceflavors,admissionchecks,clusterqueues,localqueues,workloads}.yaml \
+  training-operator-v1.9.4/kubeflow.org_pytorchjobs.yaml; do
+  admin create -f "$ECOSYSTEM/$crd" >/dev/null || fail "kubectl create -f $crd"
+done
 
 # One compute thread per probe: the emulated nodes share this machine's cores.
-step "commgate operator, as $OPERATOR_USER, probes with $PROBE --threads 1"
+step "commgate operator --kueue, as $OPERATOR_USER, probes with $PROBE --threads 1"
 cp "$WORK/webhook.crt" "$WORK/operator.crt"
 cp "$WORK/webhook.key" "$WORK/operator.key"
 "$CG" operator --kubeconfig "$WORK/operator.kubeconfig" --namespace commgate-system \
   --probe-command "$PROBE,--threads,1" --port 0 --address 127.0.0.1 \
   --tls-cert-file "$WORK/operator.crt" --tls-private-key-file "$WORK/operator.key" \
-  --decision-key-file "$WORK/decision.key" >"$WORK/operator.log" 2>&1 &
+  --decision-key-file "$WORK/decision.key" --kueue >"$WORK/operator.log" 2>&1 &
 PIDS+=($!)
 wait_for_port "$WORK/operator.log" 'serving /healthz /readyz /metrics on [^ ]*:([0-9]+)' >/dev/null ||
   fail "the operator did not start"
@@ -246,3 +257,136 @@ fast=$(phase tiny-fast)
 decision=$(admin get tj -n ml tiny-slow -o 'jsonpath={.status.decision.action}')
 case "$decision" in Downsize | Deny) ;; *) fail "tiny-slow: expected a downsize or a denial, got $decision ($slow)" ;; esac
 [ "$fast" = Succeeded ] || fail "tiny-fast: expected Succeeded, got $fast"
+
+# ---- The same model as PyTorchJobs queued in Kueue (docs/kueue.md) ----
+step "Kueue: a ClusterQueue per pool, each listing commgate's AdmissionCheck"
+cat >"$WORK/kueue.yaml" <<EOF
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
+  name: comm
+spec:
+  controllerName: commgate.io/comm-check
+EOF
+for q in fast:$FAST_POOL slow:$SLOW_POOL; do
+  cat >>"$WORK/kueue.yaml" <<EOF
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: ${q%%:*}
+spec:
+  nodeLabels:
+    commgate.io/pool: ${q#*:}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: ${q%%:*}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+    - coveredResources: ["nvidia.com/gpu"]
+      flavors:
+        - name: ${q%%:*}
+          resources:
+            - name: nvidia.com/gpu
+              nominalQuota: 8
+  admissionChecksStrategy:
+    admissionChecks:
+      - name: comm
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: ${q%%:*}
+  namespace: ml
+spec:
+  clusterQueue: ${q%%:*}
+EOF
+done
+admin apply -f "$WORK/kueue.yaml" || fail "kubectl apply of the Kueue queues"
+active() { admin get admissioncheck comm -o "jsonpath={.status.conditions[?(@.type==\"Active\")].$1}"; }
+for _ in $(seq 30); do
+  [ "$(active status)" = True ] && break
+  sleep 1
+done
+[ "$(active status)" = True ] || fail "the AdmissionCheck comm is not Active: $(active message)"
+echo "AdmissionCheck comm: $(active message)"
+
+# pytorchjob NAME QUEUE WORKERS: 1 master + WORKERS workers of one GPU, the tiny model.
+pytorchjob() {
+  cat <<EOF
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: $1
+  namespace: ml
+  labels:
+    kueue.x-k8s.io/queue-name: $2
+  annotations:
+    commgate.io/parameters: 1M
+    commgate.io/batch-size: "4096"
+    commgate.io/optimizer: sgd
+spec:
+  runPolicy:
+    suspend: true
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: registry.example/ml/ddp-tiny:1.0
+              resources:
+                limits:
+                  nvidia.com/gpu: 1
+    Worker:
+      replicas: $3
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: registry.example/ml/ddp-tiny:1.0
+              resources:
+                limits:
+                  nvidia.com/gpu: 1
+EOF
+}
+workload_of() { admin get workloads -n ml -o name 2>/dev/null | sed -n "s#^workload.kueue.x-k8s.io/\(pytorchjob-$1-.*\)#\1#p" | head -n 1; }
+check_field() { admin get workload -n ml "$1" -o "jsonpath={.status.admissionChecks[?(@.name==\"comm\")].$2}" 2>/dev/null; }
+suspended() { admin get pytorchjob -n ml "$1" -o 'jsonpath={.spec.runPolicy.suspend}'; }
+
+step "alice: PyTorchJob pt-fast (1 master + 1 worker) queued to fast: decided from $FAST_POOL's CommProfile"
+pytorchjob pt-fast fast 1 | alice apply -f - || fail "kubectl apply pt-fast"
+wl=""
+for _ in $(seq 60); do
+  wl=$(workload_of pt-fast)
+  [ -n "$wl" ] && [ "$(check_field "$wl" state)" = Ready ] && [ "$(suspended pt-fast)" = false ] && break
+  sleep 1
+done
+[ -n "$wl" ] && [ "$(check_field "$wl" state)" = Ready ] ||
+  fail "pt-fast: commgate's check is not Ready (${wl:-no Workload}): $(check_field "$wl" message)"
+[ "$(suspended pt-fast)" = false ] || fail "pt-fast: Kueue did not admit and unsuspend it"
+echo "commgate's check on $wl: Ready: $(check_field "$wl" message)"
+echo "Kueue admitted it and unsuspended PyTorchJob pt-fast"
+
+step "alice: PyTorchJob pt-slow (1 master + 2 workers) queued to slow"
+pytorchjob pt-slow slow 2 | alice apply -f - || fail "kubectl apply pt-slow"
+wl=""
+for _ in $(seq 60); do
+  wl=$(workload_of pt-slow)
+  [ -n "$wl" ] && [ "$(admin get workload -n ml "$wl" -o 'jsonpath={.spec.active}')" = false ] && break
+  sleep 1
+done
+[ -n "$wl" ] && [ "$(admin get workload -n ml "$wl" -o 'jsonpath={.spec.active}')" = false ] ||
+  fail "pt-slow: not rejected (${wl:-no Workload}): $(check_field "$wl" state): $(check_field "$wl" message)"
+echo "Kueue deactivated $wl after commgate rejected it; commgate's Event on it:"
+admin get events -n ml -o "jsonpath={range .items[?(@.involvedObject.name==\"$wl\")]}{.message}{\"\n\"}{end}" |
+  grep Rejected || fail "pt-slow: no Event with commgate's numbers"
+[ "$(suspended pt-slow)" = true ] || fail "pt-slow: runs although rejected"
+admin get workloads -n ml
+echo "(with Kueue: $(( $(date +%s) - start )) s in all)"

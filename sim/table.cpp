@@ -71,14 +71,18 @@ json json_path_value(const json& object, const std::string& path) {
       if (close == std::string::npos || !cur->is_array()) return nullptr;
       const std::string idx = path.substr(i + 1, close - i - 1);
       // A filter, as kube's JSONPath reads it in printer columns:
-      // [?(@.type=="Probing")] picks the first element whose field equals the string.
+      // [?(@.type=="Probing")] (or =='Probing') picks the first element whose field
+      // equals the string.
       if (idx.starts_with("?(@.") && idx.ends_with(")")) {
         const std::string test = idx.substr(4, idx.size() - 5);
         const auto eq = test.find("==");
         if (eq == std::string::npos) return nullptr;
         const std::string field = test.substr(0, eq);
         std::string want = test.substr(eq + 2);
-        if (want.size() < 2 || want.front() != '"' || want.back() != '"') return nullptr;
+        // Either quote, as kube's JSONPath takes: Kueue's CRDs write =='Admitted'.
+        if (want.size() < 2 || (want.front() != '"' && want.front() != '\'') ||
+            want.back() != want.front())
+          return nullptr;
         want = want.substr(1, want.size() - 2);
         const json* found = nullptr;
         for (const json& item : *cur) {

@@ -56,6 +56,7 @@ struct FlagsCase {
   int want_burst, want_concurrency, want_port;
   std::string want_probe_image, want_log_format;
   int want_max_probes = 8, want_max_probes_per_namespace = 2;
+  bool want_kueue = false;  // the Kueue admission check (kueue.enabled, docs/kueue.md)
 };
 
 void PrintTo(const FlagsCase& c, std::ostream* os) {
@@ -96,6 +97,7 @@ TEST_P(ChartOperatorFlags, the_operator_reads_the_charts_arguments_as_meant) {
   EXPECT_EQ(o.reconciler.probe.max_per_namespace, c.want_max_probes_per_namespace);
   EXPECT_EQ(o.reconciler.probe.command, std::vector<std::string>{"/usr/local/bin/commgate-probe"});
   EXPECT_EQ(f.log_format, c.want_log_format);
+  EXPECT_EQ(o.kueue, c.want_kueue);
   EXPECT_TRUE(f.kubeconfig.empty()) << "in the pod: the service account's in-cluster config";
 
   // The port the kubelet's probes and the metrics Service reach.
@@ -157,7 +159,20 @@ INSTANTIATE_TEST_SUITE_P(
                   "registry.example/probe:cuda12",
                   "text",
                   3,
-                  0}),
+                  0},
+        FlagsCase{"the_kueue_admission_check",
+                  {"--set", "kueue.enabled=true"},
+                  "commgate-system",
+                  true,
+                  20,
+                  30,
+                  4,
+                  8443,
+                  "commgate/commgate-probe:0.1.0",
+                  "json",
+                  8,
+                  2,
+                  true}),
     [](const auto& test) { return test.param.name; });
 
 }  // namespace COMMGATE_TEST_UNIT

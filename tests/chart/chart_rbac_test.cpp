@@ -9,6 +9,9 @@
 #include <set>
 #include <tuple>
 
+#include "kube/cached_reader.h"
+#include "operator/kueue_admission_check.h"
+#include "operator/kueue_check_reconciler.h"
 #include "sim/rbac_authorizer.h"
 #include "tests/chart/chart_render.h"
 
@@ -196,6 +199,139 @@ TEST(OperatorRbac, every_grant_is_used_by_a_request_the_operator_makes) {
             EXPECT_TRUE(used.count({g, res, v}))
                 << kind << " " << name << " grants " << v << " on " << res << " in \""
                 << g.get<std::string>() << "\" that no operator request uses";
+}
+
+// ---- the Kueue admission check (kueue.enabled, issue #23) ----
+
+const sim::RbacObjects& kueue_chart_rbac() {
+  static const sim::RbacObjects rbac = [] {
+    const auto r = render_chart({"--set", "kueue.enabled=true"});
+    if (r.exit_code != 0) throw std::runtime_error(r.output);
+    return sim::RbacObjects::from(r.objects);
+  }();
+  return rbac;
+}
+
+// A request on an API path the operator's code builds (operator/kueue_check_reconciler.h,
+// kueue_admission_check.h), so the chart follows the code's paths, not a copy of them.
+Request on_path(const std::string& name, const std::string& verb, const std::string& path,
+                bool want_allowed) {
+  const auto p = kube::parse_api_path(path);
+  if (!p) throw std::runtime_error("not an API path: " + path);
+  const std::string group =
+      p->prefix.rfind("/apis/", 0) == 0 ? p->prefix.substr(6, p->prefix.find('/', 6) - 6) : "";
+  return {name, verb, group, p->resource, p->subresource, p->ns, p->name, want_allowed};
+}
+
+const std::string kWorkload = op::kueue::workload_path("nlp", "pytorchjob-bert-1a2b3");
+const std::string kAdmissionCheck = std::string(op::kueue::kAdmissionChecks) + "/comm";
+const std::string kFlavor = std::string(op::kueue::kResourceFlavors) + "/a100";
+const std::string kTopology = "/apis/kueue.x-k8s.io/v1beta2/topologies/default";
+
+std::string owner_path(const std::string& api_version, const std::string& kind) {
+  const auto path = op::kueue::owner_job_path("nlp", {api_version, kind, "bert", "uid-1"});
+  if (!path) throw std::runtime_error("the operator reads no " + kind);
+  return *path;
+}
+
+// What `commgate operator --kueue` does (the list above describes its watches, reads and
+// writes) and what it must not do.
+std::vector<Request> kueue_requests() {
+  const std::string workloads = "/apis/kueue.x-k8s.io/v1beta2/workloads";  // all namespaces
+  return {
+      // informers, all namespaces
+      on_path("lists_workloads", "list", workloads, true),
+      on_path("watches_workloads", "watch", workloads, true),
+      on_path("lists_admissionchecks", "list", op::kueue::kAdmissionChecks, true),
+      on_path("watches_admissionchecks", "watch", op::kueue::kAdmissionChecks, true),
+      on_path("lists_resourceflavors", "list", op::kueue::kResourceFlavors, true),
+      on_path("watches_resourceflavors", "watch", op::kueue::kResourceFlavors, true),
+      // Named by issue #23 for topology-aware scheduling; the operator's code does not
+      // read Topologies yet (it decodes the assignment's levels from the Workload).
+      on_path("lists_topologies", "list", "/apis/kueue.x-k8s.io/v1beta2/topologies", true),
+      on_path("watches_topologies", "watch", "/apis/kueue.x-k8s.io/v1beta2/topologies", true),
+      on_path("gets_a_topology", "get", kTopology, true),
+      // reads past the cache
+      on_path("gets_a_workload", "get", kWorkload, true),
+      on_path("gets_an_admissioncheck", "get", kAdmissionCheck, true),
+      on_path("gets_a_resourceflavor", "get", kFlavor, true),
+      // the job that owns the Workload, for its model annotations
+      on_path("gets_a_pytorchjob", "get", owner_path("kubeflow.org/v1", "PyTorchJob"), true),
+      on_path("gets_a_trainjob", "get", owner_path("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+              true),
+      on_path("gets_a_jobset", "get", owner_path("jobset.x-k8s.io/v1alpha2", "JobSet"), true),
+      on_path("gets_a_batch_job", "get", owner_path("batch/v1", "Job"), true),
+      // the writes: server-side apply (PATCH) of our entry and of the Active condition
+      on_path("applies_its_check_entry", "patch", kWorkload + "/status", true),
+      on_path("applies_the_active_condition", "patch", kAdmissionCheck + "/status", true),
+      {"records_an_event_on_a_workload", "create", "events.k8s.io", "events", "", "nlp", "", true},
+
+      // never: Kueue owns the rest of a Workload, the admins the AdmissionChecks,
+      // flavors and queues, the researchers their jobs
+      on_path("puts_no_workload_status", "update", kWorkload + "/status", false),
+      on_path("changes_no_workload_spec", "patch", kWorkload, false),
+      on_path("replaces_no_workload", "update", kWorkload, false),
+      on_path("deletes_no_workload", "delete", kWorkload, false),
+      on_path("creates_no_workload", "create",
+              "/apis/kueue.x-k8s.io/v1beta2/namespaces/nlp/workloads", false),
+      on_path("changes_no_admissioncheck_spec", "patch", kAdmissionCheck, false),
+      on_path("creates_no_admissioncheck", "create", op::kueue::kAdmissionChecks, false),
+      on_path("deletes_no_admissioncheck", "delete", kAdmissionCheck, false),
+      on_path("changes_no_flavor", "patch", kFlavor, false),
+      on_path("writes_no_flavor_status", "patch", kFlavor + "/status", false),
+      on_path("changes_no_topology", "update", kTopology, false),
+      on_path("reads_no_clusterqueue", "get", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/team",
+              false),
+      on_path("writes_no_clusterqueue_status", "patch",
+              "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/team/status", false),
+      on_path("lists_no_localqueues", "list", "/apis/kueue.x-k8s.io/v1beta2/localqueues", false),
+      on_path("lists_no_pytorchjobs", "list", "/apis/kubeflow.org/v1/pytorchjobs", false),
+      on_path("changes_no_pytorchjob", "patch", owner_path("kubeflow.org/v1", "PyTorchJob"), false),
+      on_path("deletes_no_trainjob", "delete",
+              owner_path("trainer.kubeflow.org/v1alpha1", "TrainJob"), false),
+      on_path("changes_no_jobset", "update", owner_path("jobset.x-k8s.io/v1alpha2", "JobSet"),
+              false),
+      on_path("writes_no_pytorchjob_status", "patch",
+              owner_path("kubeflow.org/v1", "PyTorchJob") + "/status", false),
+  };
+}
+
+class KueueCheckRbac : public ::testing::TestWithParam<Request> {};
+
+TEST_P(KueueCheckRbac, the_kueue_value_allows_exactly_what_the_check_does) {
+  const auto got = sim::authorize(kOperator, attributes(GetParam()), kueue_chart_rbac());
+  EXPECT_EQ(got.allowed, GetParam().want_allowed) << got.reason;
+}
+
+// Off by default: nothing of Kueue's, nor of the jobs Kueue queues (batch Jobs and Events
+// the operator has for its TrainingJobs).
+TEST(KueueCheckRbac, without_the_value_the_operator_may_do_none_of_it) {
+  for (const auto& q : kueue_requests()) {
+    if (q.group.empty() || q.group == "batch" || q.group == "events.k8s.io") continue;
+    EXPECT_FALSE(sim::authorize(kOperator, attributes(q), chart_rbac()).allowed) << q.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Requests, KueueCheckRbac, ::testing::ValuesIn(kueue_requests()),
+                         [](const auto& test) { return test.param.name; });
+
+TEST(KueueCheckRbac, every_grant_is_used_by_a_request_the_operator_makes) {
+  const auto r = render_chart({"--set", "kueue.enabled=true"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::set<std::tuple<std::string, std::string, std::string>> used;
+  std::vector<Request> all = kOperatorRequests;
+  for (const auto& q : kueue_requests()) all.push_back(q);
+  for (const auto& q : all)
+    if (q.want_allowed)
+      used.insert(
+          {q.group, q.subresource.empty() ? q.resource : q.resource + "/" + q.subresource, q.verb});
+  for (const auto& rule : r.get("ClusterRole", "commgate-operator")["rules"])
+    for (const auto& g : rule["apiGroups"])
+      for (const auto& res : rule["resources"])
+        for (const auto& v : rule["verbs"])
+          EXPECT_TRUE(used.count({g, res, v}))
+              << "grants " << v << " on " << res << " in \"" << g.get<std::string>()
+              << "\" that no operator request uses";
 }
 
 TEST(WebhookRbac, the_chart_allows_the_webhook_its_watches_and_nothing_more) {

@@ -367,6 +367,16 @@ INSTANTIATE_TEST_SUITE_P(
                           "--kube-api-burst=30", "--concurrency=4", "--max-concurrent-probes=8",
                           "--max-probes-per-namespace=2", "--workload-unschedulable-timeout=10m",
                           "--log-format=json"}},
+        OperatorArgsCase{"the_kueue_admission_check",
+                         {"--set", "kueue.enabled=true"},
+                         {"operator", "--namespace=commgate-system",
+                          "--probe-image=commgate/commgate-probe:0.1.0", "--leader-elect=true",
+                          "--port=8443", "--tls-cert-file=/etc/commgate/tls/tls.crt",
+                          "--tls-private-key-file=/etc/commgate/tls/tls.key",
+                          "--decision-key-file=/etc/commgate/decision-key/key", "--kube-api-qps=20",
+                          "--kube-api-burst=30", "--concurrency=4", "--max-concurrent-probes=8",
+                          "--max-probes-per-namespace=2", "--workload-unschedulable-timeout=10m",
+                          "--log-format=json", "--kueue"}},
         OperatorArgsCase{
             "another_release_and_namespace",
             {"--name", "gate", "--namespace", "ml-infra"},
@@ -403,6 +413,68 @@ TEST(CommgateChart, the_webhook_trusts_the_service_account_the_operator_runs_as)
     EXPECT_EQ(webhook_user, "system:serviceaccount:" + ns + ":" + operator_sa);
     EXPECT_EQ(r.get("ServiceAccount", operator_sa)["metadata"]["namespace"], ns);
   }
+}
+
+// Issue #23: kueue.enabled adds the admission check's flag and exactly its rules to the
+// operator's ClusterRole (docs/kueue.md, "Install"); off by default, neither. That the
+// operator's requests are the ones these rules allow: chart_rbac_test.cpp.
+TEST(CommgateChart, the_kueue_value_adds_the_flag_and_exactly_the_checks_rules) {
+  const auto plain = render_chart();
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const auto kueue = render_chart({"--set", "kueue.enabled=true"});
+  ASSERT_EQ(kueue.exit_code, 0) << kueue.output;
+
+  const auto has_flag = [](const RenderedChart& r) {
+    const auto args = args_of(operator_container(r));
+    return std::find(args.begin(), args.end(), "--kueue") != args.end();
+  };
+  EXPECT_FALSE(has_flag(plain));
+  EXPECT_TRUE(has_flag(kueue));
+  // The notes tell the admin what to create next.
+  EXPECT_EQ(plain.notes.find("commgate.io/comm-check"), std::string::npos) << plain.notes;
+  EXPECT_NE(kueue.notes.find("Kueue: the operator serves AdmissionChecks whose "
+                             "spec.controllerName is\n   commgate.io/comm-check."),
+            std::string::npos)
+      << kueue.notes;
+  // The webhook is not part of the check.
+  EXPECT_EQ(kueue.get("Deployment", "commgate-webhook"),
+            plain.get("Deployment", "commgate-webhook"));
+
+  // The operator's ClusterRole: the default rules, then the check's, in this order.
+  const json& before = plain.get("ClusterRole", "commgate-operator")["rules"];
+  const json& after = kueue.get("ClusterRole", "commgate-operator")["rules"];
+  ASSERT_GT(after.size(), before.size()) << after.dump();
+  EXPECT_EQ(json(std::vector<json>(after.begin(), after.begin() + before.size())), before);
+  EXPECT_EQ(json(std::vector<json>(after.begin() + before.size(), after.end())), json::parse(R"([
+      {"apiGroups":["kueue.x-k8s.io"],
+       "resources":["workloads","admissionchecks","resourceflavors","topologies"],
+       "verbs":["get","list","watch"]},
+      {"apiGroups":["kueue.x-k8s.io"],
+       "resources":["workloads/status","admissionchecks/status"],"verbs":["patch"]},
+      {"apiGroups":["kubeflow.org"],"resources":["pytorchjobs"],"verbs":["get"]},
+      {"apiGroups":["trainer.kubeflow.org"],"resources":["trainjobs"],"verbs":["get"]},
+      {"apiGroups":["jobset.x-k8s.io"],"resources":["jobsets"],"verbs":["get"]}])"));
+
+  // Nothing else changes: every other object renders the same (but the generated
+  // Secrets, drawn afresh on each render, and the webhook configurations' caBundle).
+  std::set<std::string> others_before, others_after;
+  for (const auto* r : {&plain, &kueue})
+    for (const json& o : r->objects) {
+      const std::string kind = o["kind"];
+      if (kind == "Secret" || kind == "ClusterRole" || kind == "Deployment" ||
+          kind == "MutatingWebhookConfiguration" || kind == "ValidatingWebhookConfiguration")
+        continue;
+      (r == &plain ? others_before : others_after).insert(o.dump());
+    }
+  EXPECT_EQ(others_after, others_before);
+  // No other role of the chart names Kueue, with or without the value.
+  for (const auto* r : {&plain, &kueue})
+    for (const char* kind : {"Role", "ClusterRole"})
+      for (const json& role : r->of_kind(kind)) {
+        if (r == &kueue && role["metadata"]["name"] == "commgate-operator") continue;
+        EXPECT_EQ(role.dump().find("kueue"), std::string::npos)
+            << kind << " " << role["metadata"]["name"];
+      }
 }
 
 TEST(CommgateChart, replicas_without_a_leader_are_refused) {
@@ -696,6 +768,12 @@ INSTANTIATE_TEST_SUITE_P(
                       {"--set-string", "operator.leaderElection.enabled=yes"},
                       "- operator.leaderElection.enabled: Invalid type. Expected: boolean, "
                       "given: string"},
+        BadValuesCase{"kueue_enabled_not_a_boolean",
+                      {"--set-string", "kueue.enabled=true"},
+                      "- kueue.enabled: Invalid type. Expected: boolean, given: string"},
+        BadValuesCase{"kueue_misspelt",
+                      {"--set", "kueue.enable=true"},
+                      "- kueue: Additional property enable is not allowed"},
         BadValuesCase{"probe_timeout_too_short",
                       {"--set", "probe.timeoutSeconds=1"},
                       "- probe.timeoutSeconds: Must be greater than or equal to 10"}),

@@ -34,6 +34,7 @@ const std::vector<std::vector<std::string>>& variations() {
        "--set",
        "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,"
        "monitoring.grafanaDashboard.enabled=true,webhook.replicas=1"},
+      {"--set", "kueue.enabled=true"},
   };
   return v;
 }
@@ -342,6 +343,38 @@ TEST(ChartRbac, the_operator_gets_exactly_what_its_reconcile_calls) {
   EXPECT_EQ(
       r.get("Deployment", "commgate-operator")["spec"]["template"]["spec"]["serviceAccountName"],
       "commgate-operator");
+}
+
+// kueue.enabled (issue #23): the admission check's reads and its two status applies, on
+// top of the rest; nothing of Kueue's without it (the test above).
+const std::set<Grant> kKueueCheckGrants = {
+    {"kueue.x-k8s.io", "workloads", "get"},
+    {"kueue.x-k8s.io", "workloads", "list"},
+    {"kueue.x-k8s.io", "workloads", "watch"},
+    {"kueue.x-k8s.io", "workloads/status", "patch"},  // our entry, server-side apply
+    {"kueue.x-k8s.io", "admissionchecks", "get"},
+    {"kueue.x-k8s.io", "admissionchecks", "list"},
+    {"kueue.x-k8s.io", "admissionchecks", "watch"},
+    {"kueue.x-k8s.io", "admissionchecks/status", "patch"},  // the Active condition
+    {"kueue.x-k8s.io", "resourceflavors", "get"},
+    {"kueue.x-k8s.io", "resourceflavors", "list"},
+    {"kueue.x-k8s.io", "resourceflavors", "watch"},
+    {"kueue.x-k8s.io", "topologies", "get"},
+    {"kueue.x-k8s.io", "topologies", "list"},
+    {"kueue.x-k8s.io", "topologies", "watch"},
+    // the job that owns a Workload (batch Jobs: kOperatorGrants)
+    {"kubeflow.org", "pytorchjobs", "get"},
+    {"trainer.kubeflow.org", "trainjobs", "get"},
+    {"jobset.x-k8s.io", "jobsets", "get"},
+};
+
+TEST(ChartRbac, the_kueue_check_adds_exactly_its_grants_to_the_operator) {
+  const auto r = render_chart({"--set", "kueue.enabled=true"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::set<Grant> want = kOperatorGrants;
+  want.insert(kKueueCheckGrants.begin(), kKueueCheckGrants.end());
+  EXPECT_EQ(grants_of(r.get("ClusterRole", "commgate-operator")), want);
+  EXPECT_EQ(grants_of(r.get("ClusterRole", "commgate-webhook")), webhook_calls());
 }
 
 TEST(ChartRbac, the_operators_lease_is_granted_by_name_in_the_release_namespace_only) {

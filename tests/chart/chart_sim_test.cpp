@@ -28,9 +28,11 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/comm_profile.h"
 #include "sim/api_server.h"
 #include "sim/cluster.h"
 #include "sim/rbac_authorizer.h"
@@ -334,6 +336,263 @@ TEST_F(ChartOnSim, the_release_namespace_is_never_sent_to_the_webhook) {
   EXPECT_FALSE(
       job["metadata"].value("annotations", json::object()).contains("commgate.io/decision"))
       << job.dump(2);
+}
+
+// ---- kueue.enabled: the check on the sim's Kueue stand-in (issue #23) ----
+
+// Kueue's queues for three pools: h100 (measured fast), slow (measured slow) and a10 (not
+// measured), a ClusterQueue and LocalQueue for each, all listing our AdmissionCheck (no
+// parameters: each Workload is held to its namespace's policy, the chart's default), and
+// one more check whose parameters name a CommPolicy that does not exist.
+std::string kueue_queues() {
+  std::string out = R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
+  name: comm-check
+spec:
+  controllerName: commgate.io/comm-check
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
+  name: comm-check-missing-policy
+spec:
+  controllerName: commgate.io/comm-check
+  parameters:
+    apiGroup: commgate.io
+    kind: CommPolicy
+    name: no-such-policy
+)";
+  for (const std::string pool : {"h100", "slow", "a10"}) {
+    out += R"(---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: )" +
+           pool + R"(
+spec:
+  nodeLabels:
+    commgate.io/gpu: )" +
+           pool + R"(
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: )" +
+           pool + R"(
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: ["nvidia.com/gpu"]
+    flavors:
+    - name: )" +
+           pool + R"(
+      resources:
+      - name: nvidia.com/gpu
+        nominalQuota: 8
+  admissionChecksStrategy:
+    admissionChecks:
+    - name: comm-check
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: )" +
+           pool + R"(
+  namespace: nlp
+spec:
+  clusterQueue: )" +
+           pool + "\n";
+  }
+  return out;
+}
+
+// A batch Job of `pods` one-GPU pods queued to `queue`, naming the model the profiles
+// measured (25M parameters, batch 32, adamw).
+std::string kueue_job(const std::string& name, const std::string& queue, int pods) {
+  return R"(apiVersion: batch/v1
+kind: Job
+metadata:
+  name: )" +
+         name + R"(
+  namespace: nlp
+  labels:
+    kueue.x-k8s.io/queue-name: )" +
+         queue + R"(
+  annotations:
+    commgate.io/parameters: 25M
+    commgate.io/batch-size: "32"
+    commgate.io/optimizer: adamw
+spec:
+  suspend: true
+  parallelism: )" +
+         std::to_string(pods) + R"(
+  completions: )" +
+         std::to_string(pods) + R"(
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: train
+        image: busybox
+        resources:
+          limits:
+            nvidia.com/gpu: 1
+)";
+}
+
+// With kueue.enabled, the chart's operator, as its ServiceAccount under exactly the chart's
+// RBAC, serves Kueue AdmissionChecks on the sim's Kueue stand-in: our check turns Active
+// and one naming a missing CommPolicy Active=False; a Job queued to the fast pool is
+// decided Ready from its CommProfile, so Kueue admits it and unsuspends the Job; the same
+// Job on the slow pool is Rejected with the count that would pass; on the unmeasured pool
+// the Workload waits Pending while the operator creates the pool's probe. A rule the chart
+// lacks would show as "forbidden" in the operator's log.
+TEST_F(ChartOnSim, with_kueue_enabled_the_operator_decides_kueue_workloads) {
+  if (!fs::exists("/usr/bin/curl")) GTEST_SKIP() << "no /usr/bin/curl to ask /readyz with";
+  ASSERT_NO_FATAL_FAILURE(render({"--include-crds", "--set", "kueue.enabled=true"}));
+  ASSERT_NO_FATAL_FAILURE(install());
+  const fs::path fixtures =
+      fs::path(COMMGATE_SOURCE_DIR) / "../shared/fixtures/ecosystem/kueue-v0.19.2";
+  // `create`, not `apply`: the Workload CRD is larger than the last-applied annotation may be.
+  for (const char* crd :
+       {"kueue.x-k8s.io_resourceflavors.yaml", "kueue.x-k8s.io_admissionchecks.yaml",
+        "kueue.x-k8s.io_clusterqueues.yaml", "kueue.x-k8s.io_localqueues.yaml",
+        "kueue.x-k8s.io_workloads.yaml"}) {
+    const auto r = kubectl({"create", "-f", (fixtures / crd).string()});
+    ASSERT_EQ(r.code, 0) << crd << ": " << r.output;
+  }
+  sim::SimCluster kueue(api_.store());
+  kueue.start_kueue();
+
+  // The pools' Nodes (objects only: no kubelet runs the probe's pods) and the two measured
+  // pools' CommProfiles, as a probe of 4 nodes would have left them.
+  const auto nodes = *api_.store().find_resource("", "v1", "nodes");
+  const auto profiles = *api_.store().find_resource("commgate.io", "v1alpha1", "commprofiles");
+  for (const auto& [pool, busbw] :
+       std::vector<std::pair<std::string, double>>{{"h100", 10.0}, {"slow", 0.1}, {"a10", 0.0}}) {
+    for (int i = 1; i <= 4; ++i) {
+      sim::NodeSpec spec = sim::node_spec(pool + "-" + std::to_string(i), 1);
+      spec.labels["commgate.io/gpu"] = pool;
+      api_.store().create(nodes, "", sim::node_object(spec));
+    }
+    if (busbw == 0) continue;
+    CommProfile profile;
+    profile.node_selector = {{"commgate.io/gpu", pool}};
+    profile.metadata.name = pool_name(profile.node_selector);
+    const TimePoint now = std::chrono::system_clock::now();
+    LinkRecord link;
+    link.latency_us = 200;
+    link.busbw_gbps = busbw;
+    link.algbw_gbps = busbw / 1.5;
+    link.nodes_probed = 4;
+    link.measured_at = now;
+    profile.status.link = link;
+    ComputeStepRecord step;
+    step.parameters = 25e6;
+    step.batch_size = 32;
+    step.optimizer = "adamw";
+    step.step_time_ms = 300;
+    step.forward_ms = 90;
+    step.backward_ms = 180;
+    step.optimizer_ms = 30;
+    step.measured_at = now;
+    profile.status.compute_steps.push_back(step);
+    // Created, then its status written through the status subresource, as the operator
+    // writes a probe's outcome (a create drops status).
+    const json doc = to_json(profile);
+    json stored = api_.store().create(profiles, "", doc);
+    stored["status"] = doc["status"];
+    api_.store().update(profiles, "", profile.metadata.name, stored, sim::WritePart::kStatus);
+  }
+
+  const uint16_t port = start_operator();
+  ASSERT_NE(port, 0) << operator_->output();
+  ASSERT_TRUE(wait_until([&] { return operator_get(port, "/readyz").has_value(); }, 30s))
+      << operator_->output();
+  std::ofstream(dir_ + "/queues.yaml") << kueue_queues();
+  auto r = kubectl({"apply", "-f", dir_ + "/queues.yaml"});
+  ASSERT_EQ(r.code, 0) << r.output;
+
+  const auto jsonpath = [&](const std::vector<std::string>& what, const std::string& path) {
+    std::vector<std::string> args = {"get"};
+    args.insert(args.end(), what.begin(), what.end());
+    args.insert(args.end(), {"-o", "jsonpath=" + path});
+    const auto got = kubectl(args);
+    return got.code == 0 ? got.output : "error: " + got.output;
+  };
+  std::string out;
+  const auto eventually = [&](const std::vector<std::string>& what, const std::string& path,
+                              const std::string& want) {
+    return wait_until(
+        [&] {
+          out = jsonpath(what, path);
+          return out.find(want) != std::string::npos;
+        },
+        30s);
+  };
+  EXPECT_TRUE(eventually({"admissioncheck", "comm-check"},
+                         "{.status.conditions[?(@.type=='Active')].status}", "True"))
+      << out << operator_->output();
+  EXPECT_TRUE(eventually({"admissioncheck", "comm-check-missing-policy"},
+                         "{.status.conditions[?(@.type=='Active')].reason} "
+                         "{.status.conditions[?(@.type=='Active')].message}",
+                         "BadParametersRef spec.parameters.name: CommPolicy \"no-such-policy\""))
+      << out << operator_->output();
+
+  for (const auto& [name, queue] : std::vector<std::pair<std::string, std::string>>{
+           {"fast", "h100"}, {"over", "slow"}, {"unmeasured", "a10"}}) {
+    std::ofstream(dir_ + "/" + name + ".yaml") << kueue_job(name, queue, 2);
+    r = kubectl({"apply", "-f", dir_ + "/" + name + ".yaml"});
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  // Each Job's Workload, by the Job's name (Kueue names it job-<name>-<hash>).
+  const auto workload_of = [&](const std::string& job) {
+    std::string name;
+    wait_until(
+        [&] {
+          const auto got = kubectl({"get", "workloads", "-n", "nlp", "-o",
+                                    "jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}"});
+          std::istringstream lines(got.output);
+          for (std::string line; std::getline(lines, line);)
+            if (line.rfind("job-" + job + "-", 0) == 0) name = line;
+          return !name.empty();
+        },
+        30s);
+    return name;
+  };
+  const std::string entry = "{.status.admissionChecks[?(@.name=='comm-check')]";
+
+  const std::string fast = workload_of("fast");
+  ASSERT_FALSE(fast.empty());
+  EXPECT_TRUE(eventually({"workload", "-n", "nlp", fast}, entry + ".state}", "Ready"))
+      << out << kubectl({"get", "commprofiles", "-o", "yaml"}).output << operator_->output();
+  EXPECT_TRUE(eventually({"job", "-n", "nlp", "fast"}, "{.spec.suspend}", "false"))
+      << "Kueue admits the Workload once every check is Ready: " << out;
+
+  const std::string over = workload_of("over");
+  ASSERT_FALSE(over.empty());
+  // Rejected: Kueue deactivates the Workload (and resets the entry to Pending, "Previously:
+  // Rejected"); the numbers stay in our Event on the Workload.
+  EXPECT_TRUE(eventually({"workload", "-n", "nlp", over}, "{.spec.active}", "false"))
+      << out << operator_->output();
+  EXPECT_TRUE(eventually({"events", "-n", "nlp"},
+                         "{.items[?(@.involvedObject.name=='" + over + "')].message}", "Rejected"))
+      << out;
+  EXPECT_NE(out.find("The largest count that passes is 1 node"), std::string::npos)
+      << "the numbers: " << out;
+  EXPECT_EQ(jsonpath({"job", "-n", "nlp", "over"}, "{.spec.suspend}"), "true");
+
+  const std::string unmeasured = workload_of("unmeasured");
+  ASSERT_FALSE(unmeasured.empty());
+  EXPECT_TRUE(eventually({"jobs", "-n", "commgate-system", "-l", "commgate.io/role=probe"},
+                         "{.items[*].metadata.name}", "commgate-probe-pool-"))
+      << out << operator_->output();
+  EXPECT_EQ(jsonpath({"workload", "-n", "nlp", unmeasured}, entry + ".state}"), "Pending");
+  EXPECT_EQ(jsonpath({"job", "-n", "nlp", "unmeasured"}, "{.spec.suspend}"), "true");
+
+  EXPECT_EQ(operator_->output().find("forbidden"), std::string::npos) << operator_->output();
+  kueue.stop();
 }
 
 }  // namespace COMMGATE_TEST_UNIT

@@ -416,6 +416,26 @@ TEST(KueueCheckReconciler, keeps_lastTransitionTime_while_pending_and_records_an
       << w.sink->events[0].dump();
 }
 
+// The owner jobs are not watched: a Workload whose job's annotations do not parse is read
+// again, so that the researcher's fix (`kubectl annotate`) is seen.
+TEST(KueueCheckReconciler, reads_the_jobs_annotations_again_until_they_parse) {
+  CheckWorld w(json{{"commgate.io/parameters", "lots"}});
+  w.measured(10.0);
+  w.submit(CheckWorld::a_workload());
+  auto r = w.reconcile();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.entry("comm")["state"], "Pending");
+  ASSERT_TRUE(r.action().requeue_delay()) << "looked at again";
+
+  json job = *w.api.peek(kPyTorchJobs + "/pytorch-simple");
+  job["metadata"]["annotations"]["commgate.io/parameters"] = "25M";
+  w.api.update(kPyTorchJobs + "/pytorch-simple", job);
+  r = w.reconcile();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.entry("comm")["state"], "Ready") << w.entry("comm").dump();
+  EXPECT_FALSE(r.action().requeue_delay()) << "decided: nothing to look at again";
+}
+
 // ---- the decision record ----
 
 TEST(KueueCheckReconciler, gives_the_same_answer_to_a_recreated_workload_without_a_probe) {
@@ -473,6 +493,49 @@ TEST(KueueCheckMeasurement, a_workload_the_check_does_not_act_on_asks_for_nothin
   ASSERT_TRUE(w.measurement.reconcile(w.pool()).ok());
   EXPECT_EQ(w.probes_created(), 0);
   EXPECT_FALSE(w.api.peek(w.profile_path())) << "no demand, no CommProfile";
+}
+
+// ---- which pool a Workload waits on (the process's index of Workloads by pool) ----
+
+TEST(WorkloadWaitingPool, is_the_flavors_pool_while_our_entry_is_pending) {
+  CheckWorld w;
+  const json pending = CheckWorld::a_workload().build();
+  EXPECT_EQ(workload_waiting_pool(w.api, pending), w.pool());
+  // Not while Kueue is about to evict it (Retry), nor once decided, nor without quota, nor
+  // when only another controller's check is listed.
+  EXPECT_EQ(workload_waiting_pool(
+                w.api, a_pytorchjob_workload(1, 3).reserved().check("comm", "Retry").build()),
+            std::nullopt);
+  EXPECT_EQ(workload_waiting_pool(
+                w.api, a_pytorchjob_workload(1, 3).reserved().check("comm", "Ready").build()),
+            std::nullopt);
+  EXPECT_EQ(
+      workload_waiting_pool(w.api, a_pytorchjob_workload(1, 3).check("comm", "Pending").build()),
+      std::nullopt);
+  EXPECT_EQ(workload_waiting_pool(
+                w.api, a_pytorchjob_workload(1, 3).reserved().check("prov", "Pending").build()),
+            std::nullopt);
+  EXPECT_EQ(workload_waiting_pool(w.api, json{{"kind", "Workload"}}), std::nullopt)
+      << "an object that does not read as a Workload";
+}
+
+// ---- the decision records are bounded ----
+
+TEST(CheckDecisionRecords, forget_the_oldest_past_their_capacity) {
+  CheckDecisionRecords records(2);
+  const CheckOutcome ready{.kind = CheckOutcome::Kind::kWithinPolicy, .message = "ok"};
+  records.remember("a", ready);
+  records.remember("b", ready);
+  records.remember("a", ready);  // again: still one record, still the oldest
+  records.remember("c", ready);
+  EXPECT_EQ(records.size(), 2u);
+  EXPECT_FALSE(records.find("a"));
+  EXPECT_TRUE(records.find("b"));
+  EXPECT_TRUE(records.find("c"));
+  // A wait is no decision: never kept.
+  records.remember("d", CheckOutcome{.kind = CheckOutcome::Kind::kProbePending});
+  EXPECT_FALSE(records.find("d"));
+  EXPECT_EQ(records.size(), 2u);
 }
 
 }  // namespace COMMGATE_TEST_UNIT

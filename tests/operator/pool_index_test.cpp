@@ -68,5 +68,19 @@ TEST(PoolIndex, FollowsTheJobsFromTheirEvents) {
   EXPECT_TRUE(index.pools().empty());
 }
 
+// A consumer whose pool the caller computes (a Kueue Workload's key): the same moves.
+TEST(PoolIndex, UpdatePoolMovesAKeyBetweenPools) {
+  PoolIndex index;
+  const std::string key = "kueue-workload:ml/job-train-1";
+  EXPECT_EQ(index.update_pool(key, "pool-a"), std::vector<std::string>{"pool-a"});
+  EXPECT_EQ(index.waiting_on("pool-a"), std::vector<std::string>{key});
+  EXPECT_EQ(index.update_pool(key, "pool-b"), (std::vector<std::string>{"pool-a", "pool-b"}));
+  EXPECT_TRUE(index.waiting_on("pool-a").empty());
+  EXPECT_EQ(index.update_pool(key, "pool-b"), std::vector<std::string>{"pool-b"});
+  EXPECT_EQ(index.update_pool(key, std::nullopt), std::vector<std::string>{"pool-b"});
+  EXPECT_TRUE(index.waiting().empty());
+  EXPECT_TRUE(index.update_pool(key, std::nullopt).empty());
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op

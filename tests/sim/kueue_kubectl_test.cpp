@@ -174,6 +174,9 @@ status:
   out = wait_for_output({"get", "workload", name, "-n", "team", "-o",
                          "jsonpath={.status.conditions[?(@.type=='Admitted')].status}"},
                         "True");
+  // The CRD's Admitted column (=='Admitted', single-quoted in Kueue's CRD) shows it.
+  out = kubectl({"get", "workloads", "-n", "team"}).output;
+  EXPECT_NE(out.find("True"), std::string::npos) << out;
   out = wait_for_output({"get", "job", "sample", "-n", "team", "-o",
                          "jsonpath={.spec.suspend} {.spec.template.spec.nodeSelector}"},
                         "false");
