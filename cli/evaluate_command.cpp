@@ -409,6 +409,7 @@ int run_evaluate(const std::vector<std::string>& args, std::ostream& out, std::o
         return kExitNoMeasurement;
       }
     }
+    if (measurement) explain_poor_fit(*measurement);  // no "Caution: ." in the message
     TimePoint judged_at = Clock::now();
     if (now) {
       judged_at = *now;

@@ -11,6 +11,7 @@
 #include "core/comm_profile.h"
 #include "core/job_decision.h"
 #include "core/quantity.h"
+#include "core/significant_digits.h"
 
 namespace commgate {
 namespace {
@@ -121,7 +122,8 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
     if (!m->transport.empty()) out << " over " << m->transport;
     out << ", busbw " << fmt("%.3g GB/s", m->link.busbw_bytes_per_s / 1e9) << ", latency "
         << fmt("%.3g us", m->link.latency_s * 1e6);  // as the chart's header writes it
-    if (m->link.poor) out << " (poor fit: " << m->link.note << ")";
+    if (m->link.poor)
+      out << " (poor fit" << (m->link.note.empty() ? "" : ": " + m->link.note) << ")";
     out << "\n";
     if (m->compute) {
       out << "            compute step " << ms(m->compute->total_s()) << " (forward "
@@ -263,35 +265,74 @@ ScalingChart scaling_chart_of(const Evaluation& e) {
   return c;
 }
 
-nlohmann::json evaluation_to_json(const Evaluation& e) {
-  nlohmann::json j = {{"job", job_name(*e.job)}, {"policy", e.policy->metadata.name}};
-  if (!e.policy_chosen.empty()) j["policyChosen"] = e.policy_chosen;
-  if (const Measurement* m = e.measurement) {
-    nlohmann::json mj = {{"source", m->source},
-                         {"measuredAt", format_rfc3339(m->measured_at)},  // the link's
-                         {"nodesProbed", m->nodes_probed},
-                         {"backend", m->backend},
-                         {"transport", m->transport},
-                         {"busbwGBps", m->link.busbw_bytes_per_s / 1e9},
-                         {"latencyUs", m->link.latency_s * 1e6},
-                         {"fitPoor", m->link.poor}};
-    if (m->compute) {
-      mj["computeStepMs"] = m->compute->total_s() * 1e3;
-      mj["computeSource"] = m->compute_source == ComputeSource::kHint ? "hint" : "measured";
-    }
-    if (m->compute_measured_at) mj["computeMeasuredAt"] = format_rfc3339(*m->compute_measured_at);
-    if (m->measured_ddp_step) {
-      mj["measuredStepMs"] = m->measured_ddp_step->step_time_ms;
-      mj["measuredCommShare"] = m->measured_ddp_step->comm_share;
-    }
-    j["measurement"] = mj;
+nlohmann::json measurement_json(const Measurement& m) {
+  const auto r = [](double v) { return round_significant(v); };
+  nlohmann::json j = {{"source", m.source},
+                      {"probeTime", format_rfc3339(m.measured_at)},  // the link's
+                      {"busbwGBps", r(m.link.busbw_bytes_per_s / 1e9)},
+                      {"latencyUs", r(m.link.latency_s * 1e6)},
+                      {"fitPoor", m.link.poor}};
+  if (m.nodes_probed > 0) j["nodesProbed"] = m.nodes_probed;
+  if (m.procs_per_node > 0) j["procsPerNode"] = m.procs_per_node;
+  auto text = [&](const char* key, const std::string& value) {
+    if (!value.empty()) j[key] = value;
+  };
+  text("backend", m.backend);
+  text("transport", m.transport);
+  text("interface", m.interface_name);
+  text("device", m.device);
+  text("gpuProduct", m.gpu_product);
+  if (m.link.poor) text("fitNote", m.link.note);
+  if (m.compute_measured_at) j["computeMeasuredAt"] = format_rfc3339(*m.compute_measured_at);
+  if (m.compute) {
+    j["computeStepMs"] = r(m.compute->total_s() * 1e3);
+    j["computeSource"] = m.compute_source == ComputeSource::kHint ? "hint" : "measured";
   }
+  if (m.measured_ddp_step) {
+    j["measuredStepMs"] = r(m.measured_ddp_step->step_time_ms);
+    j["exposedCommMs"] = r(m.measured_ddp_step->exposed_comm_ms);
+    j["measuredCommShare"] = r(std::clamp(m.measured_ddp_step->comm_share, 0.0, 1.0));
+  }
+  return j;
+}
+
+nlohmann::json decision_document(const std::string& job, nlohmann::json decision,
+                                 const nlohmann::json& measurement) {
+  std::string policy;
+  if (decision.is_object()) {
+    const auto p = decision.find("policy");
+    if (p != decision.end() && p->is_string()) policy = p->get<std::string>();
+    const auto action = decision.find("action");
+    const std::string verdict =
+        action != decision.end() && action->is_string() ? action->get<std::string>() : "";
+    if (verdict == "Gate") decision["admittedNodes"] = nullptr;  // nothing admitted yet
+    if (verdict == "Deny") decision["admittedNodes"] = 0;
+    for (const char* list : {"predictions", "advice"})
+      if (!decision.contains(list) || !decision[list].is_array())
+        decision[list] = nlohmann::json::array();
+  } else {
+    decision = nullptr;
+  }
+  return {{"job", job},
+          {"policy", policy},
+          {"measurement", measurement.is_object() ? measurement : nlohmann::json()},
+          {"decision", std::move(decision)}};
+}
+
+nlohmann::json evaluation_to_json(const Evaluation& e) {
+  nlohmann::json j =
+      decision_document(job_name(*e.job), decision_to_json(e.decision),
+                        e.measurement ? measurement_json(*e.measurement) : nlohmann::json());
+  if (!e.policy_chosen.empty()) j["policyChosen"] = e.policy_chosen;
   if (!e.note.empty()) j["note"] = e.note;
-  j["decision"] = decision_to_json(e.decision);
   if (!e.decision.predictions.empty()) j["predictionsShown"] = shown_counts_text(e.decision);
   // The chart's rows (--plot), past the request: cli/evaluate_report.h scaling_points.
   if (auto points = scaling_points(e); !points.empty()) j["scaling"] = scaling_points_json(points);
   return j;
+}
+
+void explain_poor_fit(Measurement& m) {
+  if (m.link.poor) m.link.note = poor_fit_note(m.link);
 }
 
 }  // namespace commgate

@@ -54,7 +54,31 @@ std::string advice_line(const std::string& kind, const std::string& text, bool f
 
 // "namespace/name", with `default` for a job without a namespace (where kubectl puts it).
 std::string job_name(const TrainingJob& job);
+
+// The one JSON shape of a decision (issue #24 item 2): `commgate evaluate -o json`,
+// `kubectl commgate evaluate -o json` and `kubectl commgate explain -o json` all start from
+// it, and each adds only the keys of its own (docs/cli.md "One JSON shape"):
+//   job          "namespace/name"
+//   policy       the deciding CommPolicy's name ("" when the decision names none)
+//   measurement  as status.measurement holds it (measurement_json); null when none
+//   decision     as status.decision holds it (core's decision_to_json): action, reason,
+//                message, policy, requestedNodes, admittedNodes, predictions[] (empty when
+//                none were made or told), advice[] ({kind, text}); null when undecided.
+//                admittedNodes is null for a Gate (nothing is admitted until it is
+//                decided again; status.decision keeps the count it would run at) and 0
+//                for a Deny.
+nlohmann::json decision_document(const std::string& job, nlohmann::json decision,
+                                 const nlohmann::json& measurement);
+// A measurement with the keys the operator writes to status.measurement
+// (operator/decision_status.cpp measurement_to_status), numbers rounded the same way.
+nlohmann::json measurement_json(const Measurement& m);
+// decision_document of `e`, with policyChosen, note, predictionsShown and scaling[].
 nlohmann::json evaluation_to_json(const Evaluation& e);
+
+// A probe's link fit marked poor without a note (an older probe, a hand-written
+// CommProfile) would read "Caution: ." in the decision's message: the note then gives the
+// fit's own numbers (issue #24 item 10).
+void explain_poor_fit(Measurement& m);
 
 // The scaling chart's rows (`commgate evaluate --plot`, and `scaling` in -o json): the model
 // decide() used (core's predict_counts), at every count from 1 to max(8, 2 x requested,

@@ -17,6 +17,7 @@
 #include "cli/command_input.h"
 #include "cli/evaluate_report.h"
 #include "cli/manifest_yaml.h"
+#include "core/advice.h"
 #include "core/annotations.h"
 #include "core/comm_profile.h"
 #include "core/decision.h"
@@ -24,6 +25,7 @@
 #include "core/job_decision.h"
 #include "core/quantity.h"
 #include "core/significant_digits.h"
+#include "core/training_job.h"
 
 namespace commgate {
 
@@ -45,13 +47,14 @@ Usage:
   kubectl commgate pools                 the measured pools: link, age, and the policies
                                          for which each measurement is stale
 
-Flags (passed to kubectl): --kubeconfig FILE, --context NAME, -n/--namespace NS
+Flags (passed to kubectl): --kubeconfig FILE, --context NAME, -n/--namespace NS,
+  --request-timeout T, --as USER, --as-group GROUP, --as-uid UID
   -o, --output table|json|yaml           default table
 
 Exit codes: 0 success (evaluate: it would run: admitted, downsized or admitted over
-policy), 1 error, 2 usage (also a --plot file that cannot be written), 3 evaluate: it
-would be refused, 4 evaluate: it would be suspended until its pool is measured (or has
-room).
+policy), 1 error (as kubectl: usage errors too, a --plot file that cannot be written,
+and explain --plot with nothing to draw), 3 evaluate: it would be refused, 4 evaluate:
+it would be suspended until its pool is measured (or has room).
 )";
 
 // Columns padded to their widest cell, two spaces apart (as kubectl prints).
@@ -178,7 +181,10 @@ PluginFlags parse_flags(const std::vector<std::string>& args) {
     };
     if (flag == "-n" || flag == "--namespace") {
       if (take()) f.kubectl.insert(f.kubectl.end(), {"--namespace", value});
-    } else if (flag == "--context" || flag == "--kubeconfig" || flag == "--request-timeout") {
+    } else if (flag == "--context" || flag == "--kubeconfig" || flag == "--request-timeout" ||
+               flag == "--as" || flag == "--as-group" || flag == "--as-uid") {
+      // --as and its kin: kubectl impersonates (Impersonate-User and -Group headers) on
+      // every call, exactly as `kubectl --as` does (the trial of 2026-12-06 was refused).
       if (take()) f.kubectl.insert(f.kubectl.end(), {flag, value});
     } else if (flag == "-o" || flag == "--output") {
       if (take()) {
@@ -187,7 +193,14 @@ PluginFlags parse_flags(const std::vector<std::string>& args) {
         f.output = value;
       }
     } else if (flag == "-f" || flag == "--filename") {
-      if (take()) f.filename = value;
+      if (take()) {
+        // One file: a second -f was silently ignored (the trial of 2026-12-06).
+        if (!f.filename.empty())
+          f.error = flag + " \"" + value + "\": a second file (-f \"" + f.filename +
+                    "\" came first); evaluate reads one TrainingJob: evaluate each file on "
+                    "its own";
+        f.filename = value;
+      }
     } else if (flag == "--plot") {
       if (take()) {
         f.plot = value;
@@ -238,6 +251,21 @@ bool is_trainingjob_kind(const std::string& kind) {
   return std::find(kKinds.begin(), kKinds.end(), kind) != kKinds.end();
 }
 
+// A namespace's edit or view role does not reach the cluster-scoped CommProfiles and
+// CommPolicies: the trial of 2026-12-06 got a bare "Forbidden". The ClusterRole is the
+// chart's <release>-policy-reader (charts/commgate/templates/researcher-rbac.yaml).
+constexpr const char* kPolicyReaderHint =
+    "Hint: CommProfiles and CommPolicies are cluster-scoped, and a namespace's edit or view "
+    "role does not reach them. Ask a cluster admin to bind you the ClusterRole "
+    "commgate-policy-reader (the chart's <release>-policy-reader), e.g.\n"
+    "  kubectl create clusterrolebinding YOU-commgate-policy-reader "
+    "--clusterrole=commgate-policy-reader --user=YOU\n"
+    "or to add your group to the chart's rbac.policyReaderGroups (docs/researcher.md).\n";
+
+bool is_forbidden(const Captured& r) {
+  return r.code != 0 && r.err.find("(Forbidden)") != std::string::npos;
+}
+
 // A kubectl call that failed: what it said, for the user.
 int kubectl_failed(const std::string& what, const Captured& r, std::ostream& err) {
   err << "kubectl commgate: " << what << " failed (kubectl exit " << r.code << "):\n" << r.err;
@@ -276,7 +304,15 @@ std::optional<json> trainingjob_in_file(const std::string& path, std::string& er
   }
   const json& doc = documents.front();
   const std::string api_version = str(doc, "apiVersion");
-  if (kind_of(doc) != "TrainingJob" || api_version.rfind("commgate.io/", 0) != 0) {
+  if (kind_of(doc) == "TrainingJob" && api_version != kApiVersion) {
+    // Caught here, before the server is asked (the trial of 2026-12-06 wrote commgate.io/v1).
+    error = path + ": apiVersion " +
+            (api_version.empty() ? std::string("is missing") : "\"" + api_version + "\"") +
+            ": a TrainingJob is apiVersion " + kApiVersion + " (write apiVersion: " + kApiVersion +
+            ")";
+    return std::nullopt;
+  }
+  if (kind_of(doc) != "TrainingJob") {
     error = path + ": is " +
             (kind_of(doc).empty() ? std::string("a document without a kind")
                                   : "kind \"" + kind_of(doc) + "\"" +
@@ -365,7 +401,7 @@ int evaluate(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& o
   }
   json evaluation = evaluation_of(returned, refusal, warnings, submitted);
   if (!exists.empty()) {
-    evaluation["trainingJob"] = exists;
+    evaluation["job"] = exists;
     evaluation["exists"] = true;
     evaluation["note"] = "TrainingJob " + exists +
                          " already exists: this evaluates the file as a new submission (a dry "
@@ -374,7 +410,7 @@ int evaluate(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& o
                          str(member(submitted, "metadata"), "name") + " shows them)";
   }
   out << (f.output == "table" ? evaluation_table(evaluation) : written(evaluation, f.output));
-  const std::string action = evaluation.value("decision", "");
+  const std::string action = str(member(evaluation, "decision"), "action");
   if (action == "Deny") return kPluginWouldDeny;
   if (action == "Gate") return kPluginWouldGate;
   return kPluginOk;
@@ -478,12 +514,15 @@ int explain(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& ou
                           : std::nullopt;
   const json explanation =
       explanation_of(tj, events.code == 0 ? parsed_or_null(events.out) : json(), now, policy);
+  bool nothing_drawn = false;
   if (!f.plot.empty()) {
     // Before stdout: a file that cannot be written is a usage error, with nothing printed.
     ScalingChart chart = scaling_chart_of_trainingjob(tj, policy, note);
     if (!chart.points.empty())
       add_pool_size(chart, member(member(tj, "spec"), "nodeSelector"), f, kubectl);
     if (chart.points.empty()) {
+      // An error, after the explanation (the trial of 2026-12-06 read exit 0 as a chart).
+      nothing_drawn = true;
       err << "kubectl commgate explain: --plot: no chart written to " << f.plot << ": " << chart.job
           << " has no predictions to draw ("
           << (decision.is_object() ? str(decision, "action") + ", " + str(decision, "reason") +
@@ -503,7 +542,7 @@ int explain(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& ou
     }
   }
   out << (f.output == "table" ? explanation_text(explanation) : written(explanation, f.output));
-  return kPluginOk;
+  return nothing_drawn ? kPluginError : kPluginOk;
 }
 
 int pools(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& out, std::ostream& err,
@@ -511,10 +550,18 @@ int pools(const PluginFlags& f, const KubectlRunner& kubectl, std::ostream& out,
   std::vector<std::string> profiles_args = {"get", "commprofiles.commgate.io", "-o", "json"};
   profiles_args.insert(profiles_args.end(), f.kubectl.begin(), f.kubectl.end());
   const Captured profiles = kubectl(profiles_args);
-  if (profiles.code != 0) return kubectl_failed("listing CommProfiles", profiles, err);
+  if (profiles.code != 0) {
+    const int code = kubectl_failed("listing CommProfiles", profiles, err);
+    if (is_forbidden(profiles)) err << kPolicyReaderHint;
+    return code;
+  }
   std::vector<std::string> policies_args = {"get", "commpolicies.commgate.io", "-o", "json"};
   policies_args.insert(policies_args.end(), f.kubectl.begin(), f.kubectl.end());
   const Captured policies = kubectl(policies_args);
+  if (is_forbidden(policies))
+    err << "kubectl commgate: the CommPolicies could not be listed (Forbidden): STALE FOR "
+           "cannot be told.\n"
+        << kPolicyReaderHint;
   const json doc = pools_of(parsed_or_null(profiles.out),
                             policies.code == 0 ? parsed_or_null(policies.out) : json(), now);
   out << (f.output == "table" ? pools_table(doc) : written(doc, f.output));
@@ -551,45 +598,72 @@ std::optional<json> dry_run_decision_of(const std::vector<std::string>& warnings
   return std::nullopt;
 }
 
+namespace {
+
+// An advice line of the webhook ("commgate: to run 8 nodes: The link: ..."), as
+// status.decision.advice holds one: {kind, text}, the kind read from the text's head
+// (core/advice.h writes each kind's head).
+json advice_of_warning(const std::string& warning) {
+  std::string text = warning.substr(std::string("commgate: ").size());
+  if (text.rfind("to run ", 0) == 0 && text.find(": ") != std::string::npos)
+    text = text.substr(text.find(": ") + 2);
+  std::string kind;
+  if (text.rfind("The link: ", 0) == 0)
+    kind = text.find(" would pass with ") != std::string::npos ? advice_kind::kLink
+                                                               : advice_kind::kLinkRate;
+  else if (text.rfind("Compression: ", 0) == 0)
+    kind = advice_kind::kCompression;
+  else if (text.rfind("A larger batch: ", 0) == 0)
+    kind = advice_kind::kBatch;
+  else if (text.rfind("Fewer nodes: ", 0) == 0)
+    kind = advice_kind::kLargestCount;
+  return {{"kind", kind}, {"text", text}};
+}
+
+}  // namespace
+
 json evaluation_of(const json& returned, const std::string& refusal,
                    const std::vector<std::string>& warnings, const json& submitted) {
-  json e = {{"dryRun", true}, {"warnings", warnings}, {"advice", json::array()}};
+  json advice = json::array();
   for (const std::string& w : warnings)
-    if (w.rfind("commgate: to run ", 0) == 0) e["advice"].push_back(w.substr(10));
+    if (w.rfind("commgate: to run ", 0) == 0) advice.push_back(advice_of_warning(w));
   const std::optional<json> told = dry_run_decision_of(warnings);
   // A refusal returns no object: the job is named from the file, its numbers from the
   // webhook's dry-run warning (or the file's request when the webhook sent none).
   const json& object = refusal.empty() ? returned : submitted;
   const json& meta = member(object, "metadata");
   const std::string name = str(meta, "name", str(meta, "generateName"));
-  e["trainingJob"] = name.empty() ? "-" : str(meta, "namespace", "default") + "/" + name;
+  const std::string job = name.empty() ? "-" : str(meta, "namespace", "default") + "/" + name;
+  json d;
   if (!refusal.empty()) {
-    e["decision"] = "Deny";
-    e["reason"] = told ? (*told)["reason"] : json("");
-    e["requestedNodes"] =
-        told ? (*told)["requestedNodes"] : member(member(submitted, "spec"), "numNodes");
-    e["admittedNodes"] = 0;
-    e["policy"] = told ? (*told)["policy"] : json("");
-    e["message"] = refusal;
-    e["suspended"] = false;
-    return e;
+    d = {{"action", "Deny"},
+         {"reason", told ? (*told)["reason"] : json("")},
+         {"message", refusal},
+         {"policy", told ? (*told)["policy"] : json("")},
+         {"requestedNodes",
+          told ? (*told)["requestedNodes"] : member(member(submitted, "spec"), "numNodes")},
+         {"admittedNodes", 0}};
+  } else {
+    const json& annotations = member(meta, "annotations");
+    const json record = parsed_or_null(str(annotations, annotation::kDecisionRecord));
+    d["action"] = str(annotations, annotation::kDecision, "none");
+    d["reason"] = str(annotations, annotation::kReason);
+    d["message"] = record.is_object() ? record.value("message", "") : "";
+    // The record keeps a message for Gate and Deny only: the dry-run warning has every one.
+    if (told && d["message"] == "") d["message"] = (*told)["message"];
+    d["policy"] = record.is_object() && record.contains("policy")
+                      ? json(str(member(record, "policy"), "name"))
+                      : (told ? (*told)["policy"] : json(""));
+    d["requestedNodes"] = record.is_object() ? record.value("requestedNodes", json())
+                                             : json(str(annotations, annotation::kRequestedNodes));
+    d["admittedNodes"] = member(member(returned, "spec"), "numNodes");
   }
-  const json& annotations = member(meta, "annotations");
-  const json record = parsed_or_null(str(annotations, annotation::kDecisionRecord));
-  e["decision"] = str(annotations, annotation::kDecision, "none");
-  e["reason"] = str(annotations, annotation::kReason);
-  e["requestedNodes"] = record.is_object() ? record.value("requestedNodes", json())
-                                           : json(str(annotations, annotation::kRequestedNodes));
-  e["admittedNodes"] = member(member(returned, "spec"), "numNodes");
-  if (record.is_object()) {
-    e["message"] = record.value("message", "");
-    if (record.contains("policy")) e["policy"] = member(record["policy"], "name");
-  }
-  // The record keeps a message for Gate and Deny only: the dry-run warning has every one.
-  if (told && e.value("message", "").empty()) e["message"] = (*told)["message"];
-  if (told && !e.contains("policy")) e["policy"] = (*told)["policy"];
-  e["suspended"] = member(member(returned, "spec"), "suspend").is_boolean() &&
-                   member(member(returned, "spec"), "suspend").get<bool>();
+  d["predictions"] = json::array();  // a dry run is told none
+  d["advice"] = advice;
+  json e = decision_document(job, d, json());
+  e["dryRun"] = true;
+  e["warnings"] = warnings;
+  e["suspended"] = refusal.empty() && member(member(returned, "spec"), "suspend") == json(true);
   return e;
 }
 
@@ -604,31 +678,49 @@ std::string admitted_cell(const std::string& action, const std::string& admitted
 
 namespace {
 
-// What the webhook would do, as a sentence about the future: evaluate submits nothing (the
-// trial of 2026-12-06 read "lowered from 4 to 1" as done to its job).
+// The first line: the verdict in plain words (over policy, downsized from N to M,
+// denied), then what the webhook would do, as a sentence about the future: evaluate
+// submits nothing (the trial of 2026-12-06 read "lowered from 4 to 1" as done to its
+// job, and later missed that a downsized job was over policy at all).
 std::string would_text(const json& e) {
-  const std::string action = e.value("decision", "");
-  const std::string job = e.value("trainingJob", "this TrainingJob");
-  const std::string requested = str(e, "requestedNodes", "?");
-  const std::string admitted = str(e, "admittedNodes", "?");
+  const json& d = member(e, "decision");
+  const std::string action = str(d, "action");
+  const std::string reason = str(d, "reason");
+  const std::string job = str(e, "job", "this TrainingJob");
+  const std::string requested = str(d, "requestedNodes", "?");
+  const std::string admitted = str(d, "admittedNodes", "?");
+  const bool over = reason.rfind("OverPolicy", 0) == 0 || reason == reason::kNoCountMeetsPolicy;
+  const std::string why = reason.empty() ? "" : " (" + reason + ")";
+  std::string verdict;
   std::string what;
   if (action == "Deny") {
+    verdict = over ? "over policy, denied" : "denied";
     what = "refuse " + job;
   } else if (action == "Downsize") {
+    verdict = std::string(over ? "over policy, " : "") + "downsized from " + requested + " to " +
+              admitted + (admitted == "1" ? " node" : " nodes");
     what = "lower spec.numNodes of " + job + " from " + requested + " to " + admitted +
            " and admit it";
   } else if (action == "Gate") {
-    what = "admit " + job + " suspended (" + e.value("reason", "") +
-           "): it would not run until commgate decides it again";
+    verdict = "not admitted yet, suspended";
+    what = "admit " + job + " suspended: it would not run until commgate decides it again";
   } else if (action == "Warn") {
+    verdict = "over policy, admitted with " + requested + " nodes anyway";
     what =
         "admit " + job + " with " + requested + " nodes over the policy (enforcementAction warn)";
+  } else if (action == "Admit" && over) {
+    verdict = "over policy, admitted with " + requested +
+              " nodes only because the policy's enforcementAction is dryrun";
+    what = "admit " + job + " with " + requested + " nodes as asked";
   } else if (action == "Admit") {
+    verdict = "admitted with " + requested + " nodes as asked";
     what = "admit " + job + " with " + requested + " nodes as asked";
   } else {
+    verdict = "decided " + action;
     what = "decide " + job + " as " + action;
   }
-  return action + ": if submitted now, the admission webhook would " + what + ".\n";
+  return action + ": " + verdict + why + "; if submitted now, the admission webhook would " + what +
+         ".\n";
 }
 
 // A warning that only restates the decision shown above it (the trial of 2026-12-06 read
@@ -647,34 +739,29 @@ bool restates_decision(const std::string& warning, const std::string& message) {
 }  // namespace
 
 std::string evaluation_table(const json& e) {
-  const std::string action = e.value("decision", "");
+  const json& d = member(e, "decision");
+  const std::string action = str(d, "action");
   std::string out = would_text(e);
-  if (!e.value("note", "").empty()) out += "Note: " + e.value("note", "") + ".\n";
-  out +=
-      "\n" + table_text({{"TRAININGJOB", "DECISION", "REASON", "REQUESTED", "ADMITTED", "POLICY"},
-                         {e.value("trainingJob", "-"), action,
-                          e.value("reason", "").empty() ? "-" : e.value("reason", ""),
-                          str(e, "requestedNodes", "-"),
-                          admitted_cell(action, str(e, "admittedNodes", "-")),
-                          e.value("policy", "").empty() ? "-" : e.value("policy", "")}});
-  const std::string message = e.value("message", "");
+  if (!str(e, "note").empty()) out += "Note: " + str(e, "note") + ".\n";
+  out += "\n" +
+         table_text(
+             {{"TRAININGJOB", "DECISION", "REASON", "REQUESTED", "ADMITTED", "POLICY"},
+              {str(e, "job", "-"), action, str(d, "reason", "-").empty() ? "-" : str(d, "reason"),
+               str(d, "requestedNodes", "-"), admitted_cell(action, str(d, "admittedNodes", "-")),
+               str(e, "policy").empty() ? "-" : str(e, "policy")}});
+  const std::string message = str(d, "message");
   if (!message.empty()) out += "\nWhy: " + message + "\n";
-  const json& advice = member(e, "advice");
+  const json& advice = member(d, "advice");
   if (advice.is_array() && !advice.empty()) {
-    out += "\nAdvice (what would make " + str(e, "requestedNodes", "the requested") +
+    out += "\nAdvice (what would make " + str(d, "requestedNodes", "the requested") +
            " nodes pass; the verdict above stands):\n";
-    for (const auto& a : advice) {
-      // "to run 8 nodes: The link: ...": the heading says it once.
-      std::string text = a.get<std::string>();
-      if (text.rfind("to run ", 0) == 0 && text.find(": ") != std::string::npos)
-        text = text.substr(text.find(": ") + 2);
-      out += "  - " + text + "\n";
-    }
+    for (const auto& a : advice) out += "  - " + str(a, "text") + "\n";
   }
   std::vector<std::string> other;
   const json& warnings = member(e, "warnings");
   for (const auto& w : warnings.is_array() ? warnings : json::array())
-    if (!restates_decision(w.get<std::string>(), message)) other.push_back(w.get<std::string>());
+    if (w.is_string() && !restates_decision(w.get<std::string>(), message))
+      other.push_back(w.get<std::string>());
   if (!other.empty()) {
     out += "\nWarnings from the admission webhook:\n";
     for (const auto& w : other) out += "  " + w + "\n";
@@ -725,13 +812,11 @@ json explanation_of(const json& tj, const json& events, TimePoint now,
       if (row.is_object())
         row["policy"] = prediction_verdict(prediction_of_row(row), *policy, decided);
   }
-  json x = {{"trainingJob", str(meta, "namespace") + "/" + str(meta, "name")},
-            {"phase", str(status, "phase", "Pending")},
-            {"requestedNodes", member(member(tj, "spec"), "numNodes")},
-            {"decision", decision},
-            {"measurement", member(status, "measurement")},
-            {"conditions", member(status, "conditions").is_array() ? member(status, "conditions")
-                                                                   : json::array()}};
+  json x = decision_document(str(meta, "namespace") + "/" + str(meta, "name"), decision,
+                             member(status, "measurement"));
+  x["phase"] = str(status, "phase", "Pending");
+  x["conditions"] =
+      member(status, "conditions").is_array() ? member(status, "conditions") : json::array();
   if (const json& m = member(status, "measurement"); m.is_object() && m.contains("probeTime"))
     x["measurementAge"] = age_of(str(m, "probeTime"), now);
   if (!events.is_object()) {
@@ -756,10 +841,24 @@ json explanation_of(const json& tj, const json& events, TimePoint now,
   return x;
 }
 
+namespace {
+
+// A condition's or an Event's message with the decision's message, printed above the
+// tables, cut out (the trial of 2026-12-06 read one message three times: below the
+// decision, in the Admitted condition and in the decision's Event).
+std::string said_above(const std::string& text, const std::string& message) {
+  if (message.empty()) return text;
+  const size_t at = text.find(message);
+  if (at == std::string::npos) return text;
+  return text.substr(0, at) + "(the decision's message, above)" + text.substr(at + message.size());
+}
+
+}  // namespace
+
 std::string explanation_text(const json& x) {
   std::string out;
   const json& d = member(x, "decision");
-  std::vector<std::vector<std::string>> head = {{"TrainingJob:", x.value("trainingJob", "")},
+  std::vector<std::vector<std::string>> head = {{"TrainingJob:", str(x, "job")},
                                                 {"Phase:", x.value("phase", "")}};
   if (d.is_object()) {
     head.push_back({"Decision:", str(d, "action") + " (" + str(d, "reason") + "), " +
@@ -786,7 +885,8 @@ std::string explanation_text(const json& x) {
                               " in communication (" + str(m, "measuredStepMs") + " ms step)"});
   }
   out += table_text(head);
-  if (d.is_object() && !str(d, "message").empty()) out += "\n" + str(d, "message") + "\n";
+  const std::string message = d.is_object() ? str(d, "message") : "";
+  if (!message.empty()) out += "\n" + message + "\n";
   if (d.is_object() && member(d, "predictions").is_array() && !d["predictions"].empty()) {
     // The rows as `commgate evaluate` prints them (cli/evaluate_report.h predictions_table).
     const std::string asked = str(d, "requestedNodes");
@@ -815,7 +915,8 @@ std::string explanation_text(const json& x) {
   if (conditions.is_array() && !conditions.empty()) {
     std::vector<std::vector<std::string>> rows = {{"TYPE", "STATUS", "REASON", "MESSAGE"}};
     for (const json& c : conditions)
-      rows.push_back({str(c, "type"), str(c, "status"), str(c, "reason"), str(c, "message")});
+      rows.push_back({str(c, "type"), str(c, "status"), str(c, "reason"),
+                      said_above(str(c, "message"), message)});
     out += "\nConditions:\n" + table_text(rows, "  ");
   }
   const json& events = member(x, "events");
@@ -826,7 +927,8 @@ std::string explanation_text(const json& x) {
   } else {
     std::vector<std::vector<std::string>> rows = {{"AGE", "TYPE", "REASON", "MESSAGE"}};
     for (const json& e : events)
-      rows.push_back({str(e, "age"), str(e, "type"), str(e, "reason"), str(e, "message")});
+      rows.push_back({str(e, "age"), str(e, "type"), str(e, "reason"),
+                      said_above(str(e, "message"), message)});
     out += "\nEvents:\n" + table_text(rows, "  ");
   }
   return out;
@@ -1025,6 +1127,22 @@ int run_kubectl_plugin(const std::vector<std::string>& args, const KubectlRunner
     return kPluginUsage;
   }
   const std::string command = f.positional.empty() ? "" : f.positional[0];
+  // An argument no command takes is named, not ignored (the trial of 2026-12-06): explain
+  // takes `tj NAME` or `tj/NAME`, the others nothing.
+  if (command == "evaluate" || command == "pools" || command == "explain") {
+    size_t takes = 1;
+    if (command == "explain")
+      takes = f.positional.size() > 1 && f.positional[1].find('/') != std::string::npos ? 2 : 3;
+    if (f.positional.size() > takes) {
+      err << "kubectl commgate " << command << ": unexpected argument \"" << f.positional[takes]
+          << "\""
+          << (command == "explain"    ? " (explain takes tj NAME or tj/NAME)"
+              : command == "evaluate" ? " (the file goes with -f FILE)"
+                                      : " (pools takes no argument)")
+          << "\n(kubectl commgate --help lists the commands and flags)\n";
+      return kPluginUsage;
+    }
+  }
   if (!f.plot.empty() && command != "explain") {
     err << "kubectl commgate: --plot draws a TrainingJob's chart: use it with explain tj NAME "
            "(commgate evaluate --plot draws one from a file)\n";

@@ -28,12 +28,13 @@
 
 namespace commgate {
 
-// Exit codes, as kubectl's (0 success, 1 error) with the would-be outcome of evaluate on
-// top, for scripts: docs/cli.md.
+// Exit codes, as kubectl's (0 success, 1 error, usage errors included) with the would-be
+// outcome of evaluate on top, for scripts: docs/cli.md.
 inline constexpr int kPluginOk = 0;         // evaluate: it would run (admitted,
                                             // downsized, or admitted over policy)
 inline constexpr int kPluginError = 1;      // kubectl failed, or an answer did not parse
-inline constexpr int kPluginUsage = 2;      // bad flags
+inline constexpr int kPluginUsage = 1;      // bad flags or arguments (kubectl: 1 too;
+                                            // 2 before the trial of 2026-12-06)
 inline constexpr int kPluginWouldDeny = 3;  // evaluate: the webhook would refuse it
 inline constexpr int kPluginWouldGate = 4;  // evaluate: admitted suspended, waiting to
                                             // be measured or for its pool
@@ -44,11 +45,14 @@ using KubectlRunner = std::function<Captured(const std::vector<std::string>& arg
 int run_kubectl_plugin(const std::vector<std::string>& args, const KubectlRunner& kubectl,
                        std::ostream& out, std::ostream& err, TimePoint now);
 
-// What `evaluate` shows, as a document (its -o json): from the dry run's answer, the
-// object the webhook returned (or none when refused), the refusal's message, the
-// warnings kubectl printed ("Warning: " cut), and the TrainingJob read from the file
-// (null when it came from stdin): a refusal returns no object, so its name and request
-// come from there and from the webhook's dry-run warning.
+// What `evaluate` shows, as a document (its -o json): decision_document
+// (cli/evaluate_report.h, the shape `commgate evaluate -o json` and `explain -o json`
+// share) with dryRun, warnings and suspended. From the dry run's answer: the object the
+// webhook returned (or none when refused), the refusal's message, the warnings kubectl
+// printed ("Warning: " cut), and the TrainingJob read from the file (null when it came
+// from stdin): a refusal returns no object, so its name and request come from there and
+// from the webhook's dry-run warning. A dry run tells no predictions: decision.predictions
+// is empty.
 nlohmann::json evaluation_of(const nlohmann::json& returned, const std::string& refusal,
                              const std::vector<std::string>& warnings,
                              const nlohmann::json& submitted = nlohmann::json());
@@ -60,7 +64,8 @@ std::optional<nlohmann::json> dry_run_decision_of(const std::vector<std::string>
 std::string evaluation_table(const nlohmann::json& evaluation);
 
 // `explain`: the TrainingJob as stored and its Events (an EventList; null when they
-// could not be listed).
+// could not be listed), as decision_document with phase, conditions, events and
+// measurementAge.
 // `policy`: the deciding CommPolicy's spec, when it could be read; each stored prediction
 // then carries "policy": pass, over or not decided, as `commgate evaluate` judges it ("-"
 // in the table without it).

@@ -430,7 +430,7 @@ Decision decide(const DecisionInput& in) {
     if (predictor.correction) d.raw_predictions.push_back(predict_step(predictor.raw, n));
   }
   const std::string fit_warning =
-      (m->link.poor ? " Caution: " + m->link.note + "." : "") +
+      (m->link.poor ? " Caution: " + poor_fit_note(m->link) + "." : "") +
       (m->compute_spread ? compute_noise_caution(*m->compute_spread) : "");
 
   if (too_far && !beyond_any_probe) {

@@ -112,4 +112,14 @@ LinkFit fit_ring_allreduce(const std::vector<AllReduceSample>& samples, int rank
   return fit;
 }
 
+std::string poor_fit_note(const LinkFit& fit) {
+  if (!fit.note.empty()) return fit.note;
+  char numbers[160];
+  std::snprintf(numbers, sizeof numbers,
+                "busbw %.3g GB/s, latency %.3g us, largest relative residual %.0f%%",
+                fit.busbw_bytes_per_s / 1e9, fit.latency_s * 1e6, fit.max_relative_residual * 100);
+  return std::string("the probe marked its fit of the link poor without saying why (") + numbers +
+         ")";
+}
+
 }  // namespace commgate

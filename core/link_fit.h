@@ -32,6 +32,10 @@ struct LinkFit {
   std::string note;
 };
 
+// What a poor fit's caution says: its note, or, when the probe gave none, the fit's
+// numbers (busbw, latency, largest relative residual), never an empty "Caution: .".
+std::string poor_fit_note(const LinkFit& fit);
+
 // Weighted least squares over the samples with weights 1/T^2, so small and large
 // messages count alike (a plain fit would let the largest size decide alpha too).
 // Needs at least two distinct sizes; with fewer the result is `poor`.

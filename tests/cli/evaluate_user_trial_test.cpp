@@ -4,9 +4,8 @@
 // (a newer link), and a job from examples/jobs/ resized.
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "tests/cli/cli_test_support.h"
@@ -142,7 +141,7 @@ TEST(EvaluateUserTrial, a_reprobed_link_is_calibrated_by_the_step_on_its_own_lin
   const std::string message = d["message"];
   EXPECT_NE(message.find("on the link as probed with it (busbw "), std::string::npos) << message;
   EXPECT_NE(message.find("busbw 1.01 GB/s"), std::string::npos) << message;
-  EXPECT_EQ(e["measurement"]["measuredAt"], kReprobed);
+  EXPECT_EQ(e["measurement"]["probeTime"], kReprobed);
   EXPECT_EQ(e["measurement"]["computeMeasuredAt"], kProbed);
 
   // The same profile before the re-probe is calibrated by its step, on its link.

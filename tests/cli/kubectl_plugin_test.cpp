@@ -25,10 +25,10 @@ TEST(KubectlPlugin, kubectl_warnings_and_a_refusal_read_from_stderr) {
             (std::vector<std::string>{"commgate: a", "commgate: to run 4 nodes: b"}));
   const json e = evaluation_of(json(), "At 8 nodes ... over the limit",
                                {"commgate: to run 8 nodes: The link: ..."});
-  EXPECT_EQ(e["decision"], "Deny");
-  EXPECT_EQ(e["advice"], json::array({"to run 8 nodes: The link: ..."}));
+  EXPECT_EQ(e["decision"]["action"], "Deny");
+  EXPECT_EQ(e["decision"]["advice"][0]["text"], "The link: ...");
   const std::string table = evaluation_table(e);
-  EXPECT_NE(table.find("Deny: if submitted now, the admission webhook would refuse"),
+  EXPECT_NE(table.find("Deny: denied; if submitted now, the admission webhook would refuse"),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("At 8 nodes ... over the limit"), std::string::npos) << table;
@@ -51,9 +51,9 @@ TEST(KubectlPlugin, every_verdict_shows_its_facts_once_as_what_would_happen) {
   const std::string refusal = "At 8 nodes 91% of each step would be exposed communication.";
   const json denied =
       evaluation_of(json(), refusal, {kDeniedLine, "commgate: to run 8 nodes: The link: x"}, kLlm);
-  EXPECT_EQ(denied["trainingJob"], "nlp/llm-7b");
-  EXPECT_EQ(denied["reason"], "OverPolicyDenied");
-  EXPECT_EQ(denied["requestedNodes"], 8);
+  EXPECT_EQ(denied["job"], "nlp/llm-7b");
+  EXPECT_EQ(denied["decision"]["reason"], "OverPolicyDenied");
+  EXPECT_EQ(denied["decision"]["requestedNodes"], 8);
   EXPECT_EQ(denied["policy"], "built-in default");
   const std::string deny_table = evaluation_table(denied);
   for (const char* want : {"nlp/llm-7b", "OverPolicyDenied", "built-in default", "REQUESTED",
@@ -85,7 +85,7 @@ TEST(KubectlPlugin, every_verdict_shows_its_facts_once_as_what_would_happen) {
        "commgate: " + message, "commgate: spec.policyRef.name: CommPolicy \"x\" is not ...",
        "commgate: admitted without a communication check: ...; without the exemption it would "
        "be denied"});
-  EXPECT_EQ(downsized["message"], message);
+  EXPECT_EQ(downsized["decision"]["message"], message);
   const std::string table = evaluation_table(downsized);
   size_t times = 0;
   for (size_t at = table.find("At 4 nodes 78.3%"); at != std::string::npos;
@@ -194,18 +194,22 @@ TEST(KubectlPlugin, a_job_that_exists_is_evaluated_under_a_generated_name) {
 // The trial of 2026-12-06: a gated job read "4 nodes asked, 4 admitted" while nothing ran.
 // A Gate admits nothing until it is decided again; its would-be count is not "admitted".
 TEST(KubectlPlugin, a_gate_admits_nothing_yet_in_the_table_and_the_explanation) {
-  const json gate = {{"decision", "Gate"},       {"reason", "MeasurementMissing"},
-                     {"trainingJob", "nlp/x"},   {"requestedNodes", 4},
-                     {"admittedNodes", 4},       {"policy", "default"},
-                     {"message", "m"},           {"advice", json::array()},
-                     {"warnings", json::array()}};
+  json gate = decision_document("nlp/x",
+                                {{"action", "Gate"},
+                                 {"reason", "MeasurementMissing"},
+                                 {"requestedNodes", 4},
+                                 {"admittedNodes", 4},
+                                 {"policy", "default"},
+                                 {"message", "m"}},
+                                json());
+  gate["warnings"] = json::array();
   const std::string table = evaluation_table(gate);
   EXPECT_NE(table.find("none yet"), std::string::npos) << table;
   json admit = gate;
-  admit["decision"] = "Admit";
+  admit["decision"]["action"] = "Admit";
   EXPECT_EQ(evaluation_table(admit).find("none yet"), std::string::npos);
 
-  const json x = {{"trainingJob", "nlp/x"},
+  const json x = {{"job", "nlp/x"},
                   {"phase", "Gated"},
                   {"decision",
                    {{"action", "Gate"},
@@ -379,7 +383,8 @@ TEST(KubectlPlugin, explain_plot_draws_the_stored_decision_with_its_policys_limi
     }
   }
 
-  // Not decided from a measurement yet: no file, and why.
+  // Not decided from a measurement yet: no file, why, and an error (the trial of 2026-12-06
+  // read exit 0 as a chart written); the explanation is still printed.
   json gated = a_downsized_trainingjob();
   gated["status"]["decision"] = {{"action", "Gate"},
                                  {"reason", "MeasurementMissing"},
@@ -390,7 +395,8 @@ TEST(KubectlPlugin, explain_plot_draws_the_stored_decision_with_its_policys_limi
   const std::string none = dir + "/gated.svg";
   EXPECT_EQ(run_kubectl_plugin({"explain", "tj", "bert-large", "--plot", none},
                                explain_kubectl(gated, true), out, err, now),
-            kPluginOk);
+            kPluginError);
+  EXPECT_NE(out.str().find("Decision:"), std::string::npos) << out.str();
   EXPECT_FALSE(std::filesystem::exists(none));
   EXPECT_NE(err.str().find("no predictions to draw (Gate, MeasurementMissing): no measurement"),
             std::string::npos)
@@ -437,7 +443,7 @@ TEST(KubectlPlugin, explain_takes_kubectls_forms_and_names_the_namespace_it_look
                          explain_kubectl(a_downsized_trainingjob(), true), out, err, TimePoint{}),
       kPluginOk)
       << err.str();
-  EXPECT_EQ(json::parse(out.str())["trainingJob"], "nlp/bert-large");
+  EXPECT_EQ(json::parse(out.str())["job"], "nlp/bert-large");
   std::ostringstream o2, e2;
   EXPECT_EQ(
       run_kubectl_plugin({"explain", "pod/x"}, explain_kubectl(json(), true), o2, e2, TimePoint{}),
@@ -496,6 +502,370 @@ TEST(KubectlPlugin, link_rate_advice_on_a_poor_fit_says_it_is_uncertain) {
   tj["status"]["measurement"]["fitPoor"] = false;
   const std::string good = explanation_text(explanation_of(tj, json(), TimePoint{}));
   EXPECT_EQ(good.find("Uncertain"), std::string::npos) << good;
+}
+
+// ----- The remaining findings of the trial of 2026-12-06 (issue #24) ----------------------
+
+// A downsized job as the webhook returns it from a dry run, with the warnings it tells.
+std::pair<json, std::vector<std::string>> a_downsized_dry_run() {
+  const json returned = {
+      {"kind", "TrainingJob"},
+      {"metadata",
+       {{"name", "bert-large"},
+        {"namespace", "nlp"},
+        {"annotations",
+         {{"commgate.io/decision", "Downsize"},
+          {"commgate.io/reason", "OverPolicyDownsized"},
+          {"commgate.io/decision-record",
+           R"({"action":"Downsize","admittedNodes":1,"requestedNodes":4,"policy":{"name":"default"}})"}}}}},
+      {"spec", {{"numNodes", 1}}}};
+  return {returned,
+          {"commgate: dry run: Downsize (OverPolicyDownsized), 4 nodes requested, 1 admitted, "
+           "CommPolicy \"default\": At 4 nodes 78.3% ...",
+           "commgate: to run 4 nodes: The link: 4 nodes would pass with 0.58 GB/s",
+           "commgate: to run 4 nodes: Compression: with DDP's fp16 ..."}};
+}
+
+// The kubectl of `evaluate`: the dry run answers with `returned` and `warnings`.
+KubectlRunner dry_run_kubectl(const json& returned, const std::vector<std::string>& warnings) {
+  return [=](const std::vector<std::string>& args) {
+    if (args.at(0) == "config") return Captured{0, "nlp", ""};
+    if (args.at(0) != "create") return Captured{1, "", "unexpected kubectl call\n"};
+    std::string err;
+    for (const std::string& w : warnings) err += "Warning: " + w + "\n";
+    return Captured{0, returned.dump(), err};
+  };
+}
+
+std::string a_trainingjob_file(const ScratchDir& dir, const std::string& api_version) {
+  return dir.file("bert.yaml", "apiVersion: " + api_version +
+                                   "\nkind: TrainingJob\nmetadata: {name: bert-large, namespace: "
+                                   "nlp}\nspec: {numNodes: 4}\n");
+}
+
+// Item 2: `commgate evaluate -o json`, `kubectl commgate evaluate -o json` and `kubectl
+// commgate explain -o json` printed one decision in three shapes; all three are
+// decision_document now (docs/cli.md "One JSON shape").
+TEST(KubectlPluginTrial, the_three_json_outputs_of_a_decision_have_one_shape) {
+  const ScratchDir dir;
+  const auto [returned, warnings] = a_downsized_dry_run();
+  std::ostringstream eval_out, eval_err, explain_out, explain_err;
+  ASSERT_EQ(run_kubectl_plugin(
+                {"evaluate", "-f", a_trainingjob_file(dir, "commgate.io/v1alpha1"), "-o", "json"},
+                dry_run_kubectl(returned, warnings), eval_out, eval_err, TimePoint{}),
+            kPluginOk)
+      << eval_err.str();
+  ASSERT_EQ(run_kubectl_plugin({"explain", "tj", "bert-large", "-n", "nlp", "-o", "json"},
+                               explain_kubectl(a_downsized_trainingjob(), true), explain_out,
+                               explain_err, TimePoint{}),
+            kPluginOk)
+      << explain_err.str();
+  const testing::CliRun local = testing::run(
+      {"evaluate", "-f", testing::example("jobs/bert-large-350m.yaml"), "--measurement",
+       testing::example("measurements/probe-netns-2-nodes-1gbit-350M-params.json"), "-o", "json"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  struct Case {
+    std::string name;
+    json doc;
+    std::string want_policy;
+    bool want_measurement;
+    bool want_predictions;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"kubectl_commgate_evaluate", json::parse(eval_out.str()), "default", false, false},
+           {"kubectl_commgate_explain", json::parse(explain_out.str()), "default", true, true},
+           {"commgate_evaluate", json::parse(local.out), "built-in default", true, true}}) {
+    const json& d = c.doc["decision"];
+    EXPECT_EQ(c.doc["job"], "nlp/bert-large") << c.name << c.doc.dump(2);
+    EXPECT_EQ(c.doc["policy"], c.want_policy) << c.name;
+    EXPECT_EQ(d["policy"], c.want_policy) << c.name;
+    ASSERT_TRUE(c.doc.contains("measurement")) << c.name;
+    EXPECT_EQ(c.doc["measurement"].is_object(), c.want_measurement) << c.name;
+    if (c.want_measurement)
+      for (const char* key : {"source", "probeTime", "busbwGBps", "latencyUs", "nodesProbed"})
+        EXPECT_TRUE(c.doc["measurement"].contains(key)) << c.name << ": measurement." << key;
+    ASSERT_TRUE(d.is_object()) << c.name << c.doc.dump(2);
+    EXPECT_EQ(d["action"], "Downsize") << c.name;
+    EXPECT_EQ(d["reason"], "OverPolicyDownsized") << c.name;
+    EXPECT_EQ(d["requestedNodes"], 4) << c.name;
+    EXPECT_EQ(d["admittedNodes"], 1) << c.name;
+    EXPECT_NE(d.value("message", "").find("At 4 nodes"), std::string::npos) << c.name;
+    ASSERT_TRUE(d["predictions"].is_array()) << c.name;
+    EXPECT_EQ(d["predictions"].empty(), !c.want_predictions) << c.name;
+    ASSERT_TRUE(d["advice"].is_array()) << c.name;
+    for (const json& a : d["advice"])
+      EXPECT_TRUE(a.is_object() && a["kind"].is_string() && a["text"].is_string())
+          << c.name << ": " << a.dump();
+    for (const char* gone : {"trainingJob", "requestedNodes", "admittedNodes", "reason", "advice"})
+      EXPECT_FALSE(c.doc.contains(gone)) << c.name << ": " << gone << " is the decision's";
+  }
+  EXPECT_EQ(json::parse(eval_out.str())["decision"]["advice"][0]["kind"], "link");
+}
+
+// Item 3: a Gate admits nothing yet; -o json said admittedNodes = the requested count.
+TEST(KubectlPluginTrial, a_gate_reports_no_admitted_nodes_in_every_json_output) {
+  json gated_object = a_downsized_dry_run().first;
+  gated_object["metadata"]["annotations"] = {
+      {"commgate.io/decision", "Gate"},
+      {"commgate.io/reason", "MeasurementMissing"},
+      {"commgate.io/decision-record",
+       R"({"action":"Gate","admittedNodes":4,"requestedNodes":4,"message":"no measurement yet","policy":{"name":"default"}})"}};
+  gated_object["spec"] = {{"numNodes", 4}, {"suspend", true}};
+  json stored = a_downsized_trainingjob();
+  stored["spec"]["numNodes"] = 4;
+  stored["status"]["decision"] = {{"action", "Gate"},
+                                  {"reason", "MeasurementStale"},
+                                  {"message", "stale"},
+                                  {"policy", "default"},
+                                  {"requestedNodes", 4},
+                                  {"admittedNodes", 4},
+                                  {"predictions", json::array()}};
+  const ScratchDir dir;
+  const std::string file = a_trainingjob_file(dir, "commgate.io/v1alpha1");
+  std::ostringstream eval_out, eval_err, explain_out, explain_err;
+  EXPECT_EQ(run_kubectl_plugin({"evaluate", "-f", file, "-ojson"},
+                               dry_run_kubectl(gated_object, {}), eval_out, eval_err, TimePoint{}),
+            kPluginWouldGate)
+      << eval_err.str();
+  EXPECT_EQ(
+      run_kubectl_plugin({"explain", "tj/bert-large", "-ojson"}, explain_kubectl(stored, true),
+                         explain_out, explain_err, TimePoint{}),
+      kPluginOk)
+      << explain_err.str();
+  // Stale against --now: the local decision is a Gate too.
+  const testing::CliRun local = testing::run(
+      {"evaluate", "-f", testing::example("jobs/bert-large-350m.yaml"), "--measurement",
+       testing::example("measurements/probe-netns-2-nodes-1gbit-350M-params.json"), "--now",
+       "2099-01-01T00:00:00Z", "-o", "json"});
+  EXPECT_EQ(local.exit_code, 4) << local.err << local.out;
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+           {"kubectl_commgate_evaluate", eval_out.str()},
+           {"kubectl_commgate_explain", explain_out.str()},
+           {"commgate_evaluate", local.out}}) {
+    const json d = json::parse(text)["decision"];
+    EXPECT_EQ(d["action"], "Gate") << name;
+    ASSERT_TRUE(d.contains("admittedNodes")) << name;
+    EXPECT_TRUE(d["admittedNodes"].is_null()) << name << ": " << d.dump(2);
+    EXPECT_EQ(d["requestedNodes"], 4) << name;
+  }
+}
+
+// Item 5: explain printed the decision's message below the decision, in the Admitted
+// condition and in the Event; once now, the others point at it.
+TEST(KubectlPluginTrial, explain_prints_the_decisions_message_once) {
+  const std::string message =
+      "At 4 nodes the model predicts 78.3% of each step in exposed "
+      "communication, over the limit";
+  json tj = a_downsized_trainingjob();
+  tj["status"]["decision"]["message"] = message;
+  tj["status"]["conditions"] = json::array(
+      {{{"type", "Admitted"},
+        {"status", "True"},
+        {"reason", "OverPolicyDownsized"},
+        {"message", message}},
+       {{"type", "Probed"}, {"status", "True"}, {"reason", "Measured"}, {"message", "probed"}}});
+  const json events = {
+      {"items", json::array({{{"type", "Normal"},
+                              {"reason", "Downsized"},
+                              {"lastTimestamp", "2026-12-01T10:00:01Z"},
+                              {"message", "downsized from 4 to 1 node: " + message}}})}};
+  const std::string text = explanation_text(explanation_of(tj, events, TimePoint{}));
+  size_t times = 0;
+  for (size_t at = text.find(message); at != std::string::npos; at = text.find(message, at + 1))
+    ++times;
+  EXPECT_EQ(times, 1u) << text;
+  EXPECT_NE(text.find("downsized from 4 to 1 node: (the decision's message, above)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("probed"), std::string::npos) << "other messages stay\n" << text;
+}
+
+// Item 7: a second -f and extra arguments were ignored; they are usage errors naming the
+// argument, exit 1 as kubectl's, and nothing is asked of the cluster.
+TEST(KubectlPluginTrial, arguments_no_command_takes_are_named_and_exit_1) {
+  const ScratchDir dir;
+  const std::string a = dir.file("a.yaml", "kind: TrainingJob\n");
+  const std::string b = dir.file("b.yaml", "kind: TrainingJob\n");
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+    std::string want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"second_f", {"evaluate", "-f", a, "-f", b}, "\"" + b + "\": a second file"},
+           {"second_filename", {"evaluate", "-f", a, "--filename=" + b}, "a second file"},
+           {"evaluate_positional",
+            {"evaluate", "-f", a, "b.yaml"},
+            "unexpected argument \"b.yaml\""},
+           {"pools_positional", {"pools", "extra"}, "unexpected argument \"extra\""},
+           {"explain_fourth", {"explain", "tj", "x", "y"}, "unexpected argument \"y\""},
+           {"explain_slash_and_more", {"explain", "tj/x", "y"}, "unexpected argument \"y\""}}) {
+    std::vector<std::vector<std::string>> calls;
+    const KubectlRunner kubectl = [&](const std::vector<std::string>& args) {
+      calls.push_back(args);
+      return Captured{0, R"({"items": []})", ""};
+    };
+    std::ostringstream out, err;
+    EXPECT_EQ(run_kubectl_plugin(c.args, kubectl, out, err, TimePoint{}), 1) << c.name;
+    EXPECT_NE(err.str().find(c.want), std::string::npos) << c.name << "\n" << err.str();
+    EXPECT_TRUE(calls.empty()) << c.name << ": nothing is asked of the cluster";
+  }
+  EXPECT_EQ(kPluginUsage, 1) << "kubectl exits 1 for a usage error";
+}
+
+// Item 7: a wrong apiVersion reached the server; it is caught here, saying the right one.
+TEST(KubectlPluginTrial, a_wrong_api_version_is_caught_before_the_server_is_asked) {
+  const ScratchDir dir;
+  for (const auto& [version, want] : std::vector<std::pair<std::string, std::string>>{
+           {"commgate.io/v1", "apiVersion \"commgate.io/v1\""},
+           {"commgate.io/v1beta1", "apiVersion \"commgate.io/v1beta1\""},
+           {"batch/v1", "apiVersion \"batch/v1\""}}) {
+    std::vector<std::vector<std::string>> calls;
+    const KubectlRunner kubectl = [&](const std::vector<std::string>& args) {
+      calls.push_back(args);
+      return Captured{1, "", "unexpected\n"};
+    };
+    std::ostringstream out, err;
+    EXPECT_EQ(run_kubectl_plugin({"evaluate", "-f", a_trainingjob_file(dir, version)}, kubectl, out,
+                                 err, TimePoint{}),
+              kPluginError)
+        << version;
+    EXPECT_NE(err.str().find(want), std::string::npos) << version << "\n" << err.str();
+    EXPECT_NE(err.str().find("apiVersion: commgate.io/v1alpha1"), std::string::npos) << err.str();
+    EXPECT_TRUE(calls.empty()) << version << ": nothing is sent";
+  }
+}
+
+// Item 9: the first line said what the webhook would do, not that the job was over policy.
+TEST(KubectlPluginTrial, evaluates_first_line_says_the_verdict_plainly) {
+  struct Case {
+    std::string name;
+    std::string action, reason;
+    int requested, admitted;
+    std::string want_first_line_head;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"downsized", "Downsize", "OverPolicyDownsized", 4, 1,
+            "Downsize: over policy, downsized from 4 to 1 node (OverPolicyDownsized); if submitted "
+            "now"},
+           {"denied", "Deny", "OverPolicyDenied", 8, 0,
+            "Deny: over policy, denied (OverPolicyDenied); if submitted now, the admission webhook "
+            "would refuse nlp/x"},
+           {"no_count_passes", "Deny", "NoNodeCountMeetsPolicy", 8, 0,
+            "Deny: over policy, denied (NoNodeCountMeetsPolicy)"},
+           {"dry_run_policy", "Admit", "OverPolicyDryRun", 4, 4,
+            "Admit: over policy, admitted with 4 nodes only because the policy's "
+            "enforcementAction is dryrun"},
+           {"warned", "Warn", "OverPolicyWarned", 4, 4,
+            "Warn: over policy, admitted with 4 nodes anyway"},
+           {"within", "Admit", "WithinPolicy", 2, 2, "Admit: admitted with 2 nodes as asked"},
+           {"gated", "Gate", "MeasurementMissing", 4, 4,
+            "Gate: not admitted yet, suspended (MeasurementMissing)"}}) {
+    json e = decision_document("nlp/x",
+                               {{"action", c.action},
+                                {"reason", c.reason},
+                                {"requestedNodes", c.requested},
+                                {"admittedNodes", c.admitted},
+                                {"policy", "default"},
+                                {"message", "m"}},
+                               json());
+    const std::string table = evaluation_table(e);
+    const std::string first = table.substr(0, table.find('\n'));
+    EXPECT_EQ(first.rfind(c.want_first_line_head, 0), 0u) << c.name << "\n" << first;
+    if (c.reason == "WithinPolicy" || c.action == "Gate")
+      EXPECT_EQ(first.find("over policy"), std::string::npos) << c.name << ": " << first;
+  }
+}
+
+// Item 10: `pools` as a namespace's edit user got a bare Forbidden; it names the
+// ClusterRole an admin can bind (charts/commgate/templates/researcher-rbac.yaml).
+TEST(KubectlPluginTrial, forbidden_pools_name_the_policy_reader_cluster_role) {
+  const std::string forbidden =
+      "Error from server (Forbidden): commprofiles.commgate.io is forbidden: User \"alice\" "
+      "cannot list resource \"commprofiles\" in API group \"commgate.io\" at the cluster scope\n";
+  struct Case {
+    std::string name;
+    bool profiles_forbidden;
+    int want_code;
+  };
+  for (const Case& c : std::vector<Case>{{"profiles_forbidden", true, kPluginError},
+                                         {"only_policies_forbidden", false, kPluginOk}}) {
+    const KubectlRunner kubectl = [&](const std::vector<std::string>& args) {
+      if (args.at(1) == "commprofiles.commgate.io" && !c.profiles_forbidden)
+        return Captured{0, R"({"items": []})", ""};
+      return Captured{1, "", forbidden};
+    };
+    std::ostringstream out, err;
+    EXPECT_EQ(run_kubectl_plugin({"pools"}, kubectl, out, err, TimePoint{}), c.want_code) << c.name;
+    EXPECT_NE(err.str().find("ClusterRole commgate-policy-reader"), std::string::npos)
+        << c.name << "\n"
+        << err.str();
+    EXPECT_NE(err.str().find("--clusterrole=commgate-policy-reader"), std::string::npos)
+        << c.name << "\n"
+        << err.str();
+  }
+  // Another failure gets no such hint.
+  const KubectlRunner down = [](const std::vector<std::string>&) {
+    return Captured{1, "", "The connection to the server localhost:8080 was refused\n"};
+  };
+  std::ostringstream out, err;
+  EXPECT_EQ(run_kubectl_plugin({"pools"}, down, out, err, TimePoint{}), kPluginError);
+  EXPECT_EQ(err.str().find("policy-reader"), std::string::npos) << err.str();
+}
+
+// Item 10: --as was refused; it goes to every kubectl call, as `kubectl --as` sends
+// Impersonate-User (and --as-group Impersonate-Group).
+TEST(KubectlPluginTrial, as_user_and_group_pass_to_every_kubectl_call) {
+  std::vector<std::vector<std::string>> calls;
+  const KubectlRunner kubectl = [&](const std::vector<std::string>& args) {
+    calls.push_back(args);
+    return Captured{0, R"({"items": []})", ""};
+  };
+  std::ostringstream out, err;
+  EXPECT_EQ(run_kubectl_plugin({"pools", "--as", "alice", "--as-group=researchers", "--as-group",
+                                "ml", "--as-uid", "42"},
+                               kubectl, out, err, TimePoint{}),
+            kPluginOk)
+      << err.str();
+  ASSERT_EQ(calls.size(), 2u);
+  for (const auto& call : calls) {
+    const auto has = [&](const std::string& flag, const std::string& value) {
+      for (size_t i = 0; i + 1 < call.size(); ++i)
+        if (call[i] == flag && call[i + 1] == value) return true;
+      return false;
+    };
+    EXPECT_TRUE(has("--as", "alice")) << call[1];
+    EXPECT_TRUE(has("--as-group", "researchers")) << call[1];
+    EXPECT_TRUE(has("--as-group", "ml")) << call[1];
+    EXPECT_TRUE(has("--as-uid", "42")) << call[1];
+  }
+}
+
+// Item 10: a poor fit without a note read "Caution: ." in the message; the fit's numbers
+// are said instead.
+TEST(KubectlPluginTrial, a_poor_fit_without_a_note_gives_the_fits_numbers_not_an_empty_caution) {
+  json probe = json::parse(
+      testing::slurp(testing::example("measurements/probe-netns-2-nodes-1gbit-350M-params.json")));
+  json& fit = probe["allReduce"]["fit"];
+  fit["poor"] = true;
+  fit.erase("note");
+  const testing::TempFile file(probe.dump());
+  const testing::CliRun table =
+      testing::run({"evaluate", "-f", testing::example("jobs/bert-large-350m.yaml"),
+                    "--measurement", file.path()});
+  const testing::CliRun doc =
+      testing::run({"evaluate", "-f", testing::example("jobs/bert-large-350m.yaml"),
+                    "--measurement", file.path(), "-o", "json"});
+  ASSERT_EQ(doc.exit_code, 0) << doc.err;
+  const std::string message = json::parse(doc.out)["decision"]["message"];
+  EXPECT_EQ(message.find("Caution: ."), std::string::npos) << message;
+  EXPECT_NE(message.find("Caution: the probe marked its fit of the link poor without saying "
+                         "why (busbw "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("largest relative residual"), std::string::npos) << message;
+  EXPECT_EQ(table.out.find("Caution: ."), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("poor fit: )"), std::string::npos) << table.out;
 }
 
 }  // namespace COMMGATE_TEST_UNIT

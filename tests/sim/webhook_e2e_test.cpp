@@ -345,15 +345,18 @@ TEST_F(KubectlPluginE2eTest, evaluate_says_what_the_webhook_would_decide_and_cre
   const auto j = plugin({"evaluate", "-f", bert, "-o", "json"});
   ASSERT_EQ(j.code, 0) << j.output;
   const json doc = json::parse(j.output.substr(j.output.find('{')));
-  EXPECT_EQ(doc["decision"], "Downsize") << doc.dump(2);
-  EXPECT_EQ(doc["requestedNodes"], 4) << doc.dump(2);
-  EXPECT_LT(doc["admittedNodes"].get<int>(), 4) << doc.dump(2);
-  EXPECT_FALSE(doc["advice"].empty()) << doc.dump(2);
+  // The one JSON shape of a decision (docs/cli.md): job, policy, measurement, decision.
+  const json& decision = doc["decision"];
+  EXPECT_EQ(decision["action"], "Downsize") << doc.dump(2);
+  EXPECT_EQ(decision["requestedNodes"], 4) << doc.dump(2);
+  EXPECT_LT(decision["admittedNodes"].get<int>(), 4) << doc.dump(2);
+  EXPECT_FALSE(decision["advice"].empty()) << doc.dump(2);
   // Issue #24 item 2: the webhook tells the dry run its message (the record has none for
   // a Downsize), and the plugin prints it once.
-  EXPECT_NE(doc.value("message", "").find("Downsized from 4 to"), std::string::npos) << doc.dump(2);
+  EXPECT_NE(decision.value("message", "").find("Downsized from 4 to"), std::string::npos)
+      << doc.dump(2);
   EXPECT_EQ(doc["policy"], "default") << doc.dump(2);
-  const std::string message = doc.value("message", "");
+  const std::string message = decision.value("message", "");
   ASSERT_FALSE(message.empty());
   EXPECT_EQ(r.output.find(message.substr(0, 40)), r.output.rfind(message.substr(0, 40)))
       << "the message once:\n"
@@ -371,8 +374,8 @@ TEST_F(KubectlPluginE2eTest, evaluate_says_what_the_webhook_would_decide_and_cre
       plugin({"evaluate", "-f", kSource + "/examples/jobs/llm-7b.yaml", "-ojson"});
   EXPECT_EQ(denied_json.code, 3) << denied_json.output;
   const json denial = json::parse(denied_json.output.substr(denied_json.output.find('{')));
-  EXPECT_EQ(denial["requestedNodes"], 8) << denial.dump(2);
-  EXPECT_FALSE(denial.value("reason", "").empty()) << denial.dump(2);
+  EXPECT_EQ(denial["decision"]["requestedNodes"], 8) << denial.dump(2);
+  EXPECT_FALSE(denial["decision"].value("reason", "").empty()) << denial.dump(2);
 
   // A job that exists (#24 item 3): evaluated under a generated name, nothing created.
   ASSERT_EQ(kubectl({"apply", "-f", bert}).code, 0);
@@ -389,12 +392,12 @@ TEST_F(KubectlPluginE2eTest, evaluate_says_what_the_webhook_would_decide_and_cre
   ASSERT_EQ(kubectl({"delete", "tj", "-n", "nlp", "bert-large"}).code, 0);
 
   // Mistakes: no file, a file kubectl cannot read, an unknown flag.
-  EXPECT_EQ(plugin({"evaluate"}).code, 2);
+  EXPECT_EQ(plugin({"evaluate"}).code, 1) << "a usage error, as kubectl's";
   const auto missing = plugin({"evaluate", "-f", (dir_ / "nope.yaml").string()});
   EXPECT_EQ(missing.code, 1) << missing.output;
   EXPECT_NE(missing.output.find("nope.yaml"), std::string::npos) << missing.output;
   const auto bad_flag = plugin({"pools", "--frobnicate"});
-  EXPECT_EQ(bad_flag.code, 2) << bad_flag.output;
+  EXPECT_EQ(bad_flag.code, 1) << bad_flag.output;
   EXPECT_NE(bad_flag.output.find("unknown flag \"--frobnicate\""), std::string::npos)
       << bad_flag.output;
 }
@@ -483,9 +486,8 @@ TEST_F(KubectlPluginE2eTest, explain_shows_a_jobs_decision_and_pools_list_the_me
   // kubectl's forms (#24 item 11): tj/NAME and -ojson.
   const auto slash = plugin({"explain", "tj/bert-large", "-n", "nlp", "-ojson"});
   ASSERT_EQ(slash.code, 0) << slash.output;
-  EXPECT_EQ(json::parse(slash.output.substr(slash.output.find('{')))["trainingJob"],
-            "nlp/bert-large");
-  EXPECT_EQ(plugin({"explain", "pod", "x"}).code, 2);
+  EXPECT_EQ(json::parse(slash.output.substr(slash.output.find('{')))["job"], "nlp/bert-large");
+  EXPECT_EQ(plugin({"explain", "pod", "x"}).code, 1);
 
   // The pool the webhook decides with, stored in the cluster as the operator would; and a
   // policy with a short measurementTTL, for which the recording is stale.
