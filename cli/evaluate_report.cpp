@@ -265,37 +265,6 @@ ScalingChart scaling_chart_of(const Evaluation& e) {
   return c;
 }
 
-nlohmann::json measurement_json(const Measurement& m) {
-  const auto r = [](double v) { return round_significant(v); };
-  nlohmann::json j = {{"source", m.source},
-                      {"probeTime", format_rfc3339(m.measured_at)},  // the link's
-                      {"busbwGBps", r(m.link.busbw_bytes_per_s / 1e9)},
-                      {"latencyUs", r(m.link.latency_s * 1e6)},
-                      {"fitPoor", m.link.poor}};
-  if (m.nodes_probed > 0) j["nodesProbed"] = m.nodes_probed;
-  if (m.procs_per_node > 0) j["procsPerNode"] = m.procs_per_node;
-  auto text = [&](const char* key, const std::string& value) {
-    if (!value.empty()) j[key] = value;
-  };
-  text("backend", m.backend);
-  text("transport", m.transport);
-  text("interface", m.interface_name);
-  text("device", m.device);
-  text("gpuProduct", m.gpu_product);
-  if (m.link.poor) text("fitNote", m.link.note);
-  if (m.compute_measured_at) j["computeMeasuredAt"] = format_rfc3339(*m.compute_measured_at);
-  if (m.compute) {
-    j["computeStepMs"] = r(m.compute->total_s() * 1e3);
-    j["computeSource"] = m.compute_source == ComputeSource::kHint ? "hint" : "measured";
-  }
-  if (m.measured_ddp_step) {
-    j["measuredStepMs"] = r(m.measured_ddp_step->step_time_ms);
-    j["exposedCommMs"] = r(m.measured_ddp_step->exposed_comm_ms);
-    j["measuredCommShare"] = r(std::clamp(m.measured_ddp_step->comm_share, 0.0, 1.0));
-  }
-  return j;
-}
-
 nlohmann::json decision_document(const std::string& job, nlohmann::json decision,
                                  const nlohmann::json& measurement) {
   std::string policy;
@@ -322,7 +291,7 @@ nlohmann::json decision_document(const std::string& job, nlohmann::json decision
 nlohmann::json evaluation_to_json(const Evaluation& e) {
   nlohmann::json j =
       decision_document(job_name(*e.job), decision_to_json(e.decision),
-                        e.measurement ? measurement_json(*e.measurement) : nlohmann::json());
+                        e.measurement ? measurement_to_json(*e.measurement) : nlohmann::json());
   if (!e.policy_chosen.empty()) j["policyChosen"] = e.policy_chosen;
   if (!e.note.empty()) j["note"] = e.note;
   if (!e.decision.predictions.empty()) j["predictionsShown"] = shown_counts_text(e.decision);

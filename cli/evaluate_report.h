@@ -60,8 +60,8 @@ std::string job_name(const TrainingJob& job);
 // it, and each adds only the keys of its own (docs/cli.md "One JSON shape"):
 //   job          "namespace/name"
 //   policy       the deciding CommPolicy's name ("" when the decision names none)
-//   measurement  as status.measurement holds it (measurement_json); null when none
-//   decision     as status.decision holds it (core's decision_to_json): action, reason,
+//   measurement  as status.measurement holds it (core/measurement.h measurement_to_json); null when
+//   none decision     as status.decision holds it (core's decision_to_json): action, reason,
 //                message, policy, requestedNodes, admittedNodes, predictions[] (empty when
 //                none were made or told), advice[] ({kind, text}); null when undecided.
 //                admittedNodes is null for a Gate (nothing is admitted until it is
@@ -69,9 +69,6 @@ std::string job_name(const TrainingJob& job);
 //                for a Deny.
 nlohmann::json decision_document(const std::string& job, nlohmann::json decision,
                                  const nlohmann::json& measurement);
-// A measurement with the keys the operator writes to status.measurement
-// (operator/decision_status.cpp measurement_to_status), numbers rounded the same way.
-nlohmann::json measurement_json(const Measurement& m);
 // decision_document of `e`, with policyChosen, note, predictionsShown and scaling[].
 nlohmann::json evaluation_to_json(const Evaluation& e);
 

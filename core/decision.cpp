@@ -249,7 +249,7 @@ Decision beyond_any_probe_before_largest_probe(Decision d, const TrainingJobSpec
     d.action = Action::kDeny;
     d.reason = reason::kNoCountMeetsPolicy;
     d.admitted_nodes = 0;
-    d.message = beyond + ", and spec.minNodes (" + std::to_string(job.min_nodes) +
+    d.message = beyond + ", and " + job.min_nodes_field + " (" + std::to_string(job.min_nodes) +
                 ") is more than that, so it cannot be downsized: " + ask + "." + fit_warning;
     return d;
   }
@@ -265,8 +265,9 @@ Decision beyond_any_probe_before_largest_probe(Decision d, const TrainingJobSpec
       then = "admitted unchanged (enforcementAction: dryrun)";
       break;
     default:
-      then = "downsized to the largest count from spec.minNodes (" + std::to_string(job.min_nodes) +
-             ") to " + std::to_string(reach.by_any_probe) + " that passes, or denied if none does";
+      then = "downsized to the largest count from " + job.min_nodes_field + " (" +
+             std::to_string(job.min_nodes) + ") to " + std::to_string(reach.by_any_probe) +
+             " that passes, or denied if none does";
   }
   d.message = beyond + ". The job is suspended until a probe of " +
               format_nodes(reach.largest_probe) + " measures the link; then it is " + then + "." +
@@ -489,10 +490,10 @@ Decision decide(const DecisionInput& in) {
              prediction_text(*d.prediction_for(downsize_to), d.nodes_probed) + ".";
     }
     if (job.min_nodes > top) {
-      return " Even spec.minNodes (" + std::to_string(job.min_nodes) + ") is more than " +
-             std::to_string(top) + ", so it cannot be downsized." + largest;
+      return " Even " + job.min_nodes_field + " (" + std::to_string(job.min_nodes) +
+             ") is more than " + std::to_string(top) + ", so it cannot be downsized." + largest;
     }
-    return " Even spec.minNodes (" + std::to_string(job.min_nodes) +
+    return " Even " + job.min_nodes_field + " (" + std::to_string(job.min_nodes) +
            ") does not pass, so it cannot be downsized." + largest;
   };
 

@@ -64,18 +64,19 @@ std::optional<Decision> fit_to_pool(const Decision& d, const TrainingJob& job, D
   std::string why_at_pool = at_pool.message;
   if (!why_at_pool.empty()) why_at_pool[0] = static_cast<char>(std::toupper(why_at_pool[0]));
   at_pool.message = pool_text + ", fewer than the " + format_nodes(job.spec.num_nodes) +
-                    " asked for; spec.minNodes (" + std::to_string(job.spec.min_nodes) +
-                    ") allows fewer and " + policy_label(d.policy_name) +
-                    " downsizes, so it runs on " + format_nodes(at_pool.admitted_nodes) + ". " +
-                    why_at_pool;
+                    " asked for; " + job.spec.min_nodes_field + " (" +
+                    std::to_string(job.spec.min_nodes) + ") allows fewer and " +
+                    policy_label(d.policy_name) + " downsizes, so it runs on " +
+                    format_nodes(at_pool.admitted_nodes) + ". " + why_at_pool;
   return at_pool;
 }
 
 // What the node count a job is held to stands for, in check_pool's message.
 std::string what_the_count_is(const Decision& d, const TrainingJob& job, int runs) {
   if (d.action == Action::kGate)
-    return runs > job.spec.min_nodes ? " a measurement of its link needs"
-                                     : " this job needs at the least (spec.minNodes)";
+    return runs > job.spec.min_nodes
+               ? " a measurement of its link needs"
+               : " this job needs at the least (" + job.spec.min_nodes_field + ")";
   return " this job would run (" + policy_label(d.policy_name) + " would " +
          (d.action == Action::kDownsize ? "downsize it to " : "admit ") + format_nodes(runs) + ")";
 }
@@ -89,7 +90,7 @@ std::string what_to_change(const Decision& d, const TrainingJob& job, const Pool
     std::string hint = "; ask for at most " + format_nodes(count.usable) + " to run now";
     if (decided && spec.enforcement_action == EnforcementAction::kDownsize &&
         job.spec.min_nodes > count.usable)
-      hint += " (spec.minNodes " + std::to_string(job.spec.min_nodes) +
+      hint += " (" + job.spec.min_nodes_field + " " + std::to_string(job.spec.min_nodes) +
               " keeps it from being downsized to them)";
     return hint;
   }

@@ -5,6 +5,7 @@
 
 #include "core/profile_recording.h"
 #include "core/quantity.h"
+#include "core/significant_digits.h"
 
 namespace commgate {
 namespace {
@@ -133,6 +134,39 @@ std::optional<Measurement> measurement_from_profile(const CommProfile& p, const 
 
 TimePoint Measurement::oldest_measured_at() const {
   return compute_measured_at ? std::min(measured_at, *compute_measured_at) : measured_at;
+}
+
+nlohmann::json measurement_to_json(const Measurement& m) {
+  // Rounded where people read them (kubectl describe): a measurement supports 4
+  // significant digits, not 676.3000000000001 (core/significant_digits.h).
+  const auto r = [](double v) { return round_significant(v); };
+  nlohmann::json j = {{"source", m.source},
+                      {"probeTime", format_rfc3339(m.measured_at)},
+                      {"busbwGBps", r(m.link.busbw_bytes_per_s / 1e9)},
+                      {"latencyUs", r(m.link.latency_s * 1e6)},
+                      {"fitPoor", m.link.poor}};
+  if (m.nodes_probed > 0) j["nodesProbed"] = m.nodes_probed;
+  if (m.procs_per_node > 0) j["procsPerNode"] = m.procs_per_node;
+  auto text = [&](const char* key, const std::string& value) {
+    if (!value.empty()) j[key] = value;
+  };
+  text("backend", m.backend);
+  text("transport", m.transport);
+  text("interface", m.interface_name);
+  text("device", m.device);
+  text("gpuProduct", m.gpu_product);
+  if (m.link.poor) text("fitNote", m.link.note);
+  if (m.compute_measured_at) j["computeMeasuredAt"] = format_rfc3339(*m.compute_measured_at);
+  if (m.compute) {
+    j["computeStepMs"] = r(m.compute->total_s() * 1e3);
+    j["computeSource"] = m.compute_source == ComputeSource::kHint ? "hint" : "measured";
+  }
+  if (m.measured_ddp_step) {
+    j["measuredStepMs"] = r(m.measured_ddp_step->step_time_ms);
+    j["exposedCommMs"] = r(m.measured_ddp_step->exposed_comm_ms);
+    j["measuredCommShare"] = r(std::clamp(m.measured_ddp_step->comm_share, 0.0, 1.0));
+  }
+  return j;
 }
 
 }  // namespace commgate

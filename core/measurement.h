@@ -2,6 +2,7 @@
 // CommProfile) and the compute step of the job's model (measured, or the job's hint).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -82,5 +83,10 @@ Measurement measurement_from_probe(const ProbeResult& result, const ModelSpec& m
 // nullopt when the profile holds no link.
 std::optional<Measurement> measurement_from_profile(const CommProfile& profile,
                                                     const ModelSpec& model);
+
+// A measurement as a TrainingJob's status.measurement holds it (crds/, docs/api.md), and as
+// `commgate evaluate -o json` and `kubectl commgate` print it: numbers rounded to 4
+// significant digits (core/significant_digits.h), where people read them.
+nlohmann::json measurement_to_json(const Measurement& m);
 
 }  // namespace commgate

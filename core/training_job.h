@@ -50,6 +50,10 @@ struct RunPolicy {
 struct TrainingJobSpec {
   int num_nodes = 0;
   int min_nodes = 1;
+  // What the decision's messages call min_nodes: the field a researcher would change. A
+  // request that is not a TrainingJob names its own (a Kueue Workload, which Kueue admits
+  // at its node count or not at all: "the Workload's node count").
+  std::string min_nodes_field = "spec.minNodes";
   int num_proc_per_node = 1;
   bool suspend = false;
   std::map<std::string, std::string> node_selector;

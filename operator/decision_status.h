@@ -14,9 +14,6 @@
 
 namespace commgate::op {
 
-// The measurement a decision used, as status.measurement stores it (the CRD's fields).
-nlohmann::json measurement_to_status(const Measurement& m);
-
 // The Event note of a decision: "downsized from 4 to 2 nodes: predicted communication
 // share 0.62 > 0.30 at 4 nodes, 0.24 at 2 nodes (CommPolicy default; measured all-reduce
 // busbw 0.118 GB/s)", "admitted at 4 nodes: ...", "denied: <the decision's message>".

@@ -14,7 +14,7 @@ Condition admission_check_bad(const AdmissionCheck& check, const std::string& me
   return Condition{.type = kActiveCondition,
                    .status = kFalse,
                    .reason = kBadParametersRefReason,
-                   .message = message + kAdmissionCheckInactiveEffect,
+                   .message = message + "." + kAdmissionCheckInactiveEffect,
                    .observed_generation = check.metadata.generation};
 }
 

@@ -84,6 +84,14 @@ int64_t check_gpus_per_node(const Snapshot& snapshot,
   return static_cast<int64_t>(most);
 }
 
+// " (nodeSelector {gpu-pool=a100})": which nodes a pool's hashed name stands for, from its
+// CommProfile's spec.
+std::string check_pool_selector_text(const json& profile) {
+  const auto selector =
+      check_string_map(profile.value(json::json_pointer("/spec/nodeSelector"), json()));
+  return selector.empty() ? "" : " (nodeSelector " + format_node_selector(selector) + ")";
+}
+
 // What one reconcile reads before it decides: the Workload, our checks, and what the
 // request is made of.
 struct CheckInputs {
@@ -226,6 +234,7 @@ WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
   job.metadata = wl.metadata;
   job.spec.num_nodes = static_cast<int>(std::clamp<int64_t>(shape.nodes, 1, kMaxNodes));
   job.spec.min_nodes = job.spec.num_nodes;  // a Workload is admitted at its count or not
+  job.spec.min_nodes_field = "the Workload's node count";
   job.spec.num_proc_per_node = static_cast<int>(std::max<int64_t>(1, shape.procs_per_node));
   job.spec.suspend = true;
   job.spec.node_selector = check_pool_selector(wl, first, flavors);
@@ -264,8 +273,8 @@ CheckOutcome check_outcome(const JobDecision& jd, const json* profile, TimePoint
   const std::string probing_message = probing ? probing->value("message", "") : "";
   if (probing && probing->value("status", "") == kTrue)
     return {.kind = Kind::kProbePending,
-            .message =
-                "waiting for the measurement of pool " + jd.profile_name + ": " + probing_message};
+            .message = "waiting for the measurement of pool " + jd.profile_name +
+                       check_pool_selector_text(*profile) + ": " + probing_message};
   const ProbeHistory history = probe_history_of(*profile);
   const int attempts = jd.policy->spec.retry_strategy.backoff_limit_count + 1;
   const bool exhausted = history.failed_attempts >= attempts;

@@ -577,11 +577,31 @@ void OperatorProcess::start() {
   parts_->jobs.start();
   parts_->pods.start();
   if (auto* k = parts_->kueue.get()) {
+    warn_if_kueue_is_not_served();
     k->workloads.start();
     k->admission_checks.start();
     k->flavors.start();
   }
   control_ = std::thread([this] { control_loop(); });
+}
+
+// The Workloads' watch would only log 404s, and the process would stay not ready with
+// nothing saying why (a trial of docs/kueue.md met exactly that).
+void OperatorProcess::warn_if_kueue_is_not_served() {
+  const std::string group_version = "/apis/kueue.x-k8s.io/v1beta2";
+  try {
+    parts_->http.get(group_version);
+  } catch (const kube::ApiError& e) {
+    if (!e.not_found()) return;  // another failure: the watches say it
+    options_.log.error(
+        "--kueue: the API server does not serve kueue.x-k8s.io/v1beta2 (" + group_version +
+            " is 404): install Kueue v0.16 or later (its CRDs) first, or run without --kueue. "
+            "Until Workloads, AdmissionChecks and ResourceFlavors list, this operator is not "
+            "ready and reconciles nothing, TrainingJobs included; it starts by itself once "
+            "they are served",
+        {{"path", group_version}});
+  } catch (const std::exception&) {
+  }
 }
 
 bool OperatorProcess::wait_synced() {

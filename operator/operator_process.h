@@ -157,6 +157,8 @@ class OperatorProcess {
   void on_workload_change(const std::string& key);
   // Every cached Workload (an AdmissionCheck or ResourceFlavor changed).
   void on_every_workload();
+  // With --kueue: an error log line when the API server does not serve Kueue's v1beta2.
+  void warn_if_kueue_is_not_served();
   void control_loop();
   void start_leading();
   void stop_leading();

@@ -3,7 +3,7 @@
 // the status step writes it once when it differs from the stored one.
 //
 // status.decision and status.measurement stay the JSON blocks that core's
-// decision_to_json and operator/decision_status.h's measurement_to_status build (the CRD's
+// decision_to_json and core/measurement.h's measurement_to_json build (the CRD's
 // shape, typed where they are made); the fields the reconciler reads and writes by name are
 // typed here. Fields of operators before the measurement controller (probeAttempts,
 // nextProbeTime: the pool's CommProfile keeps them now) are not read, so the first write
@@ -27,7 +27,7 @@ struct TrainingJobStatus {
   std::optional<int64_t> admitted_nodes;
   Conditions conditions;
   std::optional<nlohmann::json> decision;     // an object: decision_to_json
-  std::optional<nlohmann::json> measurement;  // an object: measurement_to_status
+  std::optional<nlohmann::json> measurement;  // an object: measurement_to_json
 
   // From .status as stored (null or absent: empty). Lenient: a field of the wrong type,
   // which only a person or another version can have written, reads as absent and is

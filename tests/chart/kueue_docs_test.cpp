@@ -51,15 +51,21 @@ std::vector<json> doc_objects(const std::string& doc) {
   return out;
 }
 
-// The upstream CRD of each kind the page shows.
+// The CRD of each kind the page shows: upstream's at pinned tags (beside the repository),
+// and commgate's own.
 const std::map<std::string, std::string> kCrdOf = {
-    {"AdmissionCheck", "kueue-v0.19.2/kueue.x-k8s.io_admissionchecks.yaml"},
-    {"ClusterQueue", "kueue-v0.19.2/kueue.x-k8s.io_clusterqueues.yaml"},
-    {"LocalQueue", "kueue-v0.19.2/kueue.x-k8s.io_localqueues.yaml"},
-    {"ResourceFlavor", "kueue-v0.19.2/kueue.x-k8s.io_resourceflavors.yaml"},
-    {"PyTorchJob", "training-operator-v1.9.4/kubeflow.org_pytorchjobs.yaml"},
-    {"TrainJob", "trainer-v2.3.0/trainer.kubeflow.org_trainjobs.yaml"},
-    {"JobSet", "jobset-v0.12.0/jobset.x-k8s.io_jobsets.yaml"},
+    {"CommPolicy", "crds/commpolicies.commgate.io.yaml"},
+    {"AdmissionCheck",
+     "../shared/fixtures/ecosystem/kueue-v0.19.2/kueue.x-k8s.io_admissionchecks.yaml"},
+    {"ClusterQueue",
+     "../shared/fixtures/ecosystem/kueue-v0.19.2/kueue.x-k8s.io_clusterqueues.yaml"},
+    {"LocalQueue", "../shared/fixtures/ecosystem/kueue-v0.19.2/kueue.x-k8s.io_localqueues.yaml"},
+    {"ResourceFlavor",
+     "../shared/fixtures/ecosystem/kueue-v0.19.2/kueue.x-k8s.io_resourceflavors.yaml"},
+    {"PyTorchJob",
+     "../shared/fixtures/ecosystem/training-operator-v1.9.4/kubeflow.org_pytorchjobs.yaml"},
+    {"TrainJob", "../shared/fixtures/ecosystem/trainer-v2.3.0/trainer.kubeflow.org_trainjobs.yaml"},
+    {"JobSet", "../shared/fixtures/ecosystem/jobset-v0.12.0/jobset.x-k8s.io_jobsets.yaml"},
 };
 
 // The openAPIV3Schema of `crd` at the apiVersion `api_version` (group/version), or null
@@ -81,9 +87,8 @@ TEST(KueueDocs, every_object_is_valid_against_the_upstream_crds) {
     ++kinds[kind];
     const auto crd_file = kCrdOf.find(kind);
     ASSERT_NE(crd_file, kCrdOf.end()) << "no upstream CRD for this kind here";
-    const json crd = parse_manifests(read_text(std::string(COMMGATE_SOURCE_DIR) +
-                                               "/../shared/fixtures/ecosystem/" + crd_file->second))
-                         .at(0);
+    const json crd =
+        parse_manifests(read_text(std::string(COMMGATE_SOURCE_DIR) + "/" + crd_file->second)).at(0);
     const json* schema = served_schema(crd, o.value("apiVersion", ""));
     ASSERT_NE(schema, nullptr) << o.value("apiVersion", "") << " is not served";
     for (const auto& e : sim::validate(*schema, o))
@@ -95,6 +100,7 @@ TEST(KueueDocs, every_object_is_valid_against_the_upstream_crds) {
     }
   }
   EXPECT_EQ(kinds, (std::map<std::string, int>{{"AdmissionCheck", 2},
+                                               {"CommPolicy", 1},
                                                {"ClusterQueue", 1},
                                                {"LocalQueue", 1},
                                                {"ResourceFlavor", 1},

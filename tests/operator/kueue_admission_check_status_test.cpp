@@ -98,7 +98,9 @@ INSTANTIATE_TEST_SUITE_P(
         StatusCase{"parameters_naming_a_policy_that_exists",
                    a_check(kControllerName, params("team")), "True", "Active", "CommPolicy team"},
         StatusCase{"parameters_naming_a_missing_policy", a_check(kControllerName, params("gone")),
-                   "False", "BadParametersRef", "CommPolicy \"gone\" not found"},
+                   "False", "BadParametersRef",
+                   "CommPolicy \"gone\" not found: create it, or name an existing one. Kueue "
+                   "keeps every ClusterQueue"},
         StatusCase{"the_same_entry_stored_is_not_written_again",
                    a_check(kControllerName, params("team"),
                            json::array({active("True", "Active", kActiveMessage, 3, kEarlier)})),

@@ -315,6 +315,8 @@ TEST_P(KueueCheckStates, writes_our_entry_as_the_situation_says) {
   else
     EXPECT_EQ(entry.value("requeueAfterSeconds", 0), 0) << entry.dump();
   EXPECT_FALSE(entry.contains("retryCount")) << "Kueue's field, never ours";
+  EXPECT_EQ(entry.value("message", "").find("spec.minNodes"), std::string::npos)
+      << "a Workload has no spec.minNodes: " << entry.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -329,7 +331,8 @@ INSTANTIATE_TEST_SUITE_P(
                       StateCase{.name = "rejected_over_policy_with_the_count_that_passes",
                                 .busbw_gbps = 0.1,
                                 .want_state = "Rejected",
-                                .want_message = "largest"},
+                                .want_message = "Even the Workload's node count (4) does not "
+                                                "pass, so it cannot be downsized. The largest"},
                       StateCase{.name = "retry_after_a_failed_probe_for_its_backoff",
                                 .failed_attempts = 1,
                                 .want_state = "Retry",
@@ -481,9 +484,12 @@ TEST(KueueCheckMeasurement, a_waiting_workload_and_a_gated_trainingjob_share_one
 
   ASSERT_TRUE(w.reconcile().ok());
   EXPECT_EQ(w.entry("comm")["state"], "Pending");
-  EXPECT_NE(w.entry("comm").value("message", "").find("waiting for the measurement"),
+  EXPECT_NE(w.entry("comm")
+                .value("message", "")
+                .find("waiting for the measurement of pool " + w.pool() +
+                      " (nodeSelector {pool=gpu-1g})"),
             std::string::npos)
-      << w.entry("comm").dump();
+      << "the pool's hashed name and the nodes it stands for: " << w.entry("comm").dump();
 }
 
 TEST(KueueCheckMeasurement, a_workload_the_check_does_not_act_on_asks_for_nothing) {
