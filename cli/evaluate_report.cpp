@@ -198,9 +198,11 @@ std::vector<ScalingPoint> scaling_points(const Evaluation& e) {
     s.comm_share = p.comm_share;
     s.speedup = p.speedup;
     s.efficiency = p.scaling_efficiency;
-    s.within_policy = meets_policy(p, policy);
     s.measured = p.measured;
     s.beyond_max_extrapolation = p.nodes > decided;
+    // The policy judges no count past maxExtrapolation: the decision trusts no prediction
+    // there (the trial of 2026-12-06 read "within policy" at 64 nodes of a 2-node probe).
+    if (!s.beyond_max_extrapolation) s.within_policy = meets_policy(p, policy);
     points.push_back(s);
   }
   return points;

@@ -1009,9 +1009,10 @@ ScalingChart scaling_chart_of_trainingjob(const json& tj,
       StepPrediction as_decided;
       as_decided.comm_share = s.comm_share;
       as_decided.scaling_efficiency = s.efficiency;
-      s.within_policy = meets_policy(as_decided, *policy);
       s.beyond_max_extrapolation =
           c.nodes_probed > 0 && s.nodes > counts_decided(*policy, c.nodes_probed);
+      // Past maxExtrapolation the policy judges nothing (as commgate evaluate's rows).
+      if (!s.beyond_max_extrapolation) s.within_policy = meets_policy(as_decided, *policy);
     }
     c.points.push_back(s);
   }

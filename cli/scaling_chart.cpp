@@ -30,6 +30,9 @@ constexpr double kMinComputePx = 4;  // a compute bar thinner than this is drawn
 constexpr const char* kComputeColour = "#4e79a7";
 constexpr const char* kExposedColour = "#f28e2b";
 constexpr const char* kOverColour = "#e15759";
+// Exposed communication at a count the policy does not judge (beyond maxExtrapolation: the
+// decision trusts no prediction there, so neither "within" nor "over" is drawn).
+constexpr const char* kUnjudgedColour = "#bab0ac";
 constexpr const char* kLimitColour = "#b2182b";
 constexpr const char* kAdmittedColour = "#59a14f";
 constexpr const char* kIdealColour = "#8c8c8c";
@@ -509,7 +512,10 @@ std::string render(const ScalingChart& c) {
     if (p.exposed_comm_ms > 0)
       out += "<rect x=\"" + px(x) + "\" y=\"" + px(y_step) + "\" width=\"" + px(bar_width) +
              "\" height=\"" + px(std::max(0.0, step_top + kStepHeight - compute_px - y_step)) +
-             "\" fill=\"" + (p.within_policy && !*p.within_policy ? kOverColour : kExposedColour) +
+             "\" fill=\"" +
+             (p.beyond_max_extrapolation             ? kUnjudgedColour
+              : p.within_policy && !*p.within_policy ? kOverColour
+                                                     : kExposedColour) +
              "\"/>";
     out += "</g>\n";
     // The share above the bar, where there is room for it.
@@ -580,7 +586,8 @@ std::string render(const ScalingChart& c) {
          polyline([](const ScalingPoint& p) { return p.speedup; }) + "\" fill=\"none\" stroke=\"" +
          kSpeedupColour + "\" stroke-width=\"2\"/>\n";
   for (size_t i = 0; i < pts.size(); ++i) {
-    const bool over = pts[i].within_policy && !*pts[i].within_policy;
+    const bool over =
+        !pts[i].beyond_max_extrapolation && pts[i].within_policy && !*pts[i].within_policy;
     out += "<circle cx=\"" + px(slots.centre(i)) + "\" cy=\"" +
            px(speedup_scale.y(pts[i].speedup)) + "\" r=\"" + (slots.width >= 8 ? "3.5" : "2") +
            "\" fill=\"" + (over ? kOverColour : kSpeedupColour) + "\"/>\n";
@@ -667,11 +674,15 @@ std::string render(const ScalingChart& c) {
 
   // The legend, right of the plots, one block per panel: what this chart draws.
   const auto drawn = [&](auto pred) { return std::any_of(pts.begin(), pts.end(), pred); };
-  const bool any_over =
-      drawn([](const ScalingPoint& p) { return p.within_policy && !*p.within_policy; });
-  const bool any_exposed_within = drawn([](const ScalingPoint& p) {
-    return p.exposed_comm_ms > 0 && !(p.within_policy && !*p.within_policy);
+  const bool any_over = drawn([](const ScalingPoint& p) {
+    return !p.beyond_max_extrapolation && p.within_policy && !*p.within_policy;
   });
+  const bool any_exposed_within = drawn([](const ScalingPoint& p) {
+    return !p.beyond_max_extrapolation && p.exposed_comm_ms > 0 &&
+           !(p.within_policy && !*p.within_policy);
+  });
+  const bool any_unjudged = drawn(
+      [](const ScalingPoint& p) { return p.beyond_max_extrapolation && p.exposed_comm_ms > 0; });
   std::vector<LegendEntry> step_entries = {
       {rect_swatch(kComputeColour), "compute (forward, backward, optimizer)"}};
   if (any_exposed_within || !any_over)
@@ -680,6 +691,8 @@ std::string render(const ScalingChart& c) {
          c.max_comm_share ? "exposed communication, within policy" : "exposed communication"});
   if (any_over)
     step_entries.push_back({rect_swatch(kOverColour), "exposed communication, over policy"});
+  if (any_unjudged)
+    step_entries.push_back({rect_swatch(kUnjudgedColour), "exposed communication, not judged"});
   if (limited)
     step_entries.push_back({line_swatch(kLimitColour, "7 4"),
                             "policy limit: " + percent(*c.max_comm_share) + " of the step"});

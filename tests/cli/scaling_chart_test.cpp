@@ -286,6 +286,21 @@ TEST(ScalingChart, the_pools_size_is_a_line_after_its_count) {
 }
 
 // Issue #24 item 12: where communication dwarfs compute, compute was invisible.
+// Past maxExtrapolation the policy judges nothing: those bars are grey ("not judged"), never
+// red or "within policy", whatever the point's within_policy says (#24 item 6).
+TEST(ScalingChart, counts_past_max_extrapolation_are_drawn_not_judged) {
+  ScalingChart c = a_chart({1, 2, 4, 8, 16});
+  for (auto& p : c.points) {
+    p.beyond_max_extrapolation = p.nodes > 4;
+    p.within_policy = p.nodes > 4 ? std::optional<bool>(false) : std::optional<bool>(true);
+  }
+  const std::string svg = scaling_chart_svg(c);
+  EXPECT_NE(svg.find("exposed communication, not judged<"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("#e15759"), std::string::npos) << "no count drawn over policy:\n" << svg;
+  EXPECT_EQ(svg.find("exposed communication, over policy"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("#bab0ac"), std::string::npos) << svg;
+}
+
 TEST(ScalingChart, compute_stays_visible_when_communication_dominates) {
   ScalingChart c = a_chart();
   for (auto& p : c.points) {
