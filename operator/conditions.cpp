@@ -37,6 +37,8 @@ StoredCondition stored_condition_of(const json& entry) {
   return c;
 }
 
+}  // namespace
+
 json stored_condition_json(const StoredCondition& c) {
   return {{"type", c.type},
           {"status", c.status},
@@ -45,8 +47,6 @@ json stored_condition_json(const StoredCondition& c) {
           {"observedGeneration", c.observed_generation},
           {"lastTransitionTime", c.last_transition_time}};
 }
-
-}  // namespace
 
 StoredCondition next_condition(const StoredCondition* existing, const Condition& wanted,
                                TimePoint now) {

@@ -71,6 +71,9 @@ struct StoredCondition {
 StoredCondition next_condition(const StoredCondition* existing, const Condition& wanted,
                                TimePoint now);
 
+// `c` as status.conditions stores it (metav1.Condition's fields).
+nlohmann::json stored_condition_json(const StoredCondition& c);
+
 // A status's conditions, one entry per type, in the order they were first set.
 class Conditions {
  public:

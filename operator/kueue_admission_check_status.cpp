@@ -22,20 +22,16 @@ std::optional<json> admission_check_status_apply(const json& doc,
   if (!check.is_ours()) return std::nullopt;
   const Condition wanted = admission_check_active(check, policies);
   const json status = doc.value("status", json::object());
-  const Conditions current = Conditions::from_json(
+  Conditions conditions = Conditions::from_json(
       status.is_object() ? status.value("conditions", json::array()) : json());
-  Conditions next = current;
-  if (!next.set(wanted, now)) return std::nullopt;
-  const StoredCondition* entry = next.find(kActiveCondition);
-  Conditions only;  // the apply holds our entry alone
-  only.set(wanted, now);
-  json entry_json = only.to_json();
-  // Kept from the stored entry while the status holds (Conditions::set did so above).
-  entry_json[0]["lastTransitionTime"] = entry->last_transition_time;
+  if (!conditions.set(wanted, now)) return std::nullopt;
+  // The apply holds our entry alone, as set (its lastTransitionTime kept while the status
+  // holds).
+  const json entry = stored_condition_json(*conditions.find(kActiveCondition));
   return json{{"apiVersion", kApiVersion},
               {"kind", kAdmissionCheckKind},
               {"metadata", {{"name", check.metadata.name}, {"uid", check.metadata.uid}}},
-              {"status", {{"conditions", entry_json}}}};
+              {"status", {{"conditions", json::array({entry})}}}};
 }
 
 size_t write_admission_check_statuses(const std::vector<json>& checks,

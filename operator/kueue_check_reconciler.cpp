@@ -292,33 +292,13 @@ CheckOutcome check_outcome(const JobDecision& jd, const json* profile, TimePoint
           .message = d.message + (probing_message.empty() ? "" : " " + probing_message)};
 }
 
-std::optional<MeasurementDemand> workload_measurement_demand(const kube::Reader& reader,
-                                                             const CheckDecisionRecords& records,
-                                                             const std::string& key,
-                                                             const Snapshot& snapshot,
-                                                             TimePoint now) {
-  if (!is_workload_demand(key)) return std::nullopt;
-  const auto name = detail::parse_key(key.substr(std::string(kWorkloadDemandPrefix).size()));
-  if (!name) return std::nullopt;
-  CheckInputs in;
-  const auto object = detail::get_or_null(reader, workload_path(name->ns, name->name));
-  if (!object) return std::nullopt;
-  try {
-    in.workload = read_workload(*object);
-  } catch (const ValidationError&) {
-    return std::nullopt;
-  }
-  in.our_checks = check_ours(reader, Logger::discard());
-  const ActDecision act = should_act(in.workload, check_names(in.our_checks));
-  if (!act.act) return std::nullopt;
-  check_read_request_inputs(reader, in);
-  const WorkloadRequest request = check_request(in, act.checks.front(), snapshot);
-  if (request.kind != WorkloadRequest::Kind::kRequest || records.find(request.record_key))
-    return std::nullopt;
-  return request_measurement_demand(key, request.job, snapshot, now);
-}
+namespace {
 
-std::optional<std::string> workload_waiting_pool(const kube::Reader& reader, const json& object) {
+// The Workload `object` and our checks, read through `reader`, when the check acts on it
+// (should_act: the entries of ours it acts on in `checks`); nullopt otherwise, or when it
+// does not read as a Workload. What the measurement demand and the pool index both ask.
+std::optional<CheckInputs> check_acting_inputs(const kube::Reader& reader, const json& object,
+                                               std::vector<std::string>& checks) {
   CheckInputs in;
   try {
     in.workload = read_workload(object);
@@ -326,9 +306,40 @@ std::optional<std::string> workload_waiting_pool(const kube::Reader& reader, con
     return std::nullopt;
   }
   in.our_checks = check_ours(reader, Logger::discard());
-  if (!should_act(in.workload, check_names(in.our_checks)).act) return std::nullopt;
-  check_read_flavors(reader, in);
-  return pool_name(check_first_pool(in.workload, in.flavors));
+  ActDecision act = should_act(in.workload, check_names(in.our_checks));
+  if (!act.act) return std::nullopt;
+  checks = std::move(act.checks);
+  return in;
+}
+
+}  // namespace
+
+std::optional<MeasurementDemand> workload_measurement_demand(const kube::Reader& reader,
+                                                             const CheckDecisionRecords& records,
+                                                             const std::string& key,
+                                                             const Snapshot& snapshot,
+                                                             TimePoint now) {
+  if (!is_workload_demand(key)) return std::nullopt;
+  const auto name = detail::parse_key(workload_key_of_demand(key));
+  if (!name) return std::nullopt;
+  const auto object = detail::get_or_null(reader, workload_path(name->ns, name->name));
+  if (!object) return std::nullopt;
+  std::vector<std::string> checks;
+  auto in = check_acting_inputs(reader, *object, checks);
+  if (!in) return std::nullopt;
+  check_read_request_inputs(reader, *in);
+  const WorkloadRequest request = check_request(*in, checks.front(), snapshot);
+  if (request.kind != WorkloadRequest::Kind::kRequest || records.find(request.record_key))
+    return std::nullopt;
+  return request_measurement_demand(key, request.job, snapshot, now);
+}
+
+std::optional<std::string> workload_waiting_pool(const kube::Reader& reader, const json& object) {
+  std::vector<std::string> checks;
+  auto in = check_acting_inputs(reader, object, checks);
+  if (!in) return std::nullopt;
+  check_read_flavors(reader, *in);
+  return pool_name(check_first_pool(in->workload, in->flavors));
 }
 
 struct KueueCheckReconciler::Context {

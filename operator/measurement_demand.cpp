@@ -51,6 +51,14 @@ bool is_workload_demand(const std::string& key) {
   return key.rfind(kWorkloadDemandPrefix, 0) == 0;
 }
 
+std::string workload_demand_key(const std::string& workload_key) {
+  return kWorkloadDemandPrefix + workload_key;
+}
+
+std::string workload_key_of_demand(const std::string& demand_key) {
+  return demand_key.substr(std::string(kWorkloadDemandPrefix).size());
+}
+
 namespace {
 
 // The demand of `job` (a TrainingJob, or the request a Workload stands for) decided as

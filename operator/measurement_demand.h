@@ -24,6 +24,10 @@ namespace commgate::op {
 // "kueue-workload:namespace/name", so one list holds both kinds and a probe serves both.
 inline constexpr const char* kWorkloadDemandPrefix = "kueue-workload:";
 bool is_workload_demand(const std::string& key);
+// A Workload's demand key from its store key ("namespace/name"), and back (the key must be
+// a workload demand's).
+std::string workload_demand_key(const std::string& workload_key);
+std::string workload_key_of_demand(const std::string& demand_key);
 
 // One job's wait for its pool's measurement.
 struct MeasurementDemand {

@@ -14,6 +14,7 @@
 #include "kube/leader_election.h"
 #include "kube/runner.h"
 #include "kube/snapshot_cache.h"
+#include "kube/watcher_event.h"
 #include "kube/work_queue.h"
 #include "operator/kueue_admission_check_status.h"
 #include "operator/kueue_check_reconciler.h"
@@ -198,9 +199,7 @@ struct OperatorProcess::Parts {
           {kueue::kWorkloads, &workloads.store()},
           {kueue::kAdmissionChecks, &admission_checks.store()},
           {kueue::kResourceFlavors, &flavors.store()}};
-      for (const kube::Informer* informer : p.snapshots.informers())
-        if (informer->path() != kube::kNodesPath)
-          out.push_back({informer->path(), &informer->store()});
+      for (auto& source : p.snapshot_sources()) out.push_back(std::move(source));
       return out;
     }
     static kueue::CheckReconcilerSettings check_settings(const OperatorOptions& o) {
@@ -358,8 +357,14 @@ struct OperatorProcess::Parts {
     std::vector<kube::CachedReader::Source> out = {{kTrainingJobsPath, &trainingjobs.store()},
                                                    {kJobsPath, &jobs.store()},
                                                    {kPodsPath, &pods.store()}};
-    // Not the Nodes: their store holds only what the pool check reads (a transform), which
-    // a reader of Node objects must not take for the objects.
+    for (auto& source : snapshot_sources()) out.push_back(std::move(source));
+    return out;
+  }
+  // The snapshot's collections (CommPolicies, CommProfiles, Namespaces) as reader sources.
+  // Not the Nodes: their store holds only what the pool check reads (a transform), which a
+  // reader of Node objects must not take for the objects.
+  std::vector<kube::CachedReader::Source> snapshot_sources() const {
+    std::vector<kube::CachedReader::Source> out;
     for (const kube::Informer* informer : snapshots.informers())
       if (informer->path() != kube::kNodesPath)
         out.push_back({informer->path(), &informer->store()});
@@ -486,15 +491,13 @@ void OperatorProcess::on_workload_change(const std::string& key) {
   k.queue->add(key);
   const auto object = k.workloads.store().get(key);
   const auto pool = object ? kueue::workload_waiting_pool(k.reader, *object) : std::nullopt;
-  for (const std::string& p : k.waiting.update_pool(kWorkloadDemandPrefix + key, pool))
+  for (const std::string& p : k.waiting.update_pool(workload_demand_key(key), pool))
     parts_->measurement_queue->add(p);
 }
 
 void OperatorProcess::on_every_workload() {
-  for (const auto& object : parts_->kueue->workloads.store().list("")) {
-    const json& m = object->value("metadata", json::object());
-    on_workload_change(m.value("namespace", "") + "/" + m.value("name", ""));
-  }
+  for (const auto& object : parts_->kueue->workloads.store().list(""))
+    on_workload_change(kube::object_key(*object));
 }
 
 // A deleted object is gone from the store: its labels come from the index of what was
@@ -525,7 +528,7 @@ void OperatorProcess::on_managed_change(const kube::Store& store,
     for (std::string& key : parts_->waiting.waiting_on(pool)) keys.insert(std::move(key));
     if (parts_->kueue)
       for (const std::string& key : parts_->kueue->waiting.waiting_on(pool))
-        parts_->kueue->queue->add(key.substr(std::string(kWorkloadDemandPrefix).size()));
+        parts_->kueue->queue->add(workload_key_of_demand(key));
   }
   for (const std::string& key : keys) parts_->queue->add(key);
 }
@@ -550,8 +553,7 @@ void OperatorProcess::on_snapshot() {
   if (auto* k = parts_->kueue.get()) {
     // A CommPolicy created or deleted: the checks whose parameters name it.
     parts_->policy_status_queue->add(kAdmissionChecksKey);
-    for (const std::string& key : k->waiting.waiting())
-      k->queue->add(key.substr(std::string(kWorkloadDemandPrefix).size()));
+    for (const std::string& key : k->waiting.waiting()) k->queue->add(workload_key_of_demand(key));
   }
 }
 
