@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,12 +21,16 @@
 
 #include "core/base64.h"
 #include "sim/api_status.h"
+#include "sim/container_runtime.h"
 #include "sim/garbage_collection.h"
 #include "sim/http_probe.h"
 #include "sim/json_fields.h"
 #include "sim/netns_relay.h"
 #include "sim/pod_network.h"
+#include "sim/podman.h"
 #include "sim/scheduler.h"
+
+extern char** environ;  // NOLINT: POSIX's, the sim's own environment for podman
 
 namespace commgate::sim {
 
@@ -302,6 +307,41 @@ std::optional<std::map<std::string, std::string>> volume_files(const json& volum
   return files;
 }
 
+std::map<std::string, int> volume_file_modes(const json& volume,
+                                             const std::map<std::string, std::string>& files) {
+  int default_mode = 0644;
+  std::map<std::string, int> item_modes;
+  auto items_of = [&](const json& source) {
+    if (at(source, "items").is_array())
+      for (const auto& item : source["items"])
+        if (at(item, "mode").is_number_integer())
+          item_modes[str(at(item, "path"))] = item["mode"].get<int>();
+  };
+  for (const char* kind : {"secret", "configMap", "downwardAPI", "projected"}) {
+    const json& source = at(volume, kind);
+    if (!source.is_object()) continue;
+    if (at(source, "defaultMode").is_number_integer())
+      default_mode = source["defaultMode"].get<int>();
+    items_of(source);
+    if (at(source, "sources").is_array())
+      for (const auto& projected : source["sources"])
+        for (const char* part : {"secret", "configMap", "downwardAPI"})
+          items_of(at(projected, part));
+  }
+  std::map<std::string, int> modes;
+  for (const auto& [path, content] : files) {
+    const auto item = item_modes.find(path);
+    modes[path] = item == item_modes.end() ? default_mode : item->second;
+  }
+  return modes;
+}
+
+bool is_api_data_volume(const json& volume) {
+  for (const char* kind : {"secret", "configMap", "downwardAPI", "projected"})
+    if (at(volume, kind).is_object()) return true;
+  return false;
+}
+
 Kubelet::Kubelet(ObjectStore& store, KubeletOptions options)
     : store_(store),
       options_(std::move(options)),
@@ -393,7 +433,7 @@ void Kubelet::stop() {
   for (auto& [uid, pod] : pods_)
     for (auto& c : pod.containers) {
       if (!c.running) continue;
-      kill(-c.pid, SIGKILL);
+      kill_container(c, SIGKILL);
       int status = 0;
       waitpid(c.pid, &status, 0);
       close(c.pidfd);
@@ -571,7 +611,7 @@ void Kubelet::sync() {
       bool any = false;
       for (auto& c : pod.containers)
         if (c.running) {
-          kill(-c.pid, SIGKILL);
+          kill_container(c, SIGKILL);
           any = true;
         }
       if (!any) write_status(pod);  // else once reaped, with the exit codes
@@ -580,7 +620,7 @@ void Kubelet::sync() {
     if (!pod.started && !pod.killing) start_pod(pod, *it->second, all_pods, all_nodes);
     if (pod.killing && !pod.killed_hard && now >= pod.kill_deadline) {
       for (auto& c : pod.containers)
-        if (c.running) kill(-c.pid, SIGKILL);
+        if (c.running) kill_container(c, SIGKILL);
       pod.killed_hard = true;
     }
     bool any_running = false;
@@ -615,6 +655,11 @@ void Kubelet::report_once(Pod& pod, const std::string& problem) {
   std::cerr << "commgate-sim kubelet: pod " << pod.ns << "/" << pod.name << ": " << problem << "\n";
 }
 
+void Kubelet::kill_container(Container& c, int signal) {
+  if (in_containers() && signal == SIGKILL) podman_remove(options_.podman, {c.podman_name});
+  kill(-c.pid, signal);
+}
+
 void Kubelet::begin_kill(Pod& pod) {
   pod.killing = true;
   long long grace_s = 30;
@@ -624,7 +669,7 @@ void Kubelet::begin_kill(Pod& pod) {
       std::min<std::chrono::milliseconds>(std::chrono::seconds(grace_s), options_.max_grace);
   pod.kill_deadline = std::chrono::steady_clock::now() + grace;
   for (auto& c : pod.containers)
-    if (c.running) kill(-c.pid, grace.count() == 0 ? SIGKILL : SIGTERM);
+    if (c.running) kill_container(c, grace.count() == 0 ? SIGKILL : SIGTERM);
 }
 
 void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& pods,
@@ -711,10 +756,15 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
   std::vector<std::map<std::string, std::string>> envs;
   for (const auto& spec : containers) {
     std::map<std::string, std::string> env;
-    for (const char* inherited : {"PATH", "LD_LIBRARY_PATH", "TMPDIR"})
-      if (const char* v = std::getenv(inherited)) env[inherited] = v;
-    env["HOME"] = pod.dir;
-    env["HOSTNAME"] = str(at(pod.spec, "hostname")).empty() ? pod.name : str(pod.spec["hostname"]);
+    // A process shares this machine's files: it needs the sim's PATH and libraries. A
+    // container has its image's (its runtime sets HOSTNAME and the image's env).
+    if (!in_containers()) {
+      for (const char* inherited : {"PATH", "LD_LIBRARY_PATH", "TMPDIR"})
+        if (const char* v = std::getenv(inherited)) env[inherited] = v;
+      env["HOME"] = pod.dir;
+      env["HOSTNAME"] =
+          str(at(pod.spec, "hostname")).empty() ? pod.name : str(pod.spec["hostname"]);
+    }
     // The `kubernetes` Service's variables every pod gets (in-cluster clients read them).
     if (!options_.api_host.empty()) {
       env["KUBERNETES_SERVICE_HOST"] = options_.api_host;
@@ -743,7 +793,15 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
   }
 
   std::map<std::string, std::string> volume_dirs;
+  if (in_containers() && !pod.waiting_reason.empty() &&
+      std::chrono::steady_clock::now() < pod.next_try)
+    return;  // refused a moment ago: not asked again at every event
   if (!write_volumes(pod, self, volume_dirs)) return;  // a Secret/ConfigMap missing: wait
+  if (in_containers()) {
+    set_volume_ownership(pod, volume_dirs);
+    pod.netns = netns;
+    if (!plan_containers(pod, containers, envs, volume_dirs)) return;
+  }
   if (own_network) {
     try {
       attach_pod_network(pod.node_netns, pod.network_index,
@@ -754,7 +812,7 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
     }
   }
   if (!netns.empty()) relay_api_server(netns);
-  pod.start_time = now_text();
+  if (pod.start_time.empty()) pod.start_time = now_text();
   pod.started = true;
   pod.netns = netns;
   for (std::size_t i = 0; i < containers.size(); ++i) {
@@ -773,8 +831,13 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
       c.mounts.push_back({kServiceAccountMountPath, pod.service_account_dir});
     c.termination_file = pod.dir + "/termination-log-" + c.name;
     c.log_file = container_log_file(pod.dir, c.name);
+    if (in_containers()) {
+      c.podman_name = pod.planned[i].first;
+      c.podman_args = std::move(pod.planned[i].second);
+    }
     pod.containers.push_back(std::move(c));
   }
+  pod.planned.clear();
   for (std::size_t i = 0; i < containers.size(); ++i)
     spawn(pod, pod.containers[i], containers[i], envs[i], netns);
   write_status(pod);
@@ -839,6 +902,144 @@ bool Kubelet::write_volumes(Pod& pod, const json& object,
   return true;
 }
 
+void Kubelet::set_volume_ownership(const Pod& pod,
+                                   const std::map<std::string, std::string>& volume_dirs) {
+  const json& fs_group = at(at(pod.spec, "securityContext"), "fsGroup");
+  const bool grouped = fs_group.is_number_integer();
+  const gid_t gid = grouped ? static_cast<gid_t>(fs_group.get<long long>()) : 0;
+  std::error_code ignored;
+  // Directories: traversable by all (0755), with fsGroup that group and setgid; files:
+  // their mode, with fsGroup that group and group read (read-only volumes: upstream's
+  // roMask), as pkg/volume/volume_linux.go SetVolumeOwnership does.
+  auto own = [&](const std::string& root, const std::map<std::string, int>& modes, int fallback) {
+    auto set = [&](const fs::path& p, mode_t mode) {
+      if (grouped) {
+        [[maybe_unused]] int rc = chown(p.c_str(), static_cast<uid_t>(-1), gid);
+      }
+      chmod(p.c_str(), mode);
+    };
+    set(root, grouped ? (S_ISGID | 0755) : 0755);
+    for (const auto& entry : fs::recursive_directory_iterator(root, ignored)) {
+      if (entry.is_directory(ignored)) {
+        set(entry.path(), grouped ? (S_ISGID | 0755) : 0755);
+        continue;
+      }
+      const std::string rel = fs::relative(entry.path(), root, ignored).string();
+      const auto mode = modes.find(rel);
+      const int bits = mode == modes.end() ? fallback : mode->second;
+      set(entry.path(), static_cast<mode_t>(bits | (grouped ? 0040 : 0)));
+    }
+  };
+  if (at(pod.spec, "volumes").is_array())
+    for (const auto& volume : pod.spec["volumes"]) {
+      const auto dir = volume_dirs.find(str(at(volume, "name")));
+      if (dir == volume_dirs.end()) continue;
+      if (!is_api_data_volume(volume)) {  // emptyDir: writable by every user, as upstream's
+        chmod(dir->second.c_str(), grouped ? (S_ISGID | 0777) : 0777);
+        if (grouped) {
+          [[maybe_unused]] int rc = chown(dir->second.c_str(), static_cast<uid_t>(-1), gid);
+        }
+        continue;
+      }
+      std::map<std::string, std::string> files;
+      for (const auto& entry : fs::recursive_directory_iterator(dir->second, ignored))
+        if (!entry.is_directory(ignored))
+          files[fs::relative(entry.path(), dir->second, ignored).string()] = "";
+      own(dir->second, volume_file_modes(volume, files), 0644);
+    }
+  if (!pod.service_account_dir.empty()) own(pod.service_account_dir, {}, 0644);
+}
+
+bool Kubelet::plan_containers(Pod& pod, const json& containers,
+                              const std::vector<std::map<std::string, std::string>>& envs,
+                              const std::map<std::string, std::string>& volume_dirs) {
+  auto wait = [&](const std::string& container, const std::string& reason,
+                  const std::string& message) {
+    pod.next_try = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    if (pod.start_time.empty()) pod.start_time = now_text();
+    report_once(pod, reason + ": " + message);
+    if (pod.waiting_container == container && pod.waiting_reason == reason &&
+        pod.waiting_message == message)
+      return false;
+    pod.waiting_container = container;
+    pod.waiting_reason = reason;
+    pod.waiting_message = message;
+    write_status(pod);
+    return false;
+  };
+  // Volumes this mode can mount: what the kubelet writes itself.
+  std::map<std::string, bool> read_only_volume;
+  if (at(pod.spec, "volumes").is_array())
+    for (const auto& volume : pod.spec["volumes"]) {
+      const std::string name = str(at(volume, "name"));
+      if (!is_api_data_volume(volume) && !at(volume, "emptyDir").is_object())
+        return wait(str(at(containers[0], "name")), "CreateContainerConfigError",
+                    "volume " + name +
+                        ": commgate-sim's container mode mounts secret, configMap, downwardAPI, "
+                        "projected and emptyDir volumes only");
+      read_only_volume[name] = is_api_data_volume(volume);
+    }
+  pod.planned.clear();
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    const json& spec = containers[i];
+    const std::string name = str(at(spec, "name"));
+    const std::string image = str(at(spec, "image"));
+    const auto image_user = podman_image_user(options_.podman, image);
+    if (!image_user) {
+      if (str(at(spec, "imagePullPolicy")) == "Never")
+        return wait(name, "ErrImageNeverPull",
+                    "Container image \"" + image + "\" is not present with pull policy of Never");
+      return wait(name, "ErrImagePull",
+                  "commgate-sim pulls no images: \"" + image +
+                      "\" is not in this machine's podman store (`podman images`; "
+                      "scripts/images-from-binaries.sh makes commgate's)");
+    }
+    ContainerLaunch launch;
+    launch.name = "k8s_" + name + "_" + pod.name + "_" + pod.ns + "_" + pod.uid;
+    launch.image = image;
+    launch.netns = pod.netns;
+    launch.hostname =
+        pod.netns == pod.node_netns && !pod.node_netns.empty()
+            ? pod.node  // the node's namespace (hostNetwork): the node's name
+            : (str(at(pod.spec, "hostname")).empty() ? pod.name : str(pod.spec["hostname"]));
+    launch.pod_label = pod.name + "_" + pod.ns + "(" + pod.uid + ")";
+    launch.env = envs[i];
+    for (const char* part : {"command", "args"})
+      if (at(spec, part).is_array())
+        for (const auto& word : spec[part])
+          (std::string(part) == "command" ? launch.command : launch.args)
+              .push_back(expand_env_refs(str(word), envs[i]));
+    if (at(spec, "volumeMounts").is_array())
+      for (const auto& m : spec["volumeMounts"]) {
+        const std::string volume = str(at(m, "name"));
+        const auto dir = volume_dirs.find(volume);
+        if (dir == volume_dirs.end()) continue;
+        const std::string sub = str(at(m, "subPath"));
+        launch.mounts.push_back(
+            {sub.empty() ? dir->second : dir->second + "/" + sub, str(at(m, "mountPath")),
+             read_only_volume[volume] ||
+                 (at(m, "readOnly").is_boolean() && m["readOnly"].get<bool>())});
+      }
+    if (!pod.service_account_dir.empty())
+      launch.mounts.push_back({pod.service_account_dir, kServiceAccountMountPath, true});
+    std::string termination_path = str(at(spec, "terminationMessagePath"));
+    if (termination_path.empty()) termination_path = "/dev/termination-log";
+    launch.mounts.push_back({pod.dir + "/termination-log-" + name, termination_path, false});
+    { std::ofstream(pod.dir + "/termination-log-" + name, std::ios::trunc); }
+    chmod((pod.dir + "/termination-log-" + name).c_str(), 0666);  // any user writes it
+    launch.image_user = *image_user;
+    launch.run_options = options_.podman_run_options;
+    ContainerRunPlan plan = podman_run_plan(pod.spec, spec, launch);
+    if (!plan.refusal.empty()) return wait(name, "CreateContainerConfigError", plan.refusal);
+    pod.planned.emplace_back(launch.name, std::move(plan.args));
+  }
+  pod.waiting_container.clear();
+  pod.waiting_reason.clear();
+  pod.waiting_message.clear();
+  pod.reported.clear();
+  return true;
+}
+
 bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
                     const std::map<std::string, std::string>& base_env, const std::string& netns) {
   std::map<std::string, std::string> env = base_env;
@@ -848,15 +1049,30 @@ bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
   { std::ofstream(c.termination_file, std::ios::trunc); }
   for (auto& [name, value] : env) value = map_paths(value, c.mounts);
   std::vector<std::string> argv;
-  if (!netns.empty()) argv = {"ip", "netns", "exec", netns};
-  const bool in_mount_ns = options_.mount_namespaces && !pod.service_account_dir.empty();
+  if (in_containers()) {
+    // `podman run` in the foreground: its output is the container's, its exit status the
+    // container's, and it passes SIGTERM on (--sig-proxy). Its own environment is the sim's.
+    argv = options_.podman;
+    argv.insert(argv.end(), c.podman_args.begin(), c.podman_args.end());
+    env.clear();
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry = *e;
+      env[entry.substr(0, entry.find('='))] =
+          entry.find('=') == std::string::npos ? "" : entry.substr(entry.find('=') + 1);
+    }
+  } else if (!netns.empty()) {
+    argv = {"ip", "netns", "exec", netns};
+  }
+  const bool in_mount_ns =
+      !in_containers() && options_.mount_namespaces && !pod.service_account_dir.empty();
   if (in_mount_ns)
     argv.insert(argv.end(),
                 {"unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
                  std::string("mount --bind \"$0\" ") + kServiceAccountMountPath + " && exec \"$@\"",
                  pod.service_account_dir});
-  const std::size_t program_at = argv.size();
-  const std::vector<std::string> command = container_argv(spec, options_.image_entrypoints);
+  const std::size_t program_at = in_containers() ? 0 : argv.size();
+  const std::vector<std::string> command =
+      in_containers() ? std::vector<std::string>{} : container_argv(spec, options_.image_entrypoints);
   for (const auto& a : command) {
     std::string arg = expand_env_refs(a, env);
     for (std::size_t at_pos = arg.find(path); at_pos != std::string::npos;
@@ -865,9 +1081,9 @@ bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
     argv.push_back(map_paths(arg, c.mounts));
   }
   c.started_at = now_text();
-  const bool has_command = !command.empty();
+  const bool has_command = in_containers() || !command.empty();
   std::string workdir = str(at(spec, "workingDir"));
-  if (workdir.empty()) workdir = pod.dir;
+  if (workdir.empty() || in_containers()) workdir = pod.dir;  // podman's: --workdir is the container's
 
   int err = 0;
   if (!has_command) {
@@ -960,10 +1176,28 @@ void Kubelet::reap(Pod& pod, Container& c, int status) {
   close(c.pidfd);
   c.pidfd = -1;
   kill(-c.pid, SIGKILL);  // what the container left behind goes with it (cgroup semantics)
+  // `podman run` itself was killed, or ended while its pod was being killed (a SIGTERM
+  // before it started the container ends it and leaves the container created): its
+  // container may still be there. --rm removed it on every other exit.
+  if (in_containers() && (WIFSIGNALED(status) || pod.killing))
+    podman_remove(options_.podman, {c.podman_name});
   c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   c.finished_at = now_text();
   c.reason = c.exit_code == 0 ? "Completed" : "Error";
   c.message = read_prefix(c.termination_file, kMaxMessage);
+  // podman's own failure (exit 125, "Error: ..." last): the container never started, the
+  // runtime's StartError (exit 128) as upstream reports it.
+  if (in_containers() && c.exit_code == 125) {
+    std::string tail = read_tail(c.log_file, 2048);
+    while (!tail.empty() && tail.back() == '\n') tail.pop_back();
+    const std::string last =
+        tail.substr(tail.rfind('\n') == std::string::npos ? 0 : tail.rfind('\n') + 1);
+    if (last.rfind("Error: ", 0) == 0) {
+      c.exit_code = 128;
+      c.reason = "StartError";
+      c.message = "podman run: " + last.substr(7);
+    }
+  }
   const json* spec = nullptr;
   for (const auto& s : pod.spec["containers"])
     if (str(at(s, "name")) == c.name) spec = &s;
@@ -1036,6 +1270,22 @@ void Kubelet::write_status(Pod& pod) {
                         {"state", state},
                         {"lastState", c.last_state}});
   }
+  // Container mode, not started: what each container waits for (the refused one's reason).
+  if (!pod.started && !pod.waiting_reason.empty() && at(pod.spec, "containers").is_array())
+    for (const auto& spec : pod.spec["containers"]) {
+      const std::string name = str(at(spec, "name"));
+      json waiting = {{"reason", "ContainerCreating"}};
+      if (name == pod.waiting_container)
+        waiting = {{"reason", pod.waiting_reason}, {"message", pod.waiting_message}};
+      statuses.push_back({{"name", name},
+                          {"image", str(at(spec, "image"))},
+                          {"imageID", ""},
+                          {"ready", false},
+                          {"started", false},
+                          {"restartCount", 0},
+                          {"state", {{"waiting", waiting}}},
+                          {"lastState", json::object()}});
+    }
   const std::string phase =
       pod.lost
           ? "Failed"

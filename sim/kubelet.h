@@ -1,6 +1,8 @@
-// The kubelet stand-in: runs the pods bound to the nodes it serves as local processes.
+// The kubelet stand-in: runs the pods bound to the nodes it serves as local processes, or
+// in container mode (KubeletOptions::podman) each container from its image with podman,
+// as its securityContext says (sim/container_runtime.h; refusing what it cannot honour).
 //
-// What it models and the shortcuts it takes (docs/testing.md):
+// What process mode models and the shortcuts it takes (docs/testing.md):
 // - Each container runs `command` + `args` (with $(VAR) expanded from its env) as a local
 //   process in a process group of its own. Images are not pulled: an image whose
 //   repository (the reference without tag or digest) is in `image_entrypoints` stands for
@@ -111,6 +113,13 @@ struct KubeletOptions {
   // Readiness probes run every periodSeconds, but at most this far apart (a shortcut so
   // tests need not wait the chart's 5 s for a pod to turn Ready).
   std::chrono::milliseconds max_probe_period{1000};
+  // Container mode (commgate-sim --pod-containers; root): each container runs from its
+  // image with `podman run` (sim/container_runtime.h), as a CRI runtime runs it: the
+  // image's files and USER, the pod's securityContext, its volumes bind-mounted at their
+  // mountPaths, the pod's network namespace. `podman` is the command and its global
+  // options (default_podman_command() in sim/podman.h); empty: process mode, above.
+  std::vector<std::string> podman;
+  std::vector<std::string> podman_run_options;  // given to every `podman run` (rlimits)
 };
 
 // --- Pure helpers (unit-tested) ---
@@ -154,6 +163,13 @@ struct VolumeSources {
 };
 std::optional<std::map<std::string, std::string>> volume_files(const nlohmann::json& volume,
                                                                const VolumeSources& sources);
+// The mode of each of `files` (volume_files' paths): an item's `mode`, else the volume's
+// (or projected's) defaultMode, else upstream's 0644.
+std::map<std::string, int> volume_file_modes(const nlohmann::json& volume,
+                                             const std::map<std::string, std::string>& files);
+// Whether upstream mounts the volume read-only whatever its volumeMount says (secret,
+// configMap, downwardAPI and projected: the kubelet's atomic-writer volumes).
+bool is_api_data_volume(const nlohmann::json& volume);
 
 class Kubelet {
  public:
@@ -193,6 +209,10 @@ class Kubelet {
     std::string termination_file, log_file;
     std::map<std::string, std::string> env;  // as resolved at first start
     std::vector<PathMapping> mounts;         // its volumeMounts, mountPath -> pod-local
+    // Container mode: podman's name for it and the `podman run` arguments (a restart
+    // runs them again).
+    std::string podman_name;
+    std::vector<std::string> podman_args;
   };
   struct Pod {
     // netns: where its containers run (its own, its node's, or "" for the host's);
@@ -208,6 +228,13 @@ class Kubelet {
     std::chrono::steady_clock::time_point kill_deadline;
     bool killed_hard = false;
     bool lost = false;  // its node was lost (lose_node)
+    // Container mode, before it starts: the container that cannot start yet and why
+    // (state.waiting: ErrImageNeverPull, CreateContainerConfigError), tried again at
+    // next_try.
+    std::string waiting_container, waiting_reason, waiting_message;
+    std::chrono::steady_clock::time_point next_try;
+    // Each container's podman name and `podman run` arguments, between plan and start.
+    std::vector<std::pair<std::string, std::vector<std::string>>> planned;
   };
 
   void run();
@@ -222,6 +249,18 @@ class Kubelet {
   bool spawn(Pod& pod, Container& c, const nlohmann::json& spec,
              const std::map<std::string, std::string>& env, const std::string& netns);
   void reap(Pod& pod, Container& c, int status);
+  // Signals the container's process group; in container mode a SIGKILL removes the
+  // container (killing `podman run` alone would leave it running).
+  void kill_container(Container& c, int signal);
+  bool in_containers() const { return !options_.podman.empty(); }
+  // Container mode: plans each container's `podman run` (c.podman_args); false, with the
+  // pod's waiting_* set and its status written, when one cannot run as asked.
+  bool plan_containers(Pod& pod, const nlohmann::json& containers,
+                       const std::vector<std::map<std::string, std::string>>& envs,
+                       const std::map<std::string, std::string>& volume_dirs);
+  // Container mode: the volumes' files get their modes, and with fsGroup that group, as
+  // upstream's SetVolumeOwnership gives them (the container's user reads them).
+  void set_volume_ownership(const Pod& pod, const std::map<std::string, std::string>& volume_dirs);
   void begin_kill(Pod& pod);
   void write_status(Pod& pod);
   void wake();

@@ -15,6 +15,7 @@
 #include "sim/authentication.h"
 #include "sim/cluster.h"
 #include "sim/node_groups.h"
+#include "sim/podman.h"
 
 namespace {
 
@@ -30,7 +31,7 @@ void usage() {
                "                    [--pod-dir DIR] [--authorization rbac|always-allow]\n"
                "                    [--enable-admission-plugins NAME[,NAME...]]\n"
                "                    [--image-entrypoint REPOSITORY=PATH]...\n"
-               "                    [--pod-mount-namespaces] [--kueue]\n"
+               "                    [--pod-mount-namespaces] [--pod-containers] [--kueue]\n"
                "  --token: the admin's bearer token (kubernetes-admin, system:masters)\n"
                "  --user: one more identity; a service account's name\n"
                "    (system:serviceaccount:NS:NAME) gets its groups, everyone\n"
@@ -57,6 +58,10 @@ void usage() {
                "    its service-account token at\n"
                "    /var/run/secrets/kubernetes.io/serviceaccount (root; without it only\n"
                "    paths in command, args and env are mapped)\n"
+               "  --pod-containers: run each container from its image with podman (root),\n"
+               "    as a container runtime would: the image's files and USER, the pod's\n"
+               "    securityContext, volumes mounted at their mountPaths; a pod it cannot\n"
+               "    run as asked waits with the reason in its status (docs/testing.md)\n"
                "  --kueue: run the Kueue stand-in (docs/testing.md, \"Kueue\"): once the\n"
                "    Kueue v1beta2 CRDs are created, labelled Jobs and PyTorchJobs get\n"
                "    Workloads, quota and admission checks as Kueue v0.19.2 gives them\n"
@@ -173,6 +178,13 @@ int main(int argc, char** argv) {
         kueue = true;
       } else if (arg == "--pod-mount-namespaces") {
         kubelet.mount_namespaces = true;
+      } else if (arg == "--pod-containers") {
+        if (geteuid() != 0) {
+          std::cerr << "commgate-sim: --pod-containers runs podman rootful: run as root\n";
+          return 2;
+        }
+        kubelet.podman = default_podman_command();
+        kubelet.podman_run_options = default_podman_run_options();
       } else if (arg == "--authorization") {
         const std::string v = value();
         if (v == "rbac" || v == "RBAC") {

@@ -21,6 +21,15 @@
 // pod is deleted and another replica leads and decides a second job; a webhook pod is
 // deleted and admission still gates a third.
 //
+// With COMMGATE_POD_CONTAINERS=1 (ctest's chart.deploy_in_containers, label images) the
+// same runs with the kubelet's container mode (sim/container_runtime.h): each pod runs in
+// the image an admin would push (`commgate/commgate:test`, scripts/images-from-binaries.sh,
+// the chart's image.tag=test) with podman, as the chart's securityContext says (user
+// 65532, fsGroup, no capabilities, no privilege escalation, read-only root filesystem),
+// its Secret volumes bind-mounted at their mountPaths with the chart's 0440 mode and the
+// pod's fsGroup, its service-account token at the fixed path; the test checks from
+// outside (/proc of the container's process, podman inspect) that they hold.
+//
 // Left as in chart_sim_test.cpp: namespaces are labelled kubernetes.io/metadata.name by
 // the test (kube-apiserver does it; the sim does not). Root only (network and mount
 // namespaces); skipped otherwise. Label netns.
@@ -33,11 +42,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "sim/api_server.h"
 #include "sim/cluster.h"
+#include "sim/podman.h"
 #include "tests/chart/chart_render.h"
 #include "tests/chart/chart_sim_fixture.h"
 #include "tests/support/child_process.h"
@@ -86,8 +97,18 @@ class ChartDeployedOnSim : public ::testing::Test {
     kubectl_ = Kubectl::with_kubeconfig(COMMGATE_KUBECTL, dir_, api_.kubeconfig(), 120s);
     sim::KubeletOptions kubelet;
     kubelet.work_dir = dir_ + "/pods";
-    kubelet.image_entrypoints = {{"commgate/commgate", COMMGATE_BINARY}};
-    kubelet.mount_namespaces = true;
+    if (in_containers_) {
+      const auto podman = sim::run_podman(sim::default_podman_command(),
+                                          {"image", "exists", "commgate/commgate:test"});
+      if (podman.exit_code == 127) GTEST_SKIP() << "podman is not installed";
+      ASSERT_EQ(podman.exit_code, 0)
+          << "commgate/commgate:test is missing (the images.FromBinaries.build fixture makes it)";
+      kubelet.podman = sim::default_podman_command();
+      kubelet.podman_run_options = sim::default_podman_run_options();
+    } else {
+      kubelet.image_entrypoints = {{"commgate/commgate", COMMGATE_BINARY}};
+      kubelet.mount_namespaces = true;
+    }
     sim::point_pods_at(kubelet, api_, options_.users);
     cluster_ = std::make_unique<sim::SimCluster>(api_.store(), kubelet);
     cluster_->start();
@@ -97,7 +118,10 @@ class ChartDeployedOnSim : public ::testing::Test {
       node.address = "198.18.0." + std::to_string(i + 1);
       cluster_->add_node(node);
     }
-    chart_ = render_chart({"--include-crds"});  // the defaults: 2 replicas of each
+    // The defaults: 2 replicas of each (in containers, the test images' tag).
+    chart_ = render_chart(
+        in_containers_ ? std::vector<std::string>{"--include-crds", "--set", "image.tag=test"}
+                       : std::vector<std::string>{"--include-crds"});
     ASSERT_EQ(chart_.exit_code, 0) << chart_.output;
   }
   void TearDown() override {
@@ -172,6 +196,33 @@ class ChartDeployedOnSim : public ::testing::Test {
     return got.code == 0 ? json::parse(got.output) : json::object();
   }
 
+  // Container mode: the container's process as the runtime started it, checked from
+  // outside: its uid and gid, capabilities, no_new_privs, and a read-only root.
+  void expect_restricted_container(const json& pod) {
+    const std::string name = "k8s_" + pod["spec"]["containers"][0].value("name", "") + "_" +
+                             pod["metadata"].value("name", "") + "_commgate-system_" +
+                             pod["metadata"].value("uid", "");
+    const auto podman = sim::default_podman_command();
+    auto inspect = sim::run_podman(
+        podman, {"inspect", "--format", "{{.State.Pid}} {{.HostConfig.ReadonlyRootfs}}", name});
+    ASSERT_EQ(inspect.exit_code, 0) << name << ": " << inspect.output;
+    std::istringstream fields(inspect.output);
+    std::string pid, read_only;
+    fields >> pid >> read_only;
+    EXPECT_EQ(read_only, "true") << name;
+    const std::string status = read_file("/proc/" + pid + "/status");
+    EXPECT_NE(status.find("Uid:\t65532\t65532\t65532\t65532"), std::string::npos) << status;
+    EXPECT_NE(status.find("Gid:\t65532\t65532\t65532\t65532"), std::string::npos) << status;
+    for (const char* set : {"CapEff", "CapPrm", "CapBnd"})
+      EXPECT_NE(status.find(std::string(set) + ":\t0000000000000000"), std::string::npos)
+          << set << "\n"
+          << status;
+    EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
+    EXPECT_NE(status.find("Groups:\t65532"), std::string::npos) << "fsGroup\n" << status;
+  }
+
+  const bool in_containers_ = std::getenv("COMMGATE_POD_CONTAINERS") != nullptr &&
+                              std::string(std::getenv("COMMGATE_POD_CONTAINERS")) == "1";
   std::unique_ptr<Netns> netns_;  // first: removed after everything that runs in it
   sim::ApiServerOptions options_ = chart_sim_options();
   sim::ApiServer api_{options_};
@@ -213,6 +264,8 @@ TEST_F(ChartDeployedOnSim, the_applied_chart_runs_its_webhook_and_operator_as_a_
     }
     EXPECT_EQ(nodes, (std::set<std::string>{"sim-node-0", "sim-node-1"})) << component;
     EXPECT_EQ(ips, (std::set<std::string>{"198.18.0.1", "198.18.0.2"})) << component;
+    if (in_containers_)
+      for (const auto& p : pods) expect_restricted_container(p);
   }
 
   // A researcher's job: the sim calls the webhook through the chart's Service (its
