@@ -172,6 +172,10 @@ ContainerRunPlan podman_run_plan(const json& pod_spec, const json& container,
   if (const std::string dir = str(at(container, "workingDir")); !dir.empty())
     args.push_back("--workdir=" + dir);
   for (const auto& [name, value] : launch.env) args.push_back("--env=" + name + "=" + value);
+  // A hosts file of the kubelet's: podman must not write its own over it.
+  if (std::any_of(launch.mounts.begin(), launch.mounts.end(),
+                  [](const BindMount& m) { return m.container_path == "/etc/hosts"; }))
+    args.emplace_back("--no-hosts");
   for (const auto& m : launch.mounts)
     args.push_back("--mount=type=bind,source=" + m.host_path + ",destination=" + m.container_path +
                    (m.read_only ? ",ro=true" : ""));

@@ -980,6 +980,18 @@ bool Kubelet::plan_containers(Pod& pod, const json& containers,
       read_only_volume[name] = is_api_data_volume(volume);
     }
   pod.planned.clear();
+  const std::string pod_hostname =
+      str(at(pod.spec, "hostname")).empty() ? pod.name : str(pod.spec["hostname"]);
+  std::string names = pod_hostname;
+  if (const std::string subdomain = str(at(pod.spec, "subdomain")); !subdomain.empty())
+    names = pod_hostname + "." + subdomain + "." + pod.ns + ".svc.cluster.local\t" + pod_hostname;
+  const std::string hosts_file = pod.dir + "/etc-hosts";
+  std::ofstream(hosts_file, std::ios::trunc)
+      << "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost "
+         "ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\n"
+         "fe00::2\tip6-allrouters\n"
+      << pod.pod_ip << "\t" << names << "\n";
+  chmod(hosts_file.c_str(), 0644);
   for (std::size_t i = 0; i < containers.size(); ++i) {
     const json& spec = containers[i];
     const std::string name = str(at(spec, "name"));
@@ -998,10 +1010,9 @@ bool Kubelet::plan_containers(Pod& pod, const json& containers,
     launch.name = "k8s_" + name + "_" + pod.name + "_" + pod.ns + "_" + pod.uid;
     launch.image = image;
     launch.netns = pod.netns;
-    launch.hostname =
-        pod.netns == pod.node_netns && !pod.node_netns.empty()
-            ? pod.node  // the node's namespace (hostNetwork): the node's name
-            : (str(at(pod.spec, "hostname")).empty() ? pod.name : str(pod.spec["hostname"]));
+    const bool host_network =
+        at(pod.spec, "hostNetwork").is_boolean() && pod.spec["hostNetwork"].get<bool>();
+    launch.hostname = host_network ? pod.node : pod_hostname;
     launch.pod_label = pod.name + "_" + pod.ns + "(" + pod.uid + ")";
     launch.env = envs[i];
     for (const char* part : {"command", "args"})
@@ -1022,6 +1033,10 @@ bool Kubelet::plan_containers(Pod& pod, const json& containers,
       }
     if (!pod.service_account_dir.empty())
       launch.mounts.push_back({pod.service_account_dir, kServiceAccountMountPath, true});
+    // The kubelet-managed /etc/hosts (upstream's managedHostsFileContent): the pod's own
+    // name at its IP, so that a program that binds to its hostname's address (Gloo's
+    // default device) finds the pod's interface, not a loopback one.
+    launch.mounts.push_back({hosts_file, "/etc/hosts", false});
     std::string termination_path = str(at(spec, "terminationMessagePath"));
     if (termination_path.empty()) termination_path = "/dev/termination-log";
     launch.mounts.push_back({pod.dir + "/termination-log-" + name, termination_path, false});
@@ -1071,8 +1086,9 @@ bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
                  std::string("mount --bind \"$0\" ") + kServiceAccountMountPath + " && exec \"$@\"",
                  pod.service_account_dir});
   const std::size_t program_at = in_containers() ? 0 : argv.size();
-  const std::vector<std::string> command =
-      in_containers() ? std::vector<std::string>{} : container_argv(spec, options_.image_entrypoints);
+  const std::vector<std::string> command = in_containers()
+                                               ? std::vector<std::string>{}
+                                               : container_argv(spec, options_.image_entrypoints);
   for (const auto& a : command) {
     std::string arg = expand_env_refs(a, env);
     for (std::size_t at_pos = arg.find(path); at_pos != std::string::npos;
@@ -1083,7 +1099,8 @@ bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
   c.started_at = now_text();
   const bool has_command = in_containers() || !command.empty();
   std::string workdir = str(at(spec, "workingDir"));
-  if (workdir.empty() || in_containers()) workdir = pod.dir;  // podman's: --workdir is the container's
+  if (workdir.empty() || in_containers())
+    workdir = pod.dir;  // podman's: --workdir is the container's
 
   int err = 0;
   if (!has_command) {

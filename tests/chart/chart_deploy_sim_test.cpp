@@ -40,6 +40,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -116,6 +117,9 @@ class ChartDeployedOnSim : public ::testing::Test {
       sim::NodeSpec node = sim::node_spec("sim-node-" + std::to_string(i));
       node.netns = netns_->node_ns(i);
       node.address = "198.18.0." + std::to_string(i + 1);
+      // In containers, a pool of its own for the probe stage (the examples' pool is
+      // bert-large's, whose 350M-parameter probe would take minutes).
+      if (in_containers_) node.labels["commgate.io/pool"] = kImagesPool;
       cluster_->add_node(node);
     }
     // The defaults: 2 replicas of each (in containers, the test images' tag).
@@ -196,6 +200,7 @@ class ChartDeployedOnSim : public ::testing::Test {
     return got.code == 0 ? json::parse(got.output) : json::object();
   }
 
+  void probe_in_the_probe_image();
   // Container mode: the container's process as the runtime started it, checked from
   // outside: its uid and gid, capabilities, no_new_privs, and a read-only root.
   void expect_restricted_container(const json& pod) {
@@ -221,6 +226,7 @@ class ChartDeployedOnSim : public ::testing::Test {
     EXPECT_NE(status.find("Groups:\t65532"), std::string::npos) << "fsGroup\n" << status;
   }
 
+  static constexpr const char* kImagesPool = "in-images";
   const bool in_containers_ = std::getenv("COMMGATE_POD_CONTAINERS") != nullptr &&
                               std::string(std::getenv("COMMGATE_POD_CONTAINERS")) == "1";
   std::unique_ptr<Netns> netns_;  // first: removed after everything that runs in it
@@ -343,6 +349,57 @@ TEST_F(ChartDeployedOnSim, the_applied_chart_runs_its_webhook_and_operator_as_a_
                                << rollout.output << logs("webhook") << logs("operator");
   }
   EXPECT_EQ(logs("operator").find("forbidden"), std::string::npos) << logs("operator");
+  if (in_containers_) probe_in_the_probe_image();
+}
+
+// The operator's probe Job in the image an admin would push (commgate/commgate-probe:test,
+// restricted as the operator writes it), one rank per node over Gloo between the two
+// containers, its result read from the pods' termination messages: ddp-tiny's pool is
+// measured and the job decided from that measurement.
+void ChartDeployedOnSim::probe_in_the_probe_image() {
+  std::string text = read_file(source_path("examples/jobs/ddp-tiny.yaml"));
+  const std::string from = "commgate.io/pool: cpu-1gbe";
+  text.replace(text.find(from), from.size(), std::string("commgate.io/pool: ") + kImagesPool);
+  std::ofstream(dir_ + "/ddp-tiny.yaml") << text;
+  ASSERT_EQ(apply({labelled_namespace("vision")}, "vision").code, 0);
+  const auto applied = kubectl({"apply", "-f", dir_ + "/ddp-tiny.yaml"});
+  ASSERT_EQ(applied.code, 0) << applied.output;
+  // The probe's pods, as the store saw them (the operator removes its Job once read).
+  std::mutex mu;
+  std::set<std::string> probe_images, succeeded_probe_pods;
+  sim::WatchRequest watch;
+  watch.ns = "commgate-system";
+  watch.from = api_.store().resource_version();
+  watch.deliver = [&](const sim::WatchEvent& e) {
+    const json& labels = e.object["metadata"].value("labels", json::object());
+    if (labels.value("commgate.io/role", "") != "probe") return true;
+    std::lock_guard<std::mutex> lock(mu);
+    probe_images.insert(e.object["spec"]["containers"][0].value("image", ""));
+    if (e.object.value("status", json::object()).value("phase", "") == "Succeeded")
+      succeeded_probe_pods.insert(e.object["metadata"].value("name", ""));
+    return true;
+  };
+  const uint64_t watch_id =
+      api_.store().watch(*api_.store().find_resource("", "v1", "pods"), std::move(watch));
+  json job;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto got = kubectl({"get", "tj", "-n", "vision", "ddp-tiny", "-o", "json"});
+        if (got.code != 0) return false;
+        job = json::parse(got.output);
+        return !job.value("status", json::object())
+                    .value("decision", json::object())
+                    .value("predictions", json::array())
+                    .empty();
+      },
+      240s))
+      << job.dump(2) << logs("operator") << logs("probe");
+  EXPECT_EQ(job["metadata"]["annotations"].value("commgate.io/decision", ""), "Downsize")
+      << job.dump(2);
+  api_.store().unwatch(watch_id);
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(probe_images, (std::set<std::string>{"commgate/commgate-probe:test"}));
+  EXPECT_EQ(succeeded_probe_pods.size(), 2u) << "one rank per node, both Succeeded";
 }
 
 }  // namespace COMMGATE_TEST_UNIT

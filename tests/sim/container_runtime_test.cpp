@@ -215,7 +215,8 @@ TEST(PodmanRunPlan, command_args_env_mounts_and_network_as_a_runtime_gives_them)
   launch.args = {"--port", "8443"};
   launch.env = {{"A", "1"}, {"B", "x=y"}};
   launch.mounts = {{"/pods/p/volumes/tls", "/etc/commgate/tls", true},
-                   {"/pods/p/termination-log-main", "/dev/termination-log", false}};
+                   {"/pods/p/termination-log-main", "/dev/termination-log", false},
+                   {"/pods/p/etc-hosts", "/etc/hosts", false}};
   launch.run_options = {"--ulimit", "nofile=4096:4096"};
   const auto plan = podman_run_plan(pod, container, launch);
   ASSERT_EQ(plan.refusal, "");
@@ -228,6 +229,7 @@ TEST(PodmanRunPlan, command_args_env_mounts_and_network_as_a_runtime_gives_them)
         "--workdir=/work", "--env=A=1", "--env=B=x=y", "nofile=4096:4096",
         "--mount=type=bind,source=/pods/p/volumes/tls,destination=/etc/commgate/tls,ro=true",
         "--mount=type=bind,source=/pods/p/termination-log-main,destination=/dev/termination-log",
+        "--no-hosts",  // the kubelet's /etc/hosts, not podman's
         "--entrypoint=[\"/usr/local/bin/commgate\",\"webhook\"]"})
     EXPECT_TRUE(has(a, arg)) << arg;
   // The image, then the args: nothing of podman's after the image.
@@ -236,10 +238,12 @@ TEST(PodmanRunPlan, command_args_env_mounts_and_network_as_a_runtime_gives_them)
 
   launch.netns = "";
   launch.command.clear();
+  launch.mounts.pop_back();
   const auto host = podman_run_plan(json::object(), container, launch);
   EXPECT_TRUE(has(host.args, "--network=host"));
   EXPECT_EQ(count_prefix(host.args, "--entrypoint"), 0u);  // the image's ENTRYPOINT
   EXPECT_FALSE(has(host.args, "--pid=host"));
+  EXPECT_FALSE(has(host.args, "--no-hosts"));
 }
 
 TEST(VolumeFileModes, an_items_mode_over_the_default_mode_over_0644) {
