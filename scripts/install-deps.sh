@@ -35,6 +35,9 @@ PACKAGES=(
   # from Debian's packages where no registry is reachable (scripts/images-base.sh).
   # Rootful with --network host: no uidmap, slirp4netns or fuse-overlayfs needed.
   podman runc debootstrap
+  # a local registry (the Distribution registry) for the test of docs/install.md's push
+  # commands (tests/images/install_doc_push_test.sh)
+  docker-registry
   # formatting and analysis
   clang-format clang-tidy cppcheck
   # the webhook fuzzer: clang with libFuzzer
