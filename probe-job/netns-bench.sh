@@ -29,43 +29,14 @@ export NETSIM_OWNER_PID=$$
 NETSIM="$PWD/scripts/netsim.sh"
 TMP=$(mktemp -d)
 
-# CPU_PER_NODE (crossval): each node's processes in a cgroup of their own capped at that
-# many CPUs. cgroup_for R prints the cgroup.procs file of node R's group (made on first use;
-# it runs in a subshell, so the groups are found again by name to remove them).
-cgroup_for() {
-  local name="commgate-${NETSIM_PREFIX}-n$1" dir quota
-  quota=$(echo "${CPU_PER_NODE} * 10000 / 1" | bc)  # per 10 ms: a smooth cap for steps of tens of ms
-  if [ -d /sys/fs/cgroup/cpu ] && [ -f /sys/fs/cgroup/cpu/cgroup.procs ]; then   # v1
-    dir="/sys/fs/cgroup/cpu/$name"
-    mkdir -p "$dir"
-    echo 10000 >"$dir/cpu.cfs_period_us"
-    echo "$quota" >"$dir/cpu.cfs_quota_us"
-  else                                                                             # v2
-    dir="/sys/fs/cgroup/$name"
-    mkdir -p "$dir"
-    echo "$quota 10000" >"$dir/cpu.max"
-  fi
-  echo "$dir/cgroup.procs"
-}
-remove_cgroups() {
-  local d
-  for d in /sys/fs/cgroup/cpu/commgate-"${NETSIM_PREFIX}"-n* /sys/fs/cgroup/commgate-"${NETSIM_PREFIX}"-n*; do
-    [ -d "$d" ] && rmdir "$d" 2>/dev/null || true
-  done
-}
-trap '"$NETSIM" down >/dev/null 2>&1 || true; remove_cgroups; rm -rf "$TMP"' EXIT
+trap '"$NETSIM" down >/dev/null 2>&1 || true; rm -rf "$TMP"' EXIT
 
-# on_node R CMD...: CMD in node R's namespace (and, with CPU_PER_NODE, in its CPU cgroup).
+# on_node R CMD...: CMD in node R's namespace (and, with CPU_PER_NODE, capped at that many
+# CPUs: netsim.sh's NETSIM_CPU, a cgroup per node).
 on_node() {
-  local r="$1" procs
+  local r="$1"
   shift
-  if [ -n "${CPU_PER_NODE:-}" ]; then
-    procs=$(cgroup_for "$r")
-    # Joins the cgroup before entering the namespace: `ip netns exec` remounts /sys.
-    sh -c 'echo $$ >"$0" && exec "$@"' "$procs" "$NETSIM" exec "$r" "$@"
-  else
-    "$NETSIM" exec "$r" "$@"
-  fi
+  NETSIM_CPU="${CPU_PER_NODE:-}" "$NETSIM" exec "$r" "$@"
 }
 
 # run RANKS RATE OUT.json ERR.txt [flags...]: one probe per node, rank 0's JSON to OUT.

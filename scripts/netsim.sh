@@ -11,7 +11,9 @@
 # leaves through the node's shaped eth0.
 #
 #   netsim.sh up N RATE [DELAY]    e.g. up 2 1gbit, up 4 200mbit 1ms
-#   netsim.sh exec I CMD...        run CMD in node I's namespace
+#   netsim.sh exec I CMD...        run CMD in node I's namespace (NETSIM_CPU=C: and in
+#                                  node I's CPU cgroup, capped at C CPUs as a node of C
+#                                  cores would be; every process of node I shares the cap)
 #   netsim.sh addr I               print node I's address
 #   netsim.sh podcidr I            print node I's podCIDR
 #   netsim.sh down                 remove everything this prefix created
@@ -84,6 +86,29 @@ down_prefix() {
     [[ "$ns" =~ /${p}-n[0-9]+(-p[0-9]+)?$ ]] && rm -rf "$ns"
   done
   rm -f "$STATE_DIR/$p.owner"
+  for ns in /sys/fs/cgroup/cpu/commgate-"${p}"-n* /sys/fs/cgroup/commgate-"${p}"-n*; do
+    [ -d "$ns" ] && rmdir "$ns" 2>/dev/null || true
+  done
+}
+
+# Node I's CPU cgroup (v1 cpu controller, else v2), capped at NETSIM_CPU CPUs per 10 ms
+# period (a smooth cap for steps of tens of ms); prints its cgroup.procs file.
+node_cgroup() {
+  local name="commgate-${PREFIX}-n$1" dir quota
+  [[ "$NETSIM_CPU" =~ ^[0-9]*\.?[0-9]+$ ]] || die "NETSIM_CPU must be a number of CPUs, got '$NETSIM_CPU'"
+  quota=$(awk -v c="$NETSIM_CPU" 'BEGIN { printf "%d", c * 10000 }')
+  [ "$quota" -ge 1000 ] || die "NETSIM_CPU must be at least 0.1, got '$NETSIM_CPU'"
+  if [ -f /sys/fs/cgroup/cpu/cgroup.procs ]; then
+    dir="/sys/fs/cgroup/cpu/$name"
+    mkdir -p "$dir"
+    echo 10000 >"$dir/cpu.cfs_period_us"
+    echo "$quota" >"$dir/cpu.cfs_quota_us"
+  else
+    dir="/sys/fs/cgroup/$name"
+    mkdir -p "$dir"
+    echo "$quota 10000" >"$dir/cpu.max"
+  fi
+  echo "$dir/cgroup.procs"
 }
 
 # /etc/netns/NS/hosts, which `ip netns exec` mounts over /etc/hosts: this machine's
@@ -166,6 +191,8 @@ case "$cmd" in
   exec)
     [ $# -ge 2 ] || die "usage: netsim.sh exec I CMD..."
     i="$1"; shift
+    # The cgroup first: `ip netns exec` remounts /sys.
+    if [ -n "${NETSIM_CPU:-}" ]; then echo $$ >"$(node_cgroup "$i")"; fi
     exec ip netns exec "$(node_ns "$i")" "$@" ;;
   addr) [ $# -eq 1 ] || die "usage: netsim.sh addr I"; node_addr "$1" ;;
   podcidr) [ $# -eq 1 ] || die "usage: netsim.sh podcidr I"; node_pod_cidr "$1" ;;

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Real PyTorch DDP training of an MLP, timed as commgate predicts it (issue #22).
+
+The truth the validation holds commgate's predictions to: torch.nn.parallel.
+DistributedDataParallel with its defaults (Gloo, bucket_cap_mb 25), one thread per rank,
+stepping an MLP with the given optimizer. Each timed step is forward, backward (DDP's
+bucketed all-reduces overlap it; backward returns once they are done) and the optimizer's
+step. The compute-only baseline is the same step under `no_sync()` (no all-reduce),
+interleaved with the communicating steps so that both see the same machine load: the
+exposed communication is the difference, and its share of the step is what commgate's
+policy limits.
+
+  ddp_mlp.py --params 5M --batch 32 --optimizer sgd            (rank: MASTER_ADDR, MASTER_PORT,
+                                                                RANK, WORLD_SIZE from the env)
+  ddp_mlp.py --params 5M --batch 32 --save-torchscript m.pt    the same model for the probe
+                                                                (prints the input shape)
+Rank 0 prints one JSON object on stdout.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+DEPTH = 4  # Linear layers of width x width: the parameters are almost all in them
+
+
+def quantity(text):
+    units = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def make_model(params):
+    width = max(8, int(round((params / DEPTH) ** 0.5)))
+    layers = []
+    for i in range(DEPTH):
+        layers.append(torch.nn.Linear(width, width))
+        if i + 1 < DEPTH:
+            layers.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*layers), width
+
+
+def make_optimizer(name, parameters):
+    if name == "sgd":
+        return torch.optim.SGD(parameters, lr=1e-3)
+    if name == "sgd-momentum":
+        return torch.optim.SGD(parameters, lr=1e-3, momentum=0.9)
+    if name == "adamw":
+        return torch.optim.AdamW(parameters, lr=1e-3)
+    if name == "adam":
+        return torch.optim.Adam(parameters, lr=1e-3)
+    raise SystemExit(f"ddp_mlp.py: --optimizer {name}: sgd, sgd-momentum, adam or adamw")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--params", default="5M")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--optimizer", default="sgd")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--iters", type=int, default=10, help="timed pairs of steps")
+    parser.add_argument("--save-torchscript")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model, width = make_model(quantity(args.params))
+    parameters = sum(p.numel() for p in model.parameters())
+    if args.save_torchscript:
+        torch.jit.script(model).save(args.save_torchscript)
+        print(json.dumps({"parameters": parameters, "inputShape": [args.batch, width]}))
+        return
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    ddp = DistributedDataParallel(model)  # DDP's defaults: bucket_cap_mb 25
+    optimizer = make_optimizer(args.optimizer, ddp.parameters())
+    x = torch.randn(args.batch, width)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = ddp(x).square().mean()
+        loss.backward()
+        optimizer.step()
+
+    def timed(sync):
+        dist.barrier()  # every rank starts the step together, as in training
+        start = time.perf_counter()
+        if sync:
+            step()
+        else:
+            with ddp.no_sync():
+                step()
+        return (time.perf_counter() - start) * 1000
+
+    for _ in range(args.warmup):
+        timed(True)
+        timed(False)
+    with_comm, compute_only = [], []
+    for _ in range(args.iters):
+        with_comm.append(timed(True))
+        compute_only.append(timed(False))
+    step_ms = statistics.median(with_comm)
+    compute_ms = statistics.median(compute_only)
+    if rank == 0:
+        print(json.dumps({
+            "nodes": world,
+            "parameters": parameters,
+            "batch": args.batch,
+            "optimizer": args.optimizer,
+            "stepMs": step_ms,
+            "computeMs": compute_ms,
+            "exposedCommMs": max(0.0, step_ms - compute_ms),
+            "commShare": max(0.0, step_ms - compute_ms) / step_ms,
+            "stepsMs": with_comm,
+            "computeStepsMs": compute_only,
+        }))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
