@@ -22,6 +22,10 @@ const char* to_string(InsufficientNodesAction a) {
   return name_of(kInsufficientNodesActions, a);
 }
 
+const char* to_string(WithoutModelAction a) {
+  return name_of(kWithoutModelActions, a);
+}
+
 const char* to_string(UnmanagedWorkloads a) {
   return name_of(kUnmanagedWorkloadsActions, a);
 }
@@ -70,6 +74,15 @@ CommPolicy parse_comm_policy(const nlohmann::json& doc) {
   s.on_insufficient_nodes =
       spec.enumeration("onInsufficientNodes", P::kOptional, kInsufficientNodesActions)
           .value_or(s.on_insufficient_nodes);
+
+  auto check = spec.object("admissionCheck");
+  AdmissionCheckSettings& ac = s.admission_check;
+  ac.max_pending_seconds = static_cast<int>(
+      check.integer("maxPendingSeconds", P::kOptional, kMinMaxPendingSeconds, kMaxMaxPendingSeconds)
+          .value_or(ac.max_pending_seconds));
+  ac.without_model = check.enumeration("withoutModel", P::kOptional, kWithoutModelActions)
+                         .value_or(ac.without_model);
+  check.reject_unknown_fields();
 
   auto probe = spec.object("probe");
   ProbeSettings& ps = s.probe;
@@ -149,6 +162,9 @@ nlohmann::json to_json(const CommPolicy& p) {
                          {"maxExtrapolation", s.max_extrapolation},
                          {"unmanagedWorkloads", to_string(s.unmanaged_workloads)},
                          {"onInsufficientNodes", to_string(s.on_insufficient_nodes)},
+                         {"admissionCheck",
+                          {{"maxPendingSeconds", s.admission_check.max_pending_seconds},
+                           {"withoutModel", to_string(s.admission_check.without_model)}}},
                          {"probe",
                           {{"sizes",
                             {{"min", format_byte_quantity(s.probe.min_bytes)},

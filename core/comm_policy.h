@@ -27,6 +27,12 @@ enum class UnmanagedWorkloads { kAllow, kWarn, kDeny };
 // the pool has the nodes; deny: refused; ignore: not checked (a pool that a cluster
 // autoscaler grows from pending pods, which a gated job never creates).
 enum class InsufficientNodesAction { kGate, kDeny, kIgnore };
+// spec.admissionCheck.withoutModel: what commgate's Kueue admission check
+// (operator/kueue_check_reconciler.h) writes for a job that names no model (no
+// commgate.io/parameters annotation): Ready (not checked, the message saying how to opt in)
+// or Rejected (Kueue deactivates the Workload; the message names the annotations to add).
+// Named as the check states they write.
+enum class WithoutModelAction { kReady, kRejected };
 
 // The names spec.enforcementAction and spec.onMissingMeasurement take: the parser reads
 // and to_string prints from these tables, and the CRD's enums must list the same names.
@@ -54,7 +60,13 @@ inline constexpr std::array<EnumName<InsufficientNodesAction>, 3> kInsufficientN
     {InsufficientNodesAction::kIgnore, "ignore"},
 }};
 
+inline constexpr std::array<EnumName<WithoutModelAction>, 2> kWithoutModelActions = {{
+    {WithoutModelAction::kReady, "Ready"},
+    {WithoutModelAction::kRejected, "Rejected"},
+}};
+
 const char* to_string(EnforcementAction a);
+const char* to_string(WithoutModelAction a);
 const char* to_string(InsufficientNodesAction a);
 const char* to_string(UnmanagedWorkloads a);
 const char* to_string(MissingMeasurementAction a);
@@ -90,6 +102,24 @@ struct RetryStrategy {
   int backoff_max_seconds = 600;
 };
 
+// spec.admissionCheck.maxPendingSeconds: its default and bounds. The default is six times
+// the base probe timeout (core/probe_timeout.h, 300 s): room for a probe that waits for its
+// pods, runs and is retried once, as the default retryStrategy backs off.
+inline constexpr int kDefaultMaxPendingSeconds = 1800;
+inline constexpr int kMinMaxPendingSeconds = 60;
+inline constexpr int kMaxMaxPendingSeconds = 86400;
+
+// spec.admissionCheck: how commgate's Kueue admission check treats the Workloads it holds to
+// this policy (issue #23; docs/kueue.md). The TrainingJob path reads none of it.
+struct AdmissionCheckSettings {
+  // The longest a Workload's check entry stays Pending, holding its quota, while the pool's
+  // probe is needed or running; past it the check writes Retry (Kueue evicts the Workload,
+  // releases the quota and requeues it after the retryStrategy backoff). Kueue has no
+  // timeout on Pending of its own.
+  int max_pending_seconds = kDefaultMaxPendingSeconds;
+  WithoutModelAction without_model = WithoutModelAction::kReady;
+};
+
 // spec.maxExtrapolation when absent: decide node counts up to 4x the probed count.
 inline constexpr int kDefaultMaxExtrapolation = 4;
 
@@ -113,6 +143,7 @@ struct CommPolicySpec {
   // warn: admitted with the warning a refusal would give (to roll the gate out).
   UnmanagedWorkloads unmanaged_workloads = UnmanagedWorkloads::kAllow;
   InsufficientNodesAction on_insufficient_nodes = InsufficientNodesAction::kGate;
+  AdmissionCheckSettings admission_check;
 };
 
 struct CommPolicy {

@@ -6,6 +6,7 @@
 #include "core/comm_profile.h"
 #include "core/field_errors.h"
 #include "core/job_decision.h"
+#include "core/policy_selection.h"
 #include "kube/api_error.h"
 #include "operator/conditions.h"
 #include "operator/decision_status.h"
@@ -16,6 +17,7 @@
 #include "operator/object_fields.h"
 #include "operator/object_paths.h"
 #include "operator/probe_history.h"
+#include "operator/probe_retry.h"
 
 namespace commgate::op::kueue {
 
@@ -90,6 +92,15 @@ std::string check_pool_selector_text(const json& profile) {
   const auto selector =
       check_string_map(profile.value(json::json_pointer("/spec/nodeSelector"), json()));
   return selector.empty() ? "" : " (nodeSelector " + format_node_selector(selector) + ")";
+}
+
+// When Kueue last reserved the Workload's quota: its QuotaReserved condition's
+// lastTransitionTime while True (nullopt otherwise).
+std::optional<TimePoint> check_quota_reserved_at(const json& object) {
+  const json conditions = object.value(json::json_pointer("/status/conditions"), json::array());
+  const json* reserved = find_condition(conditions, "QuotaReserved");
+  if (!reserved || reserved->value("status", "") != kTrue) return std::nullopt;
+  return parse_rfc3339(reserved->value("lastTransitionTime", ""));
 }
 
 // What one reconcile reads before it decides: the Workload, our checks, and what the
@@ -225,13 +236,14 @@ WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
                       std::to_string(wl.admitted_count(shape.pod_sets[i]));
   // Two checks of ours holding the Workload to two policies decide apart.
   out.record_key += "|policy=" + policy_ref;
+  TrainingJob& job = out.job;
+  job.metadata = wl.metadata;
+  job.spec.policy_ref = policy_ref;
   if (model.kind == ModelFromAnnotations::Kind::kNone) {
     out.kind = WorkloadRequest::Kind::kNoModel;
     return out;
   }
   const PodSet& first = *wl.pod_set(shape.pod_sets.front());
-  TrainingJob& job = out.job;
-  job.metadata = wl.metadata;
   job.spec.num_nodes = static_cast<int>(std::clamp<int64_t>(shape.nodes, 1, kMaxNodes));
   job.spec.min_nodes = job.spec.num_nodes;  // a Workload is admitted at its count or not
   job.spec.min_nodes_field = "the Workload's node count";
@@ -243,7 +255,6 @@ WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
     job.spec.template_accelerators["nvidia.com/gpu"] =
         static_cast<double>(shape.gpus_per_pod * std::max<int64_t>(1, shape.pods_per_node));
   job.spec.model = model.model;
-  job.spec.policy_ref = policy_ref;
   out.kind = WorkloadRequest::Kind::kRequest;
   return out;
 }
@@ -266,15 +277,17 @@ CheckOutcome check_outcome(const JobDecision& jd, const json* profile, TimePoint
     case commgate::Action::kGate:
       break;
   }
-  if (!is_measurement_gate(d.reason) || profile == nullptr)
-    return {.kind = Kind::kProbePending, .message = d.message};
+  if (!is_measurement_gate(d.reason)) return {.kind = Kind::kProbePending, .message = d.message};
+  if (profile == nullptr)
+    return {.kind = Kind::kProbePending, .message = d.message, .pool = jd.profile_name};
   const json conditions = profile->value(json::json_pointer("/status/conditions"), json::array());
   const json* probing = find_condition(conditions, kProbingCondition);
   const std::string probing_message = probing ? probing->value("message", "") : "";
   if (probing && probing->value("status", "") == kTrue)
     return {.kind = Kind::kProbePending,
             .message = "waiting for the measurement of pool " + jd.profile_name +
-                       check_pool_selector_text(*profile) + ": " + probing_message};
+                       check_pool_selector_text(*profile) + ": " + probing_message,
+            .pool = jd.profile_name};
   const ProbeHistory history = probe_history_of(*profile);
   const int attempts = jd.policy->spec.retry_strategy.backoff_limit_count + 1;
   const bool exhausted = history.failed_attempts >= attempts;
@@ -289,7 +302,35 @@ CheckOutcome check_outcome(const JobDecision& jd, const json* profile, TimePoint
             .retry_after = std::max(wait, std::chrono::seconds(1))};
   }
   return {.kind = Kind::kProbePending,
-          .message = d.message + (probing_message.empty() ? "" : " " + probing_message)};
+          .message = d.message + (probing_message.empty() ? "" : " " + probing_message),
+          .pool = jd.profile_name};
+}
+
+CheckOutcome no_model_outcome(const std::optional<CommPolicy>& policy,
+                              const std::string& policy_error) {
+  using Kind = CheckOutcome::Kind;
+  if (!policy)
+    return {.kind = Kind::kProbePending,
+            .message = "no CommPolicy to check the workload against: " + policy_error};
+  if (policy->spec.admission_check.without_model == WithoutModelAction::kReady)
+    return {.kind = Kind::kNoModel, .message = ""};
+  return {.kind = Kind::kNoModelRejected,
+          .message = "commgate rejected this job: it names no model, and " +
+                     policy_label(policy->metadata.name) +
+                     " asks every job it checks to name one (spec.admissionCheck.withoutModel: "
+                     "Rejected). Annotate the job with commgate.io/parameters (the gradient "
+                     "element count, e.g. 350M) and optionally commgate.io/gradient-dtype, "
+                     "commgate.io/batch-size and commgate.io/optimizer, then submit it again: "
+                     "Kueue has deactivated this workload, so delete the job and create it "
+                     "with the annotations."};
+}
+
+PendingBound pending_bound(const CommPolicy& policy, const AdmissionCheckState& current) {
+  return {
+      .max_pending = std::chrono::seconds(policy.spec.admission_check.max_pending_seconds),
+      .retry_after = probe_retry_delay(policy.spec.retry_strategy,
+                                       static_cast<int>(current.retry_count.value_or(0)) + 1),
+      .set_by = "spec.admissionCheck.maxPendingSeconds of " + policy_label(policy.metadata.name)};
 }
 
 namespace {
@@ -349,6 +390,8 @@ struct KueueCheckReconciler::Context {
   std::shared_ptr<const Snapshot> snapshot;
   CheckInputs in;
   std::string check;  // the entry being decided
+  // The least time left to a bounded Pending wait among the entries decided (nullopt: none).
+  std::optional<std::chrono::nanoseconds> wait_left;
 };
 
 KueueCheckReconciler::KueueCheckReconciler(
@@ -405,8 +448,15 @@ kube::ReconcileResult KueueCheckReconciler::reconcile(const std::string& key) {
       write(ctx, check, outcome);
     }
     // The pool's CommProfile changing will bring the Workload back (the watch is the
-    // wiring's); until then a Workload waiting for its pool looks again.
-    if (waiting) return kube::Action::requeue_after(kCheckPendingPoll);
+    // wiring's); until then a Workload waiting for its pool looks again, and a bounded
+    // wait when its bound ends, not up to a poll later.
+    if (waiting) {
+      kube::Clock::duration again = kCheckPendingPoll;
+      if (ctx.wait_left)
+        again = std::min(again, kube::Clock::duration(
+                                    std::chrono::ceil<std::chrono::milliseconds>(*ctx.wait_left)));
+      return kube::Action::requeue_after(again);
+    }
     if (bad_annotations) return kube::Action::requeue_after(kCheckBadAnnotationsPoll);
     return kube::Action::await_change();
   } catch (const kube::ApiError& e) {
@@ -424,8 +474,11 @@ CheckOutcome KueueCheckReconciler::decide(Context& ctx) {
     case WorkloadRequest::Kind::kInvalid:
       return {.kind = Kind::kBadAnnotations,
               .message = "commgate cannot check this workload: " + request.message};
-    case WorkloadRequest::Kind::kNoModel:
-      return {.kind = Kind::kNoModel, .message = ""};
+    case WorkloadRequest::Kind::kNoModel: {
+      std::string error;
+      const auto policy = select_policy(request.job, *ctx.snapshot, &error);
+      return no_model_outcome(policy, error);
+    }
     case WorkloadRequest::Kind::kRequest:
       break;
   }
@@ -434,7 +487,16 @@ CheckOutcome KueueCheckReconciler::decide(Context& ctx) {
   const auto profile = detail::get_or_null(reader_, detail::profile_path(jd.profile_name));
   const CheckOutcome outcome = check_outcome(jd, profile ? &*profile : nullptr, ctx.now);
   records_.remember(request.record_key, outcome);
-  return outcome;
+  if (!jd.policy) return outcome;
+  // Kueue has no timeout on Pending: the policy bounds the wait for the probe.
+  AdmissionCheckState current;
+  if (const AdmissionCheckState* entry = ctx.in.workload.check(ctx.check)) current = *entry;
+  const BoundedOutcome bounded = bound_pending_wait(
+      outcome, pending_wait_since(current, check_quota_reserved_at(ctx.in.object)),
+      pending_bound(*jd.policy, current), ctx.now);
+  if (bounded.wait_left)
+    ctx.wait_left = std::min(ctx.wait_left.value_or(*bounded.wait_left), *bounded.wait_left);
+  return bounded.outcome;
 }
 
 void KueueCheckReconciler::write(Context& ctx, const std::string& check,

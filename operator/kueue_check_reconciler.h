@@ -31,9 +31,14 @@
 // restarted operator has none, and decides again from the pool's CommProfile (no second
 // probe while the measurement is within the policy's measurementTTL).
 //
-// Not bounded in time: a Pending entry waits as long as the pool's probe does (its own timeout
-// and retries end in a failure, hence Retry); the CommPolicy has no field bounding the
-// wait of a Pending check yet.
+// The wait is bounded: a Pending entry waiting for the pool's probe (needed or running)
+// longer than the policy's spec.admissionCheck.maxPendingSeconds, counted from the later of
+// its lastTransitionTime and the quota's reservation, becomes Retry (requeueAfterSeconds:
+// the policy's retryStrategy backoff at Kueue's retryCount + 1), never on an admitted
+// Workload; a Workload within the bound is looked at again when it ends (or at the poll,
+// if sooner). Other Pending entries (bad annotations, a job larger than its pool, no
+// policy) wait for what their message names, unbounded. A job without model annotations
+// is Ready or Rejected as the policy's spec.admissionCheck.withoutModel says.
 //
 // Shortcuts of this first part: topology-aware hostnames are not probed on their own (the
 // pool is the flavor's); when pods ask for fewer GPUs than a node has, the node size is
@@ -75,13 +80,14 @@ std::optional<std::string> owner_job_path(const std::string& ns, const OwnerRefe
 struct WorkloadRequest {
   enum class Kind {
     kRequest,  // `job` holds it
-    kNoModel,  // the owner job has no model annotation: the policy says (Ready, for now)
+    kNoModel,  // the owner job has no model annotation: the policy says (no_model_outcome)
     kInvalid,  // `message` says what is wrong, with field paths
   };
   Kind kind = Kind::kInvalid;
-  // metadata: the Workload's namespace, name, uid and creation time; spec: numNodes (and
+  // metadata: the Workload's namespace, name, uid and creation time; spec.policyRef (also
+  // for kNoModel, to select the policy); for kRequest also spec: numNodes (and
   // minNodes: a Workload is not resized), numProcPerNode, nodeSelector, tolerations, model,
-  // policyRef, suspend true.
+  // suspend true.
   TrainingJob job;
   // The decision record's key: the owner job's uid, the training pod sets' counts and the
   // policy reference.
@@ -101,7 +107,21 @@ WorkloadRequest workload_request(const Workload& workload, const nlohmann::json*
 // pool's measurement, from `profile`, the pool's CommProfile as read (null: none yet):
 // Pending while its probe runs or is due, Retry (requeueAfterSeconds: the pool's backoff)
 // while the pool waits out a failed probe's backoff or has none left.
+// Its pool (CheckOutcome::pool) is set on a Pending that waits for the pool's probe, which
+// the policy's maxPendingSeconds bounds (pending_bound).
 CheckOutcome check_outcome(const JobDecision& jd, const nlohmann::json* profile, TimePoint now);
+
+// The outcome for a job that names no model under `policy` (nullopt: none applies, as
+// `policy_error` says: Pending): its spec.admissionCheck.withoutModel, Ready (the message
+// saying how to opt in) or Rejected (naming the annotations to add, the policy that asks
+// for them and how to resubmit).
+CheckOutcome no_model_outcome(const std::optional<CommPolicy>& policy,
+                              const std::string& policy_error);
+
+// The bound `policy` puts on the Pending wait of our entry `current`: maxPendingSeconds, and
+// the Retry's delay from its retryStrategy (probe_retry_delay at Kueue's retryCount + 1:
+// each requeue of the same Workload waits twice as long, up to backoffMaxSeconds).
+PendingBound pending_bound(const CommPolicy& policy, const AdmissionCheckState& current);
 
 // The decision records (the header says why in memory): the Ready and Rejected outcomes
 // by WorkloadRequest::record_key. Shared by the reconcile, which writes them, and the

@@ -28,6 +28,7 @@ CheckState check_state_for(Kind kind) {
     case Kind::kNoModel:
       return CheckState::kReady;
     case Kind::kOverPolicy:
+    case Kind::kNoModelRejected:
       return CheckState::kRejected;
   }
   return CheckState::kPending;
@@ -50,6 +51,32 @@ std::string check_message(const CheckOutcome& outcome, bool held_back) {
 }
 
 }  // namespace
+
+std::optional<TimePoint> pending_wait_since(const AdmissionCheckState& current,
+                                            std::optional<TimePoint> quota_reserved_at) {
+  if (current.state != CheckState::kPending || !current.last_transition_time) return std::nullopt;
+  return std::max(*current.last_transition_time, quota_reserved_at.value_or(TimePoint{}));
+}
+
+BoundedOutcome bound_pending_wait(const CheckOutcome& outcome, std::optional<TimePoint> since,
+                                  const PendingBound& bound, TimePoint now) {
+  if (outcome.kind != Kind::kProbePending || outcome.pool.empty() || !since)
+    return {.outcome = outcome};
+  const auto waited = now - *since;
+  if (waited < bound.max_pending)
+    return {.outcome = outcome, .wait_left = bound.max_pending - waited};
+  // Whole minutes (the bound is at least one): the message of a Retry held back on an
+  // admitted Workload changes once a minute, not at each look.
+  const auto minutes = std::chrono::floor<std::chrono::minutes>(waited);
+  CheckOutcome out = outcome;
+  out.kind = Kind::kProbeFailed;
+  out.retry_after = bound.retry_after;
+  out.message = "commgate waited " + format_duration(minutes) + " for the measurement of pool " +
+                outcome.pool + ", longer than " + format_duration(bound.max_pending) + " (" +
+                bound.set_by + "), and releases the workload's quota until it is queued again" +
+                (outcome.message.empty() ? "." : ". Waiting for: " + outcome.message);
+  return {.outcome = std::move(out)};
+}
 
 AdmissionCheckState next_check_state(const AdmissionCheckState& current,
                                      const CheckOutcome& outcome, bool admitted, TimePoint now) {

@@ -5,7 +5,8 @@
 // What each state makes Kueue do (the reason for each mapping below):
 //   Pending   Kueue waits, holding the quota (the probe runs on it); a Pending entry's
 //             message becomes an Event on the job. Kueue has no timeout on Pending: the
-//             caller bounds the wait and reports kProbeFailed when it is over.
+//             wait for a probe is bounded (bound_pending_wait below, CommPolicy
+//             spec.admissionCheck.maxPendingSeconds) and ends in kProbeFailed, hence Retry.
 //   Retry     Kueue evicts the Workload, releases its quota, resets every check to Pending
 //             and increments retryCount; requeueAfterSeconds delays the requeue (counted
 //             from lastTransitionTime). On an admitted Workload that evicts a running job:
@@ -63,12 +64,13 @@ inline constexpr size_t kMaxCheckMessageBytes = 32768;
 // numbers, the probe's progress, the annotation at fault).
 struct CheckOutcome {
   enum class Kind {
-    kProbePending,    // the pool's probe is needed or running          -> Pending
-    kProbeFailed,     // it failed, or the wait for it is over          -> Retry
-    kWithinPolicy,    // the predicted share meets the policy           -> Ready
-    kOverPolicy,      // it does not at the requested count             -> Rejected
-    kBadAnnotations,  // the model annotations do not parse             -> Pending
-    kNoModel,         // the job names no model, and the policy admits  -> Ready
+    kProbePending,     // the pool's probe is needed or running          -> Pending
+    kProbeFailed,      // it failed, or the wait for it is over          -> Retry
+    kWithinPolicy,     // the predicted share meets the policy           -> Ready
+    kOverPolicy,       // it does not at the requested count             -> Rejected
+    kBadAnnotations,   // the model annotations do not parse             -> Pending
+    kNoModel,          // the job names no model, and the policy admits  -> Ready
+    kNoModelRejected,  // the job names no model, and the policy asks for one -> Rejected
   };
   Kind kind = Kind::kProbePending;
   std::string message;
@@ -77,7 +79,42 @@ struct CheckOutcome {
   // kOverPolicy: the largest node count that passes (0: none does). Said in the message
   // when the caller's message does not already say it.
   int64_t largest_passing_nodes = 0;
+  // kProbePending: the pool whose probe the Workload waits for; "" when it waits for
+  // something else (a policy to apply, the pool's nodes), which bound_pending_wait leaves.
+  std::string pool{};
 };
+
+// The bound on a Pending wait for a probe: CommPolicy spec.admissionCheck.maxPendingSeconds.
+struct PendingBound {
+  std::chrono::seconds max_pending{0};
+  std::chrono::seconds retry_after{0};  // the Retry's requeueAfterSeconds
+  // The field that set it, for the message: "spec.admissionCheck.maxPendingSeconds of
+  // CommPolicy team".
+  std::string set_by;
+};
+
+// When our entry's wait began: the later of its lastTransitionTime (kept while it stays
+// Pending) and `quota_reserved_at` (the Workload's QuotaReserved condition): Kueue's reset
+// to Pending after an eviction, and the entry it adds to a new Workload, date from before
+// the Workload queued for its quota, and only the time it holds quota counts. nullopt when
+// the entry is not Pending or has no time.
+std::optional<TimePoint> pending_wait_since(const AdmissionCheckState& current,
+                                            std::optional<TimePoint> quota_reserved_at);
+
+struct BoundedOutcome {
+  CheckOutcome outcome;
+  // How long the wait may still last (> 0); nullopt when it is not bounded or is over.
+  std::optional<std::chrono::nanoseconds> wait_left = std::nullopt;
+};
+
+// `outcome` with the wait bounded: a kProbePending for a pool (outcome.pool set) whose wait
+// began at `since` at least bound.max_pending before `now` becomes kProbeFailed (Retry after
+// bound.retry_after), its message saying how long it waited (whole minutes), for which
+// pool, the probe's progress (the Pending message) and the field that set the bound; one
+// still within the bound is returned with the time left. Anything else as it is. On an
+// admitted Workload next_check_state still holds the Retry back.
+BoundedOutcome bound_pending_wait(const CheckOutcome& outcome, std::optional<TimePoint> since,
+                                  const PendingBound& bound, TimePoint now);
 
 // Our entry after `outcome`, from `current` (our entry as read; a Workload may have been
 // given it by Kueue without a time). The state as the table above; on an `admitted`

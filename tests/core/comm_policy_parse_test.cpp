@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/comm_policy.h"
+#include "core/probe_timeout.h"
 #include "core/yaml_json.h"
 
 namespace commgate {
@@ -113,6 +114,21 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"null_match_expression", "/spec/namespaceSelector",
              Json{{"matchExpressions", Json::array({nullptr})}},
              "spec.namespaceSelector.matchExpressions[0]", "must be an object, got null"},
+        Case{"max_pending_below_a_minute", "/spec/admissionCheck", Json{{"maxPendingSeconds", 59}},
+             "spec.admissionCheck.maxPendingSeconds", "must be >= 60, got 59"},
+        Case{"max_pending_above_a_day", "/spec/admissionCheck", Json{{"maxPendingSeconds", 86401}},
+             "spec.admissionCheck.maxPendingSeconds", "must be <= 86400, got 86401"},
+        Case{"max_pending_as_a_duration", "/spec/admissionCheck",
+             Json{{"maxPendingSeconds", "30m"}}, "spec.admissionCheck.maxPendingSeconds",
+             "must be an integer"},
+        Case{"without_model_lower_case", "/spec/admissionCheck", Json{{"withoutModel", "ready"}},
+             "spec.admissionCheck.withoutModel",
+             "must be one of Ready, Rejected, got \"ready\" (did you mean \"Ready\"?)"},
+        Case{"admission_check_not_an_object", "/spec/admissionCheck", "Rejected",
+             "spec.admissionCheck", "must be an object"},
+        Case{"admission_check_unknown_field", "/spec/admissionCheck",
+             Json{{"maxPendingSecond", 600}}, "spec.admissionCheck.maxPendingSecond",
+             "unknown field (did you mean \"maxPendingSeconds\"?)"},
         Case{"creation_timestamp_february_30", "/metadata/creationTimestamp",
              "2026-02-30T00:00:00Z", "metadata.creationTimestamp", "must be an RFC 3339 time"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
@@ -129,6 +145,22 @@ TEST(CommPolicyParsing, applies_defaults) {
   EXPECT_TRUE(p.spec.namespace_selector.empty());
   EXPECT_EQ(p.spec.max_extrapolation, 4);
   EXPECT_EQ(p.spec.max_extrapolation, default_comm_policy().spec.max_extrapolation);
+  EXPECT_EQ(p.spec.admission_check.max_pending_seconds, 1800);
+  EXPECT_EQ(p.spec.admission_check.without_model, WithoutModelAction::kReady);
+}
+
+// The default bound on a Pending check outlasts a probe of the default timeout's size, with
+// margin for the probe's pods to schedule and one retry.
+TEST(CommPolicyParsing, default_pending_bound_outlasts_the_base_probe_timeout) {
+  EXPECT_GE(kDefaultMaxPendingSeconds, 4 * kBaseProbeTimeoutSeconds);
+}
+
+TEST(CommPolicyParsing, max_pending_seconds_takes_each_bound) {
+  for (int seconds : {60, 600, 86400}) {
+    Json doc = minimal_policy();
+    doc["spec"]["admissionCheck"] = {{"maxPendingSeconds", seconds}};
+    EXPECT_EQ(parse_comm_policy(doc).spec.admission_check.max_pending_seconds, seconds);
+  }
 }
 
 // One table per enum: every member parses to itself and prints its own name.
@@ -143,6 +175,12 @@ TEST(CommPolicyParsing, enum_names_parse_and_print_from_one_table) {
     Json doc = minimal_policy();
     doc["spec"]["onMissingMeasurement"] = name;
     EXPECT_EQ(parse_comm_policy(doc).spec.on_missing_measurement, action) << name;
+    EXPECT_STREQ(to_string(action), name);
+  }
+  for (const auto& [action, name] : kWithoutModelActions) {
+    Json doc = minimal_policy();
+    doc["spec"]["admissionCheck"] = {{"withoutModel", name}};
+    EXPECT_EQ(parse_comm_policy(doc).spec.admission_check.without_model, action) << name;
     EXPECT_STREQ(to_string(action), name);
   }
 }
@@ -165,12 +203,15 @@ spec:
   exemptions: {users: [alice], groups: [admins], serviceAccounts: [bench/nightly]}
   retryStrategy: {backoffLimitCount: 5, backoffBaseSeconds: 10, backoffMaxSeconds: 300}
   maxExtrapolation: 2
+  admissionCheck: {maxPendingSeconds: 900, withoutModel: Rejected}
 )");
   CommPolicy a = parse_comm_policy(docs.at(0));
   CommPolicy b = parse_comm_policy(to_json(a));
   EXPECT_EQ(to_json(a), to_json(b));
   EXPECT_EQ(b.spec.measurement_ttl, std::chrono::minutes(90));
   EXPECT_EQ(b.spec.max_extrapolation, 2);
+  EXPECT_EQ(b.spec.admission_check.max_pending_seconds, 900);
+  EXPECT_EQ(b.spec.admission_check.without_model, WithoutModelAction::kRejected);
   EXPECT_DOUBLE_EQ(b.spec.probe.max_bytes, 64.0 * 1048576);
   EXPECT_TRUE(b.spec.namespace_selector.matches({{"team", "nlp"}, {"tier", "prod"}}));
   EXPECT_FALSE(b.spec.namespace_selector.matches({{"team", "nlp"}, {"tier", "dev"}}));

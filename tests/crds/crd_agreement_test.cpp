@@ -165,6 +165,7 @@ Kind comm_policy_kind() {
                             "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]},
       "measurementTTL": "12h", "onMissingMeasurement": "deny", "maxExtrapolation": 8,
       "unmanagedWorkloads": "deny", "onInsufficientNodes": "deny",
+      "admissionCheck": {"maxPendingSeconds": 900, "withoutModel": "Rejected"},
       "probe": {"image": "registry.example/commgate-probe:0.1", "timeoutSeconds": 600,
                 "sizes": {"min": "16Ki", "max": "128Mi"}, "iterations": 30, "warmupIterations": 3,
                 "backend": "nccl", "maxNodes": 8, "tolerationKeys": ["nvidia.com/gpu", "pool"]},
@@ -679,6 +680,9 @@ TEST(CrdDefaults, name_the_parser_defaults_field_by_field) {
       {"spec.maxExtrapolation", p.max_extrapolation},
       {"spec.unmanagedWorkloads", to_string(p.unmanaged_workloads)},
       {"spec.onInsufficientNodes", to_string(p.on_insufficient_nodes)},
+      {"spec.admissionCheck", Json::object()},
+      {"spec.admissionCheck.maxPendingSeconds", p.admission_check.max_pending_seconds},
+      {"spec.admissionCheck.withoutModel", to_string(p.admission_check.without_model)},
       {"spec.probe", Json::object()},
       {"spec.probe.sizes", Json::object()},
       {"spec.probe.sizes.min", p.probe.min_bytes},
@@ -772,6 +776,10 @@ TEST(CrdEnums, mirror_the_code_enums) {
     missing.insert(to_string(a));
   }
   EXPECT_EQ(enum_at("commpolicies.commgate.io.yaml", "spec.onMissingMeasurement"), missing);
+  std::set<std::string> without_model;
+  for (const auto& [value, name] : kWithoutModelActions) without_model.insert(name);
+  EXPECT_EQ(enum_at("commpolicies.commgate.io.yaml", "spec.admissionCheck.withoutModel"),
+            without_model);
   // The model settings several kinds share: one list in core/model_names.h.
   const std::set<std::string> dtypes(kGradientDtypes.begin(), kGradientDtypes.end());
   const std::set<std::string> optimizers(kOptimizers.begin(), kOptimizers.end());

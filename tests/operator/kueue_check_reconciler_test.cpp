@@ -38,6 +38,8 @@ const std::string kPolicies = "/apis/commgate.io/v1alpha1/commpolicies";
 const std::string kProfiles = "/apis/commgate.io/v1alpha1/commprofiles";
 const std::string kProbeJobs = "/apis/batch/v1/namespaces/commgate-system/jobs";
 const std::string kWorkloadName = "job-train-1a2b3";  // WorkloadBuilder's
+// When WorkloadBuilder's entries became Pending and its quota was reserved.
+const TimePoint kPendingSince = *parse_rfc3339("2026-11-30T17:00:00Z");
 
 // Serves workloads/status applies as kube-apiserver does for the one list the check
 // writes, status.admissionChecks (x-kubernetes-list-type: map, keyed by name): each applied
@@ -260,6 +262,13 @@ struct CheckWorld {
                                              {"lastTransitionTime", format_rfc3339(now)}}})}}}});
   }
 
+  // Sets the policy "team"'s spec.admissionCheck.
+  void admission_check_settings(const json& settings) {
+    json policy = *api.peek(kPolicies + "/team");
+    policy["spec"]["admissionCheck"] = settings;
+    api.update(kPolicies + "/team", policy);
+  }
+
   json workload() const { return *api.peek(kWorkloads + "/" + kWorkloadName); }
   json entry(const std::string& name) const {
     const json stored = workload();
@@ -283,7 +292,11 @@ struct StateCase {
   std::optional<double> busbw_gbps = std::nullopt;  // the pool measured, else not
   int failed_attempts = 0;  // the pool's probe failed this many times (0: never)
   bool admitted = false;
+  // How long our entry has been Pending, with the quota reserved (unset: test_now(), before
+  // the builder's times).
+  std::optional<std::chrono::seconds> pending_for = std::nullopt;
   json annotations = {{"commgate.io/parameters", "25M"}};
+  std::string without_model;  // the policy's spec.admissionCheck.withoutModel ("": unset)
   std::string want_state;
   std::string want_message;  // a part of the entry's message
   std::optional<int> want_requeue_after = std::nullopt;
@@ -298,6 +311,8 @@ class KueueCheckStates : public ::testing::TestWithParam<StateCase> {};
 TEST_P(KueueCheckStates, writes_our_entry_as_the_situation_says) {
   const StateCase& c = GetParam();
   CheckWorld w(c.annotations);
+  if (c.pending_for) w.now = kPendingSince + *c.pending_for;
+  if (!c.without_model.empty()) w.admission_check_settings({{"withoutModel", c.without_model}});
   if (c.busbw_gbps) w.measured(*c.busbw_gbps);
   if (c.failed_attempts > 0) w.probe_failed(c.failed_attempts, 90s);
   WorkloadBuilder b = CheckWorld::a_workload();
@@ -354,7 +369,39 @@ INSTANTIATE_TEST_SUITE_P(
                       StateCase{.name = "ready_saying_how_to_opt_in_without_a_model",
                                 .annotations = json::object(),
                                 .want_state = "Ready",
-                                .want_message = "commgate.io/parameters"}),
+                                .want_message = "commgate.io/parameters"},
+                      StateCase{.name = "ready_without_a_model_when_the_policy_says_ready",
+                                .annotations = json::object(),
+                                .without_model = "Ready",
+                                .want_state = "Ready",
+                                .want_message = "To have it checked, annotate the job"},
+                      StateCase{.name = "rejected_without_a_model_when_the_policy_asks_for_one",
+                                .annotations = json::object(),
+                                .without_model = "Rejected",
+                                .want_state = "Rejected",
+                                .want_message = "CommPolicy team asks every job it checks to "
+                                                "name one (spec.admissionCheck.withoutModel: "
+                                                "Rejected). Annotate the job with "
+                                                "commgate.io/parameters"},
+                      StateCase{.name = "pending_for_the_probe_within_the_bound",
+                                .pending_for = 29min,
+                                .want_state = "Pending",
+                                .want_message = "CommProfile"},
+                      StateCase{.name = "retry_once_pending_for_the_probe_past_the_bound",
+                                .pending_for = 31min,
+                                .want_state = "Retry",
+                                .want_message = "commgate waited 31m for the measurement of pool",
+                                .want_requeue_after = 30},
+                      StateCase{.name = "never_retry_on_an_admitted_workload_past_the_bound",
+                                .admitted = true,
+                                .pending_for = 31min,
+                                .want_state = "Pending",
+                                .want_message = "a Retry would evict it"},
+                      StateCase{.name = "bad_annotations_past_the_bound_stay_pending",
+                                .pending_for = 31min,
+                                .annotations = {{"commgate.io/parameters", "lots"}},
+                                .want_state = "Pending",
+                                .want_message = "metadata.annotations[commgate.io/parameters]"}),
     [](const ::testing::TestParamInfo<StateCase>& p) { return p.param.name; });
 
 // ---- the write ----
@@ -437,6 +484,97 @@ TEST(KueueCheckReconciler, reads_the_jobs_annotations_again_until_they_parse) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(w.entry("comm")["state"], "Ready") << w.entry("comm").dump();
   EXPECT_FALSE(r.action().requeue_delay()) << "decided: nothing to look at again";
+}
+
+// ---- the bound on a Pending wait (spec.admissionCheck.maxPendingSeconds) ----
+
+TEST(KueueCheckPendingBound, retry_says_how_long_for_which_pool_what_the_probe_does_and_why) {
+  CheckWorld w;
+  w.admission_check_settings({{"maxPendingSeconds", 600}});
+  w.now = kPendingSince + 12min + 30s;
+  w.submit(CheckWorld::a_workload());
+  const auto r = w.reconcile();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const json entry = w.entry("comm");
+  ASSERT_EQ(entry["state"], "Retry") << entry.dump();
+  const std::string message = entry["message"];
+  for (const std::string& want :
+       {"commgate waited 12m for the measurement of pool " + w.pool(),
+        std::string("longer than 10m (spec.admissionCheck.maxPendingSeconds of CommPolicy team)"),
+        std::string("releases the workload's quota"), std::string("Waiting for: "),
+        std::string("CommProfile")})
+    EXPECT_NE(message.find(want), std::string::npos) << want << "\n in: " << message;
+  EXPECT_EQ(entry["requeueAfterSeconds"], 30) << "the policy's backoffBaseSeconds";
+  EXPECT_FALSE(r.action().requeue_delay()) << "Kueue's eviction brings it back";
+  ASSERT_EQ(w.sink->events.size(), 1u);
+  EXPECT_EQ(w.sink->events[0]["type"], "Warning");
+}
+
+// Kueue counts the requeues of a Workload in retryCount: each bound's Retry backs off
+// further, as the policy's retryStrategy doubles a probe's.
+TEST(KueueCheckPendingBound, backs_off_with_kueues_retry_count) {
+  CheckWorld w;
+  w.now = kPendingSince + 31min;
+  json wl = CheckWorld::a_workload().build();
+  for (json& e : wl["status"]["admissionChecks"])
+    if (e["name"] == "comm") e["retryCount"] = 2;
+  w.api.seed(kWorkloads, wl);
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Retry");
+  EXPECT_EQ(w.entry("comm")["requeueAfterSeconds"], 120) << "30 s doubled twice";
+}
+
+// Kueue's reset to Pending after an eviction dates from before the Workload queued again
+// for quota: the wait counts from the quota's reservation.
+TEST(KueueCheckPendingBound, counts_the_wait_from_the_quota_reservation) {
+  CheckWorld w;
+  json wl = CheckWorld::a_workload().build();
+  for (json& c : wl["status"]["conditions"])
+    if (c["type"] == "QuotaReserved") c["lastTransitionTime"] = "2026-11-30T18:00:00Z";
+  w.api.seed(kWorkloads, wl);
+  w.now = kPendingSince + 1h + 20min;  // 80 min Pending, 20 min holding the quota
+  auto r = w.reconcile();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.entry("comm")["state"], "Pending") << w.entry("comm").dump();
+  w.now = kPendingSince + 1h + 30min;
+  r = w.reconcile();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.entry("comm")["state"], "Retry") << w.entry("comm").dump();
+}
+
+TEST(KueueCheckPendingBound, looks_again_when_the_bound_ends) {
+  CheckWorld w;  // the default bound, 1800 s
+  w.submit(CheckWorld::a_workload());
+  w.now = kPendingSince + 10min;
+  auto r = w.reconcile();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.action().requeue_delay(), std::chrono::duration_cast<kube::Clock::duration>(5s))
+      << "the poll, sooner than the bound";
+  w.now = kPendingSince + 29min + 57s + 500ms;
+  r = w.reconcile();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.entry("comm")["state"], "Pending");
+  EXPECT_EQ(r.action().requeue_delay(), std::chrono::duration_cast<kube::Clock::duration>(2500ms))
+      << "at the bound, not a poll later";
+  w.now += 2500ms;
+  r = w.reconcile();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(w.entry("comm")["state"], "Retry")
+      << "the bound is reached: " << w.entry("comm").dump();
+}
+
+TEST(KueueCheckPendingBound, never_retries_an_admitted_workload_nor_rewrites_it_at_each_look) {
+  CheckWorld w;
+  w.submit(CheckWorld::a_workload().condition("Admitted", true));
+  w.now = kPendingSince + 31min;
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Pending");
+  EXPECT_NE(w.entry("comm").value("message", "").find("a Retry would evict it"), std::string::npos)
+      << w.entry("comm").dump();
+  const size_t writes = w.status_writer.calls.size();
+  w.now += 20s;
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.status_writer.calls.size(), writes) << "the same minute: nothing new to say";
 }
 
 // ---- the decision record ----

@@ -103,6 +103,13 @@ std::vector<Case> cases() {
        .want_state = CheckState::kReady,
        .want_message = "annotate the job with commgate.io/parameters",
        .want_time_kept = false},
+      {.name = "no_model_under_a_policy_that_asks_for_one_is_rejected_as_said",
+       .current = entry(CheckState::kPending),
+       .outcome = {.kind = Kind::kNoModelRejected,
+                   .message = "commgate rejected this job: it names no model"},
+       .want_state = CheckState::kRejected,
+       .want_message = "commgate rejected this job: it names no model",
+       .want_time_kept = false},
   };
 }
 
@@ -122,6 +129,13 @@ TEST_P(NextCheckStateTest, decides_the_entry) {
 
 INSTANTIATE_TEST_SUITE_P(KueueCheckState, NextCheckStateTest, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
+
+TEST(KueueCheckState, a_no_model_rejection_names_no_node_count) {
+  const AdmissionCheckState next = next_check_state(
+      entry(CheckState::kPending), {.kind = Kind::kNoModelRejected, .message = "names no model"},
+      false, test_now());
+  EXPECT_EQ(next.message, "names no model");
+}
 
 TEST(KueueCheckState, an_entry_kueue_added_without_a_time_gets_one) {
   AdmissionCheckState current = entry(CheckState::kPending);
@@ -245,6 +259,113 @@ TEST(KueueCheckState, a_state_change_is_an_event_in_kueues_words) {
   const AdmissionCheckState still = next_check_state(
       current, {.kind = Kind::kProbePending, .message = "Probing"}, false, test_now());
   EXPECT_EQ(check_state_event(current, still), std::nullopt);
+}
+
+// ---- the bound on a Pending wait ----
+
+const PendingBound kBound{
+    .max_pending = 30min, .retry_after = 60s, .set_by = "spec.admissionCheck.maxPendingSeconds"};
+const CheckOutcome kProbing{.kind = Kind::kProbePending,
+                            .message =
+                                "waiting for the measurement of pool pool-1a2b: 2 of 4 "
+                                "nodes",
+                            .pool = "pool-1a2b"};
+
+struct BoundCase {
+  std::string name;
+  CheckOutcome outcome;
+  std::optional<std::chrono::seconds> waited;  // now - since; nullopt: no since
+  Kind want_kind;
+  std::optional<std::chrono::nanoseconds> want_wait_left = std::nullopt;
+  std::string want_message = "";  // substring
+  std::chrono::seconds want_retry_after{0};
+};
+
+void PrintTo(const BoundCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+std::vector<BoundCase> bound_cases() {
+  return {
+      {.name = "a_probe_wait_within_the_bound_stays_pending_with_the_time_left",
+       .outcome = kProbing,
+       .waited = 10min,
+       .want_kind = Kind::kProbePending,
+       .want_wait_left = 20min,
+       .want_message = "2 of 4 nodes"},
+      {.name = "a_probe_wait_at_the_bound_is_a_retry",
+       .outcome = kProbing,
+       .waited = 30min,
+       .want_kind = Kind::kProbeFailed,
+       .want_message = "commgate waited 30m for the measurement of pool pool-1a2b, longer than "
+                       "30m (spec.admissionCheck.maxPendingSeconds), and releases the "
+                       "workload's quota until it is queued again. Waiting for: waiting for "
+                       "the measurement of pool pool-1a2b: 2 of 4 nodes",
+       .want_retry_after = 60s},
+      {.name = "a_probe_wait_past_the_bound_says_how_long_in_whole_minutes",
+       .outcome = kProbing,
+       .waited = 1h + 5min + 59s,
+       .want_kind = Kind::kProbeFailed,
+       .want_message = "commgate waited 1h5m for the measurement of pool pool-1a2b",
+       .want_retry_after = 60s},
+      {.name = "a_wait_for_something_else_is_not_bounded",
+       .outcome = {.kind = Kind::kProbePending, .message = "the pool has 2 of 4 nodes"},
+       .waited = 2h,
+       .want_kind = Kind::kProbePending,
+       .want_message = "the pool has 2 of 4 nodes"},
+      {.name = "bad_annotations_are_not_bounded",
+       .outcome = {.kind = Kind::kBadAnnotations, .message = "metadata.annotations"},
+       .waited = 2h,
+       .want_kind = Kind::kBadAnnotations,
+       .want_message = "metadata.annotations"},
+      {.name = "an_entry_not_pending_is_not_bounded",
+       .outcome = kProbing,
+       .waited = std::nullopt,
+       .want_kind = Kind::kProbePending,
+       .want_message = "2 of 4 nodes"},
+      {.name = "a_decision_passes_as_it_is",
+       .outcome = {.kind = Kind::kWithinPolicy, .message = "fits"},
+       .waited = 2h,
+       .want_kind = Kind::kWithinPolicy,
+       .want_message = "fits"},
+  };
+}
+
+class BoundPendingWaitTest : public ::testing::TestWithParam<BoundCase> {};
+
+TEST_P(BoundPendingWaitTest, bounds_the_wait) {
+  const BoundCase& c = GetParam();
+  std::optional<TimePoint> since;
+  if (c.waited) since = test_now() - *c.waited;
+  const BoundedOutcome got = bound_pending_wait(c.outcome, since, kBound, test_now());
+  EXPECT_EQ(static_cast<int>(got.outcome.kind), static_cast<int>(c.want_kind));
+  EXPECT_EQ(got.wait_left, c.want_wait_left);
+  EXPECT_NE(got.outcome.message.find(c.want_message), std::string::npos)
+      << "want message containing: " << c.want_message << "\n got: " << got.outcome.message;
+  EXPECT_EQ(got.outcome.retry_after, c.want_retry_after);
+}
+
+INSTANTIATE_TEST_SUITE_P(KueueCheckState, BoundPendingWaitTest, ::testing::ValuesIn(bound_cases()),
+                         [](const ::testing::TestParamInfo<BoundCase>& p) { return p.param.name; });
+
+TEST(KueueCheckState, the_wait_counts_from_the_later_of_the_entry_and_the_quota) {
+  const AdmissionCheckState pending = entry(CheckState::kPending);  // since kEarlier
+  EXPECT_EQ(pending_wait_since(pending, std::nullopt), kEarlier);
+  EXPECT_EQ(pending_wait_since(pending, kEarlier - 1h), kEarlier);
+  EXPECT_EQ(pending_wait_since(pending, kEarlier + 5min), kEarlier + 5min);
+  EXPECT_EQ(pending_wait_since(entry(CheckState::kRetry), kEarlier), std::nullopt);
+  AdmissionCheckState untimed = pending;
+  untimed.last_transition_time.reset();
+  EXPECT_EQ(pending_wait_since(untimed, kEarlier), std::nullopt);
+}
+
+TEST(KueueCheckState, a_bound_past_on_an_admitted_workload_is_held_back) {
+  const BoundedOutcome over = bound_pending_wait(kProbing, test_now() - 31min, kBound, test_now());
+  const AdmissionCheckState next =
+      next_check_state(entry(CheckState::kPending), over.outcome, true, test_now());
+  EXPECT_EQ(next.state, CheckState::kPending);
+  EXPECT_EQ(next.requeue_after_seconds, std::nullopt);
+  EXPECT_NE(next.message.find("a Retry would evict it"), std::string::npos) << next.message;
 }
 
 }  // namespace COMMGATE_TEST_UNIT
