@@ -51,6 +51,13 @@ Options:
   --workload-controller NS/NAME   a controller's service account whose writes of a child
                                   (a JobSet's Jobs, a PyTorchJob's pods) are left to the
                                   checked parent; repeatable (kube-system's are always)
+  --kueue                         watch Kueue's LocalQueues, ClusterQueues and
+                                  AdmissionChecks: under spec.unmanagedWorkloads deny, a
+                                  suspended Job, JobSet or PyTorchJob queued to a LocalQueue
+                                  whose ClusterQueue runs commgate's admission check is let
+                                  through (commgate decides it through its Workload);
+                                  Kueue's controller must be a --workload-controller, the
+                                  one that may unsuspend it (docs/kueue.md)
   --log-format text|json          log lines on stderr as text (default) or one JSON
                                   object per line (time, level, msg and fields)
   --memory-limit QUANTITY         the memory the webhook must stay under (e.g. 256Mi;
@@ -77,6 +84,7 @@ struct Options {
   std::string log_format = "text";
   std::string decision_key_file;
   std::optional<uint64_t> memory_limit;  // --memory-limit; else the cgroup's
+  bool kueue = false;                    // --kueue
   bool from_files() const { return !policy_dir.empty() || !profile_dir.empty(); }
 };
 
@@ -135,6 +143,8 @@ Options parse_args(const std::vector<std::string>& args) {
           v.find('/', slash + 1) != std::string::npos)
         throw UsageError("--workload-controller must be NAMESPACE/NAME, got \"" + v + "\"");
       o.config.workload_controllers.push_back(v);
+    } else if (is("--kueue")) {
+      o.kueue = true;
     } else if (is("--log-format")) {
       o.log_format = value("--log-format");
       if (o.log_format != "text" && o.log_format != "json")
@@ -159,6 +169,10 @@ Options parse_args(const std::vector<std::string>& args) {
     throw UsageError("--tls-cert-file and --tls-private-key-file are required");
   if (o.from_files() && !o.kubeconfig.empty())
     throw UsageError("--kubeconfig cannot be combined with --policy-dir or --profile-dir");
+  if (o.from_files() && o.kueue)
+    throw UsageError(
+        "--kueue watches Kueue's queues through the API: it cannot be combined with "
+        "--policy-dir or --profile-dir");
   o.server.tls = tls;
   return o;
 }
@@ -261,6 +275,7 @@ int run_webhook(const std::vector<std::string>& args, std::ostream& out, std::os
                {{"server", api->config().server}, {"configSource", api->config().source}});
       webhook::KubePolicySource::Options source_options;
       source_options.log = log.with({{"component", "policy-watch"}});
+      source_options.watch_kueue_queues = o.kueue;
       // Not ready (/readyz) until all three watches have listed.
       watched = std::make_shared<webhook::KubePolicySource>(*api, source_options);
       watched->start();

@@ -12,6 +12,7 @@
 
 #include "core/comm_policy.h"
 #include "core/comm_profile.h"
+#include "core/kueue_queues.h"
 #include "core/pool_nodes.h"
 #include "core/time_format.h"
 
@@ -41,6 +42,10 @@ struct Snapshot {
   std::shared_ptr<const std::vector<PoolNode>> nodes;
   // Changes whenever `nodes` does: what a consumer compares instead of the nodes.
   uint64_t nodes_generation = 0;
+  // Kueue's LocalQueues and whether each runs commgate's admission check, where the
+  // webhook watches them (`commgate webhook --kueue`); null where it does not, or until
+  // LocalQueues, ClusterQueues and AdmissionChecks have all been listed.
+  std::shared_ptr<const KueueQueues> kueue_queues;
   TimePoint loaded_at{};  // when this snapshot was built (for the snapshot-age metric)
 
   // Parses a stored CommPolicy into `policies`, or records it in `invalid_policies` under

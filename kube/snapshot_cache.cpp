@@ -120,6 +120,18 @@ SnapshotCache::SnapshotCache(const ApiClient& client, Options options)
       if (update_nodes(changes)) rebuild();
     });
   }
+  if (options_.watch_kueue_queues) {
+    auto make_kueue = [&](const char* path) {
+      Watcher::Options o = watch_of(path);
+      o.transform = keep_kueue_queue_fields;
+      auto informer = std::make_unique<Informer>(client, o);
+      informer->on_change([this](const std::vector<StoreChange>&) { rebuild(); });
+      return informer;
+    };
+    local_queues_ = make_kueue(kLocalQueuesPath);
+    cluster_queues_ = make_kueue(kClusterQueuesPath);
+    admission_checks_ = make_kueue(kAdmissionChecksPath);
+  }
 }
 
 SnapshotCache::~SnapshotCache() {
@@ -131,12 +143,14 @@ void SnapshotCache::on_rebuild(std::function<void()> handler) {
 }
 
 void SnapshotCache::start() {
-  for (const auto* f : {&policies_, &profiles_, &namespaces_, &nodes_informer_})
+  for (const auto* f : {&policies_, &profiles_, &namespaces_, &nodes_informer_, &local_queues_,
+                        &cluster_queues_, &admission_checks_})
     if (*f) (*f)->start();
 }
 
 void SnapshotCache::stop() {
-  for (const auto* f : {&policies_, &profiles_, &namespaces_, &nodes_informer_})
+  for (const auto* f : {&policies_, &profiles_, &namespaces_, &nodes_informer_, &local_queues_,
+                        &cluster_queues_, &admission_checks_})
     if (*f) (*f)->stop();
 }
 
@@ -176,6 +190,8 @@ bool SnapshotCache::has_synced() const {
 std::vector<const Informer*> SnapshotCache::informers() const {
   std::vector<const Informer*> out = {policies_.get(), profiles_.get(), namespaces_.get()};
   if (nodes_informer_) out.push_back(nodes_informer_.get());
+  for (const auto* f : {&local_queues_, &cluster_queues_, &admission_checks_})
+    if (*f) out.push_back(f->get());
   return out;
 }
 
@@ -205,6 +221,18 @@ void SnapshotCache::rebuild() {
     last_valid_ = std::move(built.valid);
     built.snapshot->nodes = nodes_;
     built.snapshot->nodes_generation = nodes_generation_;
+    if (local_queues_ && local_queues_->has_synced() && cluster_queues_->has_synced() &&
+        admission_checks_->has_synced()) {
+      auto values = [](const Informer& informer) {
+        std::vector<nlohmann::json> out;
+        const auto objects = informer.store().snapshot();  // held: the loop reads into it
+        for (const auto& [key, object] : *objects)
+          if (object) out.push_back(*object);
+        return out;
+      };
+      built.snapshot->kueue_queues = std::make_shared<const KueueQueues>(kueue_queues(
+          values(*local_queues_), values(*cluster_queues_), values(*admission_checks_)));
+    }
     // Logs a bad object once per resourceVersion, not on every rebuild.
     std::map<std::string, std::string> still_bad;
     for (const RejectedObject& r : built.rejected) {

@@ -41,6 +41,9 @@ constexpr const char* kCommPoliciesPath = "/apis/commgate.io/v1alpha1/commpolici
 constexpr const char* kCommProfilesPath = "/apis/commgate.io/v1alpha1/commprofiles";
 constexpr const char* kNamespacesPath = "/api/v1/namespaces";
 constexpr const char* kNodesPath = "/api/v1/nodes";
+constexpr const char* kLocalQueuesPath = "/apis/kueue.x-k8s.io/v1beta2/localqueues";
+constexpr const char* kClusterQueuesPath = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues";
+constexpr const char* kAdmissionChecksPath = "/apis/kueue.x-k8s.io/v1beta2/admissionchecks";
 
 // An object left out of a snapshot because it does not parse.
 struct RejectedObject {
@@ -92,6 +95,10 @@ class SnapshotCache {
     // Watch the cluster's Nodes for the pool check (core/job_decision.h): the snapshot's
     // `nodes` stays null without it, and no job is checked against its pool's size.
     bool watch_nodes = true;
+    // Watch Kueue's LocalQueues, ClusterQueues and AdmissionChecks (kueue.x-k8s.io/v1beta2)
+    // for the workload gate (core/kueue_queues.h): the snapshot's `kueue_queues` stays null
+    // without it. Not part of has_synced(): without Kueue's API the rest still serves.
+    bool watch_kueue_queues = false;
   };
 
   // `client` must outlive the cache.
@@ -131,6 +138,8 @@ class SnapshotCache {
   const Options options_;
   std::unique_ptr<Informer> policies_, profiles_, namespaces_;
   std::unique_ptr<Informer> nodes_informer_;  // null unless options_.watch_nodes
+  // Null unless options_.watch_kueue_queues.
+  std::unique_ptr<Informer> local_queues_, cluster_queues_, admission_checks_;
   std::shared_ptr<const Snapshot> snapshot_;  // std::atomic_load / atomic_store
   std::vector<std::function<void()>> handlers_;
 

@@ -4,6 +4,7 @@
 
 #include "core/decision.h"
 #include "core/json_access.h"
+#include "core/kueue_queues.h"
 #include "core/policy_selection.h"
 #include "core/quantity.h"
 
@@ -127,6 +128,55 @@ NamespaceGate gate_in(const std::string& ns, const Snapshot& snapshot) {
   return gate;
 }
 
+// Whether the workload is suspended (true), running (false), or of a kind the gate does
+// not read a suspension of (nullopt: CronJobs' spec.suspend stops schedules, not jobs;
+// Pods have none). What Kueue sets on a queued job and clears when it admits it.
+std::optional<bool> suspended(WorkloadKind kind, const Json& object) {
+  const Json* flag = nullptr;
+  switch (kind) {
+    case WorkloadKind::kJob:
+    case WorkloadKind::kJobSet:
+      flag = &json_at(object, {"spec", "suspend"});
+      break;
+    case WorkloadKind::kPyTorchJob:
+      flag = &json_at(object, {"spec", "runPolicy", "suspend"});
+      break;
+    case WorkloadKind::kCronJob:
+    case WorkloadKind::kPod:
+      return std::nullopt;
+  }
+  return flag->is_boolean() && flag->get<bool>();
+}
+
+const char* suspend_field(WorkloadKind kind) {
+  return kind == WorkloadKind::kPyTorchJob ? "spec.runPolicy.suspend" : "spec.suspend";
+}
+
+// A queued job's way past the gate: suspended, and queued to a LocalQueue whose
+// ClusterQueue runs commgate's admission check (core/kueue_queues.h), so that Kueue starts
+// it only once commgate decided its Workload Ready. "" when it is; else why not, for the
+// refusal ("" too when it names no queue).
+std::string kueue_gap(const AdmissionRequest& request, WorkloadKind kind, const Snapshot& snapshot,
+                      bool* checked) {
+  *checked = false;
+  const std::string queue =
+      json_string(request.object, {"metadata", "labels", kKueueQueueNameLabel});
+  if (queue.empty()) return "";
+  const std::string local_queue = "LocalQueue " + request.namespace_ + "/" + queue;
+  if (!snapshot.kueue_queues)
+    return "it is queued to " + local_queue +
+           ", but this webhook does not watch Kueue's queues (commgate webhook --kueue, the "
+           "chart's kueue.enabled), or has not listed them yet";
+  const KueueQueue* q = snapshot.kueue_queues->find(request.namespace_, queue);
+  if (!q) return "it is queued to " + local_queue + ", which does not exist";
+  if (!q->checked) return "it is queued to " + local_queue + ", but " + q->why_not;
+  if (suspended(kind, request.object) != true)
+    return "it is queued to " + local_queue + ", but is not suspended (" + suspend_field(kind) +
+           "): Kueue's webhook suspends a queued job when it is created, and only Kueue starts it";
+  *checked = true;
+  return "";
+}
+
 // A refusal by `policy`, or under its warn the admission with the same words as a warning.
 AdmissionResponse refuse_or_warn(const CommPolicy& policy, const std::string& message) {
   if (policy.spec.unmanaged_workloads == UnmanagedWorkloads::kWarn)
@@ -198,7 +248,18 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
 
   const WorkloadShape shape = workload_shape(kind, request.object);
   if (!shape.multi_node()) return with_decision(allowed(), "SingleNode");
-  if (request.operation == "UPDATE") {
+  bool kueue_checked = false;
+  const std::string kueue_why = kueue_gap(request, kind, snapshot, &kueue_checked);
+  if (kueue_checked) return with_decision(allowed(), "KueueChecked");
+  // A suspended job started: only Kueue does that to a queued job, once it admits it (a
+  // trusted controller, --workload-controller). By anyone else it would start a job the
+  // gate let through suspended, or one created before the switch, undecided.
+  const bool resumed = request.operation == "UPDATE" &&
+                       suspended(kind, request.old_object) == true &&
+                       suspended(kind, request.object) == false;
+  if (resumed && is_trusted_controller(username, config))
+    return with_decision(allowed(), "ResumedByController");
+  if (request.operation == "UPDATE" && !resumed) {
     // Only growth is refused: a workload created before the switch (or by an exempt user)
     // keeps its size through label, finalizer and other updates.
     const WorkloadShape before = workload_shape(kind, request.old_object);
@@ -206,10 +267,14 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
         shape.accelerators_per_pod <= before.accelerators_per_pod)
       return with_decision(allowed(), "NotGrown");
   }
-  const std::string what = std::string(to_string(kind)) + " " + request.name + " asks for " +
-                           format_nodes(shape.accelerated_pods) + " with " +
-                           accelerators_text(shape.accelerators_per_pod) + " each at once (" +
-                           shape.count_from + ")";
+  std::string what = std::string(to_string(kind)) + " " + request.name + " asks for " +
+                     format_nodes(shape.accelerated_pods) + " with " +
+                     accelerators_text(shape.accelerators_per_pod) + " each at once (" +
+                     shape.count_from + ")";
+  if (resumed)
+    what += " and is started (" + std::string(suspend_field(kind)) + " false) by " + username +
+            ", while only Kueue's controller starts a suspended job here";
+  if (!kueue_why.empty()) what += "; " + kueue_why;
   if (!gate.policy)
     return with_decision(
         denied(what + ", and the labels of namespace " + request.namespace_ +
@@ -225,9 +290,15 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
       policy, what + ": " + policy_label(policy.metadata.name) +
                   " (spec.unmanagedWorkloads: " + to_string(policy.spec.unmanaged_workloads) +
                   ") admits multi-node GPU training in namespace " + request.namespace_ +
-                  " only as a TrainingJob, so that its communication share is measured and "
-                  "decided first; submit it as a TrainingJob (docs/researcher.md), or run it on "
-                  "one node");
+                  (snapshot.kueue_queues
+                       ? " only as a TrainingJob, or queued (suspended) to a Kueue LocalQueue "
+                         "whose ClusterQueue runs commgate's admission check, so that its "
+                         "communication share is measured and decided first; submit it as a "
+                         "TrainingJob (docs/researcher.md), queue it there (docs/kueue.md), or "
+                         "run it on one node"
+                       : " only as a TrainingJob, so that its communication share is measured and "
+                         "decided first; submit it as a TrainingJob (docs/researcher.md), or run "
+                         "it on one node"));
 }
 
 }  // namespace commgate::webhook

@@ -819,5 +819,138 @@ TEST_F(WorkloadGateOn, an_editor_cannot_run_multi_node_gpu_training_past_commgat
       << get_job("bert").dump(2) << logs();
 }
 
+// Issue #23: with Kueue too (kueue.enabled beside the workload gate: the webhook's --kueue
+// and Kueue's controller trusted to start queued jobs), the editor's multi-node GPU Job
+// passes the deny gate only queued, suspended, to a LocalQueue whose ClusterQueue runs
+// commgate's AdmissionCheck; neither the editor's own start of it (with or without the
+// queue label) nor a queue without the check gets past; Kueue's controller starts it.
+class WorkloadGateWithKueue : public WorkloadGateOn {
+ protected:
+  std::string extra_values() const override {
+    return "webhook: {workloadGate: {enabled: true}}\nkueue: {enabled: true}\n";
+  }
+};
+
+TEST_F(WorkloadGateWithKueue,
+       a_queued_job_passes_only_through_commgates_check_and_kueue_starts_it) {
+  // Kueue's API first (the webhook and the operator watch it from their start).
+  const fs::path fixtures =
+      fs::path(COMMGATE_SOURCE_DIR) / "../shared/fixtures/ecosystem/kueue-v0.19.2";
+  for (const char* crd :
+       {"kueue.x-k8s.io_resourceflavors.yaml", "kueue.x-k8s.io_admissionchecks.yaml",
+        "kueue.x-k8s.io_clusterqueues.yaml", "kueue.x-k8s.io_localqueues.yaml",
+        "kueue.x-k8s.io_workloads.yaml"}) {
+    const auto r = kubectl({"create", "-f", (fixtures / crd).string()});
+    ASSERT_EQ(r.code, 0) << crd << ": " << r.output;
+  }
+  ASSERT_NO_FATAL_FAILURE(install_and_start());
+  ASSERT_NO_FATAL_FAILURE(bind_the_researcher());
+  Result r = kubectl({"patch", "commpolicy", "default", "--type", "merge", "-p",
+                      R"({"spec":{"unmanagedWorkloads":"deny"}})"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  // The admin's queues: gpu runs commgate's check, plain does not. Kueue's controller may
+  // patch Jobs (its real ClusterRole may more).
+  std::ofstream(dir_ + "/queues.yaml") << R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: comm}
+spec: {controllerName: commgate.io/comm-check}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: a100}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: gpu}
+spec:
+  resourceGroups:
+  - coveredResources: ["nvidia.com/gpu"]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 64}]}]
+  admissionChecksStrategy: {admissionChecks: [{name: comm}]}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: plain}
+spec:
+  resourceGroups:
+  - coveredResources: ["nvidia.com/gpu"]
+    flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 64}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: gpu, namespace: nlp}
+spec: {clusterQueue: gpu}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: plain, namespace: nlp}
+spec: {clusterQueue: plain}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: kueue-jobs}
+rules:
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "patch", "update"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: kueue-jobs}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kueue-jobs}
+subjects:
+- {kind: ServiceAccount, name: kueue-controller-manager, namespace: kueue-system}
+)";
+  r = kubectl({"apply", "-f", dir_ + "/queues.yaml"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto queued = [&](const std::string& name, const std::string& queue, bool suspend) {
+    json job = gpu_job(name, 4);
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue;
+    job["spec"]["suspend"] = suspend;
+    const std::string file = dir_ + "/" + name + ".yaml";
+    std::ofstream(file) << job.dump(2);
+    return file;
+  };
+
+  // Through the checked queue, suspended: admitted (once the webhook has listed the queues).
+  const std::string checked = queued("checked", "gpu", true);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        r = as_researcher({"create", "-f", checked});
+        return r.code == 0;
+      },
+      30s))
+      << r.output << logs();
+  // Through a queue without commgate's check: refused, and told why.
+  r = as_researcher({"create", "-f", queued("unchecked", "plain", true)});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("its ClusterQueue plain has no AdmissionCheck with controllerName "
+                          "commgate.io/comm-check"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(workload("unchecked").is_null());
+  // Queued to the checked queue but not suspended (no Kueue webhook suspended it): refused.
+  r = as_researcher({"create", "-f", queued("running", "gpu", false)});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("is not suspended (spec.suspend)"), std::string::npos) << r.output;
+  // The editor starts the admitted-while-suspended Job: refused, with or without the label.
+  r = as_researcher({"patch", "job", "checked", "-n", "nlp", "--type", "merge", "-p",
+                     R"({"spec":{"suspend":false}})"});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("is started (spec.suspend false) by alice"), std::string::npos)
+      << r.output;
+  r = as_researcher({"patch", "job", "checked", "-n", "nlp", "--type", "merge", "-p",
+                     R"({"metadata":{"labels":{"kueue.x-k8s.io/queue-name":null}},)"
+                     R"("spec":{"suspend":false}})"});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_TRUE(workload("checked")["spec"].value("suspend", false));
+  // Kueue's controller starts it once admitted.
+  r = kubectl({"patch", "job", "checked", "-n", "nlp", "--type", "merge", "-p",
+               R"({"spec":{"suspend":false}})", "--as",
+               "system:serviceaccount:kueue-system:kueue-controller-manager"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_FALSE(workload("checked")["spec"].value("suspend", true));
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::testing

@@ -17,6 +17,7 @@
 
 #include "core/base64.h"
 #include "core/yaml_json.h"
+#include "kube/snapshot_cache.h"
 #include "tests/support/child_process.h"
 #include "tests/support/scratch_dir.h"
 
@@ -413,6 +414,37 @@ TEST(CommgateChart, the_webhook_trusts_the_service_account_the_operator_runs_as)
     EXPECT_EQ(webhook_user, "system:serviceaccount:" + ns + ":" + operator_sa);
     EXPECT_EQ(r.get("ServiceAccount", operator_sa)["metadata"]["namespace"], ns);
   }
+}
+
+// Issue #23: with the workload gate on too, the webhook watches Kueue's queues (--kueue)
+// and trusts Kueue's controller to start a queued job, and its ClusterRole reads exactly
+// the three kinds it watches (kube/snapshot_cache.h's paths).
+TEST(CommgateChart, kueue_with_the_workload_gate_lets_the_webhook_read_kueues_queues) {
+  const auto webhook_of = [](const RenderedChart& r) {
+    return r.get("Deployment", "commgate-webhook")["spec"]["template"]["spec"]["containers"][0];
+  };
+  const auto gate = render_chart({"--set", "webhook.workloadGate.enabled=true"});
+  ASSERT_EQ(gate.exit_code, 0) << gate.output;
+  const auto both =
+      render_chart({"--set", "webhook.workloadGate.enabled=true", "--set", "kueue.enabled=true",
+                    "--set", "kueue.controllerServiceAccount=queues/kueue-manager"});
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  auto before = args_of(webhook_of(gate));
+  const auto after = args_of(webhook_of(both));
+  before.push_back("--kueue");
+  before.push_back("--workload-controller=queues/kueue-manager");
+  EXPECT_EQ(after, before);
+  const json& rules = both.get("ClusterRole", "commgate-webhook")["rules"];
+  EXPECT_EQ(rules.back(), json::parse(R"({"apiGroups":["kueue.x-k8s.io"],
+      "resources":["localqueues","clusterqueues","admissionchecks"],"verbs":["list","watch"]})"));
+  EXPECT_EQ(rules.size(), gate.get("ClusterRole", "commgate-webhook")["rules"].size() + 1);
+  for (const char* path :
+       {kube::kLocalQueuesPath, kube::kClusterQueuesPath, kube::kAdmissionChecksPath})
+    EXPECT_NE(std::string(path).find("/apis/kueue.x-k8s.io/v1beta2/"), std::string::npos);
+  // Without the gate, Kueue's value leaves the webhook as it was.
+  const auto kueue_only = render_chart({"--set", "kueue.enabled=true"});
+  ASSERT_EQ(kueue_only.exit_code, 0) << kueue_only.output;
+  EXPECT_EQ(args_of(webhook_of(kueue_only)), args_of(webhook_of(render_chart())));
 }
 
 // Issue #23: kueue.enabled adds the admission check's flag and exactly its rules to the

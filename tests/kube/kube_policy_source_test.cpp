@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "core/yaml_json.h"
@@ -232,6 +233,64 @@ TEST_F(KubePolicySourceTest, LeavesOutAProfileMeasuredInTheFutureAndCountsIt) {
     EXPECT_NE(l.find("status.link.measuredAt: must not be in the future"), std::string::npos) << l;
   }
   EXPECT_EQ(about_future, 1);
+}
+
+// `commgate webhook --kueue`: the snapshot carries Kueue's LocalQueues and whether each
+// runs commgate's check, follows their changes, and is served without Kueue's API too.
+TEST_F(KubePolicySourceTest, WatchesKueuesQueuesWhenAskedAndServesWithoutThem) {
+  apply_crds();
+  KubePolicySource::Options o;
+  o.backoff_initial = std::chrono::milliseconds(20);
+  o.backoff_max = std::chrono::milliseconds(200);
+  o.watch_kueue_queues = true;
+  source_ = std::make_unique<KubePolicySource>(*client_, o);
+  source_->start();
+  // No Kueue API: the policies are served, the queues unknown.
+  ASSERT_TRUE(wait_until([&] { return source_->snapshot() != nullptr; }));
+  EXPECT_EQ(source_->snapshot()->kueue_queues, nullptr);
+
+  const auto crds =
+      *api_.store().find_resource("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+  for (const char* file :
+       {"kueue.x-k8s.io_admissionchecks.yaml", "kueue.x-k8s.io_clusterqueues.yaml",
+        "kueue.x-k8s.io_localqueues.yaml"}) {
+    std::ifstream in(std::string(COMMGATE_SOURCE_DIR) +
+                     "/../shared/fixtures/ecosystem/kueue-v0.19.2/" + file);
+    std::stringstream text;
+    text << in.rdbuf();
+    for (const auto& doc : yaml_documents_to_json(text.str())) api_.store().create(crds, "", doc);
+  }
+  auto kueue = [&](const std::string& plural) {
+    return *api_.store().find_resource("kueue.x-k8s.io", "v1beta2", plural);
+  };
+  api_.store().create(kueue("admissionchecks"), "",
+                      {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                       {"kind", "AdmissionCheck"},
+                       {"metadata", {{"name", "comm"}}},
+                       {"spec", {{"controllerName", "commgate.io/comm-check"}}}});
+  api_.store().create(
+      kueue("clusterqueues"), "",
+      {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+       {"kind", "ClusterQueue"},
+       {"metadata", {{"name", "gpu"}}},
+       {"spec", {{"admissionChecksStrategy", {{"admissionChecks", {{{"name", "comm"}}}}}}}}});
+  api_.store().create(*api_.store().find_resource("", "v1", "namespaces"), "",
+                      {{"metadata", {{"name", "nlp"}}}});
+  api_.store().create(kueue("localqueues"), "nlp",
+                      {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                       {"kind", "LocalQueue"},
+                       {"metadata", {{"name", "gpu"}, {"namespace", "nlp"}}},
+                       {"spec", {{"clusterQueue", "gpu"}}}});
+  auto checked = [&] {
+    const auto snapshot = source_->snapshot();
+    if (!snapshot || !snapshot->kueue_queues) return std::optional<bool>();
+    const KueueQueue* q = snapshot->kueue_queues->find("nlp", "gpu");
+    return q ? std::optional<bool>(q->checked) : std::optional<bool>();
+  };
+  EXPECT_TRUE(wait_until([&] { return checked() == true; }, std::chrono::seconds(10)));
+  // The check gone: the queue no longer lets jobs through.
+  api_.store().remove(kueue("admissionchecks"), "", "comm");
+  EXPECT_TRUE(wait_until([&] { return checked() == false; }, std::chrono::seconds(10)));
 }
 
 }  // namespace COMMGATE_TEST_UNIT

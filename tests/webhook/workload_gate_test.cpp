@@ -411,3 +411,108 @@ TEST(TrainingJobWorkload, OnlyTheOperatorChangesItsSize) {
 
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::webhook
+
+namespace commgate::webhook {
+namespace COMMGATE_TEST_UNIT {
+
+// `commgate webhook --kueue`: a multi-node job queued (suspended) to a LocalQueue whose
+// ClusterQueue runs commgate's admission check passes the deny gate, since commgate decides
+// it through its Workload before Kueue starts it; every other way is refused with why,
+// and only Kueue's controller starts a suspended multi-node job.
+TEST(WorkloadGateKueue, AQueuedJobPassesOnlyThroughACheckedQueueAndOnlyKueueStartsIt) {
+  Snapshot snapshot = snapshot_of({gate_on()}, {});
+  const json check = {{"metadata", {{"name", "comm"}}},
+                      {"spec", {{"controllerName", kKueueCheckControllerName}}}};
+  auto cluster_queue = [](const std::string& name, json rules) {
+    return json{{"metadata", {{"name", name}}},
+                {"spec",
+                 {{"resourceGroups", {{{"flavors", {{{"name", "a100"}}, {{"name", "h100"}}}}}}},
+                  {"admissionChecksStrategy", {{"admissionChecks", rules}}}}}};
+  };
+  auto local_queue = [](const std::string& name, const std::string& cq) {
+    return json{{"metadata", {{"name", name}, {"namespace", kNamespace}}},
+                {"spec", {{"clusterQueue", cq}}}};
+  };
+  snapshot.kueue_queues = std::make_shared<const KueueQueues>(kueue_queues(
+      {local_queue("checked", "gpu"), local_queue("unchecked", "plain"),
+       local_queue("partial", "some-flavors")},
+      {cluster_queue("gpu", {{{"name", "comm"}}}), cluster_queue("plain", json::array()),
+       cluster_queue("some-flavors", {{{"name", "comm"}, {"onFlavors", {"a100"}}}})},
+      {check}));
+  auto queued = [](const std::string& queue, bool suspend) {
+    json j = a_job(4, 8);
+    j["spec"]["suspend"] = suspend;
+    if (!queue.empty()) j["metadata"]["labels"][kKueueQueueNameLabel] = queue;
+    return j;
+  };
+  constexpr const char* kKueue = "system:serviceaccount:kueue-system:kueue-controller-manager";
+  WebhookConfig config = gate_config();
+  config.workload_controllers.push_back("kueue-system/kueue-controller-manager");
+  struct Case {
+    std::string name;
+    json object, old_object;
+    std::string user;
+    bool want_allowed;
+    std::string want_decision, want_message_part;
+  };
+  const Case cases[] = {
+      {"suspended, queued to a checked queue", queued("checked", true), nullptr, kResearcher, true,
+       "KueueChecked", ""},
+      {"not suspended (no Kueue webhook suspended it)", queued("checked", false), nullptr,
+       kResearcher, false, "Unmanaged",
+       "it is queued to LocalQueue team-a/checked, but is not suspended (spec.suspend)"},
+      {"a queue without commgate's check", queued("unchecked", true), nullptr, kResearcher, false,
+       "Unmanaged",
+       "its ClusterQueue plain has no AdmissionCheck with controllerName commgate.io/comm-check"},
+      {"a check on some flavors only", queued("partial", true), nullptr, kResearcher, false,
+       "Unmanaged", "AdmissionCheck comm runs on some of its flavors only"},
+      {"a LocalQueue that does not exist", queued("nowhere", true), nullptr, kResearcher, false,
+       "Unmanaged", "LocalQueue team-a/nowhere, which does not exist"},
+      {"suspended without a queue", queued("", true), nullptr, kResearcher, false, "Unmanaged",
+       "queued (suspended) to a Kueue LocalQueue whose ClusterQueue runs commgate's admission "
+       "check"},
+      {"Kueue starts it once admitted", queued("checked", false), queued("checked", true), kKueue,
+       true, "ResumedByController", ""},
+      {"the researcher starts it", queued("checked", false), queued("checked", true), kResearcher,
+       false, "Unmanaged", "is started (spec.suspend false) by alice"},
+      {"the researcher drops the queue and starts it", queued("", false), queued("checked", true),
+       kResearcher, false, "Unmanaged", "is started (spec.suspend false) by alice"},
+      {"an exempt user starts it", queued("", false), queued("", true), "carol", true, "Exempt",
+       ""},
+  };
+  for (const auto& c : cases) {
+    const auto r = handle_validate(a_write(kJobs, c.object, c.user, c.old_object).parse(), snapshot,
+                                   test_now(), config);
+    EXPECT_EQ(r.allowed, c.want_allowed) << c.name << ": " << r.message;
+    EXPECT_EQ(r.decision, c.want_decision) << c.name << ": " << r.message;
+    EXPECT_NE(r.message.find(c.want_message_part), std::string::npos)
+        << c.name << ": " << r.message;
+  }
+
+  // A PyTorchJob's suspension is spec.runPolicy.suspend.
+  json pytorch =
+      object_of("kubeflow.org/v1", "PyTorchJob",
+                {{"runPolicy", {{"suspend", true}}},
+                 {"pytorchReplicaSpecs",
+                  {{"Master", {{"replicas", 1}, {"template", {{"spec", pod_spec(8)}}}}},
+                   {"Worker", {{"replicas", 3}, {"template", {{"spec", pod_spec(8)}}}}}}}});
+  pytorch["metadata"]["labels"][kKueueQueueNameLabel] = "checked";
+  auto r = handle_validate(a_write(kPyTorchJobs, pytorch).parse(), snapshot, test_now(), config);
+  EXPECT_EQ(r.decision, "KueueChecked") << r.message;
+  pytorch["spec"]["runPolicy"]["suspend"] = false;
+  r = handle_validate(a_write(kPyTorchJobs, pytorch).parse(), snapshot, test_now(), config);
+  EXPECT_FALSE(r.allowed);
+  EXPECT_NE(r.message.find("(spec.runPolicy.suspend)"), std::string::npos) << r.message;
+
+  // Where the webhook does not watch Kueue's queues, a queued job is refused and told why.
+  snapshot.kueue_queues = nullptr;
+  r = handle_validate(a_write(kJobs, queued("checked", true)).parse(), snapshot, test_now(),
+                      config);
+  EXPECT_FALSE(r.allowed);
+  EXPECT_NE(r.message.find("does not watch Kueue's queues (commgate webhook --kueue"),
+            std::string::npos)
+      << r.message;
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate::webhook
