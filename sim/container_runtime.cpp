@@ -128,7 +128,15 @@ ContainerRunPlan podman_run_plan(const json& pod_spec, const json& container,
     return plan;
   }
   auto& args = plan.args;
-  args = {"run", "--rm", "--pull=never", "--name=" + launch.name, "--log-driver=none"};
+  // podman's own defaults a CRI runtime does not add: TERM=xterm, container=podman.
+  args = {"run",
+          "--rm",
+          "--pull=never",
+          "--name=" + launch.name,
+          "--log-driver=none",
+          "--unsetenv=TERM",
+          "--unsetenv=container"};
+  if (!launch.owner_label.empty()) args.push_back("--label=" + launch.owner_label);
   args.insert(args.end(), launch.run_options.begin(), launch.run_options.end());
   if (launch.netns.empty()) {
     args.emplace_back("--network=host");

@@ -62,7 +62,13 @@ struct ContainerLaunch {
   std::string image_user;  // the image's USER ("" = root), from `podman image inspect`
   // Options every `podman run` gets (rlimits the machine needs: scripts/images-podman.sh).
   std::vector<std::string> run_options;
+  // KEY=VALUE naming the kubelet that started it (kOwnerLabel): a later one removes the
+  // containers of one that died without stopping them.
+  std::string owner_label;
 };
+
+// The label on every container the kubelet starts: the pid of the commgate-sim that did.
+inline constexpr const char* kOwnerLabel = "io.commgate.sim-owner-pid";
 
 // `podman run` arguments (from "run" on), or the reason the container cannot run as asked.
 struct ContainerRunPlan {

@@ -350,7 +350,8 @@ Kubelet::Kubelet(ObjectStore& store, KubeletOptions options)
       services_r_(*store.find_resource("", "v1", "services")),
       secrets_r_(*store.find_resource("", "v1", "secrets")),
       configmaps_r_(*store.find_resource("", "v1", "configmaps")),
-      service_accounts_r_(*store.find_resource("", "v1", "serviceaccounts")) {
+      service_accounts_r_(*store.find_resource("", "v1", "serviceaccounts")),
+      events_r_(*store.find_resource("", "v1", "events")) {
   if (options_.work_dir.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "commgate-kubelet-XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("kubelet: mkdtemp failed");
@@ -406,6 +407,11 @@ void Kubelet::wake() {
 
 void Kubelet::start() {
   if (options_.mount_namespaces) fs::create_directories(kServiceAccountMountPath);
+  // What an earlier commgate-sim killed with SIGKILL left running (its stop() never ran).
+  if (in_containers())
+    for (const auto& name : remove_orphaned_containers(options_.podman, kOwnerLabel))
+      std::cerr << "commgate-sim kubelet: removed container " << name
+                << " of a commgate-sim that is gone\n";
   for (const ResourceInfo* r :
        {&pods_r_, &nodes_r_, &services_r_, &secrets_r_, &configmaps_r_, &service_accounts_r_}) {
     WatchRequest w;
@@ -902,6 +908,37 @@ bool Kubelet::write_volumes(Pod& pod, const json& object,
   return true;
 }
 
+void Kubelet::record_warning(const Pod& pod, const std::string& container,
+                             const std::string& reason, const std::string& message) {
+  const std::string now = now_text();
+  const json event = {
+      {"metadata",
+       {{"name", pod.name + "." +
+                     std::to_string(std::chrono::system_clock::now().time_since_epoch().count())},
+        {"namespace", pod.ns}}},
+      {"involvedObject",
+       {{"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"namespace", pod.ns},
+        {"name", pod.name},
+        {"uid", pod.uid},
+        {"fieldPath", "spec.containers{" + container + "}"}}},
+      {"reason", reason},
+      {"message", message},
+      {"type", "Warning"},
+      {"source", {{"component", "kubelet"}, {"host", pod.node}}},
+      {"reportingComponent", "kubelet"},
+      {"reportingInstance", pod.node},
+      {"firstTimestamp", now},
+      {"lastTimestamp", now},
+      {"count", 1}};
+  try {
+    store_.create(events_r_, pod.ns, event);
+  } catch (const ApiError&) {
+    // The namespace is going away: nobody reads the Event.
+  }
+}
+
 void Kubelet::set_volume_ownership(const Pod& pod,
                                    const std::map<std::string, std::string>& volume_dirs) {
   const json& fs_group = at(at(pod.spec, "securityContext"), "fsGroup");
@@ -965,6 +1002,9 @@ bool Kubelet::plan_containers(Pod& pod, const json& containers,
     pod.waiting_reason = reason;
     pod.waiting_message = message;
     write_status(pod);
+    // The kubelet's Warning Event, which `kubectl describe pod` shows (upstream's
+    // kuberuntime: reason Failed, "Error: " and the message).
+    record_warning(pod, container, "Failed", "Error: " + message);
     return false;
   };
   // Volumes this mode can mount: what the kubelet writes itself.
@@ -1044,6 +1084,7 @@ bool Kubelet::plan_containers(Pod& pod, const json& containers,
     chmod((pod.dir + "/termination-log-" + name).c_str(), 0666);  // any user writes it
     launch.image_user = *image_user;
     launch.run_options = options_.podman_run_options;
+    launch.owner_label = std::string(kOwnerLabel) + "=" + std::to_string(getpid());
     ContainerRunPlan plan = podman_run_plan(pod.spec, spec, launch);
     if (!plan.refusal.empty()) return wait(name, "CreateContainerConfigError", plan.refusal);
     pod.planned.emplace_back(launch.name, std::move(plan.args));

@@ -258,6 +258,9 @@ class Kubelet {
   bool plan_containers(Pod& pod, const nlohmann::json& containers,
                        const std::vector<std::map<std::string, std::string>>& envs,
                        const std::map<std::string, std::string>& volume_dirs);
+  // A core/v1 Warning Event about the pod's container, as the kubelet records one.
+  void record_warning(const Pod& pod, const std::string& container, const std::string& reason,
+                      const std::string& message);
   // Container mode: the volumes' files get their modes, and with fsGroup that group, as
   // upstream's SetVolumeOwnership gives them (the container's user reads them).
   void set_volume_ownership(const Pod& pod, const std::map<std::string, std::string>& volume_dirs);
@@ -275,7 +278,8 @@ class Kubelet {
 
   ObjectStore& store_;
   KubeletOptions options_;
-  ResourceInfo pods_r_, nodes_r_, services_r_, secrets_r_, configmaps_r_, service_accounts_r_;
+  ResourceInfo pods_r_, nodes_r_, services_r_, secrets_r_, configmaps_r_, service_accounts_r_,
+      events_r_;
   std::mutex mu_;  // nodes_ and pods_ (the thread owns pods_ otherwise)
   std::set<std::string> nodes_;
   std::set<std::string> lost_nodes_;

@@ -102,7 +102,8 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> user_kubeconfigs;  // (username, file)
   std::string pod_dir;
   KubeletOptions kubelet;
-  bool kueue = false;  // --kueue
+  bool kueue = false;           // --kueue
+  bool pod_containers = false;  // --pod-containers
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -185,6 +186,7 @@ int main(int argc, char** argv) {
         }
         kubelet.podman = default_podman_command();
         kubelet.podman_run_options = default_podman_run_options();
+        pod_containers = true;
       } else if (arg == "--authorization") {
         const std::string v = value();
         if (v == "rbac" || v == "RBAC") {
@@ -216,6 +218,15 @@ int main(int argc, char** argv) {
       std::cerr << "commgate-sim: bad value for " << arg << "\n";
       return 2;
     }
+  }
+
+  // Process mode's stand-ins for what an image provides have no place beside the images.
+  if (pod_containers && (!kubelet.image_entrypoints.empty() || kubelet.mount_namespaces)) {
+    std::cerr << "commgate-sim: --pod-containers runs each pod's images themselves; "
+              << (kubelet.image_entrypoints.empty() ? "--pod-mount-namespaces"
+                                                    : "--image-entrypoint")
+              << " is process mode's stand-in for an image and cannot be combined with it\n";
+    return 2;
   }
 
   // Block the stop signals in every thread; main waits for them with sigwait.

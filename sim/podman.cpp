@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
+#include <sstream>
 
 extern char** environ;  // NOLINT: POSIX's, for posix_spawnp
 
@@ -67,6 +69,24 @@ void podman_remove(const std::vector<std::string>& podman, const std::vector<std
   std::vector<std::string> args = {"rm", "--force", "--ignore", "--time", "0"};
   args.insert(args.end(), names.begin(), names.end());
   run_podman(podman, args);
+}
+
+std::vector<std::string> remove_orphaned_containers(const std::vector<std::string>& podman,
+                                                    const std::string& label_key) {
+  const PodmanResult listed =
+      run_podman(podman, {"ps", "--all", "--filter", "label=" + label_key, "--format",
+                          "{{.Names}} {{index .Labels \"" + label_key + "\"}}"});
+  std::vector<std::string> orphans;
+  if (listed.exit_code != 0) return orphans;
+  std::istringstream lines(listed.output);
+  for (std::string name, pid; lines >> name >> pid;) {
+    char* end = nullptr;
+    const long owner = std::strtol(pid.c_str(), &end, 10);
+    if (end == pid.c_str() || *end != '\0' || owner <= 0) continue;
+    if (kill(static_cast<pid_t>(owner), 0) != 0 && errno == ESRCH) orphans.push_back(name);
+  }
+  podman_remove(podman, orphans);
+  return orphans;
 }
 
 std::vector<std::string> default_podman_command() {

@@ -26,6 +26,11 @@ std::optional<std::string> podman_image_user(const std::vector<std::string>& pod
 // when it is killed itself. Quiet when they are gone.
 void podman_remove(const std::vector<std::string>& podman, const std::vector<std::string>& names);
 
+// Removes the containers labelled `label_key`=<pid> whose pid is no longer a process: what
+// a commgate-sim killed with SIGKILL left running. Returns their names.
+std::vector<std::string> remove_orphaned_containers(const std::vector<std::string>& podman,
+                                                    const std::string& label_key);
+
 // The global options scripts/images-podman.sh gives podman on these machines (runc,
 // cgroupfs, file events; COMMGATE_PODMAN_RUNTIME names another runtime), and the rlimits
 // every `podman run` there passes.

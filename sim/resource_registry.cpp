@@ -55,9 +55,14 @@ ResourceRegistry::ResourceRegistry() {
   add(builtin("", "v1", "nodes", "node", "Node", false, {"no"}, {}, true));
   add(builtin("", "v1", "pods", "pod", "Pod", true, {"po"}, {"all"}, true));
   resources_.back().returns_deleted_object = true;
+  // Upstream's pod columns (sim/pod_columns.h computes READY, STATUS and RESTARTS), Age
+  // before the wide ones: the pod's address (each has its own on a node with a podCIDR)
+  // and node.
   resources_.back().printer_columns = {
-      {{"name", "Status"}, {"type", "string"}, {"jsonPath", ".status.phase"}},
-      // -o wide: the pod's address (each has its own on a node with a podCIDR) and node.
+      {{"name", "Ready"}, {"type", "string"}, {"compute", "podReady"}},
+      {{"name", "Status"}, {"type", "string"}, {"compute", "podStatus"}},
+      {{"name", "Restarts"}, {"type", "string"}, {"compute", "podRestarts"}},
+      {{"name", "Age"}, {"type", "date"}, {"jsonPath", ".metadata.creationTimestamp"}},
       {{"name", "IP"}, {"type", "string"}, {"priority", 1}, {"jsonPath", ".status.podIP"}},
       {{"name", "Node"}, {"type", "string"}, {"priority", 1}, {"jsonPath", ".spec.nodeName"}}};
   add(builtin("", "v1", "services", "service", "Service", true, {"svc"}, {"all"}, true));

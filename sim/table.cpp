@@ -1,5 +1,7 @@
 #include "sim/table.h"
 
+#include "sim/pod_columns.h"
+
 namespace commgate::sim {
 namespace {
 
@@ -21,6 +23,7 @@ std::string age(const json& object, TimePoint now) {
 }
 
 json cell(const json& col, const json& object, TimePoint now) {
+  if (col.contains("compute")) return pod_column(col.value("compute", ""), object);
   json value = json_path_value(object, col.value("jsonPath", ""));
   const std::string type = col.value("type", "string");
   if (type == "date" && value.is_string()) {
@@ -130,7 +133,11 @@ json to_table(const ResourceInfo& r, const std::vector<json>& objects,
                            0));
   const json& extra = r.printer_columns;
   // CRDs: Age only when they declare no columns (upstream); built-ins always end in Age.
-  const bool default_age = !r.custom || extra.empty();
+  // A built-in whose columns place Age themselves (pods: before the wide ones) has no
+  // other.
+  bool placed_age = false;
+  for (const auto& c : extra) placed_age = placed_age || c.value("name", "") == "Age";
+  const bool default_age = (!r.custom || extra.empty()) && !placed_age;
   for (const auto& c : extra)
     columns.push_back(column(c.value("name", ""), c.value("type", "string"), c.value("format", ""),
                              c.value("description", ""), c.value("priority", 0)));

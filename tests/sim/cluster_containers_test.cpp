@@ -6,13 +6,21 @@
 // status and no container is ever made for it. Needs root and podman, and the test images
 // (the images.FromBinaries.build fixture): skipped with the reason otherwise. Label images.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/cluster.h"
+#include "sim/container_runtime.h"
 #include "sim/podman.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/wait.h"
 
 namespace commgate::sim {
@@ -34,6 +42,7 @@ class ContainerModeTest : public ::testing::Test {
     KubeletOptions options;
     options.podman = podman_;
     options.podman_run_options = default_podman_run_options();
+    options.work_dir = (testing::scratch_dir() / "pods").string();
     cluster_ = std::make_unique<SimCluster>(store_, options);
     cluster_->start();
     cluster_->add_node(node_spec("n1"));
@@ -70,6 +79,20 @@ class ContainerModeTest : public ::testing::Test {
     return w;
   }
 
+  // What the containers wrote (their logs), for a failure's message.
+  std::string container_logs() {
+    std::string out;
+    std::error_code ignored;
+    for (const auto& e :
+         std::filesystem::recursive_directory_iterator(testing::scratch_dir() / "pods", ignored))
+      if (e.path().extension() == ".log") {
+        std::ifstream in(e.path());
+        out += "== " + e.path().string() + "\n" +
+               std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      }
+    return out;
+  }
+
   std::vector<std::string> podman_ = default_podman_command();
   ObjectStore store_;
   ResourceInfo pods_ = *store_.find_resource("", "v1", "pods");
@@ -99,8 +122,8 @@ TEST_F(ContainerModeTest, a_pod_runs_in_its_image_as_its_security_context_says) 
         return s.value("phase", "") == "Succeeded" || s.value("phase", "") == "Failed";
       },
       90s))
-      << s.dump(2);
-  ASSERT_EQ(s["phase"], "Succeeded") << s.dump(2);
+      << s.dump(2) << container_logs();
+  ASSERT_EQ(s["phase"], "Succeeded") << s.dump(2) << container_logs();
   const json terminated = s["containerStatuses"][0]["state"]["terminated"];
   EXPECT_EQ(terminated["exitCode"], 0);
   // The probe's compact result, written by user 65532 through the mount.
@@ -165,6 +188,14 @@ TEST_F(ContainerModeTest, a_pod_it_cannot_run_as_asked_waits_with_the_reason) {
         << c.name << ": " << w.dump();
     EXPECT_EQ(status().value("phase", ""), "Pending") << c.name;
     EXPECT_FALSE(container_exists(container_name(created))) << c.name << ": ran another way";
+    // The kubelet's Warning Event says it too (what `kubectl describe pod` shows).
+    bool event = false;
+    for (const auto& e :
+         store_.list(*store_.find_resource("", "v1", "events"), "default", {}).items)
+      event = event || (e["involvedObject"].value("uid", "") == created["metadata"]["uid"] &&
+                        e.value("reason", "") == "Failed" && e.value("type", "") == "Warning" &&
+                        e.value("message", "").find(c.message) != std::string::npos);
+    EXPECT_TRUE(event) << c.name;
     store_.remove(pods_, "default", "p");
     ASSERT_TRUE(testing::wait_until(
         [&] {
@@ -177,6 +208,34 @@ TEST_F(ContainerModeTest, a_pod_it_cannot_run_as_asked_waits_with_the_reason) {
         },
         10s));
   }
+}
+
+// A commgate-sim killed with SIGKILL never removed its containers: the next one does, and
+// leaves a living one's alone.
+TEST_F(ContainerModeTest, a_dead_sims_containers_are_removed_when_the_next_one_starts) {
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  waitpid(dead, nullptr, 0);
+  const std::string orphan = "commgate-orphan-test-" + std::to_string(getpid());
+  const std::string alive = "commgate-alive-test-" + std::to_string(getpid());
+  for (const auto& [name, owner] : {std::pair{orphan, dead}, std::pair{alive, getpid()}}) {
+    std::vector<std::string> args = {
+        "run", "-d",      "--name",
+        name,  "--label", std::string(kOwnerLabel) + "=" + std::to_string(owner)};
+    for (const auto& o : default_podman_run_options()) args.push_back(o);
+    for (const char* a : {kProbeImage, "--params", "1M", "--compute-iters", "100000", "--quiet"})
+      args.emplace_back(a);
+    ASSERT_EQ(run_podman(podman_, args).exit_code, 0) << name;
+  }
+  KubeletOptions options;
+  options.podman = podman_;
+  SimCluster next(store_, options);
+  next.start();
+  EXPECT_FALSE(container_exists(orphan));
+  EXPECT_TRUE(container_exists(alive)) << "a living commgate-sim's container was removed";
+  next.stop();
+  podman_remove(podman_, {alive});
 }
 
 TEST_F(ContainerModeTest, an_image_that_is_not_in_the_store_is_never_pulled) {

@@ -218,6 +218,7 @@ TEST(PodmanRunPlan, command_args_env_mounts_and_network_as_a_runtime_gives_them)
                    {"/pods/p/termination-log-main", "/dev/termination-log", false},
                    {"/pods/p/etc-hosts", "/etc/hosts", false}};
   launch.run_options = {"--ulimit", "nofile=4096:4096"};
+  launch.owner_label = "io.commgate.sim-owner-pid=42";
   const auto plan = podman_run_plan(pod, container, launch);
   ASSERT_EQ(plan.refusal, "");
   const auto& a = plan.args;
@@ -229,7 +230,9 @@ TEST(PodmanRunPlan, command_args_env_mounts_and_network_as_a_runtime_gives_them)
         "--workdir=/work", "--env=A=1", "--env=B=x=y", "nofile=4096:4096",
         "--mount=type=bind,source=/pods/p/volumes/tls,destination=/etc/commgate/tls,ro=true",
         "--mount=type=bind,source=/pods/p/termination-log-main,destination=/dev/termination-log",
-        "--no-hosts",  // the kubelet's /etc/hosts, not podman's
+        "--no-hosts",                               // the kubelet's /etc/hosts, not podman's
+        "--unsetenv=TERM", "--unsetenv=container",  // podman's own env, not a CRI runtime's
+        "--label=io.commgate.sim-owner-pid=42",
         "--entrypoint=[\"/usr/local/bin/commgate\",\"webhook\"]"})
     EXPECT_TRUE(has(a, arg)) << arg;
   // The image, then the args: nothing of podman's after the image.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -220,8 +221,17 @@ spec:
   ASSERT_EQ(wait.code, 0) << wait.output;
   Result wide = kubectl({"get", "pods", "-o", "wide"});
   ASSERT_EQ(wide.code, 0) << wide.output;
-  EXPECT_NE(wide.output.find("Succeeded   127.0.0.1   n1"), std::string::npos) << wide.output;
-  EXPECT_NE(wide.output.find("Succeeded   127.0.0.1   n2"), std::string::npos) << wide.output;
+  // Upstream's pod columns: READY, STATUS (a finished container's reason), RESTARTS, AGE,
+  // and -o wide's IP and NODE after them.
+  EXPECT_EQ(
+      wide.output.rfind("NAME            READY   STATUS      RESTARTS   AGE   IP          NODE", 0),
+      0u)
+      << wide.output;
+  for (const char* node : {"n1", "n2"})
+    EXPECT_TRUE(std::regex_search(
+        wide.output,
+        std::regex(std::string("0/1 +Completed +0 +[0-9]+s +127\\.0\\.0\\.1 +") + node)))
+        << wide.output;
   EXPECT_NE(wide.output.find(" IP "), std::string::npos)
       << "the trial looked for it: " << wide.output;
   Result describe = kubectl({"describe", "pods", "-l", "job-name=probe"});
