@@ -25,18 +25,23 @@ inline constexpr const char* kKueueCheckControllerName = "commgate.io/comm-check
 // The label a job names its LocalQueue with (Kueue's mutating webhook may add it from the
 // namespace's default LocalQueue; the validating webhook sees it after that).
 inline constexpr const char* kKueueQueueNameLabel = "kueue.x-k8s.io/queue-name";
+// The annotation that names a queued job's model for commgate's check
+// (operator/kueue_model_annotations.h): without it the check cannot measure the job.
+inline constexpr const char* kKueueParametersAnnotation = "commgate.io/parameters";
 
 struct KueueQueue {
   std::string cluster_queue;
   bool checked = false;
   // Why not, in words for a refusal: "ClusterQueue gpu (no AdmissionCheck of commgate's)".
   std::string why_not;
+  bool operator==(const KueueQueue&) const = default;
 };
 
 struct KueueQueues {
   std::map<std::string, KueueQueue> local_queues;  // by "namespace/name"
   // Null when the LocalQueue does not exist (in this snapshot).
   const KueueQueue* find(const std::string& ns, const std::string& name) const;
+  bool operator==(const KueueQueues&) const = default;
 };
 
 // A watch transform for the three kinds: only what kueue_queues reads (metadata's name,

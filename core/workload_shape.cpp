@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdlib>
 #include <functional>
 #include <vector>
 
@@ -268,6 +269,19 @@ WorkloadShape pod_shape(const Json& pod) {
   if (const long long n = declared_nodes(spec, "spec", &from); n > 1) {
     s.accelerated_pods = n;
     s.count_from = from;
+  }
+  // One pod of a Kueue pod group (kubernetes-sigs/kueue pkg/controller/jobs/pod: the
+  // group's pods carry its name as a label and its size as an annotation, and are admitted
+  // together as one Workload): the group's size is the count.
+  if (!json_string(pod, {"metadata", "labels", "kueue.x-k8s.io/pod-group-name"}).empty()) {
+    const std::string total =
+        json_string(pod, {"metadata", "annotations", "kueue.x-k8s.io/pod-group-total-count"});
+    char* end = nullptr;
+    const long long n = std::strtoll(total.c_str(), &end, 10);
+    if (!total.empty() && end != nullptr && *end == '\0' && n > s.accelerated_pods) {
+      s.accelerated_pods = n;
+      s.count_from = "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]";
+    }
   }
   return s;
 }

@@ -125,7 +125,11 @@ SnapshotCache::SnapshotCache(const ApiClient& client, Options options)
       Watcher::Options o = watch_of(path);
       o.transform = keep_kueue_queue_fields;
       auto informer = std::make_unique<Informer>(client, o);
-      informer->on_change([this](const std::vector<StoreChange>&) { rebuild(); });
+      // Kueue writes its queues' status often (pending counts): only a change of what the
+      // gate reads rebuilds the snapshot.
+      informer->on_change([this](const std::vector<StoreChange>&) {
+        if (update_kueue_queues()) rebuild();
+      });
       return informer;
     };
     local_queues_ = make_kueue(kLocalQueuesPath);
@@ -178,6 +182,25 @@ bool SnapshotCache::update_nodes(const std::vector<StoreChange>& changes) {
   return true;
 }
 
+bool SnapshotCache::update_kueue_queues() {
+  std::lock_guard lock(rebuild_mu_);
+  if (!local_queues_->has_synced() || !cluster_queues_->has_synced() ||
+      !admission_checks_->has_synced())
+    return false;
+  auto values = [](const Informer& informer) {
+    std::vector<nlohmann::json> out;
+    const auto objects = informer.store().snapshot();  // held: the loop reads into it
+    for (const auto& [key, object] : *objects)
+      if (object) out.push_back(*object);
+    return out;
+  };
+  auto queues = std::make_shared<const KueueQueues>(
+      kueue_queues(values(*local_queues_), values(*cluster_queues_), values(*admission_checks_)));
+  if (kueue_queues_ && *kueue_queues_ == *queues) return false;
+  kueue_queues_ = std::move(queues);
+  return true;
+}
+
 std::shared_ptr<const Snapshot> SnapshotCache::snapshot() const {
   return std::atomic_load(&snapshot_);
 }
@@ -221,18 +244,7 @@ void SnapshotCache::rebuild() {
     last_valid_ = std::move(built.valid);
     built.snapshot->nodes = nodes_;
     built.snapshot->nodes_generation = nodes_generation_;
-    if (local_queues_ && local_queues_->has_synced() && cluster_queues_->has_synced() &&
-        admission_checks_->has_synced()) {
-      auto values = [](const Informer& informer) {
-        std::vector<nlohmann::json> out;
-        const auto objects = informer.store().snapshot();  // held: the loop reads into it
-        for (const auto& [key, object] : *objects)
-          if (object) out.push_back(*object);
-        return out;
-      };
-      built.snapshot->kueue_queues = std::make_shared<const KueueQueues>(kueue_queues(
-          values(*local_queues_), values(*cluster_queues_), values(*admission_checks_)));
-    }
+    built.snapshot->kueue_queues = kueue_queues_;
     // Logs a bad object once per resourceVersion, not on every rebuild.
     std::map<std::string, std::string> still_bad;
     for (const RejectedObject& r : built.rejected) {

@@ -134,6 +134,9 @@ class SnapshotCache {
   // After a change of the Nodes' store: true when a node's summary changed (then
   // nodes_ and nodes_generation_ are new).
   bool update_nodes(const std::vector<StoreChange>& changes);
+  // After a change of Kueue's stores: true when the queues the gate reads changed (then
+  // kueue_queues_ is new); false until all three have listed.
+  bool update_kueue_queues();
 
   const Options options_;
   std::unique_ptr<Informer> policies_, profiles_, namespaces_;
@@ -150,6 +153,7 @@ class SnapshotCache {
   std::map<std::string, PoolNode> node_summaries_;
   std::shared_ptr<const std::vector<PoolNode>> nodes_;
   uint64_t nodes_generation_ = 0;
+  std::shared_ptr<const KueueQueues> kueue_queues_;  // guarded by rebuild_mu_
   std::atomic<uint64_t> kept_{0};
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> rebuilds_{0};

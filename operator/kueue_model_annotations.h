@@ -23,12 +23,13 @@
 #include <string>
 
 #include "core/field_errors.h"
+#include "core/kueue_queues.h"
 #include "core/training_job.h"
 
 namespace commgate::op::kueue {
 
 namespace model_annotation {
-inline constexpr const char* kParameters = "commgate.io/parameters";
+inline constexpr const char* kParameters = kKueueParametersAnnotation;  // core/kueue_queues.h
 inline constexpr const char* kGradientDtype = "commgate.io/gradient-dtype";
 inline constexpr const char* kBatchSize = "commgate.io/batch-size";
 inline constexpr const char* kOptimizer = "commgate.io/optimizer";

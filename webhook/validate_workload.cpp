@@ -152,29 +152,47 @@ const char* suspend_field(WorkloadKind kind) {
   return kind == WorkloadKind::kPyTorchJob ? "spec.runPolicy.suspend" : "spec.suspend";
 }
 
-// A queued job's way past the gate: suspended, and queued to a LocalQueue whose
-// ClusterQueue runs commgate's admission check (core/kueue_queues.h), so that Kueue starts
-// it only once commgate decided its Workload Ready. "" when it is; else why not, for the
-// refusal ("" too when it names no queue).
-std::string kueue_gap(const AdmissionRequest& request, WorkloadKind kind, const Snapshot& snapshot,
-                      bool* checked) {
-  *checked = false;
-  const std::string queue =
-      json_string(request.object, {"metadata", "labels", kKueueQueueNameLabel});
-  if (queue.empty()) return "";
-  const std::string local_queue = "LocalQueue " + request.namespace_ + "/" + queue;
+// Whether a job is on commgate's Kueue route: queued to a LocalQueue whose ClusterQueue
+// runs commgate's admission check (core/kueue_queues.h), naming its model, so that Kueue
+// starts it only once commgate decided its Workload Ready. Whether it is suspended is the
+// caller's question.
+struct KueueRoute {
+  bool on = false;
+  std::string why_not;  // for a refusal; "" when on, or when it names no queue at all
+};
+
+KueueRoute kueue_route(const Json& object, const std::string& ns, const Snapshot& snapshot) {
+  const std::string queue = json_string(object, {"metadata", "labels", kKueueQueueNameLabel});
+  if (queue.empty()) return {};
+  const std::string local_queue = "it is queued to LocalQueue " + ns + "/" + queue;
   if (!snapshot.kueue_queues)
-    return "it is queued to " + local_queue +
-           ", but this webhook does not watch Kueue's queues (commgate webhook --kueue, the "
-           "chart's kueue.enabled), or has not listed them yet";
-  const KueueQueue* q = snapshot.kueue_queues->find(request.namespace_, queue);
-  if (!q) return "it is queued to " + local_queue + ", which does not exist";
-  if (!q->checked) return "it is queued to " + local_queue + ", but " + q->why_not;
-  if (suspended(kind, request.object) != true)
-    return "it is queued to " + local_queue + ", but is not suspended (" + suspend_field(kind) +
-           "): Kueue's webhook suspends a queued job when it is created, and only Kueue starts it";
-  *checked = true;
-  return "";
+    return {false, local_queue +
+                       ", but this webhook does not watch Kueue's queues (commgate webhook "
+                       "--kueue, the chart's kueue.enabled), or has not listed them yet"};
+  const KueueQueue* q = snapshot.kueue_queues->find(ns, queue);
+  if (!q) return {false, local_queue + ", which does not exist"};
+  if (!q->checked) return {false, local_queue + ", but " + q->why_not};
+  // Without its model commgate's check measures nothing (withoutModel: Ready admits it
+  // unchecked): the gate asks for what the check needs.
+  if (json_string(object, {"metadata", "annotations", kKueueParametersAnnotation}).empty())
+    return {false, local_queue + ", but names no model (annotation " +
+                       std::string(kKueueParametersAnnotation) +
+                       ", with commgate.io/gradient-dtype, commgate.io/batch-size and "
+                       "commgate.io/optimizer: docs/kueue.md), so commgate's check could not "
+                       "measure it"};
+  return {true, ""};
+}
+
+// The queue label and the commgate.io/ annotations (the model the check reads): what an
+// update may not change on a suspended job to take it off the route.
+Json route_fields(const Json& object) {
+  Json fields = {{"queue", json_at(object, {"metadata", "labels", kKueueQueueNameLabel})},
+                 {"annotations", Json::object()}};
+  const Json& annotations = json_at(object, {"metadata", "annotations"});
+  if (annotations.is_object())
+    for (auto it = annotations.begin(); it != annotations.end(); ++it)
+      if (it.key().rfind("commgate.io/", 0) == 0) fields["annotations"][it.key()] = it.value();
+  return fields;
 }
 
 // A refusal by `policy`, or under its warn the admission with the same words as a warning.
@@ -248,18 +266,30 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
 
   const WorkloadShape shape = workload_shape(kind, request.object);
   if (!shape.multi_node()) return with_decision(allowed(), "SingleNode");
-  bool kueue_checked = false;
-  const std::string kueue_why = kueue_gap(request, kind, snapshot, &kueue_checked);
-  if (kueue_checked) return with_decision(allowed(), "KueueChecked");
+  // Kueue (--kueue): a suspended job on commgate's route waits for commgate's check.
+  const KueueRoute route = kueue_route(request.object, request.namespace_, snapshot);
+  const bool now_suspended = suspended(kind, request.object) == true;
+  if (route.on && now_suspended) return with_decision(allowed(), "KueueChecked");
+  std::string kueue_why = route.why_not;
+  if (route.on && request.operation == "CREATE")
+    kueue_why = "it is queued to LocalQueue " + request.namespace_ + "/" +
+                json_string(request.object, {"metadata", "labels", kKueueQueueNameLabel}) +
+                ", but is not suspended (" + suspend_field(kind) +
+                "): Kueue's webhook suspends a queued job when it is created, and only Kueue "
+                "starts it";
   // A suspended job started: only Kueue does that to a queued job, once it admits it (a
-  // trusted controller, --workload-controller). By anyone else it would start a job the
-  // gate let through suspended, or one created before the switch, undecided.
+  // trusted controller, --workload-controller), and only one still on the route: by
+  // anyone else, or off the route, it would start a job the gate let through suspended,
+  // or one created before the switch, undecided.
   const bool resumed = request.operation == "UPDATE" &&
-                       suspended(kind, request.old_object) == true &&
-                       suspended(kind, request.object) == false;
-  if (resumed && is_trusted_controller(username, config))
-    return with_decision(allowed(), "ResumedByController");
-  if (request.operation == "UPDATE" && !resumed) {
+                       suspended(kind, request.old_object) == true && !now_suspended;
+  const bool by_controller = is_trusted_controller(username, config);
+  if (resumed && by_controller && route.on) return with_decision(allowed(), "ResumedByController");
+  // A suspended job taken off the route by an update (another queue, a queue without the
+  // check, its model annotations changed or gone) would be admitted by Kueue undecided.
+  const bool left_route = request.operation == "UPDATE" && now_suspended &&
+                          route_fields(request.old_object) != route_fields(request.object);
+  if (request.operation == "UPDATE" && !resumed && !left_route) {
     // Only growth is refused: a workload created before the switch (or by an exempt user)
     // keeps its size through label, finalizer and other updates.
     const WorkloadShape before = workload_shape(kind, request.old_object);
@@ -271,9 +301,17 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
                      format_nodes(shape.accelerated_pods) + " with " +
                      accelerators_text(shape.accelerators_per_pod) + " each at once (" +
                      shape.count_from + ")";
-  if (resumed)
+  if (resumed && !by_controller)
     what += " and is started (" + std::string(suspend_field(kind)) + " false) by " + username +
             ", while only Kueue's controller starts a suspended job here";
+  if (resumed && by_controller)
+    what += " and is started (" + std::string(suspend_field(kind)) + " false) by " + username +
+            (kueue_why.empty() ? ", but it is not queued to a Kueue LocalQueue whose ClusterQueue "
+                                 "runs commgate's admission check"
+                               : "");
+  if (left_route)
+    what += " and is changed while suspended (its " + std::string(kKueueQueueNameLabel) +
+            " label or commgate.io/ annotations)";
   if (!kueue_why.empty()) what += "; " + kueue_why;
   if (!gate.policy)
     return with_decision(

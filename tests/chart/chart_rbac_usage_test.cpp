@@ -906,6 +906,7 @@ subjects:
   auto queued = [&](const std::string& name, const std::string& queue, bool suspend) {
     json job = gpu_job(name, 4);
     job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue;
+    job["metadata"]["annotations"]["commgate.io/parameters"] = "350M";
     job["spec"]["suspend"] = suspend;
     const std::string file = dir_ + "/" + name + ".yaml";
     std::ofstream(file) << job.dump(2);
@@ -944,6 +945,18 @@ subjects:
                      R"("spec":{"suspend":false}})"});
   EXPECT_NE(r.code, 0) << r.output;
   EXPECT_TRUE(workload("checked")["spec"].value("suspend", false));
+  // Nor can they take it off the route while it waits (the attacker review): to a queue
+  // without the check (Kueue would move its Workload there and admit it), or without its
+  // model (the check would admit it unmeasured).
+  r = as_researcher(
+      {"label", "job", "checked", "-n", "nlp", "--overwrite", "kueue.x-k8s.io/queue-name=plain"});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("is changed while suspended"), std::string::npos) << r.output;
+  r = as_researcher({"annotate", "job", "checked", "-n", "nlp", "commgate.io/parameters-"});
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("names no model"), std::string::npos) << r.output;
+  EXPECT_EQ(workload("checked")["metadata"]["labels"].value("kueue.x-k8s.io/queue-name", ""),
+            "gpu");
   // Kueue's controller starts it once admitted.
   r = kubectl({"patch", "job", "checked", "-n", "nlp", "--type", "merge", "-p",
                R"({"spec":{"suspend":false}})", "--as",

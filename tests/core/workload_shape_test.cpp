@@ -152,6 +152,24 @@ INSTANTIATE_TEST_SUITE_P(
                   8,
                   "spec.elasticPolicy.maxReplicas"},
         ShapeCase{"ABarePod", WorkloadKind::kPod, pod(json::object()), 1, "a bare pod is one node"},
+        // Kueue's pod groups: one pod of a group of 4 (the attacker review of 2026-12-06).
+        ShapeCase{"OnePodOfAKueuePodGroup", WorkloadKind::kPod,
+                  [] {
+                    json p = pod(json::object());
+                    p["metadata"] = {
+                        {"labels", {{"kueue.x-k8s.io/pod-group-name", "g1"}}},
+                        {"annotations", {{"kueue.x-k8s.io/pod-group-total-count", "4"}}}};
+                    return p;
+                  }(),
+                  4, "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]"},
+        ShapeCase{
+            "AGroupSizeWithoutTheGroupLabelIsNotRead", WorkloadKind::kPod,
+            [] {
+              json p = pod(json::object());
+              p["metadata"] = {{"annotations", {{"kueue.x-k8s.io/pod-group-total-count", "4"}}}};
+              return p;
+            }(),
+            1, "a bare pod is one node"},
         ShapeCase{"NnodesAsTheNextWord", WorkloadKind::kPod,
                   pod({{"args", {"--nnodes", "3", "train.py"}}}), 3, "spec.containers[0].args[1]"},
         ShapeCase{"NnodesInsideAShellCommand", WorkloadKind::kPod,

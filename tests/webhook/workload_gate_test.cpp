@@ -434,8 +434,8 @@ TEST(WorkloadGateKueue, AQueuedJobPassesOnlyThroughACheckedQueueAndOnlyKueueStar
                 {"spec", {{"clusterQueue", cq}}}};
   };
   snapshot.kueue_queues = std::make_shared<const KueueQueues>(kueue_queues(
-      {local_queue("checked", "gpu"), local_queue("unchecked", "plain"),
-       local_queue("partial", "some-flavors")},
+      {local_queue("checked", "gpu"), local_queue("also-checked", "gpu"),
+       local_queue("unchecked", "plain"), local_queue("partial", "some-flavors")},
       {cluster_queue("gpu", {{{"name", "comm"}}}), cluster_queue("plain", json::array()),
        cluster_queue("some-flavors", {{{"name", "comm"}, {"onFlavors", {"a100"}}}})},
       {check}));
@@ -443,8 +443,11 @@ TEST(WorkloadGateKueue, AQueuedJobPassesOnlyThroughACheckedQueueAndOnlyKueueStar
     json j = a_job(4, 8);
     j["spec"]["suspend"] = suspend;
     if (!queue.empty()) j["metadata"]["labels"][kKueueQueueNameLabel] = queue;
+    j["metadata"]["annotations"][kKueueParametersAnnotation] = "350M";
     return j;
   };
+  json unnamed = queued("checked", true);
+  unnamed["metadata"].erase("annotations");
   constexpr const char* kKueue = "system:serviceaccount:kueue-system:kueue-controller-manager";
   WebhookConfig config = gate_config();
   config.workload_controllers.push_back("kueue-system/kueue-controller-manager");
@@ -466,6 +469,8 @@ TEST(WorkloadGateKueue, AQueuedJobPassesOnlyThroughACheckedQueueAndOnlyKueueStar
        "its ClusterQueue plain has no AdmissionCheck with controllerName commgate.io/comm-check"},
       {"a check on some flavors only", queued("partial", true), nullptr, kResearcher, false,
        "Unmanaged", "AdmissionCheck comm runs on some of its flavors only"},
+      {"no model named: the check would admit it unmeasured", unnamed, nullptr, kResearcher, false,
+       "Unmanaged", "but names no model (annotation commgate.io/parameters"},
       {"a LocalQueue that does not exist", queued("nowhere", true), nullptr, kResearcher, false,
        "Unmanaged", "LocalQueue team-a/nowhere, which does not exist"},
       {"suspended without a queue", queued("", true), nullptr, kResearcher, false, "Unmanaged",
@@ -479,6 +484,23 @@ TEST(WorkloadGateKueue, AQueuedJobPassesOnlyThroughACheckedQueueAndOnlyKueueStar
        kResearcher, false, "Unmanaged", "is started (spec.suspend false) by alice"},
       {"an exempt user starts it", queued("", false), queued("", true), "carol", true, "Exempt",
        ""},
+      // The attacker review of 2026-12-06: off the route while suspended, then started.
+      {"moved to a queue without the check while suspended", queued("unchecked", true),
+       queued("checked", true), kResearcher, false, "Unmanaged",
+       "is changed while suspended (its kueue.x-k8s.io/queue-name label"},
+      {"its model annotation taken off while suspended", unnamed, queued("checked", true),
+       kResearcher, false, "Unmanaged", "names no model"},
+      {"moved between two checked queues", queued("also-checked", true), queued("checked", true),
+       kResearcher, true, "KueueChecked", ""},
+      {"Kueue starts a job queued without the check", queued("unchecked", false),
+       queued("unchecked", true), kKueue, false, "Unmanaged",
+       "is started (spec.suspend false) by "
+       "system:serviceaccount:kueue-system:kueue-controller-manager; it is queued to LocalQueue "
+       "team-a/unchecked, but its ClusterQueue plain has no AdmissionCheck"},
+      {"a controller starts a job of no queue", queued("", false), queued("", true), kKueue, false,
+       "Unmanaged",
+       "but it is not queued to a Kueue LocalQueue whose ClusterQueue runs commgate's admission "
+       "check"},
   };
   for (const auto& c : cases) {
     const auto r = handle_validate(a_write(kJobs, c.object, c.user, c.old_object).parse(), snapshot,
@@ -497,6 +519,7 @@ TEST(WorkloadGateKueue, AQueuedJobPassesOnlyThroughACheckedQueueAndOnlyKueueStar
                   {{"Master", {{"replicas", 1}, {"template", {{"spec", pod_spec(8)}}}}},
                    {"Worker", {{"replicas", 3}, {"template", {{"spec", pod_spec(8)}}}}}}}});
   pytorch["metadata"]["labels"][kKueueQueueNameLabel] = "checked";
+  pytorch["metadata"]["annotations"][kKueueParametersAnnotation] = "7G";
   auto r = handle_validate(a_write(kPyTorchJobs, pytorch).parse(), snapshot, test_now(), config);
   EXPECT_EQ(r.decision, "KueueChecked") << r.message;
   pytorch["spec"]["runPolicy"]["suspend"] = false;
