@@ -834,15 +834,7 @@ class WorkloadGateWithKueue : public WorkloadGateOn {
 TEST_F(WorkloadGateWithKueue,
        a_queued_job_passes_only_through_commgates_check_and_kueue_starts_it) {
   // Kueue's API first (the webhook and the operator watch it from their start).
-  const fs::path fixtures =
-      fs::path(COMMGATE_SOURCE_DIR) / "../shared/fixtures/ecosystem/kueue-v0.19.2";
-  for (const char* crd :
-       {"kueue.x-k8s.io_resourceflavors.yaml", "kueue.x-k8s.io_admissionchecks.yaml",
-        "kueue.x-k8s.io_clusterqueues.yaml", "kueue.x-k8s.io_localqueues.yaml",
-        "kueue.x-k8s.io_workloads.yaml"}) {
-    const auto r = kubectl({"create", "-f", (fixtures / crd).string()});
-    ASSERT_EQ(r.code, 0) << crd << ": " << r.output;
-  }
+  ASSERT_NO_FATAL_FAILURE(create_kueue_crds());
   ASSERT_NO_FATAL_FAILURE(install_and_start());
   ASSERT_NO_FATAL_FAILURE(bind_the_researcher());
   Result r = kubectl({"patch", "commpolicy", "default", "--type", "merge", "-p",

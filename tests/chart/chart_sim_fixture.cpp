@@ -39,6 +39,18 @@ KubectlResult apply_objects(Kubectl& kubectl, const fs::path& dir, const std::ve
 
 ChartSimTest::ChartSimTest(sim::ApiServerOptions options) : api_(std::move(options)) {}
 
+void ChartSimTest::create_kueue_crds() {
+  const fs::path fixtures =
+      fs::path(COMMGATE_SOURCE_DIR) / "../shared/fixtures/ecosystem/kueue-v0.19.2";
+  for (const char* crd :
+       {"kueue.x-k8s.io_resourceflavors.yaml", "kueue.x-k8s.io_admissionchecks.yaml",
+        "kueue.x-k8s.io_clusterqueues.yaml", "kueue.x-k8s.io_localqueues.yaml",
+        "kueue.x-k8s.io_workloads.yaml"}) {
+    const auto r = kubectl({"create", "-f", (fixtures / crd).string()});
+    ASSERT_EQ(r.code, 0) << crd << ": " << r.output;
+  }
+}
+
 void ChartSimTest::start_sim(std::chrono::milliseconds kubectl_timeout) {
   api_.start();
   dir_ = api_.pki_dir();

@@ -58,6 +58,11 @@ class ChartSimTest : public ::testing::Test {
     return apply_objects(kubectl_, dir_, objects, name);
   }
 
+  // Kueue v0.19.2's CRDs from ../shared/fixtures (ResourceFlavors, AdmissionChecks,
+  // ClusterQueues, LocalQueues, Workloads) created with kubectl: `create`, not `apply`, as
+  // the Workload CRD is larger than the last-applied annotation may be. Fails the test when
+  // one is refused.
+  void create_kueue_crds();
   // A kubeconfig with the token of one of the chart's ServiceAccounts (in the pod: the
   // projected token; here the sim's --user token for that name).
   std::string kubeconfig_of(const std::string& username);

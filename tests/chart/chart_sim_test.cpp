@@ -452,16 +452,7 @@ TEST_F(ChartOnSim, with_kueue_enabled_the_operator_decides_kueue_workloads) {
   if (!fs::exists("/usr/bin/curl")) GTEST_SKIP() << "no /usr/bin/curl to ask /readyz with";
   ASSERT_NO_FATAL_FAILURE(render({"--include-crds", "--set", "kueue.enabled=true"}));
   ASSERT_NO_FATAL_FAILURE(install());
-  const fs::path fixtures =
-      fs::path(COMMGATE_SOURCE_DIR) / "../shared/fixtures/ecosystem/kueue-v0.19.2";
-  // `create`, not `apply`: the Workload CRD is larger than the last-applied annotation may be.
-  for (const char* crd :
-       {"kueue.x-k8s.io_resourceflavors.yaml", "kueue.x-k8s.io_admissionchecks.yaml",
-        "kueue.x-k8s.io_clusterqueues.yaml", "kueue.x-k8s.io_localqueues.yaml",
-        "kueue.x-k8s.io_workloads.yaml"}) {
-    const auto r = kubectl({"create", "-f", (fixtures / crd).string()});
-    ASSERT_EQ(r.code, 0) << crd << ": " << r.output;
-  }
+  ASSERT_NO_FATAL_FAILURE(create_kueue_crds());
   sim::SimCluster kueue(api_.store());
   kueue.start_kueue();
 

@@ -58,6 +58,20 @@ class ContainerModeTest : public ::testing::Test {
     return store_.create(pods_, "default", pod);
   }
   json status() { return store_.get(pods_, "default", "p").value("status", json::object()); }
+  // Deletes pod p and waits until it is gone, for the next case's pod of the same name.
+  void remove_pod() {
+    store_.remove(pods_, "default", "p");
+    ASSERT_TRUE(testing::wait_until(
+        [&] {
+          try {
+            store_.get(pods_, "default", "p");
+            return false;
+          } catch (const std::exception&) {
+            return true;
+          }
+        },
+        10s));
+  }
   std::string container_name(const json& created) {
     return "k8s_main_p_default_" + created["metadata"]["uid"].get<std::string>();
   }
@@ -196,17 +210,7 @@ TEST_F(ContainerModeTest, a_pod_it_cannot_run_as_asked_waits_with_the_reason) {
                         e.value("reason", "") == "Failed" && e.value("type", "") == "Warning" &&
                         e.value("message", "").find(c.message) != std::string::npos);
     EXPECT_TRUE(event) << c.name;
-    store_.remove(pods_, "default", "p");
-    ASSERT_TRUE(testing::wait_until(
-        [&] {
-          try {
-            store_.get(pods_, "default", "p");
-            return false;
-          } catch (const std::exception&) {
-            return true;
-          }
-        },
-        10s));
+    ASSERT_NO_FATAL_FAILURE(remove_pod());
   }
 }
 
@@ -244,17 +248,7 @@ TEST_F(ContainerModeTest, an_image_that_is_not_in_the_store_is_never_pulled) {
   EXPECT_EQ(w.value("reason", ""), "ErrImageNeverPull") << w.dump();
   EXPECT_EQ(w.value("message", ""),
             "Container image \"registry.invalid/none:1\" is not present with pull policy of Never");
-  store_.remove(pods_, "default", "p");
-  ASSERT_TRUE(testing::wait_until(
-      [&] {
-        try {
-          store_.get(pods_, "default", "p");
-          return false;
-        } catch (const std::exception&) {
-          return true;
-        }
-      },
-      10s));
+  ASSERT_NO_FATAL_FAILURE(remove_pod());
   create({{"name", "main"}, {"image", "registry.invalid/none:1"}});
   w = waiting();
   EXPECT_EQ(w.value("reason", ""), "ErrImagePull") << w.dump();
