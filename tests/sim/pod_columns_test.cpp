@@ -35,27 +35,31 @@ TEST(PodColumns, ReadyStatusAndRestartsAsKubectlPrintsThem) {
     std::string ready, status;
     long long restarts;
   };
-  json deleting = pod_with({running});
+  json deleting = pod_with(json::array({running}));
   deleting["metadata"]["deletionTimestamp"] = "2026-12-06T19:00:00Z";
   const Case cases[] = {
-      {"running and ready", pod_with({running}), "1/1", "Running", 0},
-      {"one of two ready, restarts summed", pod_with({running, not_ready}, "Running", 2), "1/2",
-       "Running", 2},
-      {"refused by the kubelet", pod_with({waiting("CreateContainerConfigError")}, "Pending"),
-       "0/1", "CreateContainerConfigError", 0},
-      {"an image not pulled", pod_with({waiting("ErrImagePull")}, "Pending"), "0/1", "ErrImagePull",
-       0},
-      {"succeeded", pod_with({terminated({{"reason", "Completed"}, {"exitCode", 0}})}, "Succeeded"),
+      {"running and ready", pod_with(json::array({running})), "1/1", "Running", 0},
+      {"one of two ready, restarts summed",
+       pod_with(json::array({running, not_ready}), "Running", 2), "1/2", "Running", 2},
+      {"refused by the kubelet",
+       pod_with(json::array({waiting("CreateContainerConfigError")}), "Pending"), "0/1",
+       "CreateContainerConfigError", 0},
+      {"an image not pulled", pod_with(json::array({waiting("ErrImagePull")}), "Pending"), "0/1",
+       "ErrImagePull", 0},
+      {"succeeded",
+       pod_with(json::array({terminated({{"reason", "Completed"}, {"exitCode", 0}})}), "Succeeded"),
        "0/1", "Completed", 1},
-      {"failed", pod_with({terminated({{"reason", "Error"}, {"exitCode", 1}})}, "Failed"), "0/1",
+      {"failed",
+       pod_with(json::array({terminated({{"reason", "Error"}, {"exitCode", 1}})}), "Failed"), "0/1",
        "Error", 1},
-      {"terminated without a reason", pod_with({terminated({{"exitCode", 3}})}, "Failed"), "0/1",
-       "ExitCode:3", 1},
-      {"killed by a signal", pod_with({terminated({{"exitCode", 137}, {"signal", 9}})}, "Failed"),
-       "0/1", "Signal:9", 1},
+      {"terminated without a reason",
+       pod_with(json::array({terminated({{"exitCode", 3}})}), "Failed"), "0/1", "ExitCode:3", 1},
+      {"killed by a signal",
+       pod_with(json::array({terminated({{"exitCode", 137}, {"signal", 9}})}), "Failed"), "0/1",
+       "Signal:9", 1},
       {"one done, one still running",
-       pod_with({running, terminated({{"reason", "Completed"}})}, "Running", 2), "1/2", "NotReady",
-       1},
+       pod_with(json::array({running, terminated({{"reason", "Completed"}})}), "Running", 2), "1/2",
+       "NotReady", 1},
       {"no status yet", pod_with(json::array(), "Pending"), "0/1", "Pending", 0},
       {"being deleted", deleting, "1/1", "Terminating", 0},
   };
