@@ -194,7 +194,7 @@ DDP-style step:
   --bucket-cap Q            default 25Mi      --first-bucket Q   default 1Mi
   --ddp-warmup N --ddp-iters N                default 1, 5
 Output:
-  --output FILE             also write the full JSON here (rank 0)
+  --output FILE             also write the full JSON here (rank 0; exit 1 when it cannot be)
   --termination-log FILE    compact JSON (<= 4096 bytes); default /dev/termination-log when
                             writable; "" disables
   --note TEXT               provenance, copied into the result

@@ -407,7 +407,7 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
     comm.reset();
     watchdog.disarm();
     if (reporter) writer.publish();
-    return kExitOk;
+    return reporter && writer.output_failed() ? kExitFailed : kExitOk;
   } catch (const StageFailure& e) {
     report_error(e.stage(), e.what());
     exit_now(out, err, e.code());

@@ -174,7 +174,11 @@ bool ReportWriter::publish(const std::function<void(ProbeResult&)>& last_change)
   if (!cfg_.output_path.empty()) {
     std::ofstream f(cfg_.output_path);
     f << full << "\n";
-    if (!f) err_ << "commgate-probe: cannot write --output " << cfg_.output_path << "\n";
+    if (!f) {
+      err_ << "commgate-probe: cannot write --output " << cfg_.output_path
+           << " (the result is on stdout)\n";
+      output_failed_ = true;
+    }
   }
   if (auto path = resolve_termination_log(cfg_.termination_log)) {
     std::ofstream f(*path);

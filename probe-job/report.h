@@ -48,6 +48,9 @@ class ReportWriter {
   // Sets duration_seconds, applies `last_change`, writes every output. Only the first
   // call writes; later calls return false.
   bool publish(const std::function<void(ProbeResult&)>& last_change = {});
+  // The --output file could not be written by publish(): the run then exits 1 (the
+  // result is on stdout, but the file the user asked for is not there).
+  bool output_failed() const { return output_failed_; }
 
  private:
   const ProbeConfig& cfg_;
@@ -58,6 +61,7 @@ class ReportWriter {
   ProbeResult result_;
   std::string nccl_version_;
   bool published_ = false;
+  bool output_failed_ = false;
 };
 
 }  // namespace commgate::probe

@@ -97,6 +97,19 @@ TEST(ProbeProcess, local_ranks_print_rank_zeros_json_and_a_compact_termination_m
   EXPECT_TRUE(contains(f.err, "busbw")) << "human summary on stderr";
 }
 
+// --output where it cannot be written (a trial of 2026-12-06: a read-only root filesystem):
+// the result still on stdout, the failure said, and exit 1, not 0.
+TEST(ProbeProcess, an_output_file_that_cannot_be_written_fails_the_run) {
+  Finished f = testing::run(
+      {kProbe, "--params", "1M", "--batch-size", "8", "--max-bytes", "1Mi", "--compute-iters", "2",
+       "--ddp-iters", "2", "--timeout", "60", "--termination-log", "", "--quiet", "--output",
+       scratch("no-such-dir") + "/result.json"},
+      {}, scratch("unwritable"), seconds(60));
+  EXPECT_EQ(f.exit_code, 1) << f.err;
+  EXPECT_TRUE(contains(f.err, "cannot write --output")) << f.err;
+  EXPECT_EQ(parse_probe_result(nlohmann::json::parse(f.out)).nodes, 1);
+}
+
 // One probe for several jobs' models (issue #21), and DDP's gradient compression: the
 // first model's buckets go as bf16 (as fp16 over Gloo: LibTorch 1.13's Gloo has no bf16
 // all-reduce), the second's as fp16, each model with its own compute and DDP step.
