@@ -57,6 +57,7 @@ build-sanitize: configure-sanitize
 
 test-sanitize: build-sanitize
 	cd $(BUILD_DIR)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp \
 	  ctest --output-on-failure -j$(JOBS) -LE 'netns|scale|e2e|fuzz' --repeat until-pass:2
 
 # The webhook's AdmissionReview fuzzer (libFuzzer), 60 s from the seed corpus, built in the
