@@ -93,6 +93,16 @@ bool uses_pod_network(const json& node, const json& pod_spec) {
          !str(at(at(node, "spec"), "podCIDR")).empty() && at(pod_spec, "hostNetwork") != json(true);
 }
 
+// The pod's hostname: spec.hostname, else its name.
+std::string pod_hostname_of(const json& spec, const std::string& name) {
+  return str(at(spec, "hostname")).empty() ? name : str(spec["hostname"]);
+}
+
+// Where a container's termination message is kept in its pod's directory.
+std::string termination_log_file(const std::string& pod_dir, const std::string& container) {
+  return pod_dir + "/termination-log-" + container;
+}
+
 }  // namespace
 
 std::optional<PodDnsName> parse_pod_dns_name(const std::string& value,
@@ -768,8 +778,7 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
       for (const char* inherited : {"PATH", "LD_LIBRARY_PATH", "TMPDIR"})
         if (const char* v = std::getenv(inherited)) env[inherited] = v;
       env["HOME"] = pod.dir;
-      env["HOSTNAME"] =
-          str(at(pod.spec, "hostname")).empty() ? pod.name : str(pod.spec["hostname"]);
+      env["HOSTNAME"] = pod_hostname_of(pod.spec, pod.name);
     }
     // The `kubernetes` Service's variables every pod gets (in-cluster clients read them).
     if (!options_.api_host.empty()) {
@@ -835,7 +844,7 @@ void Kubelet::start_pod(Pod& pod, const json& object, const std::vector<json>& p
       }
     if (!pod.service_account_dir.empty())
       c.mounts.push_back({kServiceAccountMountPath, pod.service_account_dir});
-    c.termination_file = pod.dir + "/termination-log-" + c.name;
+    c.termination_file = termination_log_file(pod.dir, c.name);
     c.log_file = container_log_file(pod.dir, c.name);
     if (in_containers()) {
       c.podman_name = pod.planned[i].first;
@@ -1020,8 +1029,7 @@ bool Kubelet::plan_containers(Pod& pod, const json& containers,
       read_only_volume[name] = is_api_data_volume(volume);
     }
   pod.planned.clear();
-  const std::string pod_hostname =
-      str(at(pod.spec, "hostname")).empty() ? pod.name : str(pod.spec["hostname"]);
+  const std::string pod_hostname = pod_hostname_of(pod.spec, pod.name);
   std::string names = pod_hostname;
   if (const std::string subdomain = str(at(pod.spec, "subdomain")); !subdomain.empty())
     names = pod_hostname + "." + subdomain + "." + pod.ns + ".svc.cluster.local\t" + pod_hostname;
@@ -1079,9 +1087,8 @@ bool Kubelet::plan_containers(Pod& pod, const json& containers,
     launch.mounts.push_back({hosts_file, "/etc/hosts", false});
     std::string termination_path = str(at(spec, "terminationMessagePath"));
     if (termination_path.empty()) termination_path = "/dev/termination-log";
-    launch.mounts.push_back({pod.dir + "/termination-log-" + name, termination_path, false});
-    { std::ofstream(pod.dir + "/termination-log-" + name, std::ios::trunc); }
-    chmod((pod.dir + "/termination-log-" + name).c_str(), 0666);  // any user writes it
+    // spawn() makes the file (writable by any user) before podman mounts it.
+    launch.mounts.push_back({termination_log_file(pod.dir, name), termination_path, false});
     launch.image_user = *image_user;
     launch.run_options = options_.podman_run_options;
     launch.owner_label = std::string(kOwnerLabel) + "=" + std::to_string(getpid());
@@ -1103,19 +1110,15 @@ bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
   std::string path = str(at(spec, "terminationMessagePath"));
   if (path.empty()) path = "/dev/termination-log";
   { std::ofstream(c.termination_file, std::ios::trunc); }
+  if (in_containers()) chmod(c.termination_file.c_str(), 0666);  // the container's user writes it
   for (auto& [name, value] : env) value = map_paths(value, c.mounts);
   std::vector<std::string> argv;
   if (in_containers()) {
     // `podman run` in the foreground: its output is the container's, its exit status the
-    // container's, and it passes SIGTERM on (--sig-proxy). Its own environment is the sim's.
+    // container's, and it passes SIGTERM on (--sig-proxy). Its own environment is the sim's
+    // (environ below); the container's is in its arguments.
     argv = options_.podman;
     argv.insert(argv.end(), c.podman_args.begin(), c.podman_args.end());
-    env.clear();
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string entry = *e;
-      env[entry.substr(0, entry.find('='))] =
-          entry.find('=') == std::string::npos ? "" : entry.substr(entry.find('=') + 1);
-    }
   } else if (!netns.empty()) {
     argv = {"ip", "netns", "exec", netns};
   }
@@ -1179,7 +1182,8 @@ bool Kubelet::spawn(Pod& pod, Container& c, const json& spec,
     for (int s : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD})
       sigaddset(&defaults, s);
     posix_spawnattr_setsigdefault(&attr, &defaults);
-    err = posix_spawnp(&c.pid, args[0], &fa, &attr, args.data(), envp.data());
+    err = posix_spawnp(&c.pid, args[0], &fa, &attr, args.data(),
+                       in_containers() ? environ : envp.data());
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
   }
