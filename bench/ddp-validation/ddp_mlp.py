@@ -23,9 +23,16 @@ import statistics
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel
+# One thread per rank, as commgate-probe --threads 1 runs: torch.set_num_threads does not
+# reach Debian's OpenBLAS, whose threads (one per core, spinning while they wait) would
+# otherwise burn a capped node's CPU time: the compute-only step measured 1,341 ms with
+# them against 590 ms without, at the same point.
+for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ[variable] = "1"
+
+import torch  # noqa: E402  (after the thread counts: OpenBLAS reads them when it loads)
+import torch.distributed as dist  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 DEPTH = 4  # Linear layers of width x width: the parameters are almost all in them
 
@@ -97,13 +104,46 @@ def main():
                 step()
         return (time.perf_counter() - start) * 1000
 
+    def phases():
+        """forward, backward, optimizer of one compute-only step (ms): the probe's profile."""
+        dist.barrier()
+        with ddp.no_sync():
+            optimizer.zero_grad(set_to_none=True)
+            t0 = time.perf_counter()
+            loss = ddp(x).square().mean()
+            t1 = time.perf_counter()
+            loss.backward()
+            t2 = time.perf_counter()
+            optimizer.step()
+            t3 = time.perf_counter()
+        return [(t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000]
+
     for _ in range(args.warmup):
         timed(True)
         timed(False)
-    with_comm, compute_only = [], []
+    # DDP's buckets as rebuilt after its first step (by gradient-ready order).
+    logged = ddp._get_ddp_logging_data()
+    sizes = logged.get("rebuilt_bucket_sizes") or logged.get("bucket_sizes") or ""
+    bucket_bytes = [int(b) for b in str(sizes).replace(" ", "").split(",") if b]
+    buckets = [torch.zeros(b // 4) for b in bucket_bytes]
+
+    def allreduce_alone():
+        """DDP's buckets all-reduced back to back with no compute (launched at once, as
+        DDP's Reducer queues them on Gloo's worker threads): the communication to hide."""
+        dist.barrier()
+        start = time.perf_counter()
+        works = [dist.all_reduce(b, async_op=True) for b in buckets]
+        for w in works:
+            w.wait()
+        return (time.perf_counter() - start) * 1000
+
+    with_comm, compute_only, alone, split = [], [], [], []
     for _ in range(args.iters):
         with_comm.append(timed(True))
         compute_only.append(timed(False))
+    for _ in range(max(3, args.iters // 2)):
+        alone.append(allreduce_alone())
+        split.append(phases())
     step_ms = statistics.median(with_comm)
     compute_ms = statistics.median(compute_only)
     if rank == 0:
@@ -116,6 +156,11 @@ def main():
             "computeMs": compute_ms,
             "exposedCommMs": max(0.0, step_ms - compute_ms),
             "commShare": max(0.0, step_ms - compute_ms) / step_ms,
+            "allReduceMs": statistics.median(alone),
+            "bucketBytes": bucket_bytes,
+            "forwardMs": statistics.median(p[0] for p in split),
+            "backwardMs": statistics.median(p[1] for p in split),
+            "optimizerMs": statistics.median(p[2] for p in split),
             "stepsMs": with_comm,
             "computeStepsMs": compute_only,
         }))

@@ -17,7 +17,10 @@
 #      defaults) on 2, 3 and 4 nodes: the measured share and step;
 # and the point at PROBE_NODES of the first configuration measured again at the end, whose
 # difference is the emulation's own repeatability. Prints a Markdown table, the mean and
-# largest error, and the repeatability. RATES, SIZES, OPTIMIZERS, COUNTS override the lists.
+# largest error, and the repeatability, then a second table of what the prediction is made
+# of (compute, the all-reduce alone, the exposed part) beside real DDP's. RATES, SIZES,
+# OPTIMIZERS, COUNTS override the lists; KEEP=DIR keeps every probe, evaluate and DDP
+# result there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD="${1:-build}"
@@ -107,15 +110,23 @@ for rate in $RATES; do
         --note "bench/ddp-validation/run.sh: $rate, $params, $optimizer"
       job_yaml "$parameters" "$optimizer" >"$TMP/job.yaml"
       "$COMMGATE" evaluate -f "$TMP/job.yaml" --measurement "$TMP/probe.json" -o json >"$TMP/eval.json" || true
+      if [ -n "${KEEP:-}" ]; then
+        mkdir -p "$KEEP"
+        cp "$TMP/probe.json" "$KEEP/probe-$rate-$params-$optimizer.json"
+        cp "$TMP/eval.json" "$KEEP/eval-$rate-$params-$optimizer.json"
+      fi
       for n in $COUNTS; do
         echo "ddp-validation: $rate, $params, $optimizer: real DDP on $n nodes" >&2
         real_ddp "$n" "$params" "$optimizer" "$TMP/ddp.json"
+        [ -z "${KEEP:-}" ] || cp "$TMP/ddp.json" "$KEEP/ddp-$rate-$params-$optimizer-$n.json"
         [ -n "$first" ] || first="$rate $params $optimizer"
         jq -r --slurpfile d "$TMP/ddp.json" --argjson n "$n" --arg rate "$rate" --arg params "$params" \
           --arg opt "$optimizer" --argjson probed "$PROBE_NODES" '
           (.decision.predictions // [] | map(select(.nodes == $n)) | first) as $p | $d[0] as $r |
           [$rate, $params, $opt, $n, (if $n == $probed then "probed" else "" end),
-           $r.commShare, ($p.commShare // "null"), $r.stepMs, ($p.stepTimeMs // "null")] | @tsv' \
+           $r.commShare, ($p.commShare // "null"), $r.stepMs, ($p.stepTimeMs // "null"),
+           $r.computeMs, ($p.computeMs // "null"), $r.allReduceMs, ($p.allReduceMs // "null"),
+           $r.forwardMs, $r.backwardMs, $r.optimizerMs] | @tsv' \
           "$TMP/eval.json" >>"$rows"
       done
     done
@@ -152,4 +163,16 @@ BEGIN {
 END {
   if (n > 0) printf "\nshare error: mean %.1f points, largest %.1f; %d of %d within 3 points; largest step error %.0f%%\n", sum / n, max, within, n, smax
   printf "repeatability: %s measured twice: %.1f%% then %.1f%% (%.1f points apart)\n", point, before * 100, again * 100, (again - before) * 100
+}' "$rows"
+
+echo
+echo "What each prediction is made of, beside real DDP's (ms): compute (forward + backward + optimizer, no communication), the all-reduce of every bucket with nothing else running, and the exposed communication (step − compute)."
+echo
+awk -F'\t' '
+BEGIN {
+  print "| link | params | optimizer | nodes | real compute (fwd/bwd/opt) | predicted compute | real all-reduce alone | predicted all-reduce | real exposed | predicted exposed |"
+  print "|---|---|---|---|---|---|---|---|---|---|"
+}
+$7 != "null" {
+  printf "| %s | %s | %s | %s | %.0f (%.0f/%.0f/%.0f) | %.0f | %.0f | %.0f | %.0f | %.0f |\n", $1, $2, $3, $4, $10, $14, $15, $16, $11, $12, $13, $8 - $10, $9 - $11
 }' "$rows"
