@@ -1,6 +1,7 @@
 #include "probe-job/compute.h"
 
 #include <ATen/autocast_mode.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/cuda.h>
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
@@ -127,6 +128,11 @@ class TorchScriptModel final : public TrainableModel {
 
   at::Tensor forward_loss() override {
     AutocastScope scope(autocast_);
+    // Run the module's ops as eager training runs them. The graph executor's optimized
+    // mode differentiates the graph itself (autodiff subgraphs, fusion), a backward that
+    // eager training never runs: with it, an MLP's backward took 1.5x eager PyTorch's on one
+    // CPU thread (docs/model.md, "What the compute measurement depends on").
+    torch::jit::GraphOptimizerEnabledGuard eager_like(false);
     auto out = module_.forward({input_});
     at::Tensor y;
     if (out.isTensor()) {

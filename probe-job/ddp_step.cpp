@@ -115,6 +115,7 @@ void BucketedReducer::prepare_for_backward() {
 }
 
 void BucketedReducer::on_gradient_ready(size_t i) {
+  if (mode_ == Mode::kComputeOnly) return;
   auto& s = *state_;
   std::lock_guard<std::mutex> lock(s.mu);
   auto& b = s.buckets[s.bucket_of[i]];
@@ -131,14 +132,14 @@ void BucketedReducer::on_gradient_ready(size_t i) {
 
 void BucketedReducer::launch(size_t bucket) {
   auto& b = state_->buckets[bucket];
-  // fp16_compress_hook: buffer.to(float16).div_(world_size), all-reduced; the cast is
-  // compute, so the compute-only step does it too.
+  // fp16_compress_hook: buffer.to(float16).div_(world_size), all-reduced.
   at::Tensor& sent = compress_to_ ? (b.wire = b.flat.to(*compress_to_)) : b.flat;
   sent.div_(comm_.size());
-  if (mode_ == Mode::kAllReduce) b.work = comm_.allreduce_sum_async(sent);
+  b.work = comm_.allreduce_sum_async(sent);
 }
 
 void BucketedReducer::finalize_backward() {
+  if (mode_ == Mode::kComputeOnly) return;
   auto& s = *state_;
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.next_launch != s.buckets.size()) {

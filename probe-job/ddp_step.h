@@ -31,8 +31,12 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<double>& param
 class BucketedReducer {
  public:
   enum class Mode {
-    kAllReduce,    // the real step
-    kComputeOnly,  // the same step, bucket copies and scaling included, no communication
+    kAllReduce,  // the real step
+    // The step as DDP's no_sync() runs it: the hooks do nothing, the gradients stay local.
+    // The bucket copies and the scaling belong to communication: real DDP's step pays
+    // them only when it all-reduces, so timing them here would hide them from the
+    // exposed communication (docs/probe.md).
+    kComputeOnly,
   };
 
   // `compress_to`: the dtype each bucket is all-reduced as, cast from and back to the
