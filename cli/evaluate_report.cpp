@@ -223,9 +223,8 @@ ScalingChart scaling_chart_of(const Evaluation& e) {
              ", " + format_nodes(m->nodes_probed) + " probed), latency " +
              fmt("%.3g us", m->link.latency_s * 1e6);
     if (d.correction && (d.correction->exact || d.correction->factor != 1))
-      c.link += "; the model uses the effective " +
-                format_gbps(m->link.busbw_bytes_per_s * d.correction->factor) +
-                " its DDP step implies";
+      c.link +=
+          calibration_note(m->link.busbw_bytes_per_s, d.correction->factor, d.correction->overlap);
   } else {
     c.link = "not measured";
   }

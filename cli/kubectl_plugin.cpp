@@ -974,9 +974,12 @@ ScalingChart scaling_chart_of_trainingjob(const json& tj,
              str(m, "nodesProbed", "?") + " nodes probed), latency " + str(m, "latencyUs", "?") +
              " us";
     const json& correction = member(d, "correction");
-    if (member(correction, "applied") == json(true) && number_of(correction, "busbwFactor") > 0)
-      c.link += "; the model uses the effective " +
-                format_gbps(busbw * number_of(correction, "busbwFactor")) + " its DDP step implies";
+    if (member(correction, "applied") == json(true) && number_of(correction, "busbwFactor") > 0) {
+      // A status written before the overlap was calibrated has none: full overlap.
+      const double overlap =
+          member(correction, "overlap").is_number() ? number_of(correction, "overlap") : 1;
+      c.link += calibration_note(busbw, number_of(correction, "busbwFactor"), overlap);
+    }
   } else {
     c.link = "not measured";
   }

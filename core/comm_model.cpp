@@ -16,6 +16,14 @@ void finish(StepPrediction& p) {
   p.scaling_efficiency = p.nodes > 0 ? p.speedup / p.nodes : 0;
 }
 
+// The schedule hid allreduce_s - (step_s - compute_s) behind backward; with an overlap
+// below 1 only that share of it hides, the rest adds to the step.
+void expose_unhidden(StepPrediction& p, double overlap) {
+  const double exposed = std::max(0.0, p.step_s - p.compute_s);
+  const double hidden = std::max(0.0, p.allreduce_s - exposed);
+  p.step_s += (1 - std::clamp(overlap, 0.0, 1.0)) * hidden;
+}
+
 StepPrediction start(const ModelInputs& in, int nodes) {
   StepPrediction p;
   p.nodes = nodes;
@@ -123,6 +131,7 @@ StepPrediction predict_step(const ModelInputs& in, int nodes) {
   }
   // The optimizer step waits for the last gradient to be reduced.
   p.step_s = std::max(backward_end, comm_end) + in.compute.optimizer_s;
+  expose_unhidden(p, in.overlap);
   finish(p);
   return p;
 }
@@ -141,6 +150,7 @@ StepPrediction replay_step(const ModelInputs& in, int nodes) {
     comm_free_at = std::max(comm_free_at, ready) + cost;
   }
   p.step_s = std::max(backward_end, comm_free_at) + in.compute.optimizer_s;
+  expose_unhidden(p, in.overlap);
   finish(p);
   return p;
 }
@@ -161,28 +171,43 @@ StepPrediction measured_step(const ModelInputs& in, int nodes, double compute_s,
   return p;
 }
 
-BusbwCorrection busbw_correction(const ModelInputs& in, int nodes, double measured_exposed_s) {
-  if (!(in.link.busbw_bytes_per_s > 0) || nodes < 2) return {1, false};
-  auto exposed = [&](double factor) {
+StepCalibration calibrate_to_ddp_step(const ModelInputs& in, int nodes, double measured_exposed_s) {
+  if (!(in.link.busbw_bytes_per_s > 0) || nodes < 2) return {1, 1, false};
+  auto exposed = [&](double factor, double overlap) {
     ModelInputs scaled = in;
     scaled.link.busbw_bytes_per_s *= factor;
+    scaled.overlap = overlap;
     return predict_step(scaled, nodes).exposed_comm_s;
   };
-  // Exposed communication falls as bandwidth grows. A step slower than the floor explains
-  // is corrected to the floor (the conservative side); one faster than the ceiling
+  // The factor in [lo, hi] (log scale) at which exposed(factor, overlap) is the measured
+  // step's; exposed communication falls as bandwidth grows.
+  auto bisect = [&](double lo, double hi, double overlap) {
+    lo = std::log(lo);
+    hi = std::log(hi);
+    for (int i = 0; i < 64; ++i) {
+      const double mid = 0.5 * (lo + hi);
+      (exposed(std::exp(mid), overlap) > measured_exposed_s ? lo : hi) = mid;
+    }
+    return std::exp(0.5 * (lo + hi));
+  };
+  const double scheduled = exposed(1, 1);  // everything the schedule hides, hidden
+  const double unhidden = exposed(1, 0);   // the whole all-reduce
+  if (measured_exposed_s > unhidden) {
+    // Slower than no overlap at all explains: the DDP step's all-reduces ran slower than
+    // the sweep's. A step slower than the floor explains gets the floor (the strict side).
+    if (measured_exposed_s >= exposed(kMinBusbwCorrection, 0))
+      return {kMinBusbwCorrection, 0, false};
+    return {bisect(kMinBusbwCorrection, 1, 0), 0, true};
+  }
+  if (measured_exposed_s >= scheduled) {
+    const double hidden = unhidden - scheduled;
+    return {1, hidden > 0 ? (unhidden - measured_exposed_s) / hidden : 1, true};
+  }
+  // Faster than the schedule hides at the swept busbw. One faster than the ceiling
   // explains (less exposed than latency and backward alone give, or noise) is not
   // corrected at all: the model would otherwise call every count cheap.
-  if (measured_exposed_s >= exposed(kMinBusbwCorrection)) return {kMinBusbwCorrection, false};
-  if (measured_exposed_s <= exposed(kMaxBusbwCorrection)) return {1, false};
-  double lo = std::log(kMinBusbwCorrection), hi = std::log(kMaxBusbwCorrection);
-  for (int i = 0; i < 64; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    if (exposed(std::exp(mid)) > measured_exposed_s)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return {std::exp(0.5 * (lo + hi)), true};
+  if (measured_exposed_s <= exposed(kMaxBusbwCorrection, 1)) return {1, 1, false};
+  return {bisect(1, kMaxBusbwCorrection, 1), 1, true};
 }
 
 }  // namespace commgate

@@ -81,6 +81,11 @@ struct ModelInputs {
   double gradient_bytes = 0;
   int procs_per_node = 1;
   DdpConfig ddp;
+  // The share of what the bucket schedule hides behind backward that really hides, in
+  // [0, 1]: 1 where communication costs the compute nothing (NCCL on its own stream), 0
+  // where it takes the compute's own resources (Gloo's threads on a node's few cores).
+  // The exposed communication is the schedule's plus (1 - overlap) of what it hides.
+  double overlap = 1;
 };
 
 // O(1) in the gradient size and the node count.
@@ -94,19 +99,23 @@ std::vector<StepPrediction> predict_table(const ModelInputs& in, int max_nodes);
 // the all-reduce total as the model gives it (the probe does not time it alone).
 StepPrediction measured_step(const ModelInputs& in, int nodes, double compute_s, double step_s);
 
-// Calibration by the probe's own DDP step. The bus bandwidth with which the model
-// reproduces `measured_exposed_s` of exposed communication at `nodes` (found by
-// bisection: exposed communication falls as bandwidth grows), as a ratio to the swept
-// busbw within [kMinBusbwCorrection, kMaxBusbwCorrection]. When no ratio in that range
-// reproduces the step, `exact` is false and the factor is the floor (a step slower than
-// the floor explains) or 1 (a faster one: never corrected towards "cheap").
-// docs/model.md says why bandwidth is the quantity corrected.
-struct BusbwCorrection {
-  double factor = 1;  // effective busbw / swept busbw
+// Calibration by the probe's own DDP step: the overlap and the bus bandwidth with which
+// the model reproduces `measured_exposed_s` of exposed communication at `nodes`
+// (docs/model.md says why in this order). Between what the schedule exposes with the
+// swept busbw and the whole all-reduce, the overlap explains it (the bandwidth is the
+// swept one). Beyond the whole all-reduce (slower than no overlap at all), the overlap is
+// 0 and the bandwidth lower, within [kMinBusbwCorrection, 1]; below what the schedule
+// exposes (faster than full overlap), the overlap is 1 and the bandwidth higher, within
+// [1, kMaxBusbwCorrection]. When nothing in those ranges reproduces the step, `exact` is
+// false and the model takes the floor (a step slower than it explains) or is left as it
+// is (a faster one: never corrected towards "cheap").
+struct StepCalibration {
+  double factor = 1;   // effective busbw / swept busbw
+  double overlap = 1;  // ModelInputs::overlap
   bool exact = true;
 };
 inline constexpr double kMinBusbwCorrection = 0.05;
 inline constexpr double kMaxBusbwCorrection = 4;
-BusbwCorrection busbw_correction(const ModelInputs& in, int nodes, double measured_exposed_s);
+StepCalibration calibrate_to_ddp_step(const ModelInputs& in, int nodes, double measured_exposed_s);
 
 }  // namespace commgate

@@ -30,7 +30,7 @@ std::string ms(double seconds) {
 struct Predictor {
   ModelInputs raw;
   ModelInputs corrected;
-  std::optional<BusbwCorrection> correction;
+  std::optional<StepCalibration> correction;
   int measured_nodes = 0;  // 0: no count has a measured row
   double measured_step_s = 0;
 
@@ -60,8 +60,9 @@ Predictor predictor_for(const Measurement& m, const TrainingJobSpec& job) {
   if (step.bucket_cap_bytes > 0) probed.ddp.bucket_cap_bytes = step.bucket_cap_bytes;
   if (step.first_bucket_bytes > 0) probed.ddp.first_bucket_bytes = step.first_bucket_bytes;
   const double step_s = step.step_time_ms / 1e3;
-  p.correction = busbw_correction(probed, nodes, step_s - p.raw.compute.total_s());
+  p.correction = calibrate_to_ddp_step(probed, nodes, step_s - p.raw.compute.total_s());
   p.corrected.link.busbw_bytes_per_s *= p.correction->factor;
+  p.corrected.overlap = p.correction->overlap;
   // The measured step is this job's step only when the job runs as many processes per
   // node as the probe did, on today's link.
   if (job.num_proc_per_node == m.measured_ddp_procs_per_node && !m.measured_ddp_link) {
@@ -97,6 +98,11 @@ int largest_passing(const Predictor& p, const CommPolicySpec& policy, int hi) {
   return lo;
 }
 
+// "it hid 40.0% of what DDP's schedule would hide behind backward"
+std::string hidden_share_text(double overlap) {
+  return "it hid " + format_percent(overlap) + " of what DDP's schedule would hide behind backward";
+}
+
 // "measured all-reduce busbw 0.118 GB/s (gloo over socket, 2 nodes probed), compute step
 // 180 ms", and the DDP step with the bandwidth it implies when the probe ran one.
 std::string evidence(const Measurement& m, const Predictor& p) {
@@ -112,10 +118,16 @@ std::string evidence(const Measurement& m, const Predictor& p) {
     if (m.measured_ddp_link)
       s += " on the link as probed with it (busbw " +
            format_gbps(m.measured_ddp_link->busbw_bytes_per_s) + "; its factor " +
-           format_count(round_significant(p.correction->factor, 3)) + " applied to today's)";
-    if (p.correction->exact)
+           format_count(round_significant(p.correction->factor, 3)) +
+           (p.correction->overlap < 1 ? " and overlap " + format_percent(p.correction->overlap)
+                                      : std::string()) +
+           " applied to today's)";
+    if (p.correction->exact && p.correction->factor != 1)
       s += " (effective busbw " + format_gbps(p.corrected.link.busbw_bytes_per_s) +
+           (p.correction->overlap < 1 ? ", no communication hidden behind backward" : "") +
            ", which the model uses)";
+    else if (p.correction->exact && !m.measured_ddp_link)  // that one said its overlap
+      s += " (" + hidden_share_text(p.correction->overlap) + ", which the model uses)";
     else if (p.correction->factor < 1)
       s += " (slower than any bandwidth down to 5% of the swept one explains; the model "
            "uses that floor, effective busbw " +
@@ -590,6 +602,7 @@ nlohmann::json decision_to_json(const Decision& d) {
     // slower than any factor explains; one faster than the model allows is not applied.
     j["correction"] = {{"applied", d.correction->exact || d.correction->factor != 1},
                        {"busbwFactor", round_significant(d.correction->factor)},
+                       {"overlap", round_significant(d.correction->overlap)},
                        {"reproducesMeasuredStep", d.correction->exact}};
     j["rawPredictions"] = prediction_rows(d.raw_predictions);
   } else if (!d.correction_not_applied.empty()) {
@@ -600,6 +613,20 @@ nlohmann::json decision_to_json(const Decision& d) {
     for (const Advice& a : d.advice) j["advice"].push_back({{"kind", a.kind}, {"text", a.text}});
   }
   return j;
+}
+
+std::string calibration_note(double swept_busbw_bytes_per_s, double factor, double overlap) {
+  std::string s;
+  if (factor != 1)
+    s += "; the model uses the effective " + format_gbps(swept_busbw_bytes_per_s * factor) +
+         " its DDP step implies";
+  if (overlap < 1) {
+    s += factor != 1 ? ", and hides nothing behind backward"
+                     : "; the model hides " + format_percent(overlap) +
+                           " of what DDP's schedule would hide behind backward, as its DDP step "
+                           "implies";
+  }
+  return s;
 }
 
 }  // namespace commgate

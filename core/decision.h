@@ -74,9 +74,10 @@ struct Decision {
   std::vector<StepPrediction> predictions;
   // The uncorrected model at the same counts, for audit; empty when nothing corrected it.
   std::vector<StepPrediction> raw_predictions;
-  // The correction the probe's DDP step gave the model: the effective all-reduce bus
-  // bandwidth over the swept one (docs/model.md), and whether it reproduces the step.
-  std::optional<BusbwCorrection> correction;
+  // The correction the probe's DDP step gave the model: the overlap and the effective
+  // all-reduce bus bandwidth over the swept one (docs/model.md), and whether it
+  // reproduces the step.
+  std::optional<StepCalibration> correction;
   // Why the model is used uncorrected although the compute record holds a DDP step (it
   // ran on a link probed again since); empty otherwise. Exclusive with `correction`.
   std::string correction_not_applied;
@@ -86,6 +87,12 @@ struct Decision {
 
   const StepPrediction* prediction_for(int nodes) const;
 };
+
+// What a calibration changed, for a decision's link line: "; the model uses the
+// effective 0.3 GB/s its DDP step implies", "; the model hides 40% of what DDP's
+// schedule would hide behind backward, as its DDP step implies", both, or "" when it
+// changed nothing.
+std::string calibration_note(double swept_busbw_bytes_per_s, double factor, double overlap);
 
 // Costs O(log numNodes) model evaluations plus the shown rows, whatever the gradient size
 // and node count (issue #12: a job at the CRD's limits is decided in microseconds).

@@ -155,6 +155,7 @@ TEST(ClosedForm, equals_the_bucket_replay_on_every_case_and_count) {
     in.gradient_bytes = c.gradient_bytes;
     in.procs_per_node = c.procs_per_node;
     for (int n : {1, 2, 3, 4, 7, 16, 100, 10000}) {
+      in.overlap = n % 2 == 0 ? 1.0 : 0.4;
       const StepPrediction fast = predict_step(in, n);
       const StepPrediction slow = replay_step(in, n);
       const double tol = 1e-12 * std::max(1.0, slow.step_s);
@@ -196,29 +197,116 @@ TEST(ClosedForm, costs_the_same_at_the_crd_limits) {
   EXPECT_GT(p.comm_share, 0.999);
 }
 
-TEST(Calibration, finds_the_bandwidth_that_reproduces_a_measured_step) {
-  ModelInputs in = inputs(25e6, 0.5e9, 0.3);
-  const double swept = in.link.busbw_bytes_per_s;
-  for (double truth : {0.3, 0.7, 1.0, 1.8}) {
+TEST(Prediction, overlap_moves_the_exposed_part_between_the_schedule_and_the_whole_all_reduce) {
+  for (double params : {5e6, 25e6, 350e6}) {
+    for (double bw : {0.118e9, 1.2e9, 12e9}) {
+      for (int n : {2, 3, 4, 16}) {
+        ModelInputs in = inputs(params, bw, 0.3);
+        const StepPrediction full = predict_step(in, n);
+        in.overlap = 0;
+        const StepPrediction none = predict_step(in, n);
+        // No overlap: the step is the compute plus every all-reduce.
+        EXPECT_NEAR(none.exposed_comm_s, none.allreduce_s, 1e-12)
+            << params << " " << bw << " " << n;
+        in.overlap = 0.25;
+        const StepPrediction quarter = predict_step(in, n);
+        const double hidden = full.allreduce_s - full.exposed_comm_s;
+        EXPECT_NEAR(quarter.exposed_comm_s, full.exposed_comm_s + 0.75 * hidden, 1e-12);
+        EXPECT_EQ(quarter.allreduce_s, full.allreduce_s);
+      }
+    }
+  }
+}
+
+// What the validation against real DDP showed on CPU-capped nodes (issue #22): when no
+// communication hides, exposed communication must grow from the probed count as the ring
+// all-reduce does, not faster.
+TEST(Prediction, without_overlap_exposed_communication_grows_as_the_ring_all_reduce) {
+  ModelInputs in = inputs(25e6, 0.6e9, 0.2);
+  in.link.hop_latency_s = 0;
+  in.overlap = 0;
+  const double at2 = predict_step(in, 2).exposed_comm_s;
+  EXPECT_NEAR(predict_step(in, 3).exposed_comm_s / at2, 4.0 / 3, 1e-9);
+  EXPECT_NEAR(predict_step(in, 4).exposed_comm_s / at2, 1.5, 1e-9);
+}
+
+TEST(Prediction, overlap_keeps_the_share_monotonic_in_nodes) {
+  for (double overlap : {0.0, 0.3, 0.8}) {
+    double prev = -1;
+    for (int n = 1; n <= 16; ++n) {
+      ModelInputs in = inputs(25e6, 1.2e9, 0.3);
+      in.overlap = overlap;
+      const double share = predict_step(in, n).comm_share;
+      EXPECT_GE(share, prev - 1e-12) << overlap << " n=" << n;
+      prev = share;
+    }
+  }
+}
+
+// Each kind of measured step and what the calibration explains it with: between the
+// schedule and no overlap, the overlap (at the swept bandwidth); slower than no overlap,
+// a lower bandwidth; faster than the schedule, a higher one.
+TEST(Calibration, explains_a_measured_step_by_overlap_first_then_bandwidth) {
+  struct Case {
+    const char* name;
+    double factor;   // the link the step "ran" on, over the swept one
+    double overlap;  // and how much of the schedule's hiding it did
+    double want_factor;
+    double want_overlap;
+  };
+  const std::vector<Case> cases = {
+      {"full_overlap_as_swept", 1, 1, 1, 1},
+      {"some_overlap", 1, 0.6, 1, 0.6},
+      {"no_overlap", 1, 0, 1, 0},
+      {"no_overlap_slower_link", 0.7, 0, 0.7, 0},
+      {"no_overlap_much_slower_link", 0.3, 0, 0.3, 0},
+      {"full_overlap_faster_link", 1.8, 1, 1.8, 1},
+  };
+  const ModelInputs in = inputs(25e6, 0.5e9, 0.3);
+  for (const Case& c : cases) {
     ModelInputs actual = in;
-    actual.link.busbw_bytes_per_s = swept * truth;
+    actual.link.busbw_bytes_per_s *= c.factor;
+    actual.overlap = c.overlap;
     const double measured = predict_step(actual, 2).exposed_comm_s;
-    const BusbwCorrection c = busbw_correction(in, 2, measured);
-    EXPECT_TRUE(c.exact) << truth;
-    EXPECT_NEAR(c.factor, truth, 1e-9) << truth;
+    const StepCalibration got = calibrate_to_ddp_step(in, 2, measured);
+    EXPECT_TRUE(got.exact) << c.name;
+    EXPECT_NEAR(got.factor, c.want_factor, 1e-9) << c.name;
+    EXPECT_NEAR(got.overlap, c.want_overlap, 1e-9) << c.name;
+  }
+}
+
+// Whatever produced the step, the calibrated model reproduces it at the probed count.
+TEST(Calibration, the_calibrated_model_reproduces_the_measured_step) {
+  const ModelInputs in = inputs(25e6, 0.5e9, 0.3);
+  for (double factor : {0.2, 0.7, 1.0, 2.5}) {
+    for (double overlap : {0.0, 0.5, 1.0}) {
+      ModelInputs actual = in;
+      actual.link.busbw_bytes_per_s *= factor;
+      actual.overlap = overlap;
+      const double measured = predict_step(actual, 2).exposed_comm_s;
+      const StepCalibration c = calibrate_to_ddp_step(in, 2, measured);
+      ModelInputs calibrated = in;
+      calibrated.link.busbw_bytes_per_s *= c.factor;
+      calibrated.overlap = c.overlap;
+      EXPECT_NEAR(predict_step(calibrated, 2).exposed_comm_s, measured, 1e-9 * measured)
+          << factor << " " << overlap;
+    }
   }
 }
 
 TEST(Calibration, a_step_no_bandwidth_explains_is_not_corrected_upwards) {
   ModelInputs in = inputs(25e6, 0.5e9, 0.3);
   // Less exposed communication than the latency alone would give: left as it is.
-  BusbwCorrection faster = busbw_correction(in, 2, -0.01);
+  StepCalibration faster = calibrate_to_ddp_step(in, 2, -0.01);
   EXPECT_FALSE(faster.exact);
   EXPECT_DOUBLE_EQ(faster.factor, 1.0);
-  // Far more than any bandwidth down to the floor gives: corrected to the floor.
-  BusbwCorrection slower = busbw_correction(in, 2, 1e6);
+  EXPECT_DOUBLE_EQ(faster.overlap, 1.0);
+  // Far more than any bandwidth down to the floor gives: corrected to the floor, nothing
+  // hidden.
+  StepCalibration slower = calibrate_to_ddp_step(in, 2, 1e6);
   EXPECT_FALSE(slower.exact);
   EXPECT_DOUBLE_EQ(slower.factor, kMinBusbwCorrection);
+  EXPECT_DOUBLE_EQ(slower.overlap, 0.0);
 }
 
 TEST(Prediction, table_covers_every_count) {

@@ -278,17 +278,26 @@ std::vector<Case> cases() {
                .want_action = Action::kDownsize,
                .want_admitted = 1,
                .want_reason = reason::kDownsized,
-               .want_message = "At 4 nodes the model predicts 49.3% of each 592 ms step in "
-                               "exposed communication (scaling efficiency 50.7%, extrapolated "
+               .want_message = "At 4 nodes the model predicts 45.6% of each 551 ms step in "
+                               "exposed communication (scaling efficiency 54.4%, extrapolated "
                                "from 2 nodes probed)"});
-  c.push_back({.name = "the_message_names_the_measured_step_and_the_bandwidth_it_implies",
+  c.push_back({.name = "the_message_names_the_measured_step_and_the_overlap_it_implies",
                .measurement = with_ddp_step(
                    a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build(), 2, 450),
                .want_action = Action::kDownsize,
                .want_admitted = 1,
                .want_reason = reason::kDownsized,
-               .want_message = "DDP step 450 ms at 2 nodes (effective busbw 0.353 GB/s, which "
-                               "the model uses)"});
+               .want_message = "DDP step 450 ms at 2 nodes (it hid 38.3% of what DDP's schedule "
+                               "would hide behind backward, which the model uses)"});
+  c.push_back({.name = "a_step_slower_than_no_overlap_names_the_bandwidth_it_implies",
+               .measurement = with_ddp_step(
+                   a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build(), 2, 700),
+               .want_action = Action::kDownsize,
+               .want_admitted = 1,
+               .want_reason = reason::kDownsized,
+               .want_message =
+                   "DDP step 700 ms at 2 nodes (effective busbw 0.251 GB/s, no communication "
+                   "hidden behind backward, which the model uses)"});
   c.push_back({.name = "a_measured_step_that_passes_is_admitted_where_the_raw_model_would_not",
                .job = a_training_job("bert").nodes(3).params(25e6),
                .measurement = with_ddp_step(
@@ -721,15 +730,20 @@ TEST(Decision, a_ddp_step_on_an_earlier_link_calibrates_with_that_link) {
   const Decision d = decide({&job, &policy, &now, {}, test_now()});
   ASSERT_TRUE(d.correction);
   EXPECT_DOUBLE_EQ(d.correction->factor, on_its_link.correction->factor);
+  EXPECT_DOUBLE_EQ(d.correction->overlap, on_its_link.correction->overlap);
+  EXPECT_LT(d.correction->overlap, 1);
   ModelInputs corrected;
   corrected.compute = *now.compute;
   corrected.link = LinkModel::from_fit(now.link, now.nodes_probed);
   corrected.link.busbw_bytes_per_s *= d.correction->factor;
+  corrected.overlap = d.correction->overlap;
   corrected.gradient_bytes = 100e6;
   EXPECT_NEAR(d.prediction_for(4)->comm_share, predict_step(corrected, 4).comm_share, 1e-9);
   for (const auto& p : d.predictions) EXPECT_FALSE(p.measured) << p.nodes;
-  EXPECT_NE(d.message.find("on the link as probed with it (busbw 0.5 GB/s; its factor"),
-            std::string::npos)
+  EXPECT_NE(
+      d.message.find("on the link as probed with it (busbw 0.5 GB/s; its factor 1 and overlap "
+                     "38.3% applied to today's)"),
+      std::string::npos)
       << d.message;
 }
 

@@ -137,7 +137,7 @@ Kind training_job_kind() {
         "predictions": [{"nodes": 1, "measured": false, "stepTimeMs": 300, "computeMs": 300,
                          "allReduceMs": 0, "exposedCommMs": 0, "commShare": 0, "speedup": 1,
                          "scalingEfficiency": 1}],
-        "correction": {"applied": true, "note": "", "busbwFactor": 0.9,
+        "correction": {"applied": true, "note": "", "busbwFactor": 0.9, "overlap": 0.4,
                        "reproducesMeasuredStep": true},
         "advice": [{"kind": "link", "text": "The link: 4 nodes would pass with ..."}],
         "rawPredictions": [{"nodes": 1, "measured": false, "stepTimeMs": 300, "computeMs": 300,
