@@ -25,6 +25,13 @@ inline constexpr const char* kKueueCheckControllerName = "commgate.io/comm-check
 // The label a job names its LocalQueue with (Kueue's mutating webhook may add it from the
 // namespace's default LocalQueue; the validating webhook sees it after that).
 inline constexpr const char* kKueueQueueNameLabel = "kueue.x-k8s.io/queue-name";
+// A job carrying this annotation or label (Kueue reads the annotation first: its
+// WorkloadIdentifierAnnotations feature, on by default since v0.18) runs under the Workload
+// it names, which someone created beforehand (MultiKueue's manager does, on a worker
+// cluster), instead of one Kueue builds from the job: that Workload's spec.queueName
+// decides the queue, not the job's label (pkg/controller/jobframework/utils.go
+// PrebuiltWorkloadNameFor, reconciler.go, v0.19.2).
+inline constexpr const char* kKueuePrebuiltWorkloadLabel = "kueue.x-k8s.io/prebuilt-workload-name";
 // The annotation that names a queued job's model for commgate's check
 // (operator/kueue_model_annotations.h): without it the check cannot measure the job.
 inline constexpr const char* kKueueParametersAnnotation = "commgate.io/parameters";

@@ -54,6 +54,11 @@ int strictness(InsufficientNodesAction a) {
   return 0;
 }
 
+// Rejected refuses a queued job that names no model; Ready lets Kueue admit it unmeasured.
+int strictness(WithoutModelAction a) {
+  return a == WithoutModelAction::kRejected ? 1 : 0;
+}
+
 bool subset(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   return std::all_of(a.begin(), a.end(), [&](const std::string& x) {
     return std::find(b.begin(), b.end(), x) != b.end();
@@ -124,6 +129,10 @@ int compare_strictness(const CommPolicySpec& a, const CommPolicySpec& b, std::st
     return c;
   if (int c = stricter_setting("onInsufficientNodes",
                                [](const CommPolicySpec& p) { return p.on_insufficient_nodes; }))
+    return c;
+  if (int c = stricter_setting("admissionCheck.withoutModel", [](const CommPolicySpec& p) {
+        return p.admission_check.without_model;
+      }))
     return c;
   if (int c = order(a.max_extrapolation, b.max_extrapolation)) {
     if (why)
@@ -205,6 +214,8 @@ bool at_least_as_strict(const CommPolicy& a, const CommPolicy& b) {
          strictness(x.enforcement_action) >= strictness(y.enforcement_action) &&
          strictness(x.on_missing_measurement) >= strictness(y.on_missing_measurement) &&
          strictness(x.on_insufficient_nodes) >= strictness(y.on_insufficient_nodes) &&
+         strictness(x.admission_check.without_model) >=
+             strictness(y.admission_check.without_model) &&
          x.measurement_ttl <= y.measurement_ttl && x.max_extrapolation <= y.max_extrapolation &&
          subset(x.exemptions.users, y.exemptions.users) &&
          subset(x.exemptions.groups, y.exemptions.groups) &&

@@ -161,8 +161,25 @@ struct KueueRoute {
   std::string why_not;  // for a refusal; "" when on, or when it names no queue at all
 };
 
-KueueRoute kueue_route(const Json& object, const std::string& ns, const Snapshot& snapshot) {
+KueueRoute kueue_route(const Json& object, const std::string& ns, const Snapshot& snapshot,
+                       bool by_controller) {
   const std::string queue = json_string(object, {"metadata", "labels", kKueueQueueNameLabel});
+  std::string prebuilt =
+      json_string(object, {"metadata", "annotations", kKueuePrebuiltWorkloadLabel});
+  if (prebuilt.empty())
+    prebuilt = json_string(object, {"metadata", "labels", kKueuePrebuiltWorkloadLabel});
+  // The queue of a prebuilt Workload is that Workload's spec.queueName, which this webhook
+  // does not see: the job's label could name a checked queue while the Workload names
+  // another. Only Kueue's own controllers (MultiKueue's identity on a worker cluster,
+  // --workload-controller) create such jobs here; they built the Workload too.
+  if (!prebuilt.empty() && !by_controller)
+    return {false, "it names a prebuilt Kueue Workload " + ns + "/" + prebuilt + " (label " +
+                       std::string(kKueuePrebuiltWorkloadLabel) +
+                       " or annotation), whose queue commgate cannot see from the job; only "
+                       "Kueue's controllers "
+                       "(--workload-controller) may create or change such a job here. Remove it, "
+                       "so that Kueue builds the job's Workload from its " +
+                       std::string(kKueueQueueNameLabel) + " label"};
   if (queue.empty()) return {};
   const std::string local_queue = "it is queued to LocalQueue " + ns + "/" + queue;
   if (!snapshot.kueue_queues)
@@ -187,6 +204,9 @@ KueueRoute kueue_route(const Json& object, const std::string& ns, const Snapshot
 // update may not change on a suspended job to take it off the route.
 Json route_fields(const Json& object) {
   Json fields = {{"queue", json_at(object, {"metadata", "labels", kKueueQueueNameLabel})},
+                 {"prebuilt", json_at(object, {"metadata", "labels", kKueuePrebuiltWorkloadLabel})},
+                 {"prebuilt-annotation",
+                  json_at(object, {"metadata", "annotations", kKueuePrebuiltWorkloadLabel})},
                  {"annotations", Json::object()}};
   const Json& annotations = json_at(object, {"metadata", "annotations"});
   if (annotations.is_object())
@@ -266,10 +286,21 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
 
   const WorkloadShape shape = workload_shape(kind, request.object);
   if (!shape.multi_node()) return with_decision(allowed(), "SingleNode");
+  const bool by_controller = is_trusted_controller(username, config);
+  // A child of a checked parent is its controller's to write ("Child" above). Anyone
+  // else's write that names such a controller itself, creating the workload or changing
+  // that reference, is forging a child: the controller would start it later as its own,
+  // unchecked (the attacker review of 2026-12-06: a queued Job naming a running JobSet as
+  // its controller, which Kueue left to the JobSet and the JobSet controller resumed).
+  const Json* controller = controller_reference(request.object);
+  const Json* old_controller =
+      request.operation == "UPDATE" ? controller_reference(request.old_object) : nullptr;
+  const bool forged_child = controller && parent_is_checked(*controller) && !by_controller &&
+                            !(old_controller && *old_controller == *controller);
   // Kueue (--kueue): a suspended job on commgate's route waits for commgate's check.
-  const KueueRoute route = kueue_route(request.object, request.namespace_, snapshot);
+  const KueueRoute route = kueue_route(request.object, request.namespace_, snapshot, by_controller);
   const bool now_suspended = suspended(kind, request.object) == true;
-  if (route.on && now_suspended) return with_decision(allowed(), "KueueChecked");
+  if (route.on && now_suspended && !forged_child) return with_decision(allowed(), "KueueChecked");
   std::string kueue_why = route.why_not;
   if (route.on && request.operation == "CREATE")
     kueue_why = "it is queued to LocalQueue " + request.namespace_ + "/" +
@@ -283,13 +314,12 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
   // or one created before the switch, undecided.
   const bool resumed = request.operation == "UPDATE" &&
                        suspended(kind, request.old_object) == true && !now_suspended;
-  const bool by_controller = is_trusted_controller(username, config);
   if (resumed && by_controller && route.on) return with_decision(allowed(), "ResumedByController");
   // A suspended job taken off the route by an update (another queue, a queue without the
   // check, its model annotations changed or gone) would be admitted by Kueue undecided.
   const bool left_route = request.operation == "UPDATE" && now_suspended &&
                           route_fields(request.old_object) != route_fields(request.object);
-  if (request.operation == "UPDATE" && !resumed && !left_route) {
+  if (request.operation == "UPDATE" && !resumed && !left_route && !forged_child) {
     // Only growth is refused: a workload created before the switch (or by an exempt user)
     // keeps its size through label, finalizer and other updates.
     const WorkloadShape before = workload_shape(kind, request.old_object);
@@ -309,9 +339,15 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
             (kueue_why.empty() ? ", but it is not queued to a Kueue LocalQueue whose ClusterQueue "
                                  "runs commgate's admission check"
                                : "");
+  if (forged_child)
+    what += " and names " + json_string(*controller, {"kind"}) + " " +
+            json_string(*controller, {"name"}) +
+            " as its controller (metadata.ownerReferences), which only that kind's controller "
+            "(--workload-controller) may write: that controller would start it as its own "
+            "child, unchecked";
   if (left_route)
-    what += " and is changed while suspended (its " + std::string(kKueueQueueNameLabel) +
-            " label or commgate.io/ annotations)";
+    what += " and is changed while suspended (its " + std::string(kKueueQueueNameLabel) + " or " +
+            std::string(kKueuePrebuiltWorkloadLabel) + " label, or its commgate.io/ annotations)";
   if (!kueue_why.empty()) what += "; " + kueue_why;
   if (!gate.policy)
     return with_decision(

@@ -726,6 +726,20 @@ TEST(CommgateChart, the_workload_gate_needs_its_webhook_configuration) {
   EXPECT_EQ(std::find(plain.begin(), plain.end(), "--workload-gate"), plain.end());
 }
 
+// The default policy's Kueue check fields (docs/kueue.md), set through the chart; {} leaves
+// the CRD's defaults to the API server.
+TEST(CommgateChart, the_default_policy_carries_the_kueue_checks_fields) {
+  auto r = render_chart({"--set", "defaultPolicy.enabled=true", "--set",
+                         "defaultPolicy.admissionCheck.maxPendingSeconds=600", "--set",
+                         "defaultPolicy.admissionCheck.withoutModel=Rejected"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.get("CommPolicy", "default")["spec"]["admissionCheck"],
+            json({{"maxPendingSeconds", 600}, {"withoutModel", "Rejected"}}));
+  r = render_chart({"--set", "defaultPolicy.enabled=true"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.get("CommPolicy", "default")["spec"].contains("admissionCheck"));
+}
+
 struct BadValuesCase {
   std::string name;
   std::vector<std::string> args;
@@ -783,6 +797,11 @@ INSTANTIATE_TEST_SUITE_P(
                       {"--set", "defaultPolicy.measurementTTL=1day"},
                       "- defaultPolicy.measurementTTL: Does not match pattern "
                       "'^(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|ms|s|m|h))+$'"},
+        BadValuesCase{"admission_check_without_model_in_the_wrong_case",
+                      {"--set", "defaultPolicy.admissionCheck.withoutModel=ready"},
+                      "- defaultPolicy.admissionCheck.withoutModel: "
+                      "defaultPolicy.admissionCheck.withoutModel must be one of the following: "
+                      "\"Ready\", \"Rejected\""},
         BadValuesCase{"operator_without_replicas",
                       {"--set", "operator.replicas=0"},
                       "- operator.replicas: Must be greater than or equal to 1"},

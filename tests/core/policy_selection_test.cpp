@@ -371,6 +371,19 @@ TEST(PolicySelection, AtLeastAsStrictComparesEveryFieldThatDecides) {
   CommPolicy denies = base;
   denies.spec.on_insufficient_nodes = InsufficientNodesAction::kDeny;
   milder_and_stricter("onInsufficientNodes", ignores, denies);
+  // The Kueue check's answer for a queued job that names no model.
+  CommPolicy admits_unmodelled = base;
+  admits_unmodelled.spec.admission_check.without_model = WithoutModelAction::kReady;
+  CommPolicy rejects_unmodelled = base;
+  rejects_unmodelled.spec.admission_check.without_model = WithoutModelAction::kRejected;
+  EXPECT_TRUE(at_least_as_strict(rejects_unmodelled, admits_unmodelled));
+  EXPECT_FALSE(at_least_as_strict(admits_unmodelled, rejects_unmodelled));
+  // And where both select a namespace, the one that rejects governs, whatever the names.
+  admits_unmodelled.metadata.name = "a-admits";
+  rejects_unmodelled.metadata.name = "z-rejects";
+  EXPECT_TRUE(governs_over(rejects_unmodelled, admits_unmodelled));
+  EXPECT_EQ(why_governs_over(rejects_unmodelled, admits_unmodelled),
+            "a stricter admissionCheck.withoutModel (Rejected against Ready)");
   EXPECT_FALSE(at_least_as_strict(a_policy().max_comm_share(0.2).exempt_group("ml").build(), base));
   EXPECT_FALSE(at_least_as_strict(
       a_policy().max_comm_share(0.2).exempt_service_account("ns/nightly").build(), base));

@@ -448,6 +448,24 @@ TEST(WorkloadGateKueue, AQueuedJobPassesOnlyThroughACheckedQueueAndOnlyKueueStar
   };
   json unnamed = queued("checked", true);
   unnamed["metadata"].erase("annotations");
+  auto prebuilt = [&](bool suspend) {
+    json j = queued("checked", suspend);
+    j["metadata"]["labels"][kKueuePrebuiltWorkloadLabel] = "made-earlier";
+    return j;
+  };
+  // Kueue reads the annotation of the same key first (WorkloadIdentifierAnnotations).
+  json prebuilt_annotation = queued("checked", true);
+  prebuilt_annotation["metadata"]["annotations"][kKueuePrebuiltWorkloadLabel] = "made-earlier";
+  // A queued Job naming a running JobSet as its controller (the attacker review of
+  // 2026-12-06, finding 1).
+  auto with_owner = [](json j) {
+    j["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+                                                     {"kind", "JobSet"},
+                                                     {"name", "tiny"},
+                                                     {"uid", "0d3c1e2a"},
+                                                     {"controller", true}}});
+    return j;
+  };
   constexpr const char* kKueue = "system:serviceaccount:kueue-system:kueue-controller-manager";
   WebhookConfig config = gate_config();
   config.workload_controllers.push_back("kueue-system/kueue-controller-manager");
@@ -487,7 +505,34 @@ TEST(WorkloadGateKueue, AQueuedJobPassesOnlyThroughACheckedQueueAndOnlyKueueStar
       // The attacker review of 2026-12-06: off the route while suspended, then started.
       {"moved to a queue without the check while suspended", queued("unchecked", true),
        queued("checked", true), kResearcher, false, "Unmanaged",
-       "is changed while suspended (its kueue.x-k8s.io/queue-name label"},
+       "is changed while suspended (its kueue.x-k8s.io/queue-name or "
+       "kueue.x-k8s.io/prebuilt-workload-name label, or its commgate.io/ annotations)"},
+      // The attacker review of 2026-12-06, finding 5: a prebuilt Workload's own queue (its
+      // spec.queueName) decides, and the webhook cannot see it.
+      {"a researcher's job naming a prebuilt Workload", prebuilt(true), nullptr, kResearcher, false,
+       "Unmanaged",
+       "it names a prebuilt Kueue Workload team-a/made-earlier (label "
+       "kueue.x-k8s.io/prebuilt-workload-name or annotation), whose queue commgate cannot see"},
+      {"a prebuilt Workload's label added while suspended", prebuilt(true), queued("checked", true),
+       kResearcher, false, "Unmanaged", "whose queue commgate cannot see"},
+      {"Kueue's controller (MultiKueue on a worker) creates one", prebuilt(true), nullptr, kKueue,
+       true, "KueueChecked", ""},
+      {"and starts it once admitted", prebuilt(false), prebuilt(true), kKueue, true,
+       "ResumedByController", ""},
+      {"the prebuilt Workload named by annotation", prebuilt_annotation, nullptr, kResearcher,
+       false, "Unmanaged", "(label kueue.x-k8s.io/prebuilt-workload-name or annotation)"},
+      {"the annotation added while suspended", prebuilt_annotation, queued("checked", true),
+       kResearcher, false, "Unmanaged", "whose queue commgate cannot see"},
+      {"a researcher's queued job naming a JobSet as its controller",
+       with_owner(queued("checked", true)), nullptr, kResearcher, false, "Unmanaged",
+       "and names JobSet tiny as its controller (metadata.ownerReferences)"},
+      {"a JobSet's controller reference added while suspended", with_owner(queued("checked", true)),
+       queued("checked", true), kResearcher, false, "Unmanaged",
+       "names JobSet tiny as its controller"},
+      {"the same reference on a job that had it", with_owner(queued("checked", true)),
+       with_owner(queued("checked", true)), kResearcher, true, "KueueChecked", ""},
+      {"the JobSet's controller writes its child", with_owner(queued("", false)), nullptr, kKueue,
+       true, "Child", ""},
       {"its model annotation taken off while suspended", unnamed, queued("checked", true),
        kResearcher, false, "Unmanaged", "names no model"},
       {"moved between two checked queues", queued("also-checked", true), queued("checked", true),
