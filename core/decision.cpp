@@ -64,8 +64,14 @@ Predictor predictor_for(const Measurement& m, const TrainingJobSpec& job) {
   p.corrected.link.busbw_bytes_per_s *= p.correction->factor;
   p.corrected.overlap = p.correction->overlap;
   // The measured step is this job's step only when the job runs as many processes per
-  // node as the probe did, on today's link.
-  if (job.num_proc_per_node == m.measured_ddp_procs_per_node && !m.measured_ddp_link) {
+  // node as the probe did, on today's link, and when the model can explain it: a step
+  // faster than full overlap at 4x the bandwidth gives (noise, or a step that did not
+  // run as timed) decides nothing, not even its own count, or the count it admitted
+  // would be over the policy in the model that everything else is decided by (the user
+  // trial of 2026-12-07: admitted at 17.6% measured, advised at 66.9%).
+  const bool unexplained_fast = !p.correction->exact && p.correction->factor == 1;
+  if (job.num_proc_per_node == m.measured_ddp_procs_per_node && !m.measured_ddp_link &&
+      !unexplained_fast) {
     p.measured_nodes = nodes;
     p.measured_step_s = step_s;
   }

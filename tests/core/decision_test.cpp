@@ -776,6 +776,11 @@ TEST(Decision, a_correction_that_reproduces_nothing_says_what_the_model_uses) {
   auto jf = decision_to_json(fast);
   EXPECT_EQ(jf["correction"]["applied"], false);
   EXPECT_EQ(jf["correction"]["reproducesMeasuredStep"], false);
+  // Nor does it decide its own count: the model does, as it does every other count.
+  const StepPrediction* at_probe = fast.prediction_for(2);
+  ASSERT_NE(at_probe, nullptr);
+  EXPECT_FALSE(at_probe->measured);
+  EXPECT_DOUBLE_EQ(at_probe->comm_share, fast.raw_predictions[1].comm_share);
 
   const Measurement slow_m = with_ddp_step(base, 2, 100000);
   Decision slow = decide({&job, &policy, &slow_m, {}, test_now()});
