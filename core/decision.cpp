@@ -104,9 +104,10 @@ int largest_passing(const Predictor& p, const CommPolicySpec& policy, int hi) {
   return lo;
 }
 
-// "it hid 40.0% of what DDP's schedule would hide behind backward"
-std::string hidden_share_text(double overlap) {
-  return "it hid " + format_percent(overlap) + " of what DDP's schedule would hide behind backward";
+// "40.0% of what DDP's schedule would hide behind backward": the overlap in words, for the
+// decision's message and the chart's link line alike.
+std::string share_of_schedule_hidden(double overlap) {
+  return format_percent(overlap) + " of what DDP's schedule would hide behind backward";
 }
 
 // "measured all-reduce busbw 0.118 GB/s (gloo over socket, 2 nodes probed), compute step
@@ -133,7 +134,8 @@ std::string evidence(const Measurement& m, const Predictor& p) {
            (p.correction->overlap < 1 ? ", no communication hidden behind backward" : "") +
            ", which the model uses)";
     else if (p.correction->exact && !m.measured_ddp_link)  // that one said its overlap
-      s += " (" + hidden_share_text(p.correction->overlap) + ", which the model uses)";
+      s +=
+          " (it hid " + share_of_schedule_hidden(p.correction->overlap) + ", which the model uses)";
     else if (p.correction->factor < 1)
       s += " (slower than any bandwidth down to 5% of the swept one explains; the model "
            "uses that floor, effective busbw " +
@@ -628,9 +630,8 @@ std::string calibration_note(double swept_busbw_bytes_per_s, double factor, doub
          " its DDP step implies";
   if (overlap < 1) {
     s += factor != 1 ? ", and hides nothing behind backward"
-                     : "; the model hides " + format_percent(overlap) +
-                           " of what DDP's schedule would hide behind backward, as its DDP step "
-                           "implies";
+                     : "; the model hides " + share_of_schedule_hidden(overlap) +
+                           ", as its DDP step implies";
   }
   return s;
 }

@@ -280,23 +280,21 @@ AdmissionResponse validate_workload(const AdmissionRequest& request, WorkloadKin
   // A child its controller created for a parent the gate checked (a JobSet's Jobs, a Job's
   // or a PyTorchJob's pods): only a trusted controller's write counts as one, so a forged
   // ownerReference helps no one else.
-  if (const Json* controller = controller_reference(request.object);
-      controller && parent_is_checked(*controller) && is_trusted_controller(username, config))
-    return with_decision(allowed(), "Child");
+  const bool by_controller = is_trusted_controller(username, config);
+  const Json* controller = controller_reference(request.object);
+  const bool checked_parent = controller && parent_is_checked(*controller);
+  if (checked_parent && by_controller) return with_decision(allowed(), "Child");
 
   const WorkloadShape shape = workload_shape(kind, request.object);
   if (!shape.multi_node()) return with_decision(allowed(), "SingleNode");
-  const bool by_controller = is_trusted_controller(username, config);
-  // A child of a checked parent is its controller's to write ("Child" above). Anyone
-  // else's write that names such a controller itself, creating the workload or changing
-  // that reference, is forging a child: the controller would start it later as its own,
-  // unchecked (the attacker review of 2026-12-06: a queued Job naming a running JobSet as
-  // its controller, which Kueue left to the JobSet and the JobSet controller resumed).
-  const Json* controller = controller_reference(request.object);
+  // Anyone else's write that names such a controller itself, creating the workload or
+  // changing that reference, is forging a child: the controller would start it later as
+  // its own, unchecked (the attacker review of 2026-12-06: a queued Job naming a running
+  // JobSet as its controller, which Kueue left to the JobSet and the JobSet controller
+  // resumed).
   const Json* old_controller =
       request.operation == "UPDATE" ? controller_reference(request.old_object) : nullptr;
-  const bool forged_child = controller && parent_is_checked(*controller) && !by_controller &&
-                            !(old_controller && *old_controller == *controller);
+  const bool forged_child = checked_parent && !(old_controller && *old_controller == *controller);
   // Kueue (--kueue): a suspended job on commgate's route waits for commgate's check.
   const KueueRoute route = kueue_route(request.object, request.namespace_, snapshot, by_controller);
   const bool now_suspended = suspended(kind, request.object) == true;

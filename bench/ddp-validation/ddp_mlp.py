@@ -89,10 +89,16 @@ def main():
     x = torch.randn(args.batch, width)
 
     def step():
+        """One training step; returns its forward, backward and optimizer times (ms)."""
         optimizer.zero_grad(set_to_none=True)
+        t0 = time.perf_counter()
         loss = ddp(x).square().mean()
+        t1 = time.perf_counter()
         loss.backward()
+        t2 = time.perf_counter()
         optimizer.step()
+        t3 = time.perf_counter()
+        return [(t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000]
 
     def timed(sync):
         dist.barrier()  # every rank starts the step together, as in training
@@ -108,15 +114,7 @@ def main():
         """forward, backward, optimizer of one compute-only step (ms): the probe's profile."""
         dist.barrier()
         with ddp.no_sync():
-            optimizer.zero_grad(set_to_none=True)
-            t0 = time.perf_counter()
-            loss = ddp(x).square().mean()
-            t1 = time.perf_counter()
-            loss.backward()
-            t2 = time.perf_counter()
-            optimizer.step()
-            t3 = time.perf_counter()
-        return [(t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000]
+            return step()
 
     for _ in range(args.warmup):
         timed(True)
