@@ -91,17 +91,24 @@ ComputeStepRecord read_compute_step(ObjectReader& c, TimePoint now) {
 
 }  // namespace
 
-std::string pool_name(const std::map<std::string, std::string>& node_selector) {
-  if (node_selector.empty()) return "pool-all";
+std::string pool_name(const std::map<std::string, std::string>& node_selector,
+                      const std::vector<std::string>& hostnames) {
+  if (node_selector.empty() && hostnames.empty()) return "pool-all";
   // FNV-1a over "k=v\n" in key order: std::map iterates sorted, so equal selectors
-  // written in any order name the same pool.
+  // written in any order name the same pool. Hostnames follow as "@name\n" (a label key
+  // cannot start with "@"), sorted, so a selector alone hashes as it always did.
   uint64_t h = 1469598103934665603ULL;
-  for (const auto& [k, v] : node_selector) {
-    for (char c : k + "=" + v + "\n") {
+  const auto mix = [&h](const std::string& text) {
+    for (char c : text) {
       h ^= static_cast<unsigned char>(c);
       h *= 1099511628211ULL;
     }
-  }
+  };
+  for (const auto& [k, v] : node_selector) mix(k + "=" + v + "\n");
+  std::vector<std::string> names = hostnames;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  for (const std::string& n : names) mix("@" + n + "\n");
   char buf[32];
   std::snprintf(buf, sizeof buf, "pool-%016llx", static_cast<unsigned long long>(h));
   return buf;
@@ -116,6 +123,10 @@ CommProfile parse_comm_profile(const nlohmann::json& doc, TimePoint now) {
   auto spec = root.object("spec");
   p.node_selector =
       spec.string_map("nodeSelector", P::kOptional).value_or(std::map<std::string, std::string>{});
+  p.hostnames = spec.string_list("hostnames", P::kOptional).value_or(std::vector<std::string>{});
+  if (p.hostnames.size() > kMaxPoolHostnames)
+    errors.add("spec.hostnames", "at most " + std::to_string(kMaxPoolHostnames) +
+                                     " hostnames, got " + std::to_string(p.hostnames.size()));
   spec.reject_unknown_fields();
   auto status = root.object("status");
   auto link = status.object("link");
@@ -201,6 +212,7 @@ nlohmann::json to_json(const CommProfile& p) {
   }
   nlohmann::json spec = nlohmann::json::object();
   if (!p.node_selector.empty()) spec["nodeSelector"] = p.node_selector;
+  if (!p.hostnames.empty()) spec["hostnames"] = p.hostnames;
   return {{"apiVersion", kApiVersion},
           {"kind", "CommProfile"},
           {"metadata", object_meta_to_json(p.metadata)},

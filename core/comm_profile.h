@@ -72,15 +72,26 @@ struct CommProfileStatus {
   std::vector<ComputeStepRecord> compute_steps;  // newest per model signature
 };
 
+// The most hostnames a pool may list (spec.hostnames): commgate decides for at most
+// 10000 nodes (kMaxNodes).
+inline constexpr size_t kMaxPoolHostnames = 10000;
+
 struct CommProfile {
   ObjectMeta metadata;
   std::map<std::string, std::string> node_selector;  // spec.nodeSelector: the pool
+  // spec.hostnames: when not empty, the pool is only the selector's nodes whose
+  // kubernetes.io/hostname label is one of these, sorted (the hosts Kueue's
+  // topology-aware scheduling assigned to one Workload, issue #23).
+  std::vector<std::string> hostnames;
   CommProfileStatus status;
 };
 
 // The profile name for a pool: "pool-" + a stable hash of the canonical (sorted)
-// nodeSelector, or "pool-all" for an empty selector. Deterministic across replicas.
-std::string pool_name(const std::map<std::string, std::string>& node_selector);
+// nodeSelector and the hostnames (sorted, each once), or "pool-all" for an empty
+// selector and no names. Deterministic across replicas; a selector without names names
+// the pool it always did.
+std::string pool_name(const std::map<std::string, std::string>& node_selector,
+                      const std::vector<std::string>& hostnames = {});
 
 // How far in the future a measurement's time may lie: clocks of the probe's node and the
 // reader's differ by seconds, not minutes. A later time would keep the measurement fresh

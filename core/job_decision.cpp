@@ -139,8 +139,8 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
       return;
   }
   if (count.usable >= runs) return;
-  const std::string pool_text = "the pool of nodeSelector " +
-                                format_node_selector(job.spec.node_selector) + " has " +
+  const std::string pool_text = "the pool of " +
+                                format_pool(job.spec.node_selector, job.spec.hostnames) + " has " +
                                 describe_pool_count(count, demand);
   if (auto fitted = fit_to_pool(d, job, in, count.usable, pool_text)) {
     d = std::move(*fitted);
@@ -166,6 +166,7 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
 PoolDemand pool_demand_of(const TrainingJob& job, const std::vector<PoolNode>& nodes) {
   PoolDemand demand;
   demand.node_selector = job.spec.node_selector;
+  demand.hostnames = job.spec.hostnames;
   demand.tolerations = job.spec.tolerations;
   demand.accelerators_per_pod = job.spec.template_accelerators;
   if (demand.accelerators_per_pod.empty() && pool_has_gpus(nodes, job.spec.node_selector))
@@ -183,6 +184,18 @@ std::string format_node_selector(const std::map<std::string, std::string>& selec
   return s + "}";
 }
 
+std::string format_pool(const std::map<std::string, std::string>& node_selector,
+                        const std::vector<std::string>& hostnames) {
+  std::string out = "nodeSelector " + format_node_selector(node_selector);
+  if (hostnames.empty()) return out;
+  constexpr size_t kNamed = 5;  // a message names a few hosts, not a rack
+  out += " on nodes ";
+  for (size_t i = 0; i < hostnames.size() && i < kNamed; ++i) out += (i ? ", " : "") + hostnames[i];
+  if (hostnames.size() > kNamed)
+    out += " and " + std::to_string(hostnames.size() - kNamed) + " more";
+  return out;
+}
+
 JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
                            const Requester& requester, TimePoint now) {
   JobDecision out;
@@ -191,7 +204,7 @@ JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
     // No policy is known to govern; the record names the built-in default, and the
     // decision says why it stands for none.
     out.policy = default_comm_policy();
-    out.profile_name = pool_name(job.spec.node_selector);
+    out.profile_name = pool_name(job.spec.node_selector, job.spec.hostnames);
     Decision& d = out.decision;
     d.action = Action::kGate;
     d.reason = reason::kNamespaceUnknown;
@@ -205,7 +218,7 @@ JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
   }
   out.policy = select_policy(job, snapshot, &out.policy_error, &out.policy_invalid);
   if (!out.policy) return out;
-  out.profile_name = pool_name(job.spec.node_selector);
+  out.profile_name = pool_name(job.spec.node_selector, job.spec.hostnames);
   if (const CommProfile* profile = snapshot.profile(out.profile_name)) {
     out.profile = ObjectRef{profile->metadata.name, profile->metadata.resource_version};
     out.measurement = measurement_from_profile(*profile, job.spec.model);
@@ -219,9 +232,8 @@ JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,
   out.decision = decide(in);
   if (out.decision.action == Action::kGate) {
     out.decision.message += " (commgate looked for CommProfile " + out.profile_name +
-                            (out.profile ? "" : ", which does not exist") +
-                            ", the pool of nodeSelector " +
-                            format_node_selector(job.spec.node_selector) + ")";
+                            (out.profile ? "" : ", which does not exist") + ", the pool of " +
+                            format_pool(job.spec.node_selector, job.spec.hostnames) + ")";
   }
   check_pool(out, job, snapshot, in);
   return out;

@@ -76,4 +76,10 @@ PoolDemand pool_demand_of(const TrainingJob& job, const std::vector<PoolNode>& n
 // "{commgate.io/pool=cpu-1gbe}", "{} (every node)": a nodeSelector for messages.
 std::string format_node_selector(const std::map<std::string, std::string>& selector);
 
+// A request's pool for messages: "nodeSelector {commgate.io/pool=a100}", and with
+// hostnames "nodeSelector {commgate.io/pool=a100} on nodes gpu-1, gpu-2" (the first five
+// named, then "and 3 more").
+std::string format_pool(const std::map<std::string, std::string>& node_selector,
+                        const std::vector<std::string>& hostnames);
+
 }  // namespace commgate

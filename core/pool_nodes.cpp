@@ -1,5 +1,6 @@
 #include "core/pool_nodes.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/json_access.h"
@@ -112,6 +113,12 @@ PoolCount count_pool(const std::vector<PoolNode>& nodes, const PoolDemand& deman
   PoolCount c;
   for (const PoolNode& n : nodes) {
     if (!selects(demand.node_selector, n.labels)) continue;
+    if (!demand.hostnames.empty()) {
+      const auto host = n.labels.find(kHostnameLabel);
+      if (host == n.labels.end() || std::find(demand.hostnames.begin(), demand.hostnames.end(),
+                                              host->second) == demand.hostnames.end())
+        continue;
+    }
     ++c.selected;
     if (n.cordoned) {
       ++c.cordoned;
@@ -158,11 +165,13 @@ bool pool_has_gpus(const std::vector<PoolNode>& nodes,
 }
 
 std::string describe_pool_count(const PoolCount& c, const PoolDemand& demand) {
-  if (c.selected == 0) return "no node (none matches the nodeSelector)";
+  const std::string selection =
+      demand.hostnames.empty() ? "the nodeSelector" : "the nodeSelector and the hostnames";
+  if (c.selected == 0) return "no node (none matches " + selection + ")";
   std::string out = c.usable == 0 ? std::string("no usable node")
                                   : plural(c.usable, "usable node", "usable nodes");
-  if (c.usable == c.selected) return out + " (all that match the nodeSelector)";
-  out += " (" + plural(c.selected, "matches", "match") + " the nodeSelector:";
+  if (c.usable == c.selected) return out + " (all that match " + selection + ")";
+  out += " (" + plural(c.selected, "matches", "match") + " " + selection + ":";
   std::string sep = " ";
   auto part = [&](int n, const std::string& what) {
     if (n == 0) return;

@@ -19,6 +19,9 @@ namespace commgate {
 // The extended resource NVIDIA's device plugin advertises on GPU nodes: what a
 // TrainingJob's pods ask for on a GPU pool when their template names no accelerator.
 inline constexpr const char* kNvidiaGpu = "nvidia.com/gpu";
+// The node label kubelet sets to the node's hostname (corev1.LabelHostname): the values
+// Kueue's topology-aware scheduling assigns at its lowest level.
+inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 
 struct NodeTaint {
   std::string key, value, effect;
@@ -57,6 +60,9 @@ struct PoolDemand {
   std::map<std::string, std::string> node_selector;
   nlohmann::json tolerations = nlohmann::json::array();
   std::map<std::string, double> accelerators_per_pod;  // resource -> amount, > 0
+  // When not empty, only the selector's nodes whose kHostnameLabel is one of these
+  // (TrainingJobSpec::hostnames).
+  std::vector<std::string> hostnames;
 };
 
 // The nodes of a pool, each counted once, under the first filter it fails.

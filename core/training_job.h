@@ -57,6 +57,11 @@ struct TrainingJobSpec {
   int num_proc_per_node = 1;
   bool suspend = false;
   std::map<std::string, std::string> node_selector;
+  // When not empty, the pool is only the selector's nodes whose kubernetes.io/hostname
+  // label is one of these, sorted: a request that is not a TrainingJob (a Kueue Workload
+  // whose hosts topology-aware scheduling assigned) is measured on them
+  // (pool_name(node_selector, hostnames)). A TrainingJob has none.
+  std::vector<std::string> hostnames;
   nlohmann::json tolerations = nlohmann::json::array();  // []corev1.Toleration, validated
   ModelSpec model;
   nlohmann::json pod_template;  // corev1.PodTemplateSpec, kept verbatim

@@ -91,7 +91,12 @@ int64_t check_gpus_per_node(const Snapshot& snapshot,
 std::string check_pool_selector_text(const json& profile) {
   const auto selector =
       check_string_map(profile.value(json::json_pointer("/spec/nodeSelector"), json()));
-  return selector.empty() ? "" : " (nodeSelector " + format_node_selector(selector) + ")";
+  std::vector<std::string> hosts;
+  const json listed = profile.value(json::json_pointer("/spec/hostnames"), json::array());
+  if (listed.is_array())
+    for (const json& h : listed)
+      if (h.is_string()) hosts.push_back(h.get<std::string>());
+  return selector.empty() && hosts.empty() ? "" : " (" + format_pool(selector, hosts) + ")";
 }
 
 // When Kueue last reserved the Workload's quota: its QuotaReserved condition's
@@ -172,6 +177,18 @@ std::map<std::string, std::string> check_first_pool(const Workload& wl,
   return {};
 }
 
+// The hosts topology-aware scheduling assigned to `wl`'s training, sorted (empty: none, or
+// a delayed topology), as workload_request puts them in the request's pool.
+std::vector<std::string> check_hostnames(const Workload& wl) {
+  try {
+    std::vector<std::string> hosts = training_shape(wl, 0).hostnames;
+    std::sort(hosts.begin(), hosts.end());
+    return hosts;
+  } catch (const ValidationError&) {
+    return {};
+  }
+}
+
 WorkloadRequest check_request(const CheckInputs& in, const std::string& check,
                               const Snapshot& snapshot) {
   const int64_t gpus = check_gpus_per_node(snapshot, check_first_pool(in.workload, in.flavors));
@@ -250,6 +267,10 @@ WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
   job.spec.num_proc_per_node = static_cast<int>(std::max<int64_t>(1, shape.procs_per_node));
   job.spec.suspend = true;
   job.spec.node_selector = check_pool_selector(wl, first, flavors);
+  // Topology-aware scheduling chose the hosts: the pool is those hosts (measured on them,
+  // not on the flavor's other nodes). Sorted: the pool's name does not depend on the order.
+  job.spec.hostnames = shape.hostnames;
+  std::sort(job.spec.hostnames.begin(), job.spec.hostnames.end());
   job.spec.tolerations = first.tolerations.is_array() ? first.tolerations : json::array();
   if (shape.gpus_per_pod > 0)
     job.spec.template_accelerators["nvidia.com/gpu"] =
@@ -380,7 +401,7 @@ std::optional<std::string> workload_waiting_pool(const kube::Reader& reader, con
   auto in = check_acting_inputs(reader, object, checks);
   if (!in) return std::nullopt;
   check_read_flavors(reader, *in);
-  return pool_name(check_first_pool(in->workload, in->flavors));
+  return pool_name(check_first_pool(in->workload, in->flavors), check_hostnames(in->workload));
 }
 
 struct KueueCheckReconciler::Context {

@@ -11,7 +11,8 @@
 //            evicted or inactive, one of our entries Pending
 //   request  what the Workload stands for (workload_request): the training pod sets'
 //            node count and processes (operator/kueue_training_shape.h), the pool (the
-//            assigned ResourceFlavor's nodeLabels + the pod set's nodeSelector), the
+//            assigned ResourceFlavor's nodeLabels + the pod set's nodeSelector, narrowed
+//            to the hosts of a topology assignment), the
 //            model from the owner job's annotations (operator/kueue_model_annotations.h),
 //            the CommPolicy of the AdmissionCheck's parameters or of the namespace
 //   decide   the decision record for the job's UID and pod-set counts when one is held;
@@ -40,10 +41,13 @@
 // policy) wait for what their message names, unbounded. A job without model annotations
 // is Ready or Rejected as the policy's spec.admissionCheck.withoutModel says.
 //
-// Shortcuts of this first part: topology-aware hostnames are not probed on their own (the
-// pool is the flavor's); when pods ask for fewer GPUs than a node has, the node size is
-// the largest nvidia.com/gpu allocatable among the pool's Nodes the snapshot holds (none:
-// one pod per node).
+// Topology-aware scheduling: with hostnames assigned (kueue_training_shape.h), the pool is
+// the flavor's nodeSelector narrowed to those hosts (TrainingJobSpec::hostnames), a
+// CommProfile of its own, probed on exactly them. A delayed topology has no hostnames yet:
+// the flavor's pool.
+// Shortcut: when pods ask for fewer GPUs than a node has, the node size is the largest
+// nvidia.com/gpu allocatable among the pool's Nodes the snapshot holds (none: one pod per
+// node).
 #pragma once
 
 #include <deque>

@@ -77,6 +77,7 @@ std::optional<MeasurementDemand> gated_demand_of(const std::string& key, const T
   d.procs_per_node = job.spec.num_proc_per_node;
   d.model = job.spec.model;
   d.node_selector = job.spec.node_selector;
+  d.hostnames = job.spec.hostnames;
   d.tolerations = job.spec.tolerations;
   d.policy = *jd.policy;
   d.gate_message = jd.decision.message;

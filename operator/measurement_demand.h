@@ -39,6 +39,9 @@ struct MeasurementDemand {
   int procs_per_node = 1;
   ModelSpec model;
   std::map<std::string, std::string> node_selector;
+  // The pool's hostnames (TrainingJobSpec::hostnames): a Workload's hosts under
+  // topology-aware scheduling; empty: every node of the selector.
+  std::vector<std::string> hostnames;
   nlohmann::json tolerations = nlohmann::json::array();  // the job's spec.tolerations
   CommPolicy policy;         // the policy that gates it: probe settings, retries, toleration keys
   std::string gate_message;  // the decision's: why it waits

@@ -69,6 +69,15 @@ bool has_measurement(const json& profile) {
   return status.contains("link") || (steps.is_array() && !steps.empty());
 }
 
+std::optional<TimePoint> hostname_pool_expiry(const CommProfile& profile) {
+  if (profile.hostnames.empty()) return std::nullopt;
+  TimePoint newest{};
+  if (profile.status.link) newest = profile.status.link->measured_at;
+  for (const ComputeStepRecord& c : profile.status.compute_steps)
+    newest = std::max(newest, c.measured_at);
+  return newest + kHostnamePoolRetention;
+}
+
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
   const size_t shown = std::min<size_t>(items.size(), kJobsTold);
@@ -177,10 +186,21 @@ ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
       stop_gathering(pool);
       // Nobody waits and nothing was ever measured (a nodeSelector with a typo whose job
       // was deleted): the empty CommProfile the controller made goes, rather than stay for
-      // ever. One with a measurement, or made by someone else, stays.
-      if (p.profile && !has_measurement(*p.profile) &&
+      // ever. So does a pool of named hosts (one Workload's topology assignment) once its
+      // measurement is kHostnamePoolRetention old: each assignment makes a profile, and
+      // the hosts' next job is assigned other hosts as often as not. A pool of a
+      // nodeSelector with a measurement, or a profile made by someone else, stays.
+      const auto parsed = p.view.profiles.find(pool);
+      const std::optional<TimePoint> expires =
+          parsed == p.view.profiles.end() ? std::nullopt : hostname_pool_expiry(parsed->second);
+      const bool managed =
+          p.profile &&
           p.profile->value(json::json_pointer("/metadata/labels/app.kubernetes.io~1managed-by"),
-                           json()) == json(kManagedByValue)) {
+                           json()) == json(kManagedByValue);
+      if (managed && expires && p.now < *expires && has_measurement(*p.profile))
+        return Action::requeue_after(
+            std::chrono::duration_cast<kube::Clock::duration>(*expires - p.now));
+      if (managed && (!has_measurement(*p.profile) || expires)) {
         kube::DeleteOptions options;
         options.precondition_uid = meta_string(*p.profile, "uid");
         bool deleted = true;
@@ -196,7 +216,10 @@ ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
         if (deleted) {
           own_writes_.forget(p.path);
           p.log.info("deleted CommProfile " + pool +
-                     ": no job waits on it and it never held a measurement");
+                     (has_measurement(*p.profile)
+                          ? ": no job waits on its hosts and its measurement is older than " +
+                                std::to_string(kHostnamePoolRetention.count()) + " hours"
+                          : ": no job waits on it and it never held a measurement"));
           return Action::await_change();
         }
       }
@@ -228,11 +251,12 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
   if (!p.profile) {
     json selector = json::object();
     for (const auto& [k, v] : lead.node_selector) selector[k] = v;
-    const json wanted = {
+    json wanted = {
         {"apiVersion", kApiVersion},
         {"kind", "CommProfile"},
         {"metadata", {{"name", p.name}, {"labels", {{kManagedByLabel, kManagedByValue}}}}},
         {"spec", {{"nodeSelector", selector}}}};
+    if (!lead.hostnames.empty()) wanted["spec"]["hostnames"] = lead.hostnames;
     try {
       p.profile = writer_.create(kProfiles, wanted);
       p.log.info("created CommProfile " + p.name + " for " + lead.job);
@@ -288,6 +312,7 @@ ReconcileResult MeasurementReconciler::start_probe(Pool& p) {
   request.pool = p.name;
   request.profile_uid = meta_string(*p.profile, "uid");
   request.node_selector = lead.node_selector;
+  request.hostnames = lead.hostnames;
   const ProbeTolerations tolerations =
       probe_tolerations(lead.tolerations, policy.spec.probe.toleration_keys);
   request.tolerations = tolerations.kept;

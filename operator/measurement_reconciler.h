@@ -58,6 +58,9 @@ inline constexpr const char* kProbingCondition = "Probing";
 // Probing=False: no job waits on the pool (after a success or failures, the history is
 // kept; failedAttempts restarts).
 inline constexpr const char* kReasonNoDemand = "NoJobWaiting";
+// How long a pool of named hosts (CommProfile spec.hostnames: one Kueue Workload's
+// topology assignment) is kept after its newest measurement once no job waits on it.
+inline constexpr std::chrono::hours kHostnamePoolRetention{24};
 
 struct MeasurementSettings {
   ProbeLaunchSettings probe;

@@ -200,11 +200,27 @@ json anti_affinity(const std::string& pool) {
            {"namespaceSelector", json::object()},  // every namespace
            {"topologyKey", "kubernetes.io/hostname"}}}});
   }
-  return {{"podAntiAffinity",
-           {{"requiredDuringSchedulingIgnoredDuringExecution",
-             json::array({{{"labelSelector", {{"matchLabels", probe_labels(pool)}}},
-                           {"topologyKey", "kubernetes.io/hostname"}}})},
-            {"preferredDuringSchedulingIgnoredDuringExecution", preferred}}}};
+  return {{"requiredDuringSchedulingIgnoredDuringExecution",
+           json::array({{{"labelSelector", {{"matchLabels", probe_labels(pool)}}},
+                         {"topologyKey", "kubernetes.io/hostname"}}})},
+          {"preferredDuringSchedulingIgnoredDuringExecution", preferred}};
+}
+
+// The probe's affinity: its anti-affinity, and for a pool of named hosts a required node
+// affinity on their kubernetes.io/hostname label (what Kueue's topology assignment names,
+// and what its own TAS pins a pod to), so the probe measures exactly those hosts.
+json probe_affinity(const ProbeRequest& request) {
+  json affinity = {{"podAntiAffinity", anti_affinity(request.pool)}};
+  if (!request.hostnames.empty()) {
+    affinity["nodeAffinity"] = {
+        {"requiredDuringSchedulingIgnoredDuringExecution",
+         {{"nodeSelectorTerms",
+           json::array(
+               {{{"matchExpressions", json::array({{{"key", kHostnameLabel},
+                                                    {"operator", "In"},
+                                                    {"values", request.hostnames}}})}}})}}}};
+  }
+  return affinity;
 }
 
 json container(const ProbeRequest& request, const ProbeLaunchSettings& settings,
@@ -238,7 +254,7 @@ json pod_template(const ProbeRequest& request, const ProbeLaunchSettings& settin
             {"subdomain", name},
             {"nodeSelector", selector},
             {"tolerations", request.tolerations.is_array() ? request.tolerations : json::array()},
-            {"affinity", anti_affinity(request.pool)},
+            {"affinity", probe_affinity(request)},
             // The probe never talks to the API server.
             {"automountServiceAccountToken", false},
             {"enableServiceLinks", false},
@@ -266,12 +282,14 @@ ProbePoolFit fit_probe_to_pool(const ProbeRequest& request, const std::vector<Po
   // A pool with no node yet (one an autoscaler grows from pending pods) says nothing of
   // GPUs: auto stays auto, and the pods ask for them.
   const bool any_node =
-      count_pool(nodes, {request.node_selector, request.tolerations, {}}).selected > 0;
+      count_pool(nodes, {request.node_selector, request.tolerations, {}, request.hostnames})
+          .selected > 0;
   if (fit.backend == "auto" && any_node && !pool_has_gpus(nodes, request.node_selector))
     fit.backend = "gloo";
   ProbeRequest resolved = request;
   resolved.policy_probe.backend = fit.backend;
   fit.demand.node_selector = request.node_selector;
+  fit.demand.hostnames = request.hostnames;
   fit.demand.tolerations = request.tolerations;
   if (probe_uses_gpus(resolved))
     fit.demand.accelerators_per_pod[kGpuResource] = request.procs_per_node;

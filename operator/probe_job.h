@@ -50,6 +50,9 @@ struct ProbeRequest {
   std::string pool;         // the CommProfile's name (pool_name of the node selector)
   std::string profile_uid;  // the CommProfile's metadata.uid: the ownerReference
   std::map<std::string, std::string> node_selector;  // the job's
+  // The pool's hostnames (MeasurementDemand::hostnames): the probe's pods run only on
+  // nodes whose kubernetes.io/hostname is one of them (a required node affinity).
+  std::vector<std::string> hostnames;
   nlohmann::json tolerations = nlohmann::json::array();
   int nodes = 2;  // already capped (probe_node_count)
   int procs_per_node = 1;

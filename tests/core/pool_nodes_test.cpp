@@ -117,6 +117,14 @@ PoolNode node(const std::string& name, const std::string& pool, double gpus = 0)
   return testing::a_pool_node(name, {{"commgate.io/pool", pool}}, gpus);
 }
 
+// A node whose kubernetes.io/hostname label is its name, as kubelet sets it.
+PoolNode hosted(const std::string& name, const std::string& pool, bool cordoned = false) {
+  PoolNode n = testing::a_pool_node(
+      name, {{"commgate.io/pool", pool}, {std::string(kHostnameLabel), name}}, 8);
+  n.cordoned = cordoned;
+  return n;
+}
+
 struct CountCase {
   std::string name;
   std::vector<PoolNode> nodes;
@@ -173,6 +181,18 @@ TEST(CountPool, CountsEachNodeOnceUnderTheFirstFilterItFails) {
        {{}, json::array(), {}},
        {.selected = 2, .usable = 2},
        "2 usable nodes (all that match the nodeSelector)"},
+      // A Workload's hosts under topology-aware scheduling: the selector's nodes whose
+      // kubernetes.io/hostname label is named, and no other.
+      {"hostnames_keep_only_the_named_hosts",
+       {hosted("a", "h100"), hosted("b", "h100"), hosted("c", "h100"), other},
+       {h100, json::array(), {}, {"a", "c", "zz"}},
+       {.selected = 2, .usable = 2},
+       "2 usable nodes (all that match the nodeSelector and the hostnames)"},
+      {"hostnames_and_a_cordoned_host",
+       {hosted("a", "h100", true), hosted("b", "h100")},
+       {h100, json::array(), {}, {"a"}},
+       {.selected = 1, .cordoned = 1},
+       "no usable node (1 matches the nodeSelector and the hostnames: 1 cordoned)"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

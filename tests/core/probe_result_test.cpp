@@ -248,6 +248,48 @@ TEST(CommProfile, pool_names_are_canonical) {
   EXPECT_LE(pool_name(a).size(), 63u);
 }
 
+// A pool of named hosts (one Kueue Workload's topology assignment) is a pool of its own,
+// whatever order the hosts come in; a selector alone keeps the name it always had (the
+// profiles already on clusters are found again).
+TEST(CommProfile, hostnames_name_a_pool_of_their_own) {
+  const std::map<std::string, std::string> sel = {{"commgate.io/pool", "a100"}};
+  EXPECT_EQ(pool_name(sel, {}), pool_name(sel));
+  EXPECT_EQ(pool_name({{"commgate.io/pool", "cpu-1gbe"}}), "pool-1fe15c4a8473beea")
+      << "a selector's pool name changed (docs/cli.md names it)";
+  EXPECT_NE(pool_name(sel, {"gpu-1", "gpu-2"}), pool_name(sel));
+  EXPECT_EQ(pool_name(sel, {"gpu-2", "gpu-1"}), pool_name(sel, {"gpu-1", "gpu-2"}));
+  EXPECT_EQ(pool_name(sel, {"gpu-1", "gpu-1", "gpu-2"}), pool_name(sel, {"gpu-1", "gpu-2"}));
+  EXPECT_NE(pool_name(sel, {"gpu-1", "gpu-3"}), pool_name(sel, {"gpu-1", "gpu-2"}));
+  EXPECT_NE(pool_name({}, {"gpu-1"}), "pool-all");
+  // A host cannot pass for a label: "@" starts no label key.
+  EXPECT_NE(pool_name({{"gpu-1", ""}}), pool_name({}, {"gpu-1"}));
+}
+
+TEST(CommProfile, hostnames_round_trip_and_are_bounded) {
+  CommProfile p;
+  p.metadata.name = pool_name({{"gpu", "h100"}}, {"h-1", "h-2"});
+  p.node_selector = {{"gpu", "h100"}};
+  p.hostnames = {"h-1", "h-2"};
+  nlohmann::json doc = to_json(p);
+  EXPECT_EQ(doc["spec"]["hostnames"], nlohmann::json::array({"h-1", "h-2"}));
+  const CommProfile back = parse_comm_profile(doc, testing::test_now());
+  EXPECT_EQ(back.hostnames, p.hostnames);
+  EXPECT_FALSE(to_json(CommProfile{}).at("spec").contains("hostnames"));
+
+  doc["spec"]["hostnames"] = nlohmann::json::array();
+  for (size_t i = 0; i <= kMaxPoolHostnames; ++i) doc["spec"]["hostnames"].push_back("h");
+  try {
+    parse_comm_profile(doc, testing::test_now());
+    FAIL() << "10001 hostnames accepted";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("spec.hostnames: at most 10000 hostnames, got 10001"),
+              std::string::npos)
+        << e.what();
+  }
+  doc["spec"]["hostnames"] = nlohmann::json::array({"h-1", 7});
+  EXPECT_THROW(parse_comm_profile(doc, testing::test_now()), ValidationError);
+}
+
 TEST(Measurement, uses_compute_only_for_the_same_model) {
   ProbeResult r = full_result(4);
   ModelSpec same;

@@ -196,7 +196,7 @@ Kind comm_profile_kind() {
                               "metadata": {"name": "pool-all"}})");
   k.full = Json::parse(R"({
     "apiVersion": "commgate.io/v1alpha1", "kind": "CommProfile", "metadata": {"name": "pool-1"},
-    "spec": {"nodeSelector": {"commgate.io/pool": "cpu-1gbe"}},
+    "spec": {"nodeSelector": {"commgate.io/pool": "cpu-1gbe"}, "hostnames": ["gpu-1", "gpu-2"]},
     "status": {
       "link": {"latencyUs": 210.5, "busbwGBps": 0.118, "algbwGBps": 0.112, "nodesProbed": 2,
                "procsPerNode": 1, "maxRelativeResidual": 0.04, "poor": false, "note": "",

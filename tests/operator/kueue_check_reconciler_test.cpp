@@ -216,11 +216,14 @@ struct CheckWorld {
   std::string pool() const { return pool_name({{"pool", "gpu-1g"}}); }
   std::string profile_path() const { return kProfiles + "/" + pool(); }
 
-  // The pool measured at `busbw_gbps` (4 nodes probed) with the test model's 300 ms step.
-  void measured(double busbw_gbps) {
+  // The pool measured at `busbw_gbps` (4 nodes probed) with the test model's 300 ms step;
+  // with `hostnames`, the pool of those hosts, as the measurement controller makes it.
+  void measured(double busbw_gbps, const std::vector<std::string>& hostnames = {}) {
     CommProfile profile;
-    profile.metadata.name = pool();
+    profile.metadata.name = pool_name({{"pool", "gpu-1g"}}, hostnames);
+    if (!hostnames.empty()) profile.metadata.labels[kManagedByLabel] = kManagedByValue;
     profile.node_selector = {{"pool", "gpu-1g"}};
+    profile.hostnames = hostnames;
     LinkRecord link;
     link.latency_us = 200;
     link.busbw_gbps = busbw_gbps;
@@ -628,6 +631,68 @@ TEST(KueueCheckMeasurement, a_waiting_workload_and_a_gated_trainingjob_share_one
                       " (nodeSelector {pool=gpu-1g})"),
             std::string::npos)
       << "the pool's hashed name and the nodes it stands for: " << w.entry("comm").dump();
+}
+
+// Topology-aware scheduling assigned the Workload's hosts: the probe measures exactly those
+// (a pool of its own, named after the selector and the hosts, its pods held to them by a
+// required node affinity), not the flavor's other nodes.
+TEST(KueueCheckMeasurement, a_topology_assignment_is_probed_on_its_hosts) {
+  CheckWorld w;
+  w.submit(CheckWorld::a_workload()
+               .assignment("master", "topologyAssignment",
+                           testing::hostname_assignment("gpu-node-", {"7"}))
+               .assignment("worker", "topologyAssignment",
+                           testing::hostname_assignment("gpu-node-", {"3", "12", "5"})));
+  const std::vector<std::string> hosts = {"gpu-node-12", "gpu-node-3", "gpu-node-5", "gpu-node-7"};
+  const std::string pool = pool_name({{"pool", "gpu-1g"}}, hosts);
+  ASSERT_NE(pool, w.pool());
+  EXPECT_EQ(workload_waiting_pool(w.api, w.workload()), pool);
+
+  ASSERT_TRUE(w.measurement.reconcile(pool).ok());
+  ASSERT_TRUE(w.measurement.reconcile(pool).ok());
+  const auto profile = w.api.peek(kProfiles + "/" + pool);
+  ASSERT_TRUE(profile) << "the hosts' pool gets its CommProfile";
+  EXPECT_EQ((*profile)["spec"]["hostnames"], json(hosts));
+  EXPECT_EQ((*profile)["spec"]["nodeSelector"], json({{"pool", "gpu-1g"}}));
+  const auto probe = w.api.peek(kProbeJobs + "/" + probe_job_name(pool));
+  ASSERT_TRUE(probe) << "one probe, of the hosts' pool";
+  EXPECT_FALSE(w.api.peek(kProbeJobs + "/" + probe_job_name(w.pool())));
+  EXPECT_EQ((*probe)["spec"].value("completions", 0), 4);
+  const json term = (*probe)["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+                            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+                            [0]["matchExpressions"][0];
+  EXPECT_EQ(term, json({{"key", "kubernetes.io/hostname"}, {"operator", "In"}, {"values", hosts}}));
+
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Pending");
+  EXPECT_NE(w.entry("comm")
+                .value("message", "")
+                .find("waiting for the measurement of pool " + pool +
+                      " (nodeSelector {pool=gpu-1g} on nodes gpu-node-12, gpu-node-3, gpu-node-5, "
+                      "gpu-node-7)"),
+            std::string::npos)
+      << w.entry("comm").dump();
+}
+
+// Each topology assignment makes a pool: once nobody waits on it, its profile goes a day
+// after its newest measurement (a pool of a nodeSelector stays).
+TEST(KueueCheckMeasurement, a_pool_of_hosts_nobody_waits_on_goes_a_day_after_its_measurement) {
+  CheckWorld w;
+  const std::string pool = pool_name({{"pool", "gpu-1g"}}, {"gpu-node-1", "gpu-node-2"});
+  w.measured(1.0, {"gpu-node-1", "gpu-node-2"});
+  w.measured(1.0);
+  w.now += 23h;
+  const kube::ReconcileResult kept = w.measurement.reconcile(pool);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept.action().requeue_delay(), std::chrono::duration_cast<kube::Clock::duration>(1h))
+      << "looked at again when the day is over";
+  EXPECT_TRUE(w.api.peek(kProfiles + "/" + pool));
+  w.now += 1h;
+  ASSERT_TRUE(w.measurement.reconcile(pool).ok());
+  EXPECT_FALSE(w.api.peek(kProfiles + "/" + pool)) << "deleted";
+  w.now += 24h;
+  ASSERT_TRUE(w.measurement.reconcile(w.pool()).ok());
+  EXPECT_TRUE(w.api.peek(w.profile_path())) << "a nodeSelector's measured pool stays";
 }
 
 TEST(KueueCheckMeasurement, a_workload_the_check_does_not_act_on_asks_for_nothing) {

@@ -379,6 +379,30 @@ TEST(FitProbeToPool, auto_is_gloo_without_gpus_and_the_probe_fits_the_pool) {
   }
 }
 
+// A pool of named hosts (a Kueue Workload's topology assignment): the probe fits the named
+// hosts only, and its pods are held to them; a pool without names has no node affinity.
+TEST(FitProbeToPool, a_pool_of_hosts_counts_and_pins_only_those_hosts) {
+  std::vector<PoolNode> nodes;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    nodes.push_back(pool_node(name, 8));
+    nodes.back().labels[kHostnameLabel] = std::string("host-") + name;
+  }
+  ProbeRequest r = a_request();  // 3 nodes
+  EXPECT_EQ(fit_probe_to_pool(r, nodes).nodes, 3);
+  EXPECT_FALSE(
+      build_probe(r, {}).job["spec"]["template"]["spec"]["affinity"].contains("nodeAffinity"));
+  r.hostnames = {"host-b", "host-d", "host-x"};
+  const ProbePoolFit fit = fit_probe_to_pool(r, nodes);
+  EXPECT_EQ(fit.nodes, 2) << "host-x is no node of the pool";
+  EXPECT_EQ(fit.count.selected, 2);
+  const json affinity = build_probe(r, {}).job["spec"]["template"]["spec"]["affinity"];
+  EXPECT_EQ(affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                    ["nodeSelectorTerms"],
+            json::parse(R"([{"matchExpressions":[{"key":"kubernetes.io/hostname",
+                "operator":"In","values":["host-b","host-d","host-x"]}]}])"));
+  EXPECT_TRUE(affinity.contains("podAntiAffinity")) << "still one probe pod per host";
+}
+
 TEST(ProbeJob, args_round_trip_odd_parameter_counts_exactly) {
   ProbeRequest r = a_request();
   r.model.parameters = 1234567;
