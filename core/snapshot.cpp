@@ -1,5 +1,6 @@
 #include "core/snapshot.h"
 
+#include "core/annotations.h"
 #include "core/field_errors.h"
 
 namespace commgate {
@@ -36,6 +37,24 @@ const std::map<std::string, std::string>& Snapshot::labels_of(const std::string&
   static const std::map<std::string, std::string> kNone;
   auto it = namespace_labels.find(ns);
   return it == namespace_labels.end() ? kNone : it->second;
+}
+
+const std::map<std::string, std::string>& Snapshot::commgate_annotations_of(
+    const std::string& ns) const {
+  static const std::map<std::string, std::string> kNone;
+  auto it = namespace_commgate_annotations.find(ns);
+  return it == namespace_commgate_annotations.end() ? kNone : it->second;
+}
+
+std::map<std::string, std::string> commgate_annotations_of_object(const nlohmann::json& object) {
+  std::map<std::string, std::string> out;
+  static const nlohmann::json::json_pointer kAnnotations("/metadata/annotations");
+  if (!object.is_object() || !object.contains(kAnnotations)) return out;
+  const nlohmann::json& annotations = object.at(kAnnotations);
+  if (!annotations.is_object()) return out;
+  for (const auto& [k, v] : annotations.items())
+    if (v.is_string() && k.rfind(annotation::kPrefix, 0) == 0) out[k] = v.get<std::string>();
+  return out;
 }
 
 }  // namespace commgate

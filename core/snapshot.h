@@ -36,6 +36,10 @@ struct Snapshot {
   // files): a namespace missing from it is one the cache has not seen yet, whose labels,
   // and so whose policy, are unknown (decide_for_job gates such a job).
   bool namespaces_listed = false;
+  // The commgate.io/ annotations of each Namespace that has any (only those: a Namespace's
+  // other annotations are not commgate's to hold in memory): the defaults of the model
+  // annotations of the jobs Kueue queues there (operator/kueue_model_annotations.h).
+  std::map<std::string, std::map<std::string, std::string>> namespace_commgate_annotations;
   // The cluster's Nodes, summarised (core/pool_nodes.h), where the decider watches them;
   // null where it does not (`commgate evaluate`, the file-backed policy source): no pool
   // check then. Shared between snapshots: rebuilt only when a summary changes.
@@ -54,6 +58,10 @@ struct Snapshot {
 
   const CommProfile* profile(const std::string& name) const;
   const std::map<std::string, std::string>& labels_of(const std::string& ns) const;
+  const std::map<std::string, std::string>& commgate_annotations_of(const std::string& ns) const;
 };
+
+// The commgate.io/ annotations of `object` (a Namespace), string values only.
+std::map<std::string, std::string> commgate_annotations_of_object(const nlohmann::json& object);
 
 }  // namespace commgate

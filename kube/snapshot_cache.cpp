@@ -84,6 +84,8 @@ SnapshotBuild build_snapshot(const Store::Objects& policies, const Store::Object
   for (const auto& [key, stored] : namespaces) {
     const json& object = *stored;
     auto& labels = snap.namespace_labels[key];
+    if (auto defaults = commgate_annotations_of_object(object); !defaults.empty())
+      snap.namespace_commgate_annotations[key] = std::move(defaults);
     if (!object.contains(kLabels) || !object.at(kLabels).is_object()) continue;
     for (const auto& [k, v] : object.at(kLabels).items())
       if (v.is_string()) labels[k] = v.get<std::string>();

@@ -193,7 +193,8 @@ WorkloadRequest check_request(const CheckInputs& in, const std::string& check,
                               const Snapshot& snapshot) {
   const int64_t gpus = check_gpus_per_node(snapshot, check_first_pool(in.workload, in.flavors));
   return workload_request(in.workload, in.owner_job ? &*in.owner_job : nullptr, in.flavors,
-                          check_policy_ref(in.our_checks, check), gpus);
+                          check_policy_ref(in.our_checks, check), gpus,
+                          snapshot.commgate_annotations_of(in.workload.metadata.namespace_));
 }
 
 }  // namespace
@@ -226,7 +227,8 @@ std::optional<std::string> owner_job_path(const std::string& ns, const OwnerRefe
 
 WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
                                  const std::map<std::string, json>& flavors,
-                                 const std::string& policy_ref, int64_t gpus_per_node) {
+                                 const std::string& policy_ref, int64_t gpus_per_node,
+                                 const std::map<std::string, std::string>& namespace_defaults) {
   WorkloadRequest out;
   TrainingShape shape;
   try {
@@ -242,7 +244,8 @@ WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
     return out;
   }
   const ModelFromAnnotations model = model_from_annotations(
-      check_string_map(owner_job->value(json::json_pointer("/metadata/annotations"), json())));
+      check_string_map(owner_job->value(json::json_pointer("/metadata/annotations"), json())),
+      namespace_defaults, wl.metadata.namespace_);
   if (model.kind == ModelFromAnnotations::Kind::kInvalid) {
     out.message = check_errors_text(model.errors);
     return out;

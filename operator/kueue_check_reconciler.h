@@ -102,10 +102,12 @@ struct WorkloadRequest {
 // The request `workload` stands for. owner_job: the job named by its controller
 // ownerReference (null: not found); flavors: ResourceFlavors by name; policy_ref: the
 // AdmissionCheck's CommPolicy ("" for the namespace's); gpus_per_node: the pool's node
-// size (<= 0: not known).
+// size (<= 0: not known); namespace_defaults: the commgate.io/ annotations of the
+// Workload's Namespace, the defaults of the job's model annotations.
 WorkloadRequest workload_request(const Workload& workload, const nlohmann::json* owner_job,
                                  const std::map<std::string, nlohmann::json>& flavors,
-                                 const std::string& policy_ref, int64_t gpus_per_node);
+                                 const std::string& policy_ref, int64_t gpus_per_node,
+                                 const std::map<std::string, std::string>& namespace_defaults = {});
 
 // The check's outcome for a request decided as `jd` (decide_for_job); for a gate for the
 // pool's measurement, from `profile`, the pool's CommProfile as read (null: none yet):

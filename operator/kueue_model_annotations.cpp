@@ -1,5 +1,6 @@
 #include "operator/kueue_model_annotations.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <set>
@@ -111,13 +112,28 @@ void model_reject_near_misses(const std::map<std::string, std::string>& annotati
 
 }  // namespace
 
-ModelFromAnnotations model_from_annotations(const std::map<std::string, std::string>& annotations) {
+ModelFromAnnotations model_from_annotations(
+    const std::map<std::string, std::string>& job_annotations,
+    const std::map<std::string, std::string>& namespace_defaults,
+    const std::string& namespace_name) {
   ModelFromAnnotations out;
   FieldErrors errors;
-  model_reject_near_misses(annotations, errors);
-  bool any = !errors.empty();
-  for (const char* key : kModelAnnotationKeys) any = any || annotations.contains(key);
+  model_reject_near_misses(job_annotations, errors);
+  bool any = !errors.empty() || namespace_defaults.contains(ma::kParameters);
+  for (const char* key : kModelAnnotationKeys) any = any || job_annotations.contains(key);
+  // The Namespace's near misses count only where its values are read.
+  FieldErrors namespace_errors;
+  if (any) model_reject_near_misses(namespace_defaults, namespace_errors);
   if (!any) return out;
+
+  // The job's annotations, and the Namespace's model annotations it does not carry.
+  std::map<std::string, std::string> annotations = job_annotations;
+  std::set<std::string> from_namespace;
+  for (const char* key : kModelAnnotationKeys) {
+    const auto d = namespace_defaults.find(key);
+    if (d != namespace_defaults.end() && annotations.emplace(key, d->second).second)
+      from_namespace.insert(key);
+  }
 
   const Json values(annotations);
   ObjectReader r(&values, kModelAnnotationsPath, errors);
@@ -137,10 +153,17 @@ ModelFromAnnotations model_from_annotations(const std::map<std::string, std::str
   m.torch_script = r.string(ma::kTorchScript, Presence::kOptional).value_or("");
   model_read_input_shape(r, m);
 
+  // A value the Namespace gave is named on the Namespace, where it is to be fixed.
+  const std::string namespace_prefix = "Namespace " + namespace_name + " ";
   for (const FieldError& e : errors.all()) {
     const FieldError named = model_annotation_error(e);
-    out.errors.add(named.path, named.message);
+    const bool namespaces = std::any_of(
+        from_namespace.begin(), from_namespace.end(),
+        [&](const std::string& key) { return named.path == model_annotation_path(key); });
+    out.errors.add(namespaces ? namespace_prefix + named.path : named.path, named.message);
   }
+  for (const FieldError& e : namespace_errors.all())
+    out.errors.add(namespace_prefix + e.path, e.message);
   out.kind = out.errors.empty() ? ModelFromAnnotations::Kind::kModel
                                 : ModelFromAnnotations::Kind::kInvalid;
   if (out.kind == ModelFromAnnotations::Kind::kInvalid) out.model = ModelSpec{};

@@ -11,10 +11,16 @@
 //   commgate.io/input-shape     its per-sample input shape, "3,224,224" (required with
 //                               torchscript, as spec.model.inputShape is)
 // A job with none of them names no model (Kind::kNone: the CommPolicy says what then); one
-// with any of them must name the parameters. Errors name the annotation as Kubernetes'
-// field paths name a map key: metadata.annotations[commgate.io/parameters]: ...
-// An unknown commgate.io/ annotation within two edits of one of these is reported with a
-// "did you mean", so that a misspelt opt-in is not read as no opt-in.
+// with any of them must name the parameters.
+// Namespace defaults: the same annotations on the job's Namespace (set by an admin: a
+// namespace `edit` user cannot change a Namespace) stand for those the job does not carry.
+// The job's own win, key by key. A Namespace's commgate.io/parameters opts every job there
+// in; its other annotations alone do not (they complete the jobs that opt in). An error in
+// a Namespace's value names it: Namespace nlp metadata.annotations[commgate.io/batch-size]. Errors
+// name the annotation as Kubernetes' field paths name a map key:
+// metadata.annotations[commgate.io/parameters]: ... An unknown commgate.io/ annotation within two
+// edits of one of these is reported with a "did you mean", so that a misspelt opt-in is not read as
+// no opt-in.
 //
 // Models: issue #23 "Which model"; the rules of core/training_job.cpp read_model.
 #pragma once
@@ -48,7 +54,11 @@ struct ModelFromAnnotations {
   FieldErrors errors;
 };
 
-// `annotations`: the job's metadata.annotations.
-ModelFromAnnotations model_from_annotations(const std::map<std::string, std::string>& annotations);
+// `annotations`: the job's metadata.annotations; `namespace_defaults`: the commgate.io/
+// annotations of its Namespace `namespace_name`.
+ModelFromAnnotations model_from_annotations(
+    const std::map<std::string, std::string>& annotations,
+    const std::map<std::string, std::string>& namespace_defaults = {},
+    const std::string& namespace_name = "");
 
 }  // namespace commgate::op::kueue

@@ -97,9 +97,12 @@ std::shared_ptr<const Snapshot> FilePolicySource::build(const std::vector<FileSi
             snap->policies.push_back(parse_comm_policy(docs[i]));
           } else if (file.policies && kind == "Namespace") {
             const auto& meta = docs[i].at("metadata");
-            auto& labels = snap->namespace_labels[meta.at("name").get<std::string>()];
+            const std::string ns = meta.at("name").get<std::string>();
+            auto& labels = snap->namespace_labels[ns];
             if (meta.contains("labels"))
               labels = meta.at("labels").get<std::map<std::string, std::string>>();
+            if (auto defaults = commgate_annotations_of_object(docs[i]); !defaults.empty())
+              snap->namespace_commgate_annotations[ns] = std::move(defaults);
           } else if (file.profiles && kind == "CommProfile") {
             CommProfile p = parse_comm_profile(
                 docs[i], options_.clock ? options_.clock() : std::chrono::system_clock::now());

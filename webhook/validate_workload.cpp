@@ -191,9 +191,12 @@ KueueRoute kueue_route(const Json& object, const std::string& ns, const Snapshot
   if (!q->checked) return {false, local_queue + ", but " + q->why_not};
   // Without its model commgate's check measures nothing (withoutModel: Ready admits it
   // unchecked): the gate asks for what the check needs.
-  if (json_string(object, {"metadata", "annotations", kKueueParametersAnnotation}).empty())
+  // The Namespace's annotation is the job's default (operator/kueue_model_annotations.h).
+  if (json_string(object, {"metadata", "annotations", kKueueParametersAnnotation}).empty() &&
+      !snapshot.commgate_annotations_of(ns).contains(kKueueParametersAnnotation))
     return {false, local_queue + ", but names no model (annotation " +
                        std::string(kKueueParametersAnnotation) +
+                       " on the job or, as a default, on Namespace " + ns +
                        ", with commgate.io/gradient-dtype, commgate.io/batch-size and "
                        "commgate.io/optimizer: docs/kueue.md), so commgate's check could not "
                        "measure it"};

@@ -104,6 +104,26 @@ TEST(BuildSnapshot, ParsesEachCollectionAndLeavesOutWhatDoesNotParse) {
   }
 }
 
+// A Namespace's commgate.io/ annotations are its jobs' model defaults (the Kueue check);
+// its other annotations are not kept.
+TEST(BuildSnapshot, KeepsOnlyANamespacesCommgateAnnotations) {
+  json team = a_namespace("team", nullptr);
+  team["metadata"]["annotations"] = {{"commgate.io/parameters", "7G"},
+                                     {"commgate.io/batch-size", "8"},
+                                     {"kubectl.kubernetes.io/last-applied-configuration", "{}"},
+                                     {"commgate.io/odd", 1}};
+  json plain = a_namespace("plain", nullptr);
+  plain["metadata"]["annotations"] = {{"owner", "nlp"}};
+  const SnapshotBuild got = build_snapshot(stored_objects({}), stored_objects({}),
+                                           stored_objects({{"team", team}, {"plain", plain}}),
+                                           commgate::testing::test_now());
+  const std::map<std::string, std::map<std::string, std::string>> want = {
+      {"team", {{"commgate.io/parameters", "7G"}, {"commgate.io/batch-size", "8"}}}};
+  EXPECT_EQ(got.snapshot->namespace_commgate_annotations, want);
+  EXPECT_TRUE(got.snapshot->commgate_annotations_of("plain").empty());
+  EXPECT_TRUE(got.snapshot->commgate_annotations_of("nowhere").empty());
+}
+
 // Issue #19 item 6: a policy made invalid (stored while its validating webhook, which fails
 // open, was down) was dropped, and a milder one admitted the job. Its last valid version
 // now governs in its place, said in stale_policies and the rejection; a new object of the

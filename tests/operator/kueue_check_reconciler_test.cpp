@@ -200,9 +200,12 @@ struct CheckWorld {
       } catch (const ValidationError&) {
       }
     }
+    if (!namespace_annotations.empty())
+      s->namespace_commgate_annotations["ml"] = namespace_annotations;
     s->loaded_at = now;
     return s;
   }
+  std::map<std::string, std::string> namespace_annotations;  // of the Namespace ml
 
   // A PyTorchJob's Workload of 1 master + 3 workers of one GPU (4 nodes), quota reserved on
   // flavor gpu-a100, our check and another controller's Pending.
@@ -299,6 +302,8 @@ struct StateCase {
   // the builder's times).
   std::optional<std::chrono::seconds> pending_for = std::nullopt;
   json annotations = {{"commgate.io/parameters", "25M"}};
+  // The commgate.io/ annotations of the Namespace ml: the defaults of the job's.
+  std::map<std::string, std::string> namespace_annotations = {};
   std::string without_model;  // the policy's spec.admissionCheck.withoutModel ("": unset)
   std::string want_state;
   std::string want_message;  // a part of the entry's message
@@ -314,6 +319,7 @@ class KueueCheckStates : public ::testing::TestWithParam<StateCase> {};
 TEST_P(KueueCheckStates, writes_our_entry_as_the_situation_says) {
   const StateCase& c = GetParam();
   CheckWorld w(c.annotations);
+  w.namespace_annotations = c.namespace_annotations;
   if (c.pending_for) w.now = kPendingSince + *c.pending_for;
   if (!c.without_model.empty()) w.admission_check_settings({{"withoutModel", c.without_model}});
   if (c.busbw_gbps) w.measured(*c.busbw_gbps);
@@ -339,72 +345,83 @@ TEST_P(KueueCheckStates, writes_our_entry_as_the_situation_says) {
 
 INSTANTIATE_TEST_SUITE_P(
     KueueCheck, KueueCheckStates,
-    ::testing::Values(StateCase{.name = "pending_while_the_pool_is_unmeasured",
-                                .want_state = "Pending",
-                                .want_message = "CommProfile"},
-                      StateCase{.name = "ready_within_policy_with_the_numbers",
-                                .busbw_gbps = 10.0,
-                                .want_state = "Ready",
-                                .want_message = "%"},
-                      StateCase{.name = "rejected_over_policy_with_the_count_that_passes",
-                                .busbw_gbps = 0.1,
-                                .want_state = "Rejected",
-                                .want_message = "Even the Workload's node count (4) does not "
-                                                "pass, so it cannot be downsized. The largest"},
-                      StateCase{.name = "retry_after_a_failed_probe_for_its_backoff",
-                                .failed_attempts = 1,
-                                .want_state = "Retry",
-                                .want_message = "0/8 nodes are available",
-                                .want_requeue_after = 90},
-                      StateCase{.name = "never_retry_on_an_admitted_workload",
-                                .failed_attempts = 1,
-                                .admitted = true,
-                                .want_state = "Pending",
-                                .want_message = "a Retry would evict it"},
-                      StateCase{.name = "pending_naming_a_garbled_parameters_annotation",
-                                .annotations = {{"commgate.io/parameters", "lots"}},
-                                .want_state = "Pending",
-                                .want_message = "metadata.annotations[commgate.io/parameters]"},
-                      StateCase{.name = "pending_naming_a_missing_parameters_annotation",
-                                .annotations = {{"commgate.io/gradient-dtype", "bf16"}},
-                                .want_state = "Pending",
-                                .want_message = "metadata.annotations[commgate.io/parameters]"},
-                      StateCase{.name = "ready_saying_how_to_opt_in_without_a_model",
-                                .annotations = json::object(),
-                                .want_state = "Ready",
-                                .want_message = "commgate.io/parameters"},
-                      StateCase{.name = "ready_without_a_model_when_the_policy_says_ready",
-                                .annotations = json::object(),
-                                .without_model = "Ready",
-                                .want_state = "Ready",
-                                .want_message = "To have it checked, annotate the job"},
-                      StateCase{.name = "rejected_without_a_model_when_the_policy_asks_for_one",
-                                .annotations = json::object(),
-                                .without_model = "Rejected",
-                                .want_state = "Rejected",
-                                .want_message = "CommPolicy team asks every job it checks to "
-                                                "name one (spec.admissionCheck.withoutModel: "
-                                                "Rejected). Annotate the job with "
-                                                "commgate.io/parameters"},
-                      StateCase{.name = "pending_for_the_probe_within_the_bound",
-                                .pending_for = 29min,
-                                .want_state = "Pending",
-                                .want_message = "CommProfile"},
-                      StateCase{.name = "retry_once_pending_for_the_probe_past_the_bound",
-                                .pending_for = 31min,
-                                .want_state = "Retry",
-                                .want_message = "commgate waited 31m for the measurement of pool",
-                                .want_requeue_after = 30},
-                      StateCase{.name = "never_retry_on_an_admitted_workload_past_the_bound",
-                                .admitted = true,
-                                .pending_for = 31min,
-                                .want_state = "Pending",
-                                .want_message = "a Retry would evict it"},
-                      StateCase{.name = "bad_annotations_past_the_bound_stay_pending",
-                                .pending_for = 31min,
-                                .annotations = {{"commgate.io/parameters", "lots"}},
-                                .want_state = "Pending",
-                                .want_message = "metadata.annotations[commgate.io/parameters]"}),
+    ::testing::Values(
+        StateCase{.name = "pending_while_the_pool_is_unmeasured",
+                  .want_state = "Pending",
+                  .want_message = "CommProfile"},
+        StateCase{.name = "ready_within_policy_with_the_numbers",
+                  .busbw_gbps = 10.0,
+                  .want_state = "Ready",
+                  .want_message = "%"},
+        StateCase{.name = "rejected_over_policy_with_the_count_that_passes",
+                  .busbw_gbps = 0.1,
+                  .want_state = "Rejected",
+                  .want_message = "Even the Workload's node count (4) does not "
+                                  "pass, so it cannot be downsized. The largest"},
+        StateCase{.name = "retry_after_a_failed_probe_for_its_backoff",
+                  .failed_attempts = 1,
+                  .want_state = "Retry",
+                  .want_message = "0/8 nodes are available",
+                  .want_requeue_after = 90},
+        StateCase{.name = "never_retry_on_an_admitted_workload",
+                  .failed_attempts = 1,
+                  .admitted = true,
+                  .want_state = "Pending",
+                  .want_message = "a Retry would evict it"},
+        StateCase{.name = "pending_naming_a_garbled_parameters_annotation",
+                  .annotations = {{"commgate.io/parameters", "lots"}},
+                  .want_state = "Pending",
+                  .want_message = "metadata.annotations[commgate.io/parameters]"},
+        StateCase{.name = "pending_naming_a_missing_parameters_annotation",
+                  .annotations = {{"commgate.io/gradient-dtype", "bf16"}},
+                  .want_state = "Pending",
+                  .want_message = "metadata.annotations[commgate.io/parameters]"},
+        StateCase{.name = "ready_saying_how_to_opt_in_without_a_model",
+                  .annotations = json::object(),
+                  .want_state = "Ready",
+                  .want_message = "commgate.io/parameters"},
+        StateCase{.name = "ready_without_a_model_when_the_policy_says_ready",
+                  .annotations = json::object(),
+                  .without_model = "Ready",
+                  .want_state = "Ready",
+                  .want_message = "To have it checked, annotate the job"},
+        StateCase{.name = "rejected_without_a_model_when_the_policy_asks_for_one",
+                  .annotations = json::object(),
+                  .without_model = "Rejected",
+                  .want_state = "Rejected",
+                  .want_message = "CommPolicy team asks every job it checks to "
+                                  "name one (spec.admissionCheck.withoutModel: "
+                                  "Rejected). Annotate the job with "
+                                  "commgate.io/parameters"},
+        StateCase{.name = "the_namespaces_model_checks_a_job_without_one",
+                  .busbw_gbps = 0.1,
+                  .annotations = json::object(),
+                  .namespace_annotations = {{"commgate.io/parameters", "25M"}},
+                  .want_state = "Rejected",
+                  .want_message = "The largest"},
+        StateCase{.name = "pending_naming_the_namespaces_bad_default",
+                  .namespace_annotations = {{"commgate.io/optimizer", "lion"}},
+                  .want_state = "Pending",
+                  .want_message = "Namespace ml metadata.annotations[commgate.io/optimizer]"},
+        StateCase{.name = "pending_for_the_probe_within_the_bound",
+                  .pending_for = 29min,
+                  .want_state = "Pending",
+                  .want_message = "CommProfile"},
+        StateCase{.name = "retry_once_pending_for_the_probe_past_the_bound",
+                  .pending_for = 31min,
+                  .want_state = "Retry",
+                  .want_message = "commgate waited 31m for the measurement of pool",
+                  .want_requeue_after = 30},
+        StateCase{.name = "never_retry_on_an_admitted_workload_past_the_bound",
+                  .admitted = true,
+                  .pending_for = 31min,
+                  .want_state = "Pending",
+                  .want_message = "a Retry would evict it"},
+        StateCase{.name = "bad_annotations_past_the_bound_stay_pending",
+                  .pending_for = 31min,
+                  .annotations = {{"commgate.io/parameters", "lots"}},
+                  .want_state = "Pending",
+                  .want_message = "metadata.annotations[commgate.io/parameters]"}),
     [](const ::testing::TestParamInfo<StateCase>& p) { return p.param.name; });
 
 // ---- the write ----

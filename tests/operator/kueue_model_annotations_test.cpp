@@ -216,5 +216,90 @@ TEST(KueueModelAnnotations, every_bad_annotation_is_reported_at_once) {
       << m.errors.to_string();
 }
 
+// ---- the Namespace's annotations as defaults ----
+
+struct DefaultsCase {
+  std::string name;
+  Annotations job;
+  Annotations ns;
+  Kind want_kind;
+  double want_parameters = 0;
+  int want_batch_size = 0;
+  std::string want_optimizer = "";
+  std::string want_errors = "";  // the errors' text, for kInvalid
+};
+
+TEST(KueueModelAnnotations, a_namespaces_annotations_stand_for_those_the_job_lacks) {
+  const Annotations team = {{"commgate.io/parameters", "7G"},
+                            {"commgate.io/batch-size", "8"},
+                            {"commgate.io/optimizer", "adam"}};
+  const std::vector<DefaultsCase> cases = {
+      {.name = "the_namespace_opts_a_bare_job_in",
+       .job = {},
+       .ns = team,
+       .want_kind = Kind::kModel,
+       .want_parameters = 7e9,
+       .want_batch_size = 8,
+       .want_optimizer = "adam"},
+      {.name = "the_jobs_own_win_key_by_key",
+       .job = {{"commgate.io/parameters", "350M"}, {"commgate.io/optimizer", "sgd"}},
+       .ns = team,
+       .want_kind = Kind::kModel,
+       .want_parameters = 350e6,
+       .want_batch_size = 8,
+       .want_optimizer = "sgd"},
+      {.name = "defaults_without_parameters_opt_nobody_in",
+       .job = {},
+       .ns = {{"commgate.io/batch-size", "8"}},
+       .want_kind = Kind::kNone},
+      {.name = "defaults_without_parameters_complete_a_job_that_opts_in",
+       .job = {{"commgate.io/parameters", "1M"}},
+       .ns = {{"commgate.io/batch-size", "8"}, {"team.example/owner", "nlp"}},
+       .want_kind = Kind::kModel,
+       .want_parameters = 1e6,
+       .want_batch_size = 8,
+       .want_optimizer = "adamw"},
+      {.name = "a_bad_namespace_value_is_named_on_the_namespace",
+       .job = {{"commgate.io/parameters", "1M"}},
+       .ns = {{"commgate.io/batch-size", "eight"}},
+       .want_kind = Kind::kInvalid,
+       .want_errors = "Namespace nlp metadata.annotations[commgate.io/batch-size]: must be the "
+                      "per-process batch size, a whole number from 1 to 1048576, got \"eight\""},
+      {.name = "a_bad_value_the_job_overrides_is_not_read",
+       .job = {{"commgate.io/parameters", "1M"}, {"commgate.io/batch-size", "16"}},
+       .ns = {{"commgate.io/batch-size", "eight"}},
+       .want_kind = Kind::kModel,
+       .want_parameters = 1e6,
+       .want_batch_size = 16,
+       .want_optimizer = "adamw"},
+      {.name = "a_misspelt_namespace_annotation_is_named_on_the_namespace",
+       .job = {{"commgate.io/parameters", "1M"}},
+       .ns = {{"commgate.io/batchsize", "8"}},
+       .want_kind = Kind::kInvalid,
+       .want_errors = "Namespace nlp metadata.annotations[commgate.io/batchsize]: is not a "
+                      "commgate model annotation (did you mean \"commgate.io/batch-size\"?)"},
+      {.name = "a_jobs_error_stays_the_jobs",
+       .job = {{"commgate.io/batch-size", "16"}},
+       .ns = {{"commgate.io/optimizer", "sgd"}},
+       .want_kind = Kind::kInvalid,
+       .want_errors = "metadata.annotations[commgate.io/parameters]: required with any "
+                      "commgate.io model annotation: the model's gradient element count, a "
+                      "quantity such as 350M or 7G"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const ModelFromAnnotations m = model_from_annotations(c.job, c.ns, "nlp");
+    ASSERT_EQ(static_cast<int>(m.kind), static_cast<int>(c.want_kind)) << m.errors.to_string();
+    if (c.want_kind == Kind::kInvalid) {
+      EXPECT_EQ(m.errors.to_string(), c.want_errors);
+      continue;
+    }
+    if (c.want_kind != Kind::kModel) continue;
+    EXPECT_EQ(m.model.parameters, c.want_parameters);
+    EXPECT_EQ(m.model.batch_size, c.want_batch_size);
+    EXPECT_EQ(m.model.optimizer, c.want_optimizer);
+  }
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::op::kueue

@@ -556,6 +556,20 @@ TEST(WorkloadGateKueue, AQueuedJobPassesOnlyThroughACheckedQueueAndOnlyKueueStar
         << c.name << ": " << r.message;
   }
 
+  // The Namespace names the model for its jobs (an admin's annotation, the jobs' default):
+  // a queued job without its own passes.
+  Snapshot with_defaults = snapshot;
+  with_defaults.namespace_commgate_annotations[kNamespace] = {{kKueueParametersAnnotation, "350M"}};
+  const auto by_default = handle_validate(a_write(kJobs, unnamed, kResearcher).parse(),
+                                          with_defaults, test_now(), config);
+  EXPECT_TRUE(by_default.allowed) << by_default.message;
+  EXPECT_EQ(by_default.decision, "KueueChecked");
+  const auto without =
+      handle_validate(a_write(kJobs, unnamed, kResearcher).parse(), snapshot, test_now(), config);
+  EXPECT_NE(without.message.find("on the job or, as a default, on Namespace team-a"),
+            std::string::npos)
+      << without.message;
+
   // A PyTorchJob's suspension is spec.runPolicy.suspend.
   json pytorch =
       object_of("kubeflow.org/v1", "PyTorchJob",
