@@ -94,11 +94,15 @@ int largest_passing(const Predictor& p, const CommPolicySpec& policy, int hi) {
       (model_passes(mid) ? lo : hi) = mid;
     }
   }
+  // A measured count that fails bounds every larger count too: they send more, and the
+  // model that passes them could not reproduce the step measured (a correction at its
+  // floor), so the passing counts stay a prefix (the user trial of 2026-12-07 saw 3 pass
+  // beside a measured 2 that failed).
   const int m = p.measured_nodes;
   if (m >= 2 && m <= top) {
     if (meets_policy(p.at(m), policy))
       lo = std::max(lo, m);
-    else if (lo == m)
+    else if (lo >= m)
       lo = m - 1;
   }
   return lo;

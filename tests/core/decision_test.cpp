@@ -794,6 +794,28 @@ TEST(Decision, a_correction_that_reproduces_nothing_says_what_the_model_uses) {
   EXPECT_EQ(js["correction"]["reproducesMeasuredStep"], false);
 }
 
+// A DDP step slower than the model explains even at the floor fails at its count while the
+// floored model passes a larger one: the larger count does not pass either (the passing
+// counts stay a prefix, what downsizing and the advice rely on).
+TEST(Decision, a_measured_count_that_fails_bounds_the_larger_ones) {
+  TrainingJob job = a_training_job("bert").nodes(4).params(25e6).build();
+  CommPolicy policy = a_policy().max_comm_share(0.95).build();
+  const Measurement slow = with_ddp_step(
+      a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build(), 2, 100000);
+  const Decision d = decide({&job, &policy, &slow, {}, test_now()});
+  ASSERT_TRUE(d.correction);
+  ASSERT_EQ(d.correction->factor, kMinBusbwCorrection);
+  const StepPrediction* measured = d.prediction_for(2);
+  ASSERT_NE(measured, nullptr);
+  ASSERT_TRUE(measured->measured);
+  ASSERT_GT(measured->comm_share, 0.95);
+  const StepPrediction* three = d.prediction_for(3);
+  ASSERT_NE(three, nullptr);
+  ASSERT_LT(three->comm_share, 0.95) << "the floored model passes 3: the case this is about";
+  EXPECT_EQ(d.largest_passing_nodes, 1);
+  EXPECT_EQ(d.admitted_nodes, 1);
+}
+
 struct ShownCase {
   std::string name;
   int requested, admitted, largest_passing, probed;
