@@ -136,9 +136,21 @@ void print_evaluation_table(const Evaluation& e, std::ostream& out) {
       out << "\n";
     }
     if (m->measured_ddp_step) {
+      // The share as the table's measured row computes it (beyond the compute step above),
+      // so the two agree to the last digit (the user trial of 2026-12-07 saw 69.7 and 69.6).
+      const double step_s = m->measured_ddp_step->step_time_ms / 1e3;
+      const double share = m->compute && step_s > 0
+                               ? std::max(0.0, 1 - m->compute->total_s() / step_s)
+                               : m->measured_ddp_step->comm_share;
       out << "            measured DDP step at " << format_nodes(m->measured_ddp_nodes) << ": "
-          << ms(m->measured_ddp_step->step_time_ms / 1e3) << ", comm share "
-          << fmt("%.1f%%", m->measured_ddp_step->comm_share * 100) << "\n";
+          << ms(step_s) << ", comm share " << fmt("%.1f%%", share * 100);
+      // Why no row is marked measured (the same trial: a job of 8 processes per node was
+      // not told).
+      if (m->measured_ddp_procs_per_node != job.spec.num_proc_per_node)
+        out << " (at " << counted(m->measured_ddp_procs_per_node, "proc") << " per node; this job "
+            << "runs " << counted(job.spec.num_proc_per_node, "proc")
+            << ", so no row is that step: it corrects the model, which decides every count)";
+      out << "\n";
     } else if (!m->ddp_step_not_used.empty()) {
       out << "            not calibrated: " << m->ddp_step_not_used << "\n";
     }
@@ -225,6 +237,8 @@ ScalingChart scaling_chart_of(const Evaluation& e) {
     if (d.correction && (d.correction->exact || d.correction->factor != 1))
       c.link +=
           calibration_note(m->link.busbw_bytes_per_s, d.correction->factor, d.correction->overlap);
+    else if (d.correction || !d.correction_not_applied.empty())
+      c.link += kUncalibratedNote;
   } else {
     c.link = "not measured";
   }

@@ -979,6 +979,8 @@ ScalingChart scaling_chart_of_trainingjob(const json& tj,
       const double overlap =
           member(correction, "overlap").is_number() ? number_of(correction, "overlap") : 1;
       c.link += calibration_note(busbw, number_of(correction, "busbwFactor"), overlap);
+    } else if (member(correction, "applied") == json(false)) {
+      c.link += kUncalibratedNote;
     }
   } else {
     c.link = "not measured";

@@ -93,6 +93,10 @@ struct Decision {
 // schedule would hide behind backward, as its DDP step implies", both, or "" when it
 // changed nothing.
 std::string calibration_note(double swept_busbw_bytes_per_s, double factor, double overlap);
+// The link line's note when the probe's DDP step was measured but not used (another
+// process count's step on another link, or one faster than any overlap and bandwidth
+// explain): the chart says the model is uncorrected, as the decision's message does.
+inline constexpr const char* kUncalibratedNote = "; its DDP step is not used: the model as it is";
 
 // Costs O(log numNodes) model evaluations plus the shown rows, whatever the gradient size
 // and node count (issue #12: a job at the CRD's limits is decided in microseconds).
