@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "sim/json_fields.h"
+#include "sim/kueue_tas.h"
 #include "sim/kueue_workloads.h"
 
 namespace commgate::sim {
@@ -175,6 +176,25 @@ std::optional<json> kueue_synced_check_entries(const json& workload,
   return entries;
 }
 
+std::string kueue_truncate_event_message(const std::string& message) {
+  constexpr std::size_t kLimit = 1024;  // api.go maxEventMsgSize
+  if (message.size() <= kLimit) return message;
+  const std::string suffix = " ...";
+  return message.substr(0, kLimit - suffix.size()) + suffix;
+}
+
+std::string kueue_pending_checks_note(const json& workload) {
+  std::string note;
+  const json& entries = check_entries(workload);
+  if (entries.is_array())
+    for (const auto& e : entries) {
+      if (str(at(e, "state")) != "Pending" || str(at(e, "message")).empty()) continue;
+      if (!note.empty()) note += "; ";
+      note += str(at(e, "name")) + ": " + str(at(e, "message"));
+    }
+  return kueue_truncate_event_message(note);
+}
+
 std::string kueue_checks_message(const json& workload, const std::string& state) {
   std::vector<std::pair<std::string, std::string>> matching;
   const json& entries = check_entries(workload);
@@ -214,7 +234,8 @@ bool kueue_sync_admitted_condition(json& workload, const std::string& now) {
   const bool ready = all_checks_ready(workload);
   // UnadmittedWorkloadsObservability is off by default in v0.19: the condition is only
   // written when admission changes.
-  if (kueue_is_admitted(workload) == (reserved && ready)) return false;
+  const bool topology_ready = !kueue_tas_pending(workload);
+  if (kueue_is_admitted(workload) == (reserved && ready && topology_ready)) return false;
   json c = {{"type", "Admitted"},
             {"status", "True"},
             {"reason", "Admitted"},
@@ -234,6 +255,11 @@ bool kueue_sync_admitted_condition(json& workload, const std::string& now) {
          {"status", "False"},
          {"reason", "UnsatisfiedChecks"},
          {"message", "The workload has not all checks ready"}};
+  } else if (!topology_ready) {
+    c = {{"type", "Admitted"},
+         {"status", "False"},
+         {"reason", "PendingDelayedTopologyRequests"},
+         {"message", "There are pending delayed topology requests"}};
   }
   return kueue_set_condition(workload, c, now);
 }

@@ -26,7 +26,11 @@
 //   force as field manager "kueue-admission";
 // - k8s.io/apimachinery meta.SetStatusCondition (lastTransitionTime moves only when the
 //   status changes).
-// Shortcuts (docs/testing.md): no Events, no metrics, no finalizers
+// - pkg/controller/jobframework/reconciler.go recordAdmissionCheckUpdate and
+//   pkg/util/api/api.go TruncateEventMessage (the UpdatedAdmissionCheck Event's note; the
+//   controller records the Events);
+// - SyncAdmittedCondition's wait for delayed topology requests (sim/kueue_tas.h).
+// Shortcuts (docs/testing.md): no metrics, no finalizers
 // (kueue.x-k8s.io/resource-in-use), no PodsReady / waitForPodsReady, no
 // maximumExecutionTime, no preemption gates, no MultiKueue cluster nomination, no
 // requeuingStrategy backoff of its own (only the entries' requeueAfterSeconds).
@@ -74,6 +78,12 @@ std::optional<nlohmann::json> kueue_synced_check_entries(const nlohmann::json& w
 
 // buildAdmissionChecksMessage for the entries in `state`.
 std::string kueue_checks_message(const nlohmann::json& workload, const std::string& state);
+
+// jobframework/reconciler.go recordAdmissionCheckUpdate: "<check>: <message>" of each
+// Pending entry with a message, in status order, joined with "; " ("" when none),
+// truncated as api.TruncateEventMessage does (1024 bytes, " ..." at the end).
+std::string kueue_pending_checks_note(const nlohmann::json& workload);
+std::string kueue_truncate_event_message(const std::string& message);
 
 // GetMaxRetryTime: the latest lastTransitionTime + requeueAfterSeconds of the Retry entries.
 std::optional<TimePoint> kueue_max_retry_time(const nlohmann::json& workload);

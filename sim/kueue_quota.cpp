@@ -5,6 +5,7 @@
 #include "core/pod_requests.h"
 #include "core/quantity.h"
 #include "sim/json_fields.h"
+#include "sim/kueue_tas.h"
 
 namespace commgate::sim {
 
@@ -90,6 +91,7 @@ KueueQuotaDecision kueue_reserve_quota(const json& workload, const json& cluster
   const json& groups = at(at(cluster_queue, "spec"), "resourceGroups");
   const json& pod_sets = at(at(workload, "spec"), "podSets");
   KueueUsage taken = usage;  // with this workload's earlier pod sets
+  const bool tas_only = kueue_cluster_queue_tas_only(cluster_queue, flavors);
   json assignments = json::array();
   if (!pod_sets.is_array()) return {nullptr, "the workload has no pod sets"};
   for (const auto& ps : pod_sets) {
@@ -120,6 +122,11 @@ KueueQuotaDecision kueue_reserve_quota(const json& workload, const json& cluster
           }
           if (!flavor_matches_selector(flavor_object, ps)) {
             why = "flavor " + flavor + " doesn't match node affinity";
+            continue;
+          }
+          if (const std::string tas = kueue_tas_flavor_mismatch(ps, flavor_object, tas_only, true);
+              !tas.empty()) {
+            why = tas;
             continue;
           }
           bool fits = true;

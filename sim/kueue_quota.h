@@ -15,9 +15,10 @@
 // Shortcuts (docs/testing.md): nominal quota only: no cohorts, borrowing or lending
 // limits, no preemption, no fair sharing, flavor fungibility is "first flavor that fits";
 // no LimitRange defaults or RuntimeClass overhead; flavors' nodeTaints are not matched
-// against tolerations, node affinity is not read (nodeSelector only); no TAS topology
-// assignment; resourceUsage quantities are written as integers, milli-units ("500m") or,
-// for memory and ephemeral-storage, binary units ("64Mi").
+// against tolerations, node affinity is not read (nodeSelector only); a TAS flavor
+// (spec.topologyName) serves only pod sets asking for TAS (sim/kueue_tas.h, which writes
+// their topology assignment); resourceUsage quantities are written as integers, milli-units
+// ("500m") or, for memory and ephemeral-storage, binary units ("64Mi").
 #pragma once
 
 #include <map>

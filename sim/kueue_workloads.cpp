@@ -6,7 +6,9 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "sim/api_status.h"
 #include "sim/json_fields.h"
+#include "sim/object_store.h"
 
 namespace commgate::sim {
 
@@ -40,6 +42,115 @@ std::string lower_case(std::string s) {
 bool is_pytorchjob(const KueueJobKind& kind) {
   return kind.kind == "PyTorchJob";
 }
+bool kueue_kind_is_jobset(const KueueJobKind& kind) {
+  return kind.kind == "JobSet";
+}
+bool kueue_kind_is_trainjob(const KueueJobKind& kind) {
+  return kind.kind == "TrainJob";
+}
+
+// trainer constants.go: the ancestor steps and the trainer's container name.
+constexpr const char* kTrainerAncestorTrainer = "trainer";
+constexpr const char* kTrainerDatasetInitializer = "dataset-initializer";
+constexpr const char* kTrainerModelInitializer = "model-initializer";
+constexpr const char* kTrainerNodeContainer = "node";
+
+// jobset_controller.go PodSets/podsCount: one replicatedJob's pod set.
+json jobset_replicated_job_pod_set(const json& replicated_job) {
+  const json& job_spec = at(at(replicated_job, "template"), "spec");
+  // PodsCountPerReplica: parallelism (default 1) capped by completions.
+  int per_replica = int_or(at(job_spec, "parallelism"), 1);
+  if (at(job_spec, "completions").is_number_integer())
+    per_replica = std::min(per_replica, job_spec["completions"].get<int>());
+  const json& tmpl = at(job_spec, "template");
+  return {{"name", str(at(replicated_job, "name"))},
+          {"count", int_or(at(replicated_job, "replicas"), 1) * per_replica},
+          {"template", tmpl.is_object() ? tmpl : json::object()}};
+}
+
+// apply.UpsertEnvVars: each of `env` replaces the variable of its name or is appended.
+void trainer_upsert_env(json& container, const json& env) {
+  if (!env.is_array() || env.empty()) return;
+  json& target = container["env"];
+  if (!target.is_array()) target = json::array();
+  for (const auto& var : env) {
+    auto it = std::find_if(target.begin(), target.end(), [&](const json& existing) {
+      return str(at(existing, "name")) == str(at(var, "name"));
+    });
+    if (it == target.end())
+      target.push_back(var);
+    else
+      *it = var;
+  }
+}
+
+// builder.go Trainer (and newRuntimeInfo for resourcesPerNode): the TrainJob's trainer
+// settings in the "node" container of the trainer's pod template.
+void trainer_override_node_container(json& pod_template, const json& trainer) {
+  if (!trainer.is_object() || !at(at(pod_template, "spec"), "containers").is_array()) return;
+  for (json& c : pod_template["spec"]["containers"]) {
+    if (str(at(c, "name")) != kTrainerNodeContainer) continue;
+    for (const char* field : {"image", "command", "args"})
+      if (trainer.contains(field) && !trainer[field].is_null()) c[field] = trainer[field];
+    const json& resources = at(trainer, "resourcesPerNode");
+    if (at(resources, "limits").is_object() || at(resources, "requests").is_object()) {
+      json whole = json::object();
+      for (const char* part : {"limits", "requests"})
+        if (at(resources, part).is_object()) whole[part] = resources[part];
+      c["resources"] = whole;
+    }
+    trainer_upsert_env(c, at(trainer, "env"));
+  }
+}
+
+// trainjob_controller.go getChildJobSet then JobSet.PodSets: the pod sets of the JobSet
+// Trainer would build for `train_job` from `runtime` (see the header for what is left out).
+json trainjob_pod_sets(const json& train_job, const json& runtime) {
+  const json& trainer = at(at(train_job, "spec"), "trainer");
+  const json& runtime_spec = at(runtime, "spec");
+  const json& ml_policy = at(runtime_spec, "mlPolicy");
+  const json& replicated_jobs = at(at(at(runtime_spec, "template"), "spec"), "replicatedJobs");
+  json out = json::array();
+  if (!replicated_jobs.is_array()) return out;
+  for (json rj : replicated_jobs) {
+    if (!rj.is_object()) continue;
+    json& job_template = rj["template"];
+    if (!job_template.is_object()) job_template = json::object();
+    const std::string ancestor =
+        str(at(at(at(job_template, "metadata"), "labels"), kTrainJobAncestorLabel));
+    // newRuntimeInfo: the pod set's count is the Job's parallelism (default 1) ...
+    int count = int_or(at(at(job_template, "spec"), "parallelism"), 1);
+    if (ancestor == kTrainerAncestorTrainer) {
+      // ... the trainer's the ML policy's numNodes, and the plugins' EnforceMLPolicy
+      // (torch, plainml) put the TrainJob's numNodes in its place.
+      if (ml_policy.is_object()) count = int_or(at(ml_policy, "numNodes"), 1);
+      if (at(trainer, "numNodes").is_number_integer()) count = trainer["numNodes"].get<int>();
+      if (at(at(job_template, "spec"), "template").is_object())
+        trainer_override_node_container(job_template["spec"]["template"], trainer);
+    }
+    // builder.go Initializer and Trainer: one replica of each of those Jobs.
+    if (ancestor == kTrainerAncestorTrainer || ancestor == kTrainerDatasetInitializer ||
+        ancestor == kTrainerModelInitializer)
+      rj["replicas"] = 1;
+    // getChildJobSet: parallelism and completions set to every pod set's count.
+    job_template["spec"]["parallelism"] = count;
+    job_template["spec"]["completions"] = count;
+    out.push_back(jobset_replicated_job_pod_set(rj));
+  }
+  return out;
+}
+
+// Kueue's entry of the TrainJob's spec.runtimePatches, added as the TrainJob webhook adds
+// it on create (empty replicatedJobs) when it is not there.
+json& trainjob_kueue_runtime_patch(json& train_job) {
+  json& patches = train_job["spec"]["runtimePatches"];
+  if (!patches.is_array()) patches = json::array();
+  for (json& p : patches)
+    if (str(at(p, "manager")) == kKueueRuntimePatchManager) return p;
+  patches.push_back({{"manager", kKueueRuntimePatchManager},
+                     {"trainingRuntimeSpec", {{"template", {{"spec", json::object()}}}}}});
+  return patches.back();
+}
 
 bool condition_is_true(const json& object, const char* type) {
   return condition_true(object, type);
@@ -60,6 +171,15 @@ std::vector<std::pair<std::string, json*>> templates_of(const KueueJobKind& kind
     }
     return out;
   }
+  if (kueue_kind_is_jobset(kind)) {
+    if (!spec.contains("replicatedJobs") || !spec["replicatedJobs"].is_array()) return out;
+    for (json& rj : spec["replicatedJobs"])
+      if (rj.is_object())
+        out.emplace_back(str(at(rj, "name")), &rj["template"]["spec"]["template"]);
+    return out;
+  }
+  if (kueue_kind_is_trainjob(kind))
+    return out;  // no pod templates: Kueue's runtime patch holds the infos
   out.emplace_back("main", &spec["template"]);
   return out;
 }
@@ -99,8 +219,34 @@ const std::vector<KueueJobKind>& kueue_job_kinds() {
   static const std::vector<KueueJobKind> kinds = {
       {"batch", "v1", "jobs", "Job"},
       {"kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"},
+      {"jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet"},
+      {"trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob"},
   };
   return kinds;
+}
+
+const KueueJobKind& kueue_job_kind(const std::string& kind) {
+  for (const auto& k : kueue_job_kinds())
+    if (k.kind == kind) return k;
+  throw std::invalid_argument("Kueue's stand-in does not integrate with " + kind);
+}
+
+std::optional<json> kueue_pod_set_source(const ObjectStore& store, const KueueJobKind& kind,
+                                         const json& job) {
+  if (!kueue_kind_is_trainjob(kind)) return json();
+  // trainjob_controller.go getRuntimeSpec; the CRD defaults apiGroup and kind.
+  const json& ref = at(at(job, "spec"), "runtimeRef");
+  const std::string ref_kind = str(at(ref, "kind"));
+  const bool cluster_scoped = ref_kind.empty() || ref_kind == "ClusterTrainingRuntime";
+  const auto runtimes = store.find_resource(
+      kind.group, kind.version, cluster_scoped ? "clustertrainingruntimes" : "trainingruntimes");
+  if (!runtimes) return std::nullopt;
+  try {
+    return store.get(*runtimes, cluster_scoped ? "" : str(at(at(job, "metadata"), "namespace")),
+                     str(at(ref, "name")));
+  } catch (const ApiError&) {
+    return std::nullopt;  // not found: retried on a later pass, as upstream's reconcile is
+  }
 }
 
 std::string kueue_workload_name(const std::string& owner_name, const std::string& owner_uid,
@@ -111,9 +257,22 @@ std::string kueue_workload_name(const std::string& owner_name, const std::string
   return prefix + "-" + hash.substr(0, 5);
 }
 
-json kueue_pod_sets(const KueueJobKind& kind, const json& job) {
+json kueue_pod_sets(const KueueJobKind& kind, const json& job, const json& source) {
   json out = json::array();
   const json& spec = at(job, "spec");
+  if (kueue_kind_is_trainjob(kind)) {
+    if (!source.is_object())
+      throw std::invalid_argument(
+          "spec.runtimeRef: runtime '" + str(at(at(spec, "runtimeRef"), "name")) +
+          "' not found: a TrainJob's pod sets come from its (Cluster)TrainingRuntime");
+    return trainjob_pod_sets(job, source);
+  }
+  if (kueue_kind_is_jobset(kind)) {
+    const json& replicated_jobs = at(spec, "replicatedJobs");
+    if (replicated_jobs.is_array())
+      for (const auto& rj : replicated_jobs) out.push_back(jobset_replicated_job_pod_set(rj));
+    return out;
+  }
   if (is_pytorchjob(kind)) {
     const json& specs = at(spec, "pytorchReplicaSpecs");
     for (const char* type : {"Master", "Worker"}) {
@@ -141,7 +300,7 @@ json kueue_pod_sets(const KueueJobKind& kind, const json& job) {
   return out;
 }
 
-json kueue_workload_for_job(const KueueJobKind& kind, const json& job) {
+json kueue_workload_for_job(const KueueJobKind& kind, const json& job, const json& source) {
   const json& meta = at(job, "metadata");
   const std::string name = str(at(meta, "name")), uid = str(at(meta, "uid"));
   return {{"apiVersion", kKueueApiVersion},
@@ -159,7 +318,7 @@ json kueue_workload_for_job(const KueueJobKind& kind, const json& job) {
                {"blockOwnerDeletion", true}}}}}},
           {"spec",
            {{"queueName", str(at(at(meta, "labels"), kKueueQueueNameLabel))},
-            {"podSets", kueue_pod_sets(kind, job)}}}};
+            {"podSets", kueue_pod_sets(kind, job, source)}}}};
 }
 
 bool kueue_job_suspended(const KueueJobKind& kind, const json& job) {
@@ -171,6 +330,14 @@ bool kueue_job_suspended(const KueueJobKind& kind, const json& job) {
 
 bool kueue_job_active(const KueueJobKind& kind, const json& job) {
   const json& status = at(job, "status");
+  if (kueue_kind_is_jobset(kind) || kueue_kind_is_trainjob(kind)) {
+    const json& jobs =
+        at(status, kueue_kind_is_jobset(kind) ? "replicatedJobsStatus" : "jobsStatus");
+    if (jobs.is_array())
+      for (const auto& j : jobs)
+        if (int_or(at(j, "active"), 0) > 0) return true;
+    return false;
+  }
   if (!is_pytorchjob(kind)) return int_or(at(status, "active"), 0) > 0;
   const json& replicas = at(status, "replicaStatuses");
   if (replicas.is_object())
@@ -182,6 +349,8 @@ bool kueue_job_active(const KueueJobKind& kind, const json& job) {
 bool kueue_job_finished(const KueueJobKind& kind, const json& job) {
   if (is_pytorchjob(kind))
     return condition_is_true(job, "Succeeded") || condition_is_true(job, "Failed");
+  if (kueue_kind_is_jobset(kind))
+    return condition_is_true(job, "Completed") || condition_is_true(job, "Failed");
   return condition_is_true(job, "Complete") || condition_is_true(job, "Failed");
 }
 
@@ -240,6 +409,27 @@ json kueue_pod_set_infos(const json& workload, const json& flavors) {
 json kueue_started_job(const KueueJobKind& kind, const json& job, const json& infos) {
   json next = job;
   set_suspend(kind, next, false);
+  if (kueue_kind_is_trainjob(kind)) {
+    // trainjob_controller.go RunWithPodSetsInfo: one ReplicatedJobPatch per pod set, the
+    // fields Go leaves out when empty left out.
+    json replicated_jobs = json::array();
+    if (infos.is_object()) {
+      for (const auto& [pod_set, info] : infos.items()) {
+        json metadata = json::object(), pod_spec = json::object();
+        for (const char* field : {"labels", "annotations"})
+          if (at(info, field).is_object() && !info[field].empty()) metadata[field] = info[field];
+        for (const char* field : {"nodeSelector", "tolerations"})
+          if (!at(info, field).is_null() && !info[field].empty()) pod_spec[field] = info[field];
+        replicated_jobs.push_back(
+            {{"name", pod_set},
+             {"template",
+              {{"spec", {{"template", {{"metadata", metadata}, {"spec", pod_spec}}}}}}}});
+      }
+    }
+    trainjob_kueue_runtime_patch(
+        next)["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"] = replicated_jobs;
+    return next;
+  }
   for (auto& [pod_set, tmpl] : templates_of(kind, next)) {
     const json& info = at(infos, pod_set.c_str());
     if (!info.is_object()) continue;
@@ -261,6 +451,19 @@ json kueue_started_job(const KueueJobKind& kind, const json& job, const json& in
 json kueue_stopped_job(const KueueJobKind& kind, const json& job, const json& workload) {
   json next = job;
   set_suspend(kind, next, true);
+  if (kueue_kind_is_trainjob(kind)) {
+    // RestorePodSetsInfo: Kueue's patch left without replicatedJobs (Go's nil: absent).
+    json& patches = next["spec"]["runtimePatches"];
+    if (patches.is_array())
+      for (json& p : patches)
+        if (str(at(p, "manager")) == kKueueRuntimePatchManager &&
+            p.contains("trainingRuntimeSpec") && p["trainingRuntimeSpec"].contains("template") &&
+            p["trainingRuntimeSpec"]["template"].contains("spec") &&
+            p["trainingRuntimeSpec"]["template"]["spec"].is_object())
+          p["trainingRuntimeSpec"]["template"]["spec"].erase("replicatedJobs");
+    if (patches.is_null()) next["spec"].erase("runtimePatches");
+    return next;
+  }
   const json& pod_sets = at(at(workload, "spec"), "podSets");
   if (!pod_sets.is_array()) return next;
   for (auto& [pod_set, tmpl] : templates_of(kind, next)) {

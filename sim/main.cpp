@@ -63,8 +63,9 @@ void usage() {
                "    securityContext, volumes mounted at their mountPaths; a pod it cannot\n"
                "    run as asked waits with the reason in its status (docs/testing.md)\n"
                "  --kueue: run the Kueue stand-in (docs/testing.md, \"Kueue\"): once the\n"
-               "    Kueue v1beta2 CRDs are created, labelled Jobs and PyTorchJobs get\n"
-               "    Workloads, quota and admission checks as Kueue v0.19.2 gives them\n"
+               "    Kueue v1beta2 CRDs are created, labelled Jobs, PyTorchJobs, JobSets\n"
+               "    and TrainJobs get Workloads, quota and admission checks as Kueue\n"
+               "    v0.19.2 gives them\n"
                "  --service: where a service that webhook configurations name listens\n"
                "             (the sim has no cluster DNS); repeatable\n";
 }

@@ -5,7 +5,9 @@
 // workloads/status: Ready -> Admitted and the job started on the flavor's nodes; Retry ->
 // evicted, every entry back to Pending, retryCount 1, requeued; Rejected -> deactivated,
 // the job kept suspended. Another controller's entry and its managedFields stay byte for
-// byte through Kueue's own writes.
+// byte through Kueue's own writes. A JobSet (jobset v0.12.0's CRD and example) and a
+// TrainJob (trainer v2.3.0's CRDs, ClusterTrainingRuntime and Kueue example) queued the
+// same way get their Workloads and are started when admitted.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -15,6 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/time_format.h"
 #include "core/yaml_json.h"
@@ -135,6 +139,13 @@ class KueueApiTest : public ::testing::Test {
             {"spec", {{"clusterQueue", "gpus"}}}});
   }
   void TearDown() override { cluster_->stop(); }
+
+  // Creates the CRD of ../shared/fixtures/ecosystem/<relative> through the API.
+  void install_crd(const std::string& relative) {
+    const Reply r =
+        call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", fixture(relative));
+    ASSERT_EQ(r.status, 201) << relative << ": " << r.body;
+  }
 
   Reply call(const std::string& method, const std::string& target, const json& body,
              const std::string& content_type = "application/json") {
@@ -367,6 +378,341 @@ TEST_F(KueueApiTest, an_inactive_admission_check_keeps_the_cluster_queue_from_ad
       kTeamWorkloads + name, [](const json& w) { return !w.is_null(); }, "the Workload");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_FALSE(condition_is(get(kTeamWorkloads + name), "QuotaReserved", "True"));
+}
+
+TEST_F(KueueApiTest, a_queued_jobset_gets_a_pod_set_per_replicated_job_and_starts_when_admitted) {
+  install_crd("jobset-v0.12.0/jobset.x-k8s.io_jobsets.yaml");
+  json js = fixture("jobset-v0.12.0/example-pytorch-mnist.yaml");
+  js["metadata"]["namespace"] = "team";
+  js["metadata"]["labels"][kKueueQueueNameLabel] = "user-queue";
+  js["spec"]["suspend"] = true;
+  json& pod = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+  pod["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
+  const json created = create("/apis/jobset.x-k8s.io/v1alpha2/namespaces/team/jobsets", js);
+  const std::string name =
+      kueue_workload_name("pytorch", created["metadata"]["uid"], "JobSet", "jobset.x-k8s.io");
+  json wl = reserved_workload(name);
+  // Created through the Workload CRD's schema (its defaults are there), owned by the JobSet,
+  // one pod set per replicated job: replicas 1 x 4 pods.
+  EXPECT_EQ(wl["spec"]["active"], true);
+  EXPECT_EQ(wl["metadata"]["ownerReferences"][0]["kind"], "JobSet");
+  EXPECT_EQ(wl["metadata"]["ownerReferences"][0]["apiVersion"], "jobset.x-k8s.io/v1alpha2");
+  EXPECT_EQ(wl["metadata"]["ownerReferences"][0]["uid"], created["metadata"]["uid"]);
+  ASSERT_EQ(wl["spec"]["podSets"].size(), 1u);
+  EXPECT_EQ(wl["spec"]["podSets"][0]["name"], "workers");
+  EXPECT_EQ(wl["spec"]["podSets"][0]["count"], 4);
+  EXPECT_EQ(wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["image"],
+            "gcr.io/k8s-staging-jobset/pytorch-mnist:latest");
+  EXPECT_EQ(wl["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]["nvidia.com/gpu"],
+            "4");
+  EXPECT_EQ(
+      get("/apis/jobset.x-k8s.io/v1alpha2/namespaces/team/jobsets/pytorch")["spec"]["suspend"],
+      true);
+
+  ASSERT_EQ(set_entry(name, kOtherCheck, kOtherManager, {{"state", "Ready"}}).status, 200);
+  ASSERT_EQ(set_entry(name, kOurCheck, kOurManager, {{"state", "Ready"}}).status, 200);
+  wait_for(
+      kTeamWorkloads + name, [](const json& w) { return condition_is(w, "Admitted", "True"); },
+      "Admitted");
+  const json started = wait_for(
+      "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team/jobsets/pytorch",
+      [](const json& j) { return j["spec"].value("suspend", true) == false; }, "JobSet started");
+  EXPECT_EQ(
+      started["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"],
+      json({{"commgate.io/gpu", "h100"}}));
+}
+
+TEST_F(KueueApiTest, a_queued_trainjob_waits_for_its_runtime_and_starts_through_kueues_patch) {
+  install_crd("trainer-v2.3.0/trainer.kubeflow.org_clustertrainingruntimes.yaml");
+  install_crd("trainer-v2.3.0/trainer.kubeflow.org_trainjobs.yaml");
+  json tj = fixture("trainer-v2.3.0/example-03-kueue-integration.yaml");
+  tj["metadata"]["namespace"] = "team";
+  tj["metadata"]["labels"][kKueueQueueNameLabel] = "user-queue";
+  tj["spec"]["trainer"]["resourcesPerNode"]["limits"]["nvidia.com/gpu"] = 8;
+  const std::string trainjob = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team/trainjobs/";
+  const json created = create(trainjob, tj);
+  ASSERT_EQ(created["spec"]["suspend"], true);
+  const std::string name = kueue_workload_name("kueue-example", created["metadata"]["uid"],
+                                               "TrainJob", "trainer.kubeflow.org");
+  // Its ClusterTrainingRuntime does not exist yet: no pod sets, so no Workload.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(get(kTeamWorkloads + name).is_null());
+
+  create("/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes",
+         fixture("trainer-v2.3.0/runtime-torch_distributed.yaml"));
+  json wl = reserved_workload(name);
+  EXPECT_EQ(wl["spec"]["active"], true);
+  EXPECT_EQ(wl["metadata"]["ownerReferences"][0]["kind"], "TrainJob");
+  ASSERT_EQ(wl["spec"]["podSets"].size(), 1u);
+  const json& node = wl["spec"]["podSets"][0];
+  EXPECT_EQ(node["name"], "node");
+  EXPECT_EQ(node["count"], 3);  // spec.trainer.numNodes, not the runtime's 1
+  const json& container = node["template"]["spec"]["containers"][0];
+  EXPECT_EQ(container["image"], "python:3.11-slim");
+  EXPECT_EQ(container["resources"]["limits"]["nvidia.com/gpu"], 8);
+  EXPECT_EQ(wl["status"]["admission"]["podSetAssignments"][0]["resourceUsage"],
+            json({{"cpu", "6"}, {"memory", "12Gi"}, {"nvidia.com/gpu", "24"}}));
+
+  ASSERT_EQ(set_entry(name, kOtherCheck, kOtherManager, {{"state", "Ready"}}).status, 200);
+  ASSERT_EQ(set_entry(name, kOurCheck, kOurManager,
+                      {{"state", "Ready"},
+                       {"podSetUpdates",
+                        {{{"name", "node"}, {"annotations", {{"commgate.io/decision", "d1"}}}}}}})
+                .status,
+            200);
+  const json started = wait_for(
+      trainjob + "kueue-example",
+      [](const json& j) { return j["spec"].value("suspend", true) == false; }, "TrainJob started");
+  // Written through the TrainJob CRD's schema: Kueue's runtime patch holds the PodSetInfo.
+  const json& patches = started["spec"]["runtimePatches"];
+  ASSERT_EQ(patches.size(), 1u) << started.dump(2);
+  EXPECT_EQ(patches[0]["manager"], kKueueRuntimePatchManager);
+  const json& rj = patches[0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"];
+  ASSERT_EQ(rj.size(), 1u) << started.dump(2);
+  EXPECT_EQ(rj[0]["name"], "node");
+  EXPECT_EQ(rj[0]["template"]["spec"]["template"]["spec"]["nodeSelector"],
+            json({{"commgate.io/gpu", "h100"}}));
+  EXPECT_EQ(rj[0]["template"]["spec"]["template"]["metadata"]["annotations"],
+            json({{"commgate.io/decision", "d1"}}));
+  EXPECT_EQ(started["spec"]["trainer"], created["spec"]["trainer"]);
+}
+
+// --- ClusterQueue/LocalQueue conditions, Events and TAS (issue #23) ---
+
+// The events.k8s.io/v1 Events about `name` (a kind's object) with `reason`, oldest first.
+std::vector<json> events_about(const json& list, const std::string& kind, const std::string& name,
+                               const std::string& reason) {
+  std::vector<json> out;
+  for (const auto& e : list.value("items", json::array()))
+    if (e["regarding"]["kind"] == kind && e["regarding"]["name"] == name && e["reason"] == reason)
+      out.push_back(e);
+  return out;
+}
+
+TEST_F(KueueApiTest, cluster_and_local_queue_conditions_follow_their_admission_checks) {
+  const std::string cq_path = std::string(kKueueApi) + "/clusterqueues/gpus";
+  const std::string lq_path = std::string(kKueueApi) + "/namespaces/team/localqueues/user-queue";
+  json cq = wait_for(
+      cq_path, [](const json& q) { return condition_is(q, "Active", "True"); }, "Active queue");
+  EXPECT_EQ(condition_of(cq, "Active")["reason"], "Ready");
+  EXPECT_EQ(condition_of(cq, "Active")["message"], "Can admit new workloads");
+  EXPECT_EQ(managed_entry(cq, "kueue")["subresource"], "status");  // a status Update
+  json lq = wait_for(
+      lq_path, [](const json& q) { return condition_is(q, "Active", "True"); }, "Active LQ");
+  EXPECT_EQ(condition_of(lq, "Active")["message"], "Can submit new workloads to localQueue");
+
+  // docs/kueue.md: an inactive check makes the ClusterQueue, and so its LocalQueues, inactive.
+  Reply r = call("PATCH", std::string(kKueueApi) + "/admissionchecks/comm-check/status",
+                 {{"status",
+                   {{"conditions",
+                     {{{"type", "Active"},
+                       {"status", "False"},
+                       {"reason", "BadParametersRef"},
+                       {"message", "CommPolicy missing"},
+                       {"lastTransitionTime", format_rfc3339(Clock::now())}}}}}}},
+                 "application/merge-patch+json");
+  ASSERT_EQ(r.status, 200) << r.body;
+  cq = wait_for(
+      cq_path, [](const json& q) { return condition_is(q, "Active", "False"); }, "inactive queue");
+  EXPECT_EQ(condition_of(cq, "Active")["reason"], "AdmissionCheckInactive");
+  EXPECT_EQ(condition_of(cq, "Active")["message"],
+            "Can't admit new workloads: references inactive AdmissionCheck(s): comm-check.");
+  lq = wait_for(
+      lq_path, [](const json& q) { return condition_is(q, "Active", "False"); }, "inactive LQ");
+  EXPECT_EQ(condition_of(lq, "Active")["reason"], "ClusterQueueIsInactive");
+
+  // A deleted check: missing, not inactive.
+  ASSERT_EQ(call("DELETE", std::string(kKueueApi) + "/admissionchecks/comm-check", nullptr).status,
+            200);
+  cq = wait_for(
+      cq_path,
+      [](const json& q) { return condition_of(q, "Active")["reason"] == "AdmissionCheckNotFound"; },
+      "missing check");
+  EXPECT_EQ(condition_of(cq, "Active")["message"],
+            "Can't admit new workloads: references missing AdmissionCheck(s): comm-check.");
+}
+
+TEST_F(KueueApiTest, pending_check_messages_become_events_on_the_job) {
+  const json job = queued_job("evented", 2);
+  const std::string name = kueue_workload_name("evented", job["metadata"]["uid"], "Job", "batch");
+  reserved_workload(name);
+  const std::string events = "/apis/events.k8s.io/v1/namespaces/team/events";
+  // The job framework's and the scheduler's own Events.
+  json list = wait_for(
+      events,
+      [&](const json& l) { return !events_about(l, "Workload", name, "QuotaReserved").empty(); },
+      "QuotaReserved event");
+  const json created = events_about(list, "Job", "evented", "CreatedWorkload").at(0);
+  EXPECT_EQ(created["note"], "Created Workload: team/" + name);
+  EXPECT_EQ(created["reportingController"], "batch/job-kueue-controller");
+  const json reserved = events_about(list, "Workload", name, "QuotaReserved").at(0);
+  EXPECT_EQ(reserved["reportingController"], "kueue-admission");
+  EXPECT_EQ(reserved["note"].get<std::string>().rfind(
+                "Quota reserved in ClusterQueue gpus, wait time since queued was ", 0),
+            0u)
+      << reserved.dump();
+
+  ASSERT_EQ(set_entry(name, kOurCheck, kOurManager,
+                      {{"state", "Pending"}, {"message", "probing 2 nodes"}})
+                .status,
+            200);
+  list = wait_for(
+      events,
+      [](const json& l) {
+        return !events_about(l, "Job", "evented", "UpdatedAdmissionCheck").empty();
+      },
+      "UpdatedAdmissionCheck event");
+  json updated = events_about(list, "Job", "evented", "UpdatedAdmissionCheck").at(0);
+  EXPECT_EQ(updated["type"], "Normal");
+  EXPECT_EQ(updated["note"], "comm-check: probing 2 nodes");
+  EXPECT_EQ(updated["regarding"]["uid"], job["metadata"]["uid"]);
+  EXPECT_EQ(updated["reportingController"], "batch/job-kueue-controller");
+  EXPECT_FALSE(updated.contains("series"));
+  // `kubectl describe job` lists core/v1 Events: the same one, seen through that view.
+  bool in_core_view = false;
+  for (const auto& e : get("/api/v1/namespaces/team/events").value("items", json::array()))
+    in_core_view = in_core_view || (e["reason"] == "UpdatedAdmissionCheck" &&
+                                    e["message"] == "comm-check: probing 2 nodes" &&
+                                    e["involvedObject"]["name"] == "evented");
+  EXPECT_TRUE(in_core_view);
+
+  // Another change of the Workload reconciles the job again: the same note is a series.
+  ASSERT_EQ(
+      set_entry(name, kOtherCheck, kOtherManager, {{"state", "Pending"}, {"message", ""}}).status,
+      200);
+  list = wait_for(
+      events,
+      [](const json& l) {
+        const auto e = events_about(l, "Job", "evented", "UpdatedAdmissionCheck");
+        return !e.empty() && e[0].contains("series");
+      },
+      "a series");
+  const auto repeated = events_about(list, "Job", "evented", "UpdatedAdmissionCheck");
+  ASSERT_EQ(repeated.size(), 1u);
+  EXPECT_GE(repeated[0]["series"]["count"].get<int>(), 2);
+  // A new message while the job is unchanged: client-go's key leaves the note out, so it
+  // counts in the same series and the Event keeps the first note.
+  const int count = repeated[0]["series"]["count"].get<int>();
+  ASSERT_EQ(set_entry(name, kOurCheck, kOurManager,
+                      {{"state", "Pending"}, {"message", "waiting for 1 node"}})
+                .status,
+            200);
+  list = wait_for(
+      events,
+      [&](const json& l) {
+        const auto e = events_about(l, "Job", "evented", "UpdatedAdmissionCheck");
+        return !e.empty() && e[0]["series"]["count"].get<int>() > count;
+      },
+      "the series counting the new message");
+  updated = events_about(list, "Job", "evented", "UpdatedAdmissionCheck");
+  ASSERT_EQ(updated.size(), 1u);
+  EXPECT_EQ(updated[0]["note"], "comm-check: probing 2 nodes");
+  // A change of the job itself (another resourceVersion): a new Event with the new note.
+  ASSERT_EQ(call("PATCH", "/apis/batch/v1/namespaces/team/jobs/evented",
+                 {{"metadata", {{"annotations", {{"example.com/touched", "1"}}}}}},
+                 "application/merge-patch+json")
+                .status,
+            200);
+  list = wait_for(
+      events,
+      [](const json& l) {
+        return events_about(l, "Job", "evented", "UpdatedAdmissionCheck").size() == 2;
+      },
+      "a second UpdatedAdmissionCheck event");
+  updated = events_about(list, "Job", "evented", "UpdatedAdmissionCheck");
+  EXPECT_TRUE(updated[0]["note"] == "comm-check: waiting for 1 node" ||
+              updated[1]["note"] == "comm-check: waiting for 1 node");
+
+  // Both Ready: admitted, with the workload controller's Admitted event.
+  ASSERT_EQ(set_entry(name, kOtherCheck, kOtherManager, {{"state", "Ready"}}).status, 200);
+  ASSERT_EQ(set_entry(name, kOurCheck, kOurManager, {{"state", "Ready"}}).status, 200);
+  list = wait_for(
+      events, [&](const json& l) { return !events_about(l, "Workload", name, "Admitted").empty(); },
+      "Admitted event");
+  const json admitted = events_about(list, "Workload", name, "Admitted").at(0);
+  EXPECT_EQ(admitted["reportingController"], "kueue-workload-controller");
+  EXPECT_EQ(admitted["note"].get<std::string>().rfind(
+                "Admitted by ClusterQueue gpus, wait time since reservation was ", 0),
+            0u);
+}
+
+TEST_F(KueueApiTest, a_tas_flavor_assigns_hosts_once_provisioning_is_ready) {
+  // Two 8-GPU nodes of the TAS flavor, one of another pool.
+  for (const auto& [node, pool] : std::vector<std::pair<std::string, std::string>>{
+           {"gpu-node-1", "tas"}, {"gpu-node-2", "tas"}, {"gpu-node-3", "other"}}) {
+    NodeSpec spec = node_spec(node, 8);
+    spec.labels["commgate.io/pool"] = pool;
+    ASSERT_EQ(call("POST", "/api/v1/nodes", node_object(spec)).status, 201) << node;
+  }
+  create(std::string(kKueueApi) + "/resourceflavors",
+         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "ResourceFlavor"},
+          {"metadata", {{"name", "tas-h100"}}},
+          {"spec", {{"nodeLabels", {{"commgate.io/pool", "tas"}}}, {"topologyName", "default"}}}});
+  create(std::string(kKueueApi) + "/admissionchecks",
+         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "AdmissionCheck"},
+          {"metadata", {{"name", "prov"}}},
+          {"spec", {{"controllerName", "kueue.x-k8s.io/provisioning-request"}}}});
+  ASSERT_EQ(call("PATCH", std::string(kKueueApi) + "/admissionchecks/prov/status",
+                 {{"status",
+                   {{"conditions",
+                     {{{"type", "Active"},
+                       {"status", "True"},
+                       {"reason", "Active"},
+                       {"message", "The admission check is active"},
+                       {"lastTransitionTime", format_rfc3339(Clock::now())}}}}}}},
+                 "application/merge-patch+json")
+                .status,
+            200);
+  create(std::string(kKueueApi) + "/clusterqueues",
+         json::parse(R"({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+           "metadata": {"name": "tas"},
+           "spec": {"namespaceSelector": {},
+             "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+               "flavors": [{"name": "tas-h100", "resources": [
+                 {"name": "cpu", "nominalQuota": 64},
+                 {"name": "memory", "nominalQuota": "512Gi"},
+                 {"name": "nvidia.com/gpu", "nominalQuota": 32}]}]}],
+             "admissionChecksStrategy": {"admissionChecks": [
+               {"name": "comm-check"}, {"name": "prov"}]}}})"));
+  create(std::string(kKueueApi) + "/namespaces/team/localqueues",
+         {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+          {"kind", "LocalQueue"},
+          {"metadata", {{"name", "tas-queue"}, {"namespace", "team"}}},
+          {"spec", {{"clusterQueue", "tas"}}}});
+  json job = fixture("kueue-v0.19.2/example-sample-job.yaml");
+  job["metadata"].erase("generateName");
+  job["metadata"]["name"] = "tas-job";
+  job["metadata"]["namespace"] = "team";
+  job["metadata"]["labels"][kKueueQueueNameLabel] = "tas-queue";
+  job["spec"]["parallelism"] = 12;
+  job["spec"]["completions"] = 12;
+  job["spec"]["suspend"] = true;
+  job = create("/apis/batch/v1/namespaces/team/jobs", job);
+  const std::string name = kueue_workload_name("tas-job", job["metadata"]["uid"], "Job", "batch");
+
+  // Quota first, the topology delayed for the ProvisioningRequest check.
+  json wl = reserved_workload(name);
+  json psa = wl["status"]["admission"]["podSetAssignments"][0];
+  EXPECT_EQ(psa["delayedTopologyRequest"], "Pending");
+  EXPECT_FALSE(psa.contains("topologyAssignment"));
+  ASSERT_EQ(set_entry(name, kOurCheck, kOurManager, {{"state", "Ready"}}).status, 200);
+  ASSERT_EQ(set_entry(name, "prov", "kueue-provisioning", {{"state", "Ready"}}).status, 200);
+
+  // Every check Ready: the second pass assigns the hosts, then admits.
+  wl = wait_for(
+      kTeamWorkloads + name, [](const json& w) { return condition_is(w, "Admitted", "True"); },
+      "Admitted with a topology");
+  psa = wl["status"]["admission"]["podSetAssignments"][0];
+  EXPECT_EQ(psa["delayedTopologyRequest"], "Ready");
+  // The implied request (a TAS-only ClusterQueue) packs the fullest node first: 8 + 4.
+  EXPECT_EQ(psa["topologyAssignment"], json::parse(R"({"levels":["kubernetes.io/hostname"],
+      "slices":[{"domainCount":2,"valuesPerLevel":[{"individual":{"prefix":"gpu-node-",
+      "roots":["1","2"]}}],"podCounts":{"individual":[8,4]}}]})"));
+  wait_for(
+      "/apis/batch/v1/namespaces/team/jobs/tas-job",
+      [](const json& j) { return j["spec"].value("suspend", true) == false; }, "job started");
 }
 
 }  // namespace COMMGATE_TEST_UNIT

@@ -5,8 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/yaml_json.h"
 #include "sim/kueue_admission.h"
@@ -140,6 +142,303 @@ TEST(KueueWorkloadsTest, start_merges_flavor_labels_and_stop_restores_the_templa
       kueue_started_job(batch_job_kind(), job, {{"main", {{"nodeSelector", {{"gpu", "h100"}}}}}});
   EXPECT_EQ(job_started["spec"]["suspend"], false);
   EXPECT_EQ(job_started["spec"]["template"]["spec"]["nodeSelector"], json({{"gpu", "h100"}}));
+}
+
+// JobSet and TrainJob (jobset_controller.go, trainjob_controller.go with trainer v2.2.1's
+// runtime builder), from the upstream examples in the fixtures plus a queue label.
+json queued_jobset() {
+  json js = ecosystem_example("jobset-v0.12.0/example-pytorch-mnist.yaml");
+  js["metadata"]["namespace"] = "team";
+  js["metadata"]["uid"] = "u1";
+  js["metadata"]["labels"][kKueueQueueNameLabel] = "user-queue";
+  js["spec"]["suspend"] = true;
+  return js;
+}
+
+json queued_trainjob() {
+  json tj = ecosystem_example("trainer-v2.3.0/example-03-kueue-integration.yaml");
+  tj["metadata"]["namespace"] = "team";
+  tj["metadata"]["uid"] = "u2";
+  tj["metadata"]["labels"][kKueueQueueNameLabel] = "user-queue";
+  return tj;
+}
+
+json torch_distributed_runtime() {
+  return ecosystem_example("trainer-v2.3.0/runtime-torch_distributed.yaml");
+}
+
+TEST(KueueWorkloadsTest, new_kinds_are_known_by_name) {
+  EXPECT_EQ(kueue_job_kind("JobSet").api_version(), "jobset.x-k8s.io/v1alpha2");
+  EXPECT_EQ(kueue_job_kind("JobSet").plural, "jobsets");
+  EXPECT_EQ(kueue_job_kind("TrainJob").api_version(), "trainer.kubeflow.org/v1alpha1");
+  EXPECT_EQ(kueue_job_kind("TrainJob").plural, "trainjobs");
+  EXPECT_THROW(kueue_job_kind("RayJob"), std::invalid_argument);
+  // workload_names.go: the hash covers the kind and group of the new kinds too.
+  EXPECT_EQ(kueue_workload_name("pytorch", "u1", "JobSet", "jobset.x-k8s.io"),
+            "jobset-pytorch-6ee37");
+  EXPECT_EQ(kueue_workload_name("kueue-example", "u2", "TrainJob", "trainer.kubeflow.org"),
+            "trainjob-kueue-example-7f661");
+}
+
+TEST(KueueWorkloadsTest, jobset_pod_sets_one_per_replicated_job) {
+  const KueueJobKind& kind = kueue_job_kind("JobSet");
+  struct Case {
+    const char* what;
+    json replicas, parallelism, completions;
+    int want;
+  } cases[] = {
+      {"the example: parallelism 4, completions 4", nullptr, 4, 4, 4},
+      {"2 replicas of 4 pods", 2, 4, 4, 8},
+      {"completions cap parallelism", 3, 4, 2, 6},
+      {"no parallelism: one pod per replica", 2, nullptr, nullptr, 2},
+      {"completions above parallelism", nullptr, 2, 5, 2},
+  };
+  for (const auto& c : cases) {
+    json js = queued_jobset();
+    json& rj = js["spec"]["replicatedJobs"][0];
+    rj.erase("replicas");
+    rj["template"]["spec"].erase("parallelism");
+    rj["template"]["spec"].erase("completions");
+    if (!c.replicas.is_null()) rj["replicas"] = c.replicas;
+    if (!c.parallelism.is_null()) rj["template"]["spec"]["parallelism"] = c.parallelism;
+    if (!c.completions.is_null()) rj["template"]["spec"]["completions"] = c.completions;
+    const json sets = kueue_pod_sets(kind, js);
+    ASSERT_EQ(sets.size(), 1u) << c.what;
+    EXPECT_EQ(sets[0]["name"], "workers") << c.what;
+    EXPECT_EQ(sets[0]["count"], c.want) << c.what;
+    EXPECT_EQ(sets[0]["template"], rj["template"]["spec"]["template"]) << c.what;
+  }
+  // Several replicated jobs: one pod set each, in the JobSet's order.
+  json js = queued_jobset();
+  json driver = js["spec"]["replicatedJobs"][0];
+  driver["name"] = "driver";
+  driver["template"]["spec"]["parallelism"] = 1;
+  driver["template"]["spec"]["completions"] = 1;
+  js["spec"]["replicatedJobs"].insert(js["spec"]["replicatedJobs"].begin(), driver);
+  const json sets = kueue_pod_sets(kind, js);
+  ASSERT_EQ(sets.size(), 2u);
+  EXPECT_EQ(sets[0]["name"], "driver");
+  EXPECT_EQ(sets[0]["count"], 1);
+  EXPECT_EQ(sets[1]["name"], "workers");
+  EXPECT_EQ(sets[1]["count"], 4);
+
+  const json wl = kueue_workload_for_job(kind, queued_jobset());
+  EXPECT_EQ(wl["metadata"]["name"], "jobset-pytorch-6ee37");
+  EXPECT_EQ(wl["metadata"]["ownerReferences"][0]["apiVersion"], "jobset.x-k8s.io/v1alpha2");
+  EXPECT_EQ(wl["metadata"]["ownerReferences"][0]["kind"], "JobSet");
+  EXPECT_EQ(wl["spec"]["queueName"], "user-queue");
+}
+
+TEST(KueueWorkloadsTest, jobset_start_merges_into_each_replicated_job_and_stop_restores) {
+  const KueueJobKind& kind = kueue_job_kind("JobSet");
+  json js = queued_jobset();
+  js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"] = {
+      {"team", "a"}};
+  json wl = kueue_workload_for_job(kind, js);
+  wl["status"]["admission"] = {
+      {"clusterQueue", "cq"},
+      {"podSetAssignments",
+       {{{"name", "workers"}, {"flavors", {{"nvidia.com/gpu", "h100"}}}, {"count", 4}}}}};
+  wl["status"]["admissionChecks"] = {
+      {{"name", "comm"},
+       {"state", "Ready"},
+       {"podSetUpdates", {{{"name", "workers"}, {"labels", {{"commgate.io/pool", "p1"}}}}}}}};
+  const json infos =
+      kueue_pod_set_infos(wl, {{"h100", {{"spec", {{"nodeLabels", {{"gpu", "h100"}}}}}}}});
+  EXPECT_TRUE(kueue_job_suspended(kind, js));
+  const json started = kueue_started_job(kind, js, infos);
+  EXPECT_FALSE(kueue_job_suspended(kind, started));
+  EXPECT_EQ(started["spec"]["suspend"], false);
+  const json& pod = started["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+  EXPECT_EQ(pod["spec"]["nodeSelector"], json({{"team", "a"}, {"gpu", "h100"}}));
+  EXPECT_EQ(pod["metadata"]["labels"], json({{"commgate.io/pool", "p1"}}));
+  const json stopped = kueue_stopped_job(kind, started, wl);
+  EXPECT_TRUE(kueue_job_suspended(kind, stopped));
+  EXPECT_EQ(stopped["spec"]["replicatedJobs"], js["spec"]["replicatedJobs"]);
+}
+
+TEST(KueueWorkloadsTest, jobset_and_trainjob_activity_and_completion) {
+  struct Case {
+    const char* kind;
+    json status;
+    bool want_active, want_finished;
+  } cases[] = {
+      {"JobSet", json::object(), false, false},
+      {"JobSet", {{"replicatedJobsStatus", {{{"name", "workers"}, {"active", 2}}}}}, true, false},
+      {"JobSet", {{"replicatedJobsStatus", {{{"name", "workers"}, {"active", 0}}}}}, false, false},
+      {"JobSet", {{"conditions", {{{"type", "Completed"}, {"status", "True"}}}}}, false, true},
+      {"JobSet", {{"conditions", {{{"type", "Failed"}, {"status", "True"}}}}}, false, true},
+      {"JobSet", {{"conditions", {{{"type", "Complete"}, {"status", "True"}}}}}, false, false},
+      {"TrainJob", {{"jobsStatus", {{{"name", "node"}, {"active", 3}}}}}, true, false},
+      {"TrainJob", {{"jobsStatus", {{{"name", "node"}, {"succeeded", 3}}}}}, false, false},
+      {"TrainJob", {{"conditions", {{{"type", "Complete"}, {"status", "True"}}}}}, false, true},
+      {"TrainJob", {{"conditions", {{{"type", "Failed"}, {"status", "True"}}}}}, false, true},
+      {"TrainJob", {{"conditions", {{{"type", "Completed"}, {"status", "True"}}}}}, false, false},
+  };
+  for (const auto& c : cases) {
+    const json job = {{"spec", json::object()}, {"status", c.status}};
+    EXPECT_EQ(kueue_job_active(kueue_job_kind(c.kind), job), c.want_active)
+        << c.kind << " " << c.status.dump();
+    EXPECT_EQ(kueue_job_finished(kueue_job_kind(c.kind), job), c.want_finished)
+        << c.kind << " " << c.status.dump();
+  }
+}
+
+TEST(KueueWorkloadsTest, trainjob_pod_sets_come_from_the_runtime_with_the_trainjob_applied) {
+  const KueueJobKind& kind = kueue_job_kind("TrainJob");
+  const json tj = queued_trainjob();
+  const json runtime = torch_distributed_runtime();
+
+  // example-03 on torch-distributed: the trainer "node" with the TrainJob's numNodes,
+  // image, command and resourcesPerNode.
+  json sets = kueue_pod_sets(kind, tj, runtime);
+  ASSERT_EQ(sets.size(), 1u);
+  EXPECT_EQ(sets[0]["name"], "node");
+  EXPECT_EQ(sets[0]["count"], 3);
+  const json& node = sets[0]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(node["name"], "node");
+  EXPECT_EQ(node["image"], "python:3.11-slim");
+  EXPECT_EQ(node["command"], tj["spec"]["trainer"]["command"]);
+  EXPECT_EQ(node["resources"], tj["spec"]["trainer"]["resourcesPerNode"]);
+  // The ancestor label is on the runtime's Job template, not its pod template: the
+  // Workload's pod set does not carry it (a reader finds the trainer by the name "node").
+  EXPECT_FALSE(sets[0]["template"].contains("metadata"));
+
+  struct Case {
+    const char* what;
+    std::function<void(json& train_job, json& runtime)> change;
+    std::vector<std::pair<std::string, int>> want;  // name, count
+  } cases[] = {
+      {"example-01: no image, the runtime's stays",
+       [](json& t, json&) { t = ecosystem_example("trainer-v2.3.0/example-01-multi-node.yaml"); },
+       {{"node", 3}}},
+      {"no numNodes: the runtime's mlPolicy.numNodes",
+       [](json& t, json& r) {
+         t["spec"]["trainer"].erase("numNodes");
+         r["spec"]["mlPolicy"]["numNodes"] = 2;
+       },
+       {{"node", 2}}},
+      {"no numNodes, mlPolicy without numNodes: 1",
+       [](json& t, json& r) {
+         t["spec"]["trainer"].erase("numNodes");
+         r["spec"]["mlPolicy"].erase("numNodes");
+       },
+       {{"node", 1}}},
+      {"no numNodes, no mlPolicy: the Job's parallelism",
+       [](json& t, json& r) {
+         t["spec"]["trainer"].erase("numNodes");
+         r["spec"].erase("mlPolicy");
+         r["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"] = 4;
+       },
+       {{"node", 4}}},
+      {"the trainer's replicas forced to 1",
+       [](json&, json& r) { r["spec"]["template"]["spec"]["replicatedJobs"][0]["replicas"] = 3; },
+       {{"node", 3}}},
+      {"an initializer first, one replica; another step's replicas kept",
+       [](json&, json& r) {
+         json& jobs = r["spec"]["template"]["spec"]["replicatedJobs"];
+         json init = jobs[0];
+         init["name"] = "dataset-initializer";
+         init["replicas"] = 2;
+         init["template"]["metadata"]["labels"][kTrainJobAncestorLabel] = "dataset-initializer";
+         init["template"]["spec"]["parallelism"] = 1;
+         init["template"]["spec"]["template"]["spec"]["containers"][0]["name"] =
+             "dataset-initializer";
+         json sidecar = jobs[0];
+         sidecar["name"] = "launcher";
+         sidecar["replicas"] = 2;
+         sidecar["template"].erase("metadata");
+         sidecar["template"]["spec"]["parallelism"] = 2;
+         jobs.insert(jobs.begin(), init);
+         jobs.push_back(sidecar);
+       },
+       {{"dataset-initializer", 1}, {"node", 3}, {"launcher", 4}}},
+  };
+  for (const auto& c : cases) {
+    json t = queued_trainjob(), r = torch_distributed_runtime();
+    c.change(t, r);
+    const json got = kueue_pod_sets(kind, t, r);
+    ASSERT_EQ(got.size(), c.want.size()) << c.what;
+    for (std::size_t i = 0; i < c.want.size(); ++i) {
+      EXPECT_EQ(got[i]["name"], c.want[i].first) << c.what;
+      EXPECT_EQ(got[i]["count"], c.want[i].second) << c.what;
+    }
+  }
+  // example-01 sets no image: the runtime's image stays; its command replaces none.
+  json t1 = ecosystem_example("trainer-v2.3.0/example-01-multi-node.yaml");
+  const json c1 = kueue_pod_sets(kind, t1, runtime)[0]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c1["image"], runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]
+                                ["spec"]["template"]["spec"]["containers"][0]["image"]);
+  EXPECT_EQ(c1["command"], t1["spec"]["trainer"]["command"]);
+  EXPECT_FALSE(c1.contains("resources"));
+  // Only the trainer's "node" container takes the TrainJob's settings; env is upserted.
+  json t2 = queued_trainjob(), r2 = torch_distributed_runtime();
+  json& containers = r2["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+                       ["template"]["spec"]["containers"];
+  containers[0]["env"] = {{{"name", "A"}, {"value", "runtime"}}, {{"name", "B"}, {"value", "b"}}};
+  containers.push_back({{"name", "sidecar"}, {"image", "busybox"}});
+  t2["spec"]["trainer"]["env"] = {{{"name", "A"}, {"value", "job"}},
+                                  {{"name", "C"}, {"value", "c"}}};
+  const json got2 = kueue_pod_sets(kind, t2, r2)[0]["template"]["spec"]["containers"];
+  EXPECT_EQ(got2[0]["env"], json::parse(R"([{"name": "A", "value": "job"},
+      {"name": "B", "value": "b"}, {"name": "C", "value": "c"}])"));
+  EXPECT_EQ(got2[1], json({{"name", "sidecar"}, {"image", "busybox"}}));
+
+  // Without its runtime there are no pod sets: the error names the field.
+  try {
+    kueue_pod_sets(kind, tj);
+    ADD_FAILURE() << "no error without the runtime";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("spec.runtimeRef"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("torch-distributed"), std::string::npos) << e.what();
+  }
+
+  const json wl = kueue_workload_for_job(kind, tj, runtime);
+  EXPECT_EQ(wl["metadata"]["name"], "trainjob-kueue-example-7f661");
+  EXPECT_EQ(wl["metadata"]["ownerReferences"][0]["apiVersion"], "trainer.kubeflow.org/v1alpha1");
+  EXPECT_EQ(wl["spec"]["queueName"], "user-queue");
+  EXPECT_EQ(wl["spec"]["podSets"], sets);
+}
+
+TEST(KueueWorkloadsTest, trainjob_start_writes_kueues_runtime_patch_and_stop_empties_it) {
+  const KueueJobKind& kind = kueue_job_kind("TrainJob");
+  json tj = queued_trainjob();
+  const json user_patch = {
+      {"manager", "example.com/user"},
+      {"trainingRuntimeSpec", {{"template", {{"metadata", {{"labels", {{"team", "a"}}}}}}}}}};
+  tj["spec"]["runtimePatches"] = json::array({user_patch});
+  const json infos = {{"node",
+                       {{"nodeSelector", {{"gpu", "h100"}}},
+                        {"labels", json::object()},
+                        {"annotations", {{"commgate.io/pool", "p1"}}},
+                        {"tolerations", json::array()}}}};
+  EXPECT_TRUE(kueue_job_suspended(kind, tj));
+  const json started = kueue_started_job(kind, tj, infos);
+  EXPECT_FALSE(kueue_job_suspended(kind, started));
+  ASSERT_EQ(started["spec"]["runtimePatches"].size(), 2u);
+  EXPECT_EQ(started["spec"]["runtimePatches"][0], user_patch);
+  EXPECT_EQ(started["spec"]["runtimePatches"][1], json::parse(R"({
+      "manager": "kueue.x-k8s.io/manager",
+      "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": "node", "template": {"spec": {"template": {
+          "metadata": {"annotations": {"commgate.io/pool": "p1"}},
+          "spec": {"nodeSelector": {"gpu": "h100"}}}}}}]}}}})"));
+  EXPECT_EQ(started["spec"]["trainer"], tj["spec"]["trainer"]);  // immutable in the CRD
+
+  // Stopped: suspended, Kueue's patch left empty as the webhook made it.
+  const json stopped = kueue_stopped_job(kind, started, json::object());
+  EXPECT_TRUE(kueue_job_suspended(kind, stopped));
+  ASSERT_EQ(stopped["spec"]["runtimePatches"].size(), 2u);
+  EXPECT_EQ(stopped["spec"]["runtimePatches"][0], user_patch);
+  EXPECT_EQ(stopped["spec"]["runtimePatches"][1],
+            json::parse(R"({"manager": "kueue.x-k8s.io/manager",
+                            "trainingRuntimeSpec": {"template": {"spec": {}}}})"));
+  // Started again: the same entry is reused, not a second one.
+  const json restarted = kueue_started_job(kind, stopped, infos);
+  EXPECT_EQ(restarted["spec"]["runtimePatches"], started["spec"]["runtimePatches"]);
+  // A TrainJob stopped before it had a patch gets none.
+  const json never = kueue_stopped_job(kind, queued_trainjob(), json::object());
+  EXPECT_FALSE(never["spec"].contains("runtimePatches"));
 }
 
 json cluster_queue(const json& flavors) {
