@@ -21,23 +21,17 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <regex>
-#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "core/base64.h"
-#include "core/comm_profile.h"
 #include "core/time_format.h"
-#include "server/pki.h"
+#include "tests/operator/e2e_cluster.h"
 #include "tests/support/child_process.h"
 
 namespace commgate {
@@ -47,88 +41,34 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 using testing::ChildProcess;
-using testing::read_file;
-using Clock = std::chrono::steady_clock;
+using testing::E2eCluster;
+using testing::poll_until;
+using testing::seconds_since;
+using Clock = testing::E2eClock;
+using Result = testing::E2eResult;
 
 const std::string kSource = COMMGATE_SOURCE_DIR;
-const std::string kOperatorUser = "system:serviceaccount:commgate-system:commgate-operator";
-const std::string kWebhookUser = "system:serviceaccount:commgate-system:commgate-webhook";
-const std::string kResearcher = "alice";
 const std::string kSlowPool = "cpu-20mbit";
 const std::string kFastPool = "cpu-5gbit";
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Polls `condition` every `interval` (each poll runs kubectl, so not every few ms) until
-// it holds or `timeout` passes.
-bool poll_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
-                std::chrono::milliseconds interval = 500ms) {
-  const auto deadline = Clock::now() + timeout;
-  while (!condition()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(interval);  // the polling interval, not a wait for state
-  }
-  return true;
-}
-
-int run_shell(const std::string& command) {
-  const int rc = std::system(command.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-// Emulated nodes (scripts/netsim.sh) for the test's lifetime. The prefix carries this
-// process's pid, and netsim.sh records the pid as owner, so a later run reaps what a
-// killed test left behind.
-class EmulatedPool {
- public:
-  EmulatedPool(std::string prefix, int nodes, const std::string& rate, const fs::path& log)
-      : prefix_(std::move(prefix)), log_(log) {
-    ok_ = run_shell(command("up " + std::to_string(nodes) + " " + rate)) == 0;
-  }
-  ~EmulatedPool() { run_shell(command("down")); }
-  EmulatedPool(const EmulatedPool&) = delete;
-  EmulatedPool& operator=(const EmulatedPool&) = delete;
-  bool ok() const { return ok_; }
-  const std::string& prefix() const { return prefix_; }
-
- private:
-  std::string command(const std::string& args) const {
-    return "NETSIM_PREFIX=" + prefix_ + " NETSIM_OWNER_PID=" + std::to_string(getpid()) + " " +
-           COMMGATE_NETSIM_SCRIPT + " " + args + " >>" + log_.string() + " 2>&1";
-  }
-  std::string prefix_;
-  fs::path log_;
-  bool ok_ = false;
-};
-
-struct Result {
-  int code;
-  std::string output;
-};
-
+// A cluster per test (tests/operator/e2e_cluster.h): a slow pool of 3 nodes at 20mbit, a
+// fast one of 2 at 5gbit, the webhook, commgate's CRDs, the policy below and the operator.
 class OperatorE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "network namespaces and tc need root";
-    if (!fs::exists(COMMGATE_KUBECTL)) GTEST_SKIP() << "no kubectl at " << COMMGATE_KUBECTL;
-    if (!fs::exists(COMMGATE_PROBE_BIN)) GTEST_SKIP() << "commgate-probe is not built";
-    if (run_shell(std::string(COMMGATE_PYTHON) + " -c 'import torch' >/dev/null 2>&1") != 0)
+    if (const std::string why = E2eCluster::missing_prerequisite(); !why.empty())
+      GTEST_SKIP() << why;
+    if (testing::run_shell(std::string(COMMGATE_PYTHON) + " -c 'import torch' >/dev/null 2>&1") !=
+        0)
       GTEST_SKIP() << COMMGATE_PYTHON << " cannot import torch (Debian: python3-torch)";
     const auto start = Clock::now();
-    dir_ = fs::temp_directory_path() / ("commgate-operator-e2e-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    const std::string id = std::to_string(getpid() % 100000);
-    slow_ = std::make_unique<EmulatedPool>("oes" + id, 3, "20mbit", dir_ / "netsim.log");
-    fast_ = std::make_unique<EmulatedPool>("oef" + id, 2, "5gbit", dir_ / "netsim.log");
-    ASSERT_TRUE(slow_->ok() && fast_->ok()) << read_file(dir_ / "netsim.log");
-    for (auto step : {&OperatorE2eTest::start_sim, &OperatorE2eTest::start_webhook,
-                      &OperatorE2eTest::install}) {
-      (this->*step)();
-      if (HasFatalFailure()) return;
-    }
+    cluster_ = std::make_unique<E2eCluster>(testing::E2eClusterOptions{
+        "operator-e2e", {{kSlowPool, 3, "20mbit", "oes"}, {kFastPool, 2, "5gbit", "oef"}}});
+    dir_ = cluster_->dir();
+    cluster_->start();
+    if (HasFatalFailure()) return;
+    install_policy();
+    if (HasFatalFailure()) return;
     operator_ = operator_replica(dir_ / "operator.log");
     ASSERT_TRUE(wait_for_output(*operator_, "started reconciling")) << operator_->output();
     std::cout << "[e2e] set-up (pools, sim, webhook, CRDs, operator): " << seconds_since(start)
@@ -138,80 +78,11 @@ class OperatorE2eTest : public ::testing::Test {
   void TearDown() override {
     standby_.reset();
     operator_.reset();
-    webhook_.reset();
-    sim_.reset();  // kills the pods' processes
-    fast_.reset();
-    slow_.reset();
-    std::error_code ec;
-    if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_, ec);
-    if (HasFailure()) std::cout << "[e2e] kept for a look: " << dir_ << std::endl;
+    if (cluster_ && HasFailure()) cluster_->keep_dir();
+    cluster_.reset();
   }
 
-  void start_sim() {
-    const auto user = [](const std::string& token, const std::string& name) {
-      return token + "-" + std::to_string(getpid()) + "=" + name;
-    };
-    std::vector<std::string> argv = {
-        COMMGATE_SIM_BIN, "--port", "0", "--kubeconfig-out", (dir_ / "admin.kubeconfig").string(),
-        "--user", user("operator", kOperatorUser), "--user", user("webhook", kWebhookUser),
-        "--user", user("alice", kResearcher + ",researchers"), "--kubeconfig-out-user",
-        kOperatorUser + "=" + (dir_ / "operator.kubeconfig").string(), "--kubeconfig-out-user",
-        kWebhookUser + "=" + (dir_ / "webhook.kubeconfig").string(), "--kubeconfig-out-user",
-        kResearcher + "=" + (dir_ / "alice.kubeconfig").string(),
-        // Each pool on its own emulated link; a GPU each, as GPU nodes advertise.
-        "--node-group",
-        "3,gpus=1,netns=" + slow_->prefix() + ",label=commgate.io/pool=" + kSlowPool,
-        "--node-group",
-        "2,gpus=1,netns=" + fast_->prefix() + ",label=commgate.io/pool=" + kFastPool, "--pod-dir",
-        (dir_ / "pods").string()};
-    sim_ = std::make_unique<ChildProcess>(argv, dir_ / "sim.log");
-    ASSERT_NE(sim_->wait_for_port(std::regex("listening on https://[^ ]+ port ([0-9]+)")), 0)
-        << sim_->output();
-  }
-
-  void start_webhook() {
-    const auto issued = ca_.issue_serving_cert("commgate-webhook", 2, std::chrono::hours(24),
-                                               {"commgate-webhook.commgate-system.svc"});
-    std::ofstream(dir_ / "webhook.crt") << issued.cert_pem;
-    std::ofstream(dir_ / "webhook.key") << issued.key_pem;
-    // The webhook reads policies and profiles from the sim as its own service account.
-    webhook_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{COMMGATE_BINARY, "webhook", "--port", "0", "--address",
-                                 "127.0.0.1", "--tls-cert-file", (dir_ / "webhook.crt").string(),
-                                 "--tls-private-key-file", (dir_ / "webhook.key").string(),
-                                 "--kubeconfig", (dir_ / "webhook.kubeconfig").string()},
-        dir_ / "webhook.log");
-    const uint16_t port =
-        webhook_->wait_for_port(std::regex("listening on 127\\.0\\.0\\.1:([0-9]+)"));
-    ASSERT_NE(port, 0) << webhook_->output();
-    // The sim learns where the webhook's Service listens (it has no cluster DNS).
-    std::ofstream(dir_ / "service.json") << json({{"name", "commgate-webhook"},
-                                                  {"namespace", "commgate-system"},
-                                                  {"address", "127.0.0.1:" + std::to_string(port)}})
-                                                .dump();
-    const Result r =
-        admin({"create", "--raw", "/sim/services", "-f", (dir_ / "service.json").string()});
-    ASSERT_EQ(r.code, 0) << r.output;
-  }
-
-  void install() {
-    for (const char* crd : {"trainingjobs", "commprofiles", "commpolicies"}) {
-      const Result r = admin({"apply", "-f", kSource + "/crds/" + crd + ".commgate.io.yaml"});
-      ASSERT_EQ(r.code, 0) << r.output;
-    }
-    std::ofstream(dir_ / "namespaces.yaml")
-        << "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: commgate-system\n---\n"
-           "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ml\n";
-    ASSERT_EQ(admin({"apply", "-f", (dir_ / "namespaces.yaml").string()}).code, 0);
-    // The configurations as shipped, with the test CA as the caBundle.
-    std::string configs = read_file(kSource + "/deploy/webhook-configurations.yaml");
-    const std::string placeholder = "REPLACE_WITH_BASE64_CA_BUNDLE";
-    for (auto at = configs.find(placeholder); at != std::string::npos;
-         at = configs.find(placeholder))
-      configs.replace(at, placeholder.size(), base64_encode(ca_.cert_pem()));
-    std::ofstream(dir_ / "webhook-configurations.yaml") << configs;
-    const Result hooks = admin({"apply", "-f", (dir_ / "webhook-configurations.yaml").string()});
-    ASSERT_EQ(hooks.code, 0) << hooks.output;
+  void install_policy() {
     // A probe kept short: few sizes and iterations, on gloo (the nodes' GPUs are
     // advertised only; there is no CUDA here). The limit sits between the pools with room
     // for this machine's noise: the slow pool's 3 nodes measure about 88%, the fast pool's
@@ -234,144 +105,32 @@ spec:
     warmupIterations: 1
     maxNodes: 3
 )";
-    // The webhook refuses (503) until its caches have listed the CRDs applied just now.
-    Result policy{-1, ""};
-    poll_until(
-        [&] {
-          policy = admin({"apply", "-f", (dir_ / "policy.yaml").string()});
-          return policy.code == 0 || policy.output.find("has not loaded") == std::string::npos;
-        },
-        60s);
-    ASSERT_EQ(policy.code, 0) << policy.output << webhook_->output();
+    cluster_->apply_through_webhook(dir_ / "policy.yaml");
   }
 
-  // The probe with one compute thread: the emulated nodes share this machine's cores, so
-  // the default (every core) would oversubscribe them with several probe pods at once and
-  // time the contention instead of the model.
-  static std::string probe_command() { return std::string(COMMGATE_PROBE_BIN) + ",--threads,1"; }
-
-  // Starts a `commgate operator` replica (leader election on) logging to `log`.
+  // The shared cluster's helpers under the names this test's steps read with.
   std::unique_ptr<ChildProcess> operator_replica(const fs::path& log) {
-    // The health server's certificate (the operator serves /healthz over TLS).
-    if (!fs::exists(dir_ / "operator.crt")) {
-      const auto issued = ca_.issue_serving_cert("commgate-operator", 3, std::chrono::hours(24),
-                                                 {"commgate-operator.commgate-system.svc"});
-      std::ofstream(dir_ / "operator.crt") << issued.cert_pem;
-      std::ofstream(dir_ / "operator.key") << issued.key_pem;
-    }
-    auto replica = std::make_unique<ChildProcess>(
-        std::vector<std::string>{
-            COMMGATE_BINARY, "operator", "--kubeconfig", (dir_ / "operator.kubeconfig").string(),
-            "--namespace", "commgate-system", "--probe-command", probe_command(), "--port", "0",
-            "--address", "127.0.0.1", "--tls-cert-file", (dir_ / "operator.crt").string(),
-            "--tls-private-key-file", (dir_ / "operator.key").string()},
-        log);
-    EXPECT_NE(
-        replica->wait_for_port(std::regex("serving /healthz /readyz /metrics on [^ ]*:([0-9]+)")),
-        0)
-        << replica->output();
-    return replica;
+    return cluster_->operator_replica(log);
   }
-  // True once `process` printed `needle` (within `timeout`).
   static bool wait_for_output(ChildProcess& process, const std::string& needle,
                               std::chrono::milliseconds timeout = 30s) {
-    return poll_until([&] { return process.output().find(needle) != std::string::npos; }, timeout,
-                      100ms);
+    return E2eCluster::wait_for_output(process, needle, timeout);
   }
+  Result admin(std::vector<std::string> args) { return cluster_->admin(std::move(args)); }
+  Result alice(std::vector<std::string> args) { return cluster_->alice(std::move(args)); }
+  json get_json(std::vector<std::string> args) { return cluster_->get_json(std::move(args)); }
+  std::map<std::string, std::string> probe_jobs() { return cluster_->probe_jobs(); }
+  int probe_job_creates() { return cluster_->probe_job_creates(); }
+  int probes_created() { return cluster_->probes_created(); }
+  std::vector<json> probe_pods() { return cluster_->probe_pods(); }
+  std::string pod_logs(const std::string& ns, const std::string& prefix) {
+    return cluster_->pod_logs(ns, prefix);
+  }
+  std::string cluster_dump() { return cluster_->cluster_dump(); }
 
-  Result kubectl(const std::string& kubeconfig, std::vector<std::string> args,
-                 std::chrono::milliseconds timeout = 30s) {
-    std::vector<std::string> argv = {
-        COMMGATE_KUBECTL,          "--kubeconfig",         kubeconfig, "--cache-dir",
-        (dir_ / "cache").string(), "--request-timeout=20s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess p(argv, dir_ / "kubectl" / ("call-" + std::to_string(++calls_) + ".out"));
-    const int code = p.wait_exit(timeout);
-    return {code, p.output()};
-  }
-  Result admin(std::vector<std::string> args) {
-    fs::create_directories(dir_ / "kubectl");
-    return kubectl((dir_ / "admin.kubeconfig").string(), std::move(args));
-  }
-  // The researcher: alice's own kubeconfig.
-  Result alice(std::vector<std::string> args) {
-    fs::create_directories(dir_ / "kubectl");
-    return kubectl((dir_ / "alice.kubeconfig").string(), std::move(args));
-  }
-  json get_json(std::vector<std::string> args) {
-    args.insert(args.end(), {"-o", "json"});
-    const Result r = admin(args);
-    if (r.code != 0) return json();
-    try {
-      return json::parse(r.output);
-    } catch (const json::exception&) {
-      return json();
-    }
-  }
   json trainingjob(const std::string& name) { return get_json({"get", "tj", "-n", "ml", name}); }
   static std::string phase_of(const json& tj) {
     return tj.is_object() ? tj.value("status", json::object()).value("phase", "") : "";
-  }
-  // The probe Jobs the operator created so far: name -> uid.
-  std::map<std::string, std::string> probe_jobs() {
-    std::map<std::string, std::string> out;
-    const json list = get_json({"get", "jobs", "-n", "commgate-system", "-l",
-                                "app.kubernetes.io/managed-by=commgate,commgate.io/role=probe"});
-    if (list.is_object())
-      for (const auto& j : list["items"]) out[j["metadata"]["name"]] = j["metadata"]["uid"];
-    return out;
-  }
-
-  // How many probes the operator created, from its ProbeCreated Events (kubectl get
-  // events; a repeated one is a series, counted by its count). The probe Job itself is
-  // deleted once its result is recorded.
-  // Probe Jobs the API server created, from the sim's audit log (kube-apiserver's record
-  // of every request): one create that succeeded per probe, whichever jobs it served.
-  int probe_job_creates() {
-    const Result r = admin({"get", "--raw", "/sim/audit"});
-    if (r.code != 0) return -1;
-    int n = 0;
-    for (const json& e : json::parse(r.output).value("items", json::array())) {
-      const json ref = e.value("objectRef", json::object());
-      n += e.value("verb", "") == "create" && ref.value("resource", "") == "jobs" &&
-           ref.value("namespace", "") == "commgate-system" &&
-           ref.value("name", "").rfind("commgate-probe-", 0) == 0 &&
-           e["responseStatus"].value("code", 0) == 201;
-    }
-    return n;
-  }
-
-  int probes_created() {
-    const json list = get_json({"get", "events", "-A", "--field-selector", "reason=ProbeCreated"});
-    int n = 0;
-    if (list.is_object())
-      for (const auto& e : list["items"]) {
-        const json series = e.value("series", json::object());
-        n += series.is_object() ? series.value("count", 1) : 1;
-      }
-    return n;
-  }
-
-  // The probe pods ever created (finished ones stay until their Job goes).
-  std::vector<json> probe_pods() {
-    const json list = get_json({"get", "pods", "-n", "commgate-system", "-l",
-                                "app.kubernetes.io/managed-by=commgate,commgate.io/role=probe"});
-    return list.is_object() ? list["items"].get<std::vector<json>>() : std::vector<json>{};
-  }
-
-  // What the pods whose names start with `prefix` printed: the sim's kubelet keeps each
-  // container's output in <pod dir>/<container>.log (there is no `kubectl logs`).
-  std::string pod_logs(const std::string& ns, const std::string& prefix) {
-    std::string out;
-    std::error_code ec;
-    for (const auto& pod : fs::directory_iterator(dir_ / "pods", ec)) {
-      if (pod.path().filename().string().rfind(ns + "_" + prefix, 0) != 0) continue;
-      for (const auto& file : fs::directory_iterator(pod.path(), ec))
-        if (file.path().extension() == ".log")
-          out += "--- " + pod.path().filename().string() + "/" + file.path().filename().string() +
-                 "\n" + read_file(file.path());
-    }
-    return out;
   }
 
   // A TrainingJob of `nodes` nodes on `pool` with a small model: 1M parameters (a 4 MB
@@ -418,14 +177,6 @@ spec:
                            "            - {name: PET_REDIRECTS, value: \"1\"}\n"
                            "            - {name: PET_TEE, value: \"1\"}\n";
     return path;
-  }
-
-  // What a failed wait needs to be understood: the Jobs and Pods with their states, and
-  // the probe pods' descriptions (termination messages, the scheduler's reasons).
-  std::string cluster_dump() {
-    std::string out = admin({"get", "jobs,pods", "-A", "-o", "wide"}).output;
-    out += admin({"describe", "pods", "-n", "commgate-system"}).output;
-    return out;
   }
 
   // The cold-pool figure of docs/benchmarks.md, from the operator's Events (MicroTime):
@@ -480,11 +231,9 @@ spec:
     return tj;
   }
 
-  server::CertificateAuthority ca_{"commgate operator e2e CA", 1, std::chrono::hours(24)};
+  std::unique_ptr<E2eCluster> cluster_;
   fs::path dir_;
-  std::unique_ptr<EmulatedPool> slow_, fast_;
-  std::unique_ptr<ChildProcess> sim_, webhook_, operator_, standby_;
-  int calls_ = 0;
+  std::unique_ptr<ChildProcess> operator_, standby_;
 };
 
 TEST_F(OperatorE2eTest, probes_decide_and_train_on_slow_and_fast_pools) {
@@ -499,7 +248,7 @@ TEST_F(OperatorE2eTest, probes_decide_and_train_on_slow_and_fast_pools) {
   ASSERT_EQ(operator_->terminate(), 0) << operator_->output();
   const auto slow_applied_at = std::chrono::system_clock::now();
   const Result slow_apply = alice({"apply", "-f", training_job("tiny-slow", kSlowPool, 3)});
-  ASSERT_EQ(slow_apply.code, 0) << slow_apply.output << webhook_->output();
+  ASSERT_EQ(slow_apply.code, 0) << slow_apply.output << cluster_->webhook_output();
   const Result other_apply =
       alice({"apply", "-f", training_job("tiny-slow-other", kSlowPool, 2, "500k", 64)});
   ASSERT_EQ(other_apply.code, 0) << other_apply.output;

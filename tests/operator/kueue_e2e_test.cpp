@@ -1,0 +1,714 @@
+// commgate's Kueue admission check end to end on the simulated cluster (issue #23), every
+// part real: commgate-sim with its Kueue stand-in (`--kueue`, sim/kueue_controller.h,
+// modelled on kubernetes-sigs/kueue v0.19.2) and the upstream Kueue v0.19.2 and Kubeflow
+// training-operator v1.9.4 CRDs (../shared/fixtures/ecosystem/), pools of emulated nodes in
+// network namespaces on tc-shaped links (scripts/netsim.sh), the real webhook, the real
+// `commgate operator --kueue` as its service account, commgate-probe pods run by the sim's
+// kubelet, and a researcher submitting PyTorchJobs to LocalQueues with the real kubectl
+// (tests/operator/e2e_cluster.h). What each case asserts is what a user sees through
+// kubectl: the Workload's status.admissionChecks entries and their messages, spec.active,
+// the job's suspend, the Events, the probe Jobs the operator created.
+//
+// One cluster for every case (SetUpTestSuite), the cases in order, each building on the
+// ones before (registered as one ctest test: tests/operator/CMakeLists.txt); a case run
+// alone whose predecessor did not run skips, saying so. The order keeps the probes few:
+// one of the fast pool, one of the slow pool, and unschedulable ones of a tainted pool
+// (which start no process):
+//
+//   1. (docs/kueue.md "The AdmissionCheck") a check whose spec.parameters name a CommPolicy
+//      that does not exist is Active=False BadParametersRef; its ClusterQueue reserves no
+//      quota for the job queued there;
+//   2. a PyTorchJob on the fast pool: commgate's entry Pending with the probe's progress,
+//      then Ready with the numbers, the job unsuspended by Kueue; another controller's
+//      check on the same ClusterQueue keeps its entry and managedFields byte for byte;
+//   3. the missing CommPolicy created: the check Active=True, the job's Workload gets
+//      quota, the pool's probe cannot be scheduled (its nodes carry a taint the probe does
+//      not tolerate; the policy's onInsufficientNodes: ignore lets the probe be created):
+//      Retry with requeueAfterSeconds, Kueue evicts and requeues it (retryCount grows),
+//      and the admitted Workload of case 2 keeps Ready;
+//   4. a larger job on the slow pool, the operator SIGKILLed and restarted mid-probe:
+//      Rejected with the largest count that passes, one probe Job for the pool, the
+//      Workload deactivated, the job suspended, a Warning Event;
+//   5. that Workload deleted: the stand-in creates a new one for the same job, which gets
+//      the same answer without a second probe.
+//
+// Root only (network namespaces), with kubectl, commgate-probe and the ecosystem CRDs;
+// skipped with the reason otherwise. Prints how long each case took.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/comm_profile.h"
+#include "tests/operator/e2e_cluster.h"
+#include "tests/support/child_process.h"
+
+namespace commgate {
+namespace COMMGATE_TEST_UNIT {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+using testing::E2eCluster;
+using testing::poll_until;
+using testing::seconds_since;
+using Clock = testing::E2eClock;
+using Result = testing::E2eResult;
+
+const fs::path kEcosystem = fs::path(COMMGATE_SOURCE_DIR) / "../shared/fixtures/ecosystem";
+const std::string kSlowPool = "cpu-20mbit";
+const std::string kFastPool = "cpu-5gbit";
+const std::string kTaintedPool = "cpu-tainted";
+const std::string kOtherManager = "other-check";
+const std::string kCommManager = "commgate.io/comm-check";
+
+// The probe Job of the pool a flavor's nodeLabels commgate.io/pool=<label> name.
+std::string probe_job_of(const std::string& label) {
+  return "commgate-probe-" + pool_name({{"commgate.io/pool", label}});
+}
+
+// status.admissionChecks[name] of `workload`, or {} (so that .value() reads defaults).
+json check_entry(const json& workload, const std::string& name) {
+  const json entries =
+      workload.is_object()
+          ? workload.value(json::json_pointer("/status/admissionChecks"), json::array())
+          : json::array();
+  for (const json& e : entries)
+    if (e.value("name", "") == name) return e;
+  return json::object();
+}
+
+std::string entry_state(const json& entry) {
+  return entry.is_object() ? entry.value("state", "") : "";
+}
+std::string entry_message(const json& entry) {
+  return entry.is_object() ? entry.value("message", "") : "";
+}
+
+// `type` of status.conditions, or {}.
+json condition_of(const json& object, const std::string& type) {
+  const json conditions =
+      object.is_object() ? object.value(json::json_pointer("/status/conditions"), json::array())
+                         : json::array();
+  for (const json& c : conditions)
+    if (c.value("type", "") == type) return c;
+  return json::object();
+}
+
+// The managedFields entry of `manager`'s server-side applies, or {}.
+json managed_fields_of(const json& object, const std::string& manager) {
+  const json all = object.is_object()
+                       ? object.value(json::json_pointer("/metadata/managedFields"), json::array())
+                       : json::array();
+  for (const json& m : all)
+    if (m.value("manager", "") == manager && m.value("operation", "") == "Apply") return m;
+  return json::object();
+}
+
+class KueueE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    skip_reason_ = E2eCluster::missing_prerequisite();
+    if (skip_reason_.empty() && !fs::exists(kEcosystem / "kueue-v0.19.2"))
+      skip_reason_ = "no Kueue CRDs in " + kEcosystem.string();
+    if (!skip_reason_.empty()) {
+      // What ctest reads to report the whole program skipped (SKIP_REGULAR_EXPRESSION).
+      std::cout << "[kueue-e2e] skipped: " << skip_reason_ << std::endl;
+      return;
+    }
+    const auto start = Clock::now();
+    cluster_ = std::make_unique<E2eCluster>(
+        testing::E2eClusterOptions{"kueue-e2e",
+                                   // The tainted pool is never measured: on the host's network.
+                                   {{kSlowPool, 3, "20mbit", "kes"},
+                                    {kFastPool, 2, "5gbit", "kef"},
+                                    {kTaintedPool, 2, "", ""}},
+                                   /*kueue=*/true,
+                                   {"commgate-system", "ml", "ml-taint"}});
+    set_up_cluster();
+    if (::testing::Test::HasFatalFailure()) {
+      setup_failed_ = true;
+      return;
+    }
+    std::cout << "[kueue-e2e] set-up (pools, sim, webhook, CRDs, queues, operator): "
+              << seconds_since(start) << " s" << std::endl;
+  }
+
+  static void TearDownTestSuite() {
+    operator_.reset();
+    if (cluster_ && any_failed_) cluster_->keep_dir();
+    cluster_.reset();
+  }
+
+  void SetUp() override {
+    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    ASSERT_FALSE(setup_failed_) << "the cluster did not start (the suite's set-up failed)";
+    started_ = Clock::now();
+  }
+  void TearDown() override {
+    if (HasFailure()) {
+      any_failed_ = true;
+      if (operator_) std::cout << "--- operator:\n" << operator_->output() << std::endl;
+    }
+    if (!IsSkipped())
+      std::cout << "[kueue-e2e] " << ::testing::UnitTest::GetInstance()->current_test_info()->name()
+                << ": " << seconds_since(started_) << " s" << std::endl;
+  }
+
+  static void set_up_cluster() {
+    cluster_->start();
+    if (::testing::Test::HasFatalFailure()) return;
+    const fs::path dir = cluster_->dir();
+    // The namespace ml's policy; the probe kept short as in operator_e2e_test (few sizes
+    // and iterations, gloo: the nodes' GPUs are advertised only), and its sizes only up to
+    // 4Mi, the model's 4 MB gradient (an 8Mi all-reduce over the slow pool's 3 nodes takes
+    // about 4.5 s, a quarter of a minute with its iterations). The limit between the
+    // pools: the slow pool's 3 nodes measure about 88%, the fast pool's 2 under 40%.
+    write(dir / "policy.yaml", policy_yaml("e2e", "ml", ""));
+    cluster_->apply_through_webhook(dir / "policy.yaml");
+    if (::testing::Test::HasFatalFailure()) return;
+    // `create`, not `apply`: the Workload CRD is larger than the last-applied annotation
+    // may be.
+    std::vector<fs::path> crds;
+    for (const char* kind :
+         {"resourceflavors", "admissionchecks", "clusterqueues", "localqueues", "workloads"})
+      crds.push_back(kEcosystem / "kueue-v0.19.2" /
+                     ("kueue.x-k8s.io_" + std::string(kind) + ".yaml"));
+    crds.push_back(kEcosystem / "training-operator-v1.9.4/kubeflow.org_pytorchjobs.yaml");
+    cluster_->create_files(crds);
+    if (::testing::Test::HasFatalFailure()) return;
+    write(dir / "kueue.yaml", queues_yaml());
+    const Result queues = cluster_->admin({"apply", "-f", (dir / "kueue.yaml").string()});
+    ASSERT_EQ(queues.code, 0) << queues.output;
+    // The other controller says its check is active, as its own controller would.
+    write(dir / "other-active.yaml", R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
+  name: other
+status:
+  conditions:
+    - type: Active
+      status: "True"
+      reason: Active
+      message: the other controller is ready
+      lastTransitionTime: "2026-12-07T00:00:00Z"
+)");
+    const Result active =
+        cluster_->admin({"apply", "--server-side", "--field-manager", kOtherManager,
+                         "--subresource", "status", "-f", (dir / "other-active.yaml").string()});
+    ASSERT_EQ(active.code, 0) << active.output;
+    // The tainted pool's nodes are dedicated to something else: no probe tolerates them.
+    const Result nodes =
+        cluster_->admin({"get", "nodes", "-l", "commgate.io/pool=" + kTaintedPool, "-o", "name"});
+    ASSERT_EQ(nodes.code, 0) << nodes.output;
+    int tainted = 0;
+    std::istringstream names(nodes.output);
+    for (std::string node; std::getline(names, node);) {
+      if (node.empty()) continue;
+      const Result r = cluster_->admin({"patch", node, "--type", "merge", "-p",
+                                        R"({"spec":{"taints":[{"key":"dedicated","value":"other",)"
+                                        R"("effect":"NoSchedule"}]}})"});
+      ASSERT_EQ(r.code, 0) << r.output;
+      ++tainted;
+    }
+    ASSERT_EQ(tainted, 2) << nodes.output;
+    // Leases short enough that a replica restarted after a SIGKILL leads within seconds.
+    operator_ = start_operator("operator.log");
+    ASSERT_TRUE(E2eCluster::wait_for_output(*operator_, "started reconciling"))
+        << operator_->output();
+  }
+
+  static std::unique_ptr<ChildProcess> start_operator(const std::string& log) {
+    return cluster_->operator_replica(
+        cluster_->dir() / log,
+        {"--kueue", "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
+         "--leader-elect-retry-period", "1s"});
+  }
+
+  static void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+  // A CommPolicy for namespace `ns` (by the label the API server sets on every namespace);
+  // `extra`: more spec lines.
+  static std::string policy_yaml(const std::string& name, const std::string& ns,
+                                 const std::string& extra) {
+    return "apiVersion: commgate.io/v1alpha1\nkind: CommPolicy\nmetadata:\n  name: " + name +
+           "\nspec:\n"
+           "  namespaceSelector:\n"
+           "    matchLabels:\n"
+           "      kubernetes.io/metadata.name: " +
+           ns +
+           "\n"
+           "  maxCommShare: 0.50\n"
+           "  enforcementAction: downsize\n"
+           "  onMissingMeasurement: gate\n"
+           "  measurementTTL: 1h\n"
+           "  probe:\n"
+           "    timeoutSeconds: 180\n"
+           "    backend: gloo\n"
+           "    sizes: {min: 64Ki, max: 4Mi}\n"
+           "    iterations: 2\n"
+           "    warmupIterations: 1\n"
+           "    maxNodes: 3\n" +
+           extra;
+  }
+
+  // docs/kueue.md's setup: commgate's check `comm` and another controller's `other` on the
+  // fast pool's ClusterQueue, `comm` alone on the slow pool's, and `comm-taint` (holding
+  // Workloads to CommPolicy e2e-taint, created by case 3) on the tainted pool's; a
+  // ResourceFlavor per pool (its nodeLabels the pool), GPU quota, a LocalQueue each.
+  static std::string queues_yaml() {
+    std::string out = R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
+  name: comm
+spec:
+  controllerName: commgate.io/comm-check
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
+  name: other
+spec:
+  controllerName: example.com/other-check
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
+  name: comm-taint
+spec:
+  controllerName: commgate.io/comm-check
+  parameters:
+    apiGroup: commgate.io
+    kind: CommPolicy
+    name: e2e-taint
+)";
+    struct Queue {
+      std::string name, pool, ns, checks;
+    };
+    for (const Queue& q :
+         {Queue{"fast", kFastPool, "ml", "[comm, other]"}, Queue{"slow", kSlowPool, "ml", "[comm]"},
+          Queue{"tainted", kTaintedPool, "ml-taint", "[comm-taint]"}}) {
+      std::string checks;
+      for (const char* c : {"comm", "other", "comm-taint"})
+        if (q.checks.find(std::string(c) + ",") != std::string::npos ||
+            q.checks.find(std::string(c) + "]") != std::string::npos)
+          checks += "      - name: " + std::string(c) + "\n";
+      out += "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: " +
+             q.name + "\nspec:\n  nodeLabels:\n    commgate.io/pool: " + q.pool +
+             "\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: " +
+             q.name +
+             "\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n"
+             "    - coveredResources: [\"nvidia.com/gpu\"]\n      flavors:\n        - name: " +
+             q.name +
+             "\n          resources:\n            - name: nvidia.com/gpu\n"
+             "              nominalQuota: 8\n  admissionChecksStrategy:\n    admissionChecks:\n" +
+             checks +
+             "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: " +
+             q.name + "\n  namespace: " + q.ns + "\nspec:\n  clusterQueue: " + q.name + "\n";
+    }
+    return out;
+  }
+
+  // The upstream example's shape (training-operator-v1.9.4/example-simple.yaml: a Master
+  // and `workers` Workers, restartPolicy OnFailure) with the queue label, commgate's model
+  // annotations (the tiny model: 1M parameters, batch 4096, sgd, as `make demo`), a GPU per
+  // pod, suspended as Kueue wants it. Its file's path.
+  static std::string pytorchjob(const std::string& name, const std::string& ns,
+                                const std::string& queue, int workers) {
+    const fs::path path = cluster_->dir() / (name + ".yaml");
+    std::string replica;
+    const auto spec = [](const std::string& type, int replicas) {
+      return "    " + type + ":\n      replicas: " + std::to_string(replicas) +
+             "\n      restartPolicy: OnFailure\n      template:\n        spec:\n"
+             "          containers:\n            - name: pytorch\n"
+             "              image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727\n"
+             "              imagePullPolicy: Always\n"
+             "              command: [\"python3\", \"/opt/pytorch-mnist/mnist.py\", "
+             "\"--epochs=1\"]\n"
+             "              resources:\n                limits:\n"
+             "                  nvidia.com/gpu: 1\n";
+    };
+    write(path, "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: " + name +
+                    "\n  namespace: " + ns +
+                    "\n  labels:\n    kueue.x-k8s.io/queue-name: " + queue +
+                    "\n  annotations:\n    commgate.io/parameters: 1M\n"
+                    "    commgate.io/batch-size: \"4096\"\n    commgate.io/optimizer: sgd\n"
+                    "spec:\n  runPolicy:\n    suspend: true\n  pytorchReplicaSpecs:\n" +
+                    spec("Master", 1) + spec("Worker", workers));
+    return path.string();
+  }
+
+  // The Workload the stand-in made for PyTorchJob `job` (its controller owner), or null.
+  static json workload_of(const std::string& ns, const std::string& job) {
+    const json list = cluster_->get_json({"get", "workloads", "-n", ns, "--show-managed-fields"});
+    const json items = list.is_object() ? list.value("items", json::array()) : json::array();
+    for (const json& w : items)
+      for (const json& o : w.value(json::json_pointer("/metadata/ownerReferences"), json::array()))
+        if (o.value("kind", "") == "PyTorchJob" && o.value("name", "") == job) return w;
+    return json();
+  }
+  static json workload(const std::string& ns, const std::string& name) {
+    return cluster_->get_json({"get", "workload", "-n", ns, name, "--show-managed-fields"});
+  }
+  static json pytorchjob_object(const std::string& ns, const std::string& name) {
+    return cluster_->get_json({"get", "pytorchjob", "-n", ns, name});
+  }
+  static bool suspended(const json& job) {
+    return job.is_object() &&
+           job.value(json::json_pointer("/spec/runPolicy/suspend"), false) == true;
+  }
+  static std::string name_of(const json& object) {
+    return object.is_object() ? object.value(json::json_pointer("/metadata/name"), std::string())
+                              : "";
+  }
+  // The messages of the Events about `object` in `ns` with `reason`.
+  // `uid`: only those about that object (a re-created one has the same name).
+  static std::vector<std::string> events_about(const std::string& ns, const std::string& object,
+                                               const std::string& reason,
+                                               const std::string& uid = "") {
+    std::vector<std::string> out;
+    const json list = cluster_->get_json({"get", "events", "-n", ns});
+    for (const json& e : list.is_object() ? list.value("items", json::array()) : json::array())
+      if (e.value(json::json_pointer("/involvedObject/name"), std::string()) == object &&
+          e.value("reason", "") == reason &&
+          (uid.empty() || e.value(json::json_pointer("/involvedObject/uid"), std::string()) == uid))
+        out.push_back(e.value("type", "") + ": " + e.value("message", ""));
+    return out;
+  }
+  static std::string dump(const json& object) { return object.is_null() ? "null" : object.dump(2); }
+
+  static inline std::string skip_reason_;
+  static inline bool setup_failed_ = false;
+  static inline bool any_failed_ = false;
+  static inline std::unique_ptr<E2eCluster> cluster_;
+  static inline std::unique_ptr<ChildProcess> operator_;
+  // What the cases hand on.
+  static inline bool taint_job_submitted_ = false;
+  static inline std::string fast_workload_;  // admitted by case 2
+  static inline std::string slow_workload_;  // rejected by case 4
+  static inline std::string slow_message_;   // its entry's message
+  Clock::time_point started_;
+};
+
+// Case 4 of the issue, first half: a check naming a CommPolicy that does not exist.
+TEST_F(KueueE2eTest, a_check_naming_a_missing_policy_is_inactive_and_its_queue_reserves_no_quota) {
+  json check;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        check = cluster_->get_json({"get", "admissioncheck", "comm-taint"});
+        return !condition_of(check, "Active").empty();
+      },
+      30s))
+      << dump(check);
+  const json active = condition_of(check, "Active");
+  EXPECT_EQ(active.value("status", ""), "False") << dump(active);
+  EXPECT_EQ(active.value("reason", ""), "BadParametersRef") << dump(active);
+  EXPECT_NE(active.value("message", "").find("CommPolicy \"e2e-taint\" not found"),
+            std::string::npos)
+      << dump(active);
+  // commgate's own check without parameters is active meanwhile.
+  EXPECT_EQ(condition_of(cluster_->get_json({"get", "admissioncheck", "comm"}), "Active")
+                .value("status", ""),
+            "True");
+
+  const Result applied =
+      cluster_->alice({"apply", "-f", pytorchjob("pt-taint", "ml-taint", "tainted", 1)});
+  ASSERT_EQ(applied.code, 0) << applied.output;
+  taint_job_submitted_ = true;
+  json wl;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        wl = workload_of("ml-taint", "pt-taint");
+        return wl.is_object();
+      },
+      30s))
+      << "the stand-in made no Workload for pt-taint";
+  // Its quota is looked at again by the case after the next, which has had the whole of
+  // the next case's time to reserve it; here, right away, it has none.
+  EXPECT_FALSE(wl.contains("status") && wl["status"].contains("admission")) << dump(wl);
+}
+
+// Cases 1 and 3 of the issue: Pending while probed, then Ready; another check's entry
+// untouched.
+TEST_F(KueueE2eTest, fast_pool_job_is_pending_while_probed_then_ready_beside_another_check) {
+  const int probes_before = cluster_->probe_job_creates();
+  const Result applied = cluster_->alice({"apply", "-f", pytorchjob("pt-fast", "ml", "fast", 1)});
+  ASSERT_EQ(applied.code, 0) << applied.output;
+
+  // Our entry Pending, written by commgate with the probe's progress.
+  json wl;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        wl = workload_of("ml", "pt-fast");
+        return entry_state(check_entry(wl, "comm")) == "Pending" &&
+               !managed_fields_of(wl, kCommManager).empty();
+      },
+      60s))
+      << dump(wl);
+  const json pending = check_entry(wl, "comm");
+  EXPECT_NE(entry_message(pending).find("pool"), std::string::npos) << dump(pending);
+  std::cout << "[kueue-e2e] pt-fast Pending: " << entry_message(pending) << std::endl;
+  fast_workload_ = name_of(wl);
+  EXPECT_TRUE(suspended(pytorchjob_object("ml", "pt-fast"))) << "runs before it is checked";
+
+  // The other controller's entry, as that controller writes it.
+  write(cluster_->dir() / "other-entry.yaml",
+        "apiVersion: kueue.x-k8s.io/v1beta2\n"
+        "kind: Workload\nmetadata:\n  name: " +
+            fast_workload_ +
+            "\n  namespace: ml\nstatus:\n"
+            "  admissionChecks:\n"
+            "    - name: other\n"
+            "      state: Ready\n"
+            "      message: capacity booked by other\n"
+            "      lastTransitionTime: "
+            "\"2026-12-07T00:00:01Z\"\n");
+  const Result other = cluster_->admin({"apply", "--server-side", "--force-conflicts",
+                                        "--field-manager", kOtherManager, "--subresource", "status",
+                                        "-f", (cluster_->dir() / "other-entry.yaml").string()});
+  ASSERT_EQ(other.code, 0) << other.output;
+  const json before = workload("ml", fast_workload_);
+  const json other_before = check_entry(before, "other");
+  const json fields_before = managed_fields_of(before, kOtherManager);
+  ASSERT_EQ(entry_state(other_before), "Ready") << dump(before);
+  ASSERT_FALSE(fields_before.empty()) << dump(before);
+  // commgate still measures: what it writes from here on is written beside the entry.
+  ASSERT_EQ(entry_state(check_entry(before, "comm")), "Pending")
+      << "the fast pool was measured before the other entry was written: " << dump(before);
+
+  // While the probe runs, the message follows it (the probe Job, its pods' stages).
+  json ready;
+  std::string progress;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        ready = workload("ml", fast_workload_);
+        const json e = check_entry(ready, "comm");
+        if (entry_state(e) == "Pending" &&
+            entry_message(e).find("waiting for the measurement of pool") != std::string::npos)
+          progress = entry_message(e);
+        return entry_state(e) != "Pending";
+      },
+      240s))
+      << dump(ready) << cluster_->cluster_dump();
+  std::cout << "[kueue-e2e] pt-fast Pending while probed: " << progress << std::endl;
+  EXPECT_NE(progress.find("probe commgate-system/" + probe_job_of(kFastPool)), std::string::npos)
+      << "no progress message seen while the pool was probed: " << progress;
+  const json ours = check_entry(ready, "comm");
+  ASSERT_EQ(entry_state(ours), "Ready") << dump(ours);
+  // The numbers: the predicted share at the node count, from the probe.
+  EXPECT_NE(entry_message(ours).find("%"), std::string::npos) << dump(ours);
+  EXPECT_NE(entry_message(ours).find("2 nodes"), std::string::npos) << dump(ours);
+  std::cout << "[kueue-e2e] pt-fast Ready: " << entry_message(ours) << std::endl;
+  EXPECT_EQ(cluster_->probe_job_creates(probe_job_of(kFastPool)), 1);
+  EXPECT_EQ(cluster_->probe_job_creates(), probes_before + 1);
+
+  // Kueue admits (both checks Ready) and unsuspends the job.
+  json job;
+  EXPECT_TRUE(poll_until(
+      [&] {
+        job = pytorchjob_object("ml", "pt-fast");
+        return job.is_object() && !suspended(job);
+      },
+      30s))
+      << dump(job);
+  const json admitted = workload("ml", fast_workload_);
+  EXPECT_EQ(condition_of(admitted, "Admitted").value("status", ""), "True") << dump(admitted);
+
+  // The other controller's entry and its managedFields entry, byte for byte.
+  EXPECT_EQ(check_entry(admitted, "other").dump(), other_before.dump()) << dump(admitted);
+  EXPECT_EQ(managed_fields_of(admitted, kOtherManager).dump(), fields_before.dump())
+      << dump(admitted);
+  EXPECT_EQ(events_about("ml", fast_workload_, "AdmissionCheckUpdated").size(), 1u)
+      << "one Event, for Pending -> Ready";
+}
+
+// Case 4, second half, and case 5 of the issue.
+TEST_F(KueueE2eTest, the_created_policy_activates_the_check_and_an_unschedulable_probe_is_retry) {
+  if (!taint_job_submitted_) GTEST_SKIP() << "needs the first case's job: run the whole program";
+  // The job waited through the whole previous case with no quota: its ClusterQueue lists
+  // an inactive check.
+  json wl = workload_of("ml-taint", "pt-taint");
+  ASSERT_TRUE(wl.is_object());
+  EXPECT_FALSE(wl.contains("status") && wl["status"].contains("admission")) << dump(wl);
+
+  // The policy the check names: the namespace's own; onInsufficientNodes: ignore creates
+  // the probe's pods whatever the pool has (they then cannot be scheduled); a 1 s backoff
+  // keeps the requeues quick.
+  write(cluster_->dir() / "policy-taint.yaml",
+        policy_yaml("e2e-taint", "ml-taint",
+                    "  onInsufficientNodes: ignore\n"
+                    "  retryStrategy:\n    backoffLimitCount: 3\n"
+                    "    backoffBaseSeconds: 1\n    backoffMaxSeconds: 2\n"));
+  cluster_->apply_through_webhook(cluster_->dir() / "policy-taint.yaml");
+  ASSERT_FALSE(HasFatalFailure());
+  json active;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        active =
+            condition_of(cluster_->get_json({"get", "admissioncheck", "comm-taint"}), "Active");
+        return active.value("status", "") == "True";
+      },
+      30s))
+      << dump(active);
+  EXPECT_NE(active.value("message", "").find("e2e-taint"), std::string::npos) << dump(active);
+
+  // Quota, a probe that cannot be scheduled, Retry; Kueue evicts the Workload, resets the
+  // entry to Pending with retryCount + 1 and requeues it after requeueAfterSeconds, and it
+  // comes round again (the pool's probe backs off, so Retry again).
+  const std::string name = name_of(wl);
+  json retried;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        retried = workload("ml-taint", name);
+        return check_entry(retried, "comm-taint").value("retryCount", 0) >= 2;
+      },
+      120s))
+      << dump(retried) << cluster_->cluster_dump();
+  const json entry = check_entry(retried, "comm-taint");
+  std::cout << "[kueue-e2e] pt-taint after two retries: " << dump(entry) << std::endl;
+  // Kept by Kueue's reset from the Retry entry commgate wrote.
+  EXPECT_GE(entry.value("requeueAfterSeconds", 0), 1) << dump(entry);
+  // commgate's Retry, in its Warning Event on the Workload: why the probe failed.
+  std::string retry;
+  for (const std::string& e : events_about("ml-taint", name, "AdmissionCheckUpdated"))
+    if (e.find("to Retry") != std::string::npos) retry = e;
+  ASSERT_FALSE(retry.empty()) << "no Event for the Retry: " << dump(retried);
+  std::cout << "[kueue-e2e] pt-taint: " << retry << std::endl;
+  EXPECT_EQ(retry.rfind("Warning: ", 0), 0u) << retry;
+  EXPECT_NE(retry.find("failed"), std::string::npos) << retry;
+  EXPECT_NE(retry.find("taint"), std::string::npos) << retry;
+  EXPECT_TRUE(suspended(pytorchjob_object("ml-taint", "pt-taint")));
+
+  // Never Retry on an admitted Workload: the fast one stays Ready and admitted.
+  if (!fast_workload_.empty()) {
+    const json fast = workload("ml", fast_workload_);
+    EXPECT_EQ(entry_state(check_entry(fast, "comm")), "Ready") << dump(fast);
+    EXPECT_EQ(condition_of(fast, "Admitted").value("status", ""), "True") << dump(fast);
+  }
+  // The job goes: nothing waits on the tainted pool any more, so no more probes of it.
+  EXPECT_EQ(cluster_->alice({"delete", "pytorchjob", "-n", "ml-taint", "pt-taint"}).code, 0);
+  // Its last probe is recorded and deleted: it would hold the probe slot the next case's
+  // probe needs.
+  EXPECT_TRUE(poll_until(
+      [&] { return cluster_->probe_jobs().count(probe_job_of(kTaintedPool)) == 0; }, 60s))
+      << json(cluster_->probe_jobs()).dump();
+}
+
+// Cases 2 and 6 of the issue: Rejected with the largest passing count, through a SIGKILL
+// of the operator mid-probe.
+TEST_F(KueueE2eTest, slow_pool_job_is_rejected_with_one_probe_though_the_operator_was_killed) {
+  const std::string probe = probe_job_of(kSlowPool);
+  ASSERT_EQ(cluster_->probe_job_creates(probe), 0);
+  const Result applied = cluster_->alice({"apply", "-f", pytorchjob("pt-slow", "ml", "slow", 2)});
+  ASSERT_EQ(applied.code, 0) << applied.output;
+
+  // Mid-probe: a probe pod of the slow pool runs.
+  ASSERT_TRUE(poll_until(
+      [&] {
+        for (const json& pod : cluster_->probe_pods())
+          if (pod.value(json::json_pointer("/metadata/name"), std::string()).rfind(probe, 0) == 0 &&
+              pod.value(json::json_pointer("/status/phase"), std::string()) == "Running")
+            return true;
+        return false;
+      },
+      120s))
+      << "no probe pod of the slow pool ran:\n"
+      << operator_->output() << cluster_->cluster_dump();
+  std::cout << "[kueue-e2e] pt-slow: its pool's probe runs after " << seconds_since(started_)
+            << " s; killing the operator" << std::endl;
+  const auto probes = cluster_->probe_jobs();
+  ASSERT_EQ(probes.count(probe), 1u) << json(probes).dump();
+  json wl = workload_of("ml", "pt-slow");
+  EXPECT_EQ(entry_state(check_entry(wl, "comm")), "Pending") << dump(wl);
+
+  const auto killed_at = Clock::now();
+  ASSERT_EQ(::kill(operator_->pid(), SIGKILL), 0);
+  EXPECT_EQ(operator_->wait_exit(10s), 128 + SIGKILL);
+  operator_ = start_operator("operator-restarted.log");
+  ASSERT_TRUE(E2eCluster::wait_for_output(*operator_, "started reconciling", 60s))
+      << operator_->output();
+  std::cout << "[kueue-e2e] the restarted operator leads " << seconds_since(killed_at)
+            << " s after the kill" << std::endl;
+
+  ASSERT_TRUE(poll_until(
+      [&] {
+        wl = workload_of("ml", "pt-slow");
+        return wl.is_object() && wl.value(json::json_pointer("/spec/active"), true) == false;
+      },
+      240s, 1s))
+      << dump(wl) << cluster_->cluster_dump();
+  slow_workload_ = name_of(wl);
+  std::cout << "[kueue-e2e] pt-slow: deactivated " << seconds_since(killed_at)
+            << " s after the kill" << std::endl;
+  EXPECT_EQ(cluster_->probe_job_creates(probe), 1) << "the restarted operator probed again";
+
+  // commgate's message is in its Event (Kueue resets the entry to Pending after the
+  // deactivation, "Previously: Rejected"): the share and the largest count that passes.
+  const auto events = events_about("ml", slow_workload_, "AdmissionCheckUpdated");
+  std::string rejected;
+  for (const std::string& e : events)
+    if (e.find("to Rejected") != std::string::npos) rejected = e;
+  ASSERT_FALSE(rejected.empty()) << json(events).dump(2);
+  std::cout << "[kueue-e2e] pt-slow: " << rejected << std::endl;
+  EXPECT_EQ(rejected.rfind("Warning: ", 0), 0u) << rejected;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(rejected, m, std::regex("largest count that passes is ([0-9]+) node")))
+      << rejected;
+  EXPECT_LT(std::stoi(m[1]), 3) << rejected;
+  EXPECT_NE(rejected.find("%"), std::string::npos) << rejected;
+  ASSERT_NE(rejected.find("with message: "), std::string::npos) << rejected;
+  slow_message_ = rejected.substr(rejected.find("with message: "));
+  // The entry as the user reads it: Rejected, or Kueue's reset saying it was.
+  const json entry = check_entry(wl, "comm");
+  EXPECT_TRUE(entry_state(entry) == "Rejected" ||
+              entry_message(entry).find("Previously: Rejected") != std::string::npos)
+      << dump(entry);
+  EXPECT_TRUE(suspended(pytorchjob_object("ml", "pt-slow"))) << "runs although rejected";
+}
+
+// Case 7 of the issue: a re-created Workload gets the same answer, probing nothing.
+TEST_F(KueueE2eTest, a_recreated_workload_gets_the_same_answer_without_a_probe) {
+  if (slow_workload_.empty()) GTEST_SKIP() << "needs the slow job's case: run the whole program";
+  const std::string old_uid =
+      workload("ml", slow_workload_).value(json::json_pointer("/metadata/uid"), std::string());
+  ASSERT_FALSE(old_uid.empty());
+  const Result deleted =
+      cluster_->admin({"delete", "workload", "-n", "ml", slow_workload_, "--wait=false"});
+  ASSERT_EQ(deleted.code, 0) << deleted.output;
+
+  // The stand-in creates a new one for the same job (same name: it is the job's), which
+  // queues, gets quota, and is rejected again.
+  json wl;
+  std::string uid;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        wl = workload_of("ml", "pt-slow");
+        uid = wl.is_object() ? wl.value(json::json_pointer("/metadata/uid"), std::string()) : "";
+        return !uid.empty() && uid != old_uid &&
+               wl.value(json::json_pointer("/spec/active"), true) == false;
+      },
+      120s, 1s))
+      << dump(wl) << operator_->output();
+  std::string again;
+  for (const std::string& e : events_about("ml", slow_workload_, "AdmissionCheckUpdated", uid))
+    if (e.find("to Rejected") != std::string::npos) again = e;
+  ASSERT_FALSE(again.empty()) << "no Rejected Event on the new Workload " << uid;
+  EXPECT_EQ(again.substr(again.find("with message: ")), slow_message_);
+  EXPECT_EQ(cluster_->probe_job_creates(probe_job_of(kSlowPool)), 1) << "a second probe";
+  EXPECT_TRUE(suspended(pytorchjob_object("ml", "pt-slow")));
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate
