@@ -119,8 +119,9 @@ std::string share_of_schedule_hidden(double overlap) {
 std::string evidence(const Measurement& m, const Predictor& p) {
   std::string transport = m.backend;
   if (!m.transport.empty() && m.transport != "unknown") transport += " over " + m.transport;
+  // A profile written without its backend (by hand, or an old one) says none.
   std::string s = "measured all-reduce busbw " + format_gbps(m.link.busbw_bytes_per_s) + " (" +
-                  transport + ", " + std::to_string(m.nodes_probed) +
+                  (transport.empty() ? "" : transport + ", ") + std::to_string(m.nodes_probed) +
                   " nodes probed), compute step " + ms(m.compute->total_s());
   if (m.compute_source == ComputeSource::kHint) s += " (from spec.model.stepTimeHintMs)";
   if (m.measured_ddp_step && p.correction) {

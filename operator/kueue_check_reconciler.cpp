@@ -189,6 +189,18 @@ std::vector<std::string> check_hostnames(const Workload& wl) {
   }
 }
 
+// The recorded answer to `request` (kRequest) under the policy that governs it now, while
+// the measurement it came from would still be fresh; nullopt otherwise.
+std::optional<CheckOutcome> check_held_record(const CheckDecisionRecords& records,
+                                              const WorkloadRequest& request,
+                                              const Snapshot& snapshot, TimePoint now) {
+  const auto policy = select_policy(request.job, snapshot, nullptr);
+  if (!policy) return std::nullopt;
+  return records.find(
+      request.record_key, policy_record_version(*policy),
+      now - std::chrono::duration_cast<TimePoint::duration>(policy->spec.measurement_ttl));
+}
+
 WorkloadRequest check_request(const CheckInputs& in, const std::string& check,
                               const Snapshot& snapshot) {
   const int64_t gpus = check_gpus_per_node(snapshot, check_first_pool(in.workload, in.flavors));
@@ -250,12 +262,6 @@ WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
     out.message = check_errors_text(model.errors);
     return out;
   }
-  out.record_key = detail::meta_string(*owner_job, "uid");
-  for (size_t i = 0; i < shape.pod_sets.size(); ++i)
-    out.record_key += (i == 0 ? "|" : ",") + shape.pod_sets[i] + "=" +
-                      std::to_string(wl.admitted_count(shape.pod_sets[i]));
-  // Two checks of ours holding the Workload to two policies decide apart.
-  out.record_key += "|policy=" + policy_ref;
   TrainingJob& job = out.job;
   job.metadata = wl.metadata;
   job.spec.policy_ref = policy_ref;
@@ -264,6 +270,27 @@ WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
     return out;
   }
   const PodSet& first = *wl.pod_set(shape.pod_sets.front());
+  // One all-reduce ring, one pool: pod sets on different pools (other flavors, other
+  // nodeSelectors) would be decided by the first one's measurement alone (the attacker
+  // review of 2026-12-07: a Master on a measured fast rack and Workers on a slow one were
+  // Ready at the fast rack's numbers).
+  const std::map<std::string, std::string> pool = check_pool_selector(wl, first, flavors);
+  for (const std::string& name : shape.pod_sets) {
+    const PodSet* ps = wl.pod_set(name);
+    if (!ps || wl.admitted_count(name) == 0) continue;
+    if (const auto other = check_pool_selector(wl, *ps, flavors); other != pool) {
+      out.kind = WorkloadRequest::Kind::kMixedPools;
+      out.message = "commgate rejected this job: its training pod sets run on different pools (" +
+                    first.name + " on nodeSelector " + format_node_selector(pool) + ", " + name +
+                    " on " + format_node_selector(other) +
+                    ", their ResourceFlavor's nodeLabels and their own nodeSelector), and "
+                    "commgate measures one pool for a job's all-reduce: it cannot check this "
+                    "one. Kueue has deactivated this workload: delete the job and create it "
+                    "with one nodeSelector for every replica, queued where one ResourceFlavor "
+                    "serves them all.";
+      return out;
+    }
+  }
   job.spec.num_nodes = static_cast<int>(std::clamp<int64_t>(shape.nodes, 1, kMaxNodes));
   job.spec.min_nodes = job.spec.num_nodes;  // a Workload is admitted at its count or not
   job.spec.min_nodes_field = "the Workload's node count";
@@ -279,6 +306,23 @@ WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
     job.spec.template_accelerators["nvidia.com/gpu"] =
         static_cast<double>(shape.gpus_per_pod * std::max<int64_t>(1, shape.pods_per_node));
   job.spec.model = model.model;
+  // The decision record answers this request again only for the same job, counts, pool
+  // (hosts included), processes, GPUs and model (the attacker review of 2026-12-07: a
+  // Workload requeued onto another flavor or other hosts, or re-created for a job edited
+  // while suspended, got the first answer). Names and quantities here are DNS names and
+  // numbers: none holds the separator.
+  out.record_key = detail::meta_string(*owner_job, "uid");
+  for (size_t i = 0; i < shape.pod_sets.size(); ++i)
+    out.record_key += (i == 0 ? "|" : ",") + shape.pod_sets[i] + "=" +
+                      std::to_string(wl.admitted_count(shape.pod_sets[i]));
+  // Two checks of ours holding the Workload to two policies decide apart.
+  out.record_key += "|policy=" + policy_ref;
+  out.record_key += "|pool=" + pool_name(job.spec.node_selector, job.spec.hostnames) +
+                    "|procs=" + std::to_string(job.spec.num_proc_per_node) +
+                    "|gpus=" + std::to_string(shape.gpus_per_pod) +
+                    "|model=" + probe_model_annotation(job.spec.model) + "|" +
+                    job.spec.model.torch_script;
+  for (int64_t d : job.spec.model.input_shape) out.record_key += "," + std::to_string(d);
   out.kind = WorkloadRequest::Kind::kRequest;
   return out;
 }
@@ -330,14 +374,34 @@ CheckOutcome check_outcome(const JobDecision& jd, const json* profile, TimePoint
           .pool = jd.profile_name};
 }
 
+std::string policy_record_version(const CommPolicy& policy) {
+  return policy.metadata.name + "/" + policy.metadata.uid + "/" + policy.metadata.resource_version;
+}
+
 CheckOutcome no_model_outcome(const std::optional<CommPolicy>& policy,
                               const std::string& policy_error) {
   using Kind = CheckOutcome::Kind;
   if (!policy)
     return {.kind = Kind::kProbePending,
             .message = "no CommPolicy to check the workload against: " + policy_error};
-  if (policy->spec.admission_check.without_model == WithoutModelAction::kReady)
+  // Under the workload gate a queued multi-node job passes only naming its model (its own
+  // annotation, or its Namespace's as the gate saw it): one that names none by now (the
+  // Namespace's default removed since) is not let through unmeasured (the attacker review
+  // of 2026-12-07).
+  if (policy->spec.admission_check.without_model == WithoutModelAction::kReady &&
+      policy->spec.unmanaged_workloads != UnmanagedWorkloads::kDeny)
     return {.kind = Kind::kNoModel, .message = ""};
+  if (policy->spec.unmanaged_workloads == UnmanagedWorkloads::kDeny &&
+      policy->spec.admission_check.without_model == WithoutModelAction::kReady)
+    return {.kind = Kind::kNoModelRejected,
+            .message = "commgate rejected this job: it names no model, and " +
+                       policy_label(policy->metadata.name) +
+                       " gates every multi-node workload (spec.unmanagedWorkloads: deny), so "
+                       "none runs unmeasured. Annotate the job with commgate.io/parameters (the "
+                       "gradient element count, e.g. 350M) and optionally "
+                       "commgate.io/gradient-dtype, commgate.io/batch-size and "
+                       "commgate.io/optimizer, then submit it again: Kueue has deactivated this "
+                       "workload, so delete the job and create it with the annotations."};
   return {.kind = Kind::kNoModelRejected,
           .message = "commgate rejected this job: it names no model, and " +
                      policy_label(policy->metadata.name) +
@@ -394,7 +458,8 @@ std::optional<MeasurementDemand> workload_measurement_demand(const kube::Reader&
   if (!in) return std::nullopt;
   check_read_request_inputs(reader, *in);
   const WorkloadRequest request = check_request(*in, checks.front(), snapshot);
-  if (request.kind != WorkloadRequest::Kind::kRequest || records.find(request.record_key))
+  if (request.kind != WorkloadRequest::Kind::kRequest ||
+      check_held_record(records, request, snapshot, now))
     return std::nullopt;
   return request_measurement_demand(key, request.job, snapshot, now);
 }
@@ -498,7 +563,18 @@ CheckOutcome KueueCheckReconciler::decide(Context& ctx) {
     case WorkloadRequest::Kind::kInvalid:
       return {.kind = Kind::kBadAnnotations,
               .message = "commgate cannot check this workload: " + request.message};
+    case WorkloadRequest::Kind::kMixedPools:
+      return {.kind = Kind::kCannotCheck, .message = request.message};
     case WorkloadRequest::Kind::kNoModel: {
+      // Which policy governs a namespace the cache has not seen is not known (and with it
+      // whether a model is required): wait, as decide_for_job does for a TrainingJob.
+      const std::string& ns = request.job.metadata.namespace_;
+      if (ctx.snapshot->namespaces_listed && !ctx.snapshot->namespace_labels.contains(ns))
+        return {.kind = Kind::kProbePending,
+                .message = "namespace " + ns +
+                           " is not in commgate's cache of Namespaces yet, so which CommPolicy "
+                           "governs it is not known; commgate checks the job once it sees the "
+                           "namespace"};
       std::string error;
       const auto policy = select_policy(request.job, *ctx.snapshot, &error);
       return no_model_outcome(policy, error);
@@ -506,12 +582,12 @@ CheckOutcome KueueCheckReconciler::decide(Context& ctx) {
     case WorkloadRequest::Kind::kRequest:
       break;
   }
-  if (auto held = records_.find(request.record_key)) return *held;
+  if (auto held = check_held_record(records_, request, *ctx.snapshot, ctx.now)) return *held;
   const JobDecision jd = decide_for_job(request.job, *ctx.snapshot, Requester{}, ctx.now);
   const auto profile = detail::get_or_null(reader_, detail::profile_path(jd.profile_name));
   const CheckOutcome outcome = check_outcome(jd, profile ? &*profile : nullptr, ctx.now);
-  records_.remember(request.record_key, outcome);
   if (!jd.policy) return outcome;
+  records_.remember(request.record_key, outcome, policy_record_version(*jd.policy), ctx.now);
   // Kueue has no timeout on Pending: the policy bounds the wait for the probe.
   AdmissionCheckState current;
   if (const AdmissionCheckState* entry = ctx.in.workload.check(ctx.check)) current = *entry;
@@ -547,18 +623,25 @@ void KueueCheckReconciler::write(Context& ctx, const std::string& check,
   }
 }
 
-std::optional<CheckOutcome> CheckDecisionRecords::find(const std::string& record_key) const {
+std::optional<CheckOutcome> CheckDecisionRecords::find(const std::string& record_key,
+                                                       const std::string& policy_version,
+                                                       TimePoint not_before) const {
   std::lock_guard lock(mu_);
-  if (auto it = records_.find(record_key); it != records_.end()) return it->second;
-  return std::nullopt;
+  const auto it = records_.find(record_key);
+  if (it == records_.end() || it->second.policy_version != policy_version ||
+      it->second.decided_at < not_before)
+    return std::nullopt;
+  return it->second.outcome;
 }
 
-void CheckDecisionRecords::remember(const std::string& record_key, const CheckOutcome& outcome) {
+void CheckDecisionRecords::remember(const std::string& record_key, const CheckOutcome& outcome,
+                                    const std::string& policy_version, TimePoint decided_at) {
   if (outcome.kind != CheckOutcome::Kind::kWithinPolicy &&
       outcome.kind != CheckOutcome::Kind::kOverPolicy)
     return;
   std::lock_guard lock(mu_);
-  if (records_.insert_or_assign(record_key, outcome).second) order_.push_back(record_key);
+  if (records_.insert_or_assign(record_key, Record{outcome, policy_version, decided_at}).second)
+    order_.push_back(record_key);
   while (records_.size() > capacity_ && !order_.empty()) {
     records_.erase(order_.front());
     order_.pop_front();

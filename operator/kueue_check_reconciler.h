@@ -86,6 +86,9 @@ struct WorkloadRequest {
     kRequest,  // `job` holds it
     kNoModel,  // the owner job has no model annotation: the policy says (no_model_outcome)
     kInvalid,  // `message` says what is wrong, with field paths
+    // The training pod sets run on different pools: `message` says which; it cannot be
+    // checked as one (Rejected).
+    kMixedPools,
   };
   Kind kind = Kind::kInvalid;
   // metadata: the Workload's namespace, name, uid and creation time; spec.policyRef (also
@@ -93,8 +96,9 @@ struct WorkloadRequest {
   // minNodes: a Workload is not resized), numProcPerNode, nodeSelector, tolerations, model,
   // suspend true.
   TrainingJob job;
-  // The decision record's key: the owner job's uid, the training pod sets' counts and the
-  // policy reference.
+  // The decision record's key (kRequest): the owner job's uid, the training pod sets'
+  // counts, the policy reference, the pool (hostnames included), the processes per node,
+  // the GPUs per pod and the model.
   std::string record_key;
   std::string message;
 };
@@ -124,6 +128,10 @@ CheckOutcome check_outcome(const JobDecision& jd, const nlohmann::json* profile,
 CheckOutcome no_model_outcome(const std::optional<CommPolicy>& policy,
                               const std::string& policy_error);
 
+// Which version of `policy` a decision record was made under: its name, uid and
+// resourceVersion (the built-in default has none).
+std::string policy_record_version(const CommPolicy& policy);
+
 // The bound `policy` puts on the Pending wait of our entry `current`: maxPendingSeconds, and
 // the Retry's delay from its retryStrategy (probe_retry_delay at Kueue's retryCount + 1:
 // each requeue of the same Workload waits twice as long, up to backoffMaxSeconds).
@@ -139,15 +147,26 @@ class CheckDecisionRecords {
  public:
   static constexpr size_t kDefaultCapacity = 10000;
   explicit CheckDecisionRecords(size_t capacity = kDefaultCapacity) : capacity_(capacity) {}
-  std::optional<CheckOutcome> find(const std::string& record_key) const;
+  // The outcome recorded for `record_key` under the policy version `policy_version`
+  // (policy_record_version) no earlier than `not_before` (now less the policy's
+  // measurementTTL: a decision lasts as long as the measurement it came from); nullopt
+  // otherwise (a tightened policy, or an old record, decides again).
+  std::optional<CheckOutcome> find(const std::string& record_key, const std::string& policy_version,
+                                   TimePoint not_before) const;
   // Kept only when `outcome` is a decision (Ready or Rejected).
-  void remember(const std::string& record_key, const CheckOutcome& outcome);
+  void remember(const std::string& record_key, const CheckOutcome& outcome,
+                const std::string& policy_version, TimePoint decided_at);
   size_t size() const;
 
  private:
+  struct Record {
+    CheckOutcome outcome;
+    std::string policy_version;
+    TimePoint decided_at{};
+  };
   const size_t capacity_;
   mutable std::mutex mu_;
-  std::map<std::string, CheckOutcome> records_;
+  std::map<std::string, Record> records_;
   std::deque<std::string> order_;  // record keys, oldest first
 };
 

@@ -29,6 +29,7 @@ CheckState check_state_for(Kind kind) {
       return CheckState::kReady;
     case Kind::kOverPolicy:
     case Kind::kNoModelRejected:
+    case Kind::kCannotCheck:
       return CheckState::kRejected;
   }
   return CheckState::kPending;

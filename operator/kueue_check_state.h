@@ -71,6 +71,7 @@ struct CheckOutcome {
     kBadAnnotations,   // the model annotations do not parse             -> Pending
     kNoModel,          // the job names no model, and the policy admits  -> Ready
     kNoModelRejected,  // the job names no model, and the policy asks for one -> Rejected
+    kCannotCheck,      // the job cannot be checked as it is (pods on mixed pools) -> Rejected
   };
   Kind kind = Kind::kProbePending;
   std::string message;

@@ -819,6 +819,18 @@ TEST(Decision, a_measured_count_that_fails_bounds_the_larger_ones) {
   EXPECT_EQ(d.admitted_nodes, 1);
 }
 
+// A profile without its backend (written by hand, or before the field) read "(, 4 nodes
+// probed)" (the attacker review of 2026-12-07).
+TEST(Decision, evidence_without_a_backend_names_only_the_nodes) {
+  TrainingJob job = a_training_job("bert").nodes(4).params(25e6).build();
+  CommPolicy policy = a_policy().max_comm_share(0.9).build();
+  Measurement m = a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build();
+  m.backend.clear();
+  m.transport.clear();
+  const Decision d = decide({&job, &policy, &m, {}, test_now()});
+  EXPECT_NE(d.message.find("busbw 0.5 GB/s (2 nodes probed)"), std::string::npos) << d.message;
+}
+
 struct ShownCase {
   std::string name;
   int requested, admitted, largest_passing, probed;

@@ -202,10 +202,13 @@ struct CheckWorld {
     }
     if (!namespace_annotations.empty())
       s->namespace_commgate_annotations["ml"] = namespace_annotations;
+    s->namespaces_listed = namespaces_listed;
     s->loaded_at = now;
     return s;
   }
   std::map<std::string, std::string> namespace_annotations;  // of the Namespace ml
+  // The snapshot lists every Namespace, and ml is not among them (not seen yet).
+  bool namespaces_listed = false;
 
   // A PyTorchJob's Workload of 1 master + 3 workers of one GPU (4 nodes), quota reserved on
   // flavor gpu-a100, our check and another controller's Pending.
@@ -304,7 +307,8 @@ struct StateCase {
   json annotations = {{"commgate.io/parameters", "25M"}};
   // The commgate.io/ annotations of the Namespace ml: the defaults of the job's.
   std::map<std::string, std::string> namespace_annotations = {};
-  std::string without_model;  // the policy's spec.admissionCheck.withoutModel ("": unset)
+  std::string without_model;        // the policy's spec.admissionCheck.withoutModel ("": unset)
+  std::string unmanaged_workloads;  // the policy's spec.unmanagedWorkloads ("": unset)
   std::string want_state;
   std::string want_message;  // a part of the entry's message
   std::optional<int> want_requeue_after = std::nullopt;
@@ -322,6 +326,11 @@ TEST_P(KueueCheckStates, writes_our_entry_as_the_situation_says) {
   w.namespace_annotations = c.namespace_annotations;
   if (c.pending_for) w.now = kPendingSince + *c.pending_for;
   if (!c.without_model.empty()) w.admission_check_settings({{"withoutModel", c.without_model}});
+  if (!c.unmanaged_workloads.empty()) {
+    json policy = *w.api.peek(kPolicies + "/team");
+    policy["spec"]["unmanagedWorkloads"] = c.unmanaged_workloads;
+    w.api.update(kPolicies + "/team", policy);
+  }
   if (c.busbw_gbps) w.measured(*c.busbw_gbps);
   if (c.failed_attempts > 0) w.probe_failed(c.failed_attempts, 90s);
   WorkloadBuilder b = CheckWorld::a_workload();
@@ -403,6 +412,12 @@ INSTANTIATE_TEST_SUITE_P(
                   .namespace_annotations = {{"commgate.io/optimizer", "lion"}},
                   .want_state = "Pending",
                   .want_message = "Namespace ml metadata.annotations[commgate.io/optimizer]"},
+        StateCase{.name = "rejected_without_a_model_under_the_workload_gate",
+                  .annotations = json::object(),
+                  .unmanaged_workloads = "deny",
+                  .want_state = "Rejected",
+                  .want_message = "gates every multi-node workload (spec.unmanagedWorkloads: "
+                                  "deny)"},
         StateCase{.name = "pending_for_the_probe_within_the_bound",
                   .pending_for = 29min,
                   .want_state = "Pending",
@@ -617,6 +632,78 @@ TEST(KueueCheckReconciler, gives_the_same_answer_to_a_recreated_workload_without
   EXPECT_EQ(w.probes_created(), 0);
 }
 
+// The attacker review of 2026-12-07: the record answered a Workload requeued onto another
+// flavor, or re-created for a job whose model changed, with the first answer. Now each is
+// decided again (here: Rejected on the slow flavor, Pending for the new model's probe).
+TEST(KueueCheckReconciler, a_record_answers_only_the_same_pool_and_model) {
+  CheckWorld w;
+  w.api.seed(kResourceFlavors, {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                {"kind", "ResourceFlavor"},
+                                {"metadata", {{"name", "gpu-slow"}}},
+                                {"spec", {{"nodeLabels", {{"pool", "gpu-slow"}}}}}});
+  w.measured(10.0);
+  w.submit(CheckWorld::a_workload());
+  ASSERT_TRUE(w.reconcile().ok());
+  ASSERT_EQ(w.entry("comm")["state"], "Ready");
+  CommProfile slow = parse_comm_profile(*w.api.peek(w.profile_path()), w.now);
+  slow.metadata = {};
+  slow.metadata.name = pool_name({{"pool", "gpu-slow"}});
+  slow.node_selector = {{"pool", "gpu-slow"}};
+  slow.status.link->busbw_gbps = 0.05;
+  w.api.seed(kProfiles, to_json(slow));
+
+  // Requeued onto the slow flavor: decided there.
+  w.api.remove(kWorkloads + "/" + kWorkloadName);
+  WorkloadBuilder requeued = CheckWorld::a_workload();
+  for (const char* ps : {"master", "worker"})
+    requeued.assignment(ps, "flavors", {{"cpu", "gpu-slow"}, {"nvidia.com/gpu", "gpu-slow"}});
+  w.submit(requeued);
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Rejected") << w.entry("comm").dump();
+
+  // The same flavor, but the job now names a 70G model: not the recorded question.
+  json job = *w.api.peek(kPyTorchJobs + "/pytorch-simple");
+  job["metadata"]["annotations"]["commgate.io/parameters"] = "70G";
+  w.api.update(kPyTorchJobs + "/pytorch-simple", job);
+  w.api.remove(kWorkloads + "/" + kWorkloadName);
+  w.submit(CheckWorld::a_workload());
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Pending") << w.entry("comm").dump();
+}
+
+// The attacker review of 2026-12-07: a job without a model in a namespace the cache has not
+// seen was Ready unmeasured (which policy governs it, and whether it asks for a model, is
+// not known yet): it waits, as a TrainingJob does.
+TEST(KueueCheckReconciler, a_job_without_a_model_waits_for_its_namespace_to_be_seen) {
+  CheckWorld w(json::object());
+  w.namespaces_listed = true;
+  w.submit(CheckWorld::a_workload());
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Pending") << w.entry("comm").dump();
+  EXPECT_NE(w.entry("comm").value("message", "").find("namespace ml is not in commgate's cache"),
+            std::string::npos)
+      << w.entry("comm").dump();
+}
+
+// The attacker review of 2026-12-07: a Master on a measured fast pool and Workers on a slow
+// one were Ready at the fast pool's numbers. Pod sets on different pools are refused.
+TEST(KueueCheckReconciler, training_pod_sets_on_different_pools_are_rejected) {
+  CheckWorld w;
+  w.measured(10.0);
+  w.submit(
+      CheckWorld::a_workload().set("/spec/podSets/1/template/spec/nodeSelector", {{"rack", "r2"}}));
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Rejected") << w.entry("comm").dump();
+  EXPECT_NE(w.entry("comm")
+                .value("message", "")
+                .find("its training pod sets run on different pools (master on nodeSelector "
+                      "{pool=gpu-1g}, worker on {pool=gpu-1g,rack=r2}"),
+            std::string::npos)
+      << w.entry("comm").dump();
+  ASSERT_TRUE(w.measurement.reconcile(w.pool()).ok());
+  EXPECT_EQ(w.probes_created(), 0) << "nothing to measure";
+}
+
 // ---- the measurement demand ----
 
 TEST(KueueCheckMeasurement, a_waiting_workload_and_a_gated_trainingjob_share_one_probe) {
@@ -750,18 +837,32 @@ TEST(WorkloadWaitingPool, is_the_flavors_pool_while_our_entry_is_pending) {
 TEST(CheckDecisionRecords, forget_the_oldest_past_their_capacity) {
   CheckDecisionRecords records(2);
   const CheckOutcome ready{.kind = CheckOutcome::Kind::kWithinPolicy, .message = "ok"};
-  records.remember("a", ready);
-  records.remember("b", ready);
-  records.remember("a", ready);  // again: still one record, still the oldest
-  records.remember("c", ready);
+  const TimePoint t = test_now();
+  records.remember("a", ready, "v", t);
+  records.remember("b", ready, "v", t);
+  records.remember("a", ready, "v", t);  // again: still one record, still the oldest
+  records.remember("c", ready, "v", t);
   EXPECT_EQ(records.size(), 2u);
-  EXPECT_FALSE(records.find("a"));
-  EXPECT_TRUE(records.find("b"));
-  EXPECT_TRUE(records.find("c"));
+  EXPECT_FALSE(records.find("a", "v", t));
+  EXPECT_TRUE(records.find("b", "v", t));
+  EXPECT_TRUE(records.find("c", "v", t));
   // A wait is no decision: never kept.
-  records.remember("d", CheckOutcome{.kind = CheckOutcome::Kind::kProbePending});
-  EXPECT_FALSE(records.find("d"));
+  records.remember("d", CheckOutcome{.kind = CheckOutcome::Kind::kProbePending}, "v", t);
+  EXPECT_FALSE(records.find("d", "v", t));
   EXPECT_EQ(records.size(), 2u);
+}
+
+// A record answers under the policy version it was made under, while the measurement
+// it came from is fresh (the attacker review of 2026-12-07: a tightened policy, or a
+// requeue days later, got the first answer).
+TEST(CheckDecisionRecords, hold_only_under_the_same_policy_and_while_fresh) {
+  CheckDecisionRecords records;
+  const CheckOutcome ready{.kind = CheckOutcome::Kind::kWithinPolicy, .message = "ok"};
+  const TimePoint t = test_now();
+  records.remember("a", ready, "team/u1/7", t);
+  EXPECT_TRUE(records.find("a", "team/u1/7", t - 1h));
+  EXPECT_FALSE(records.find("a", "team/u1/8", t - 1h)) << "the policy changed";
+  EXPECT_FALSE(records.find("a", "team/u1/7", t + 1s)) << "older than the TTL allows";
 }
 
 }  // namespace COMMGATE_TEST_UNIT
