@@ -30,7 +30,12 @@
 //      Rejected with the largest count that passes, one probe Job for the pool, the
 //      Workload deactivated, the job suspended, a Warning Event;
 //   5. that Workload deleted: the stand-in creates a new one for the same job, which gets
-//      the same answer without a second probe.
+//      the same answer without a second probe;
+//   6. a TrainJob (Trainer v2 on its torch runtime) and a JobSet queued to the fast pool
+//      with the same model: Ready from its measurement, no second probe, started by Kueue;
+//   7. topology-aware scheduling on the slow pool: Kueue assigns 2 of its 3 hosts, and
+//      commgate probes exactly those (a CommProfile with spec.hostnames, the probe's pods
+//      on them) and decides from that measurement.
 //
 // Root only (network namespaces), with kubectl, commgate-probe and the ecosystem CRDs;
 // skipped with the reason otherwise. Prints how long each case took.
@@ -38,6 +43,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -45,6 +51,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -186,7 +193,15 @@ class KueueE2eTest : public ::testing::Test {
       crds.push_back(kEcosystem / "kueue-v0.19.2" /
                      ("kueue.x-k8s.io_" + std::string(kind) + ".yaml"));
     crds.push_back(kEcosystem / "training-operator-v1.9.4/kubeflow.org_pytorchjobs.yaml");
+    crds.push_back(kEcosystem / "jobset-v0.12.0/jobset.x-k8s.io_jobsets.yaml");
+    crds.push_back(kEcosystem / "trainer-v2.3.0/trainer.kubeflow.org_trainjobs.yaml");
+    crds.push_back(kEcosystem / "trainer-v2.3.0/trainer.kubeflow.org_clustertrainingruntimes.yaml");
     cluster_->create_files(crds);
+    if (::testing::Test::HasFatalFailure()) return;
+    // Trainer's own torch runtime, which TrainJobs name.
+    const Result runtime = cluster_->admin(
+        {"apply", "-f", (kEcosystem / "trainer-v2.3.0/runtime-torch_distributed.yaml").string()});
+    ASSERT_EQ(runtime.code, 0) << runtime.output;
     if (::testing::Test::HasFatalFailure()) return;
     write(dir / "kueue.yaml", queues_yaml());
     const Result queues = cluster_->admin({"apply", "-f", (dir / "kueue.yaml").string()});
@@ -298,14 +313,19 @@ spec:
     };
     for (const Queue& q :
          {Queue{"fast", kFastPool, "ml", "[comm, other]"}, Queue{"slow", kSlowPool, "ml", "[comm]"},
-          Queue{"tainted", kTaintedPool, "ml-taint", "[comm-taint]"}}) {
+          Queue{"tainted", kTaintedPool, "ml-taint", "[comm-taint]"},
+          Queue{"fast-only", kFastPool, "ml", "[comm]"},
+          Queue{"slow-tas", kSlowPool, "ml", "[comm]"}}) {
       std::string checks;
       for (const char* c : {"comm", "other", "comm-taint"})
         if (q.checks.find(std::string(c) + ",") != std::string::npos ||
             q.checks.find(std::string(c) + "]") != std::string::npos)
           checks += "      - name: " + std::string(c) + "\n";
+      // slow-tas: topology-aware scheduling down to the hostname (every flavor of its
+      // ClusterQueue has a topologyName: Kueue's implied TAS).
       out += "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: " +
-             q.name + "\nspec:\n  nodeLabels:\n    commgate.io/pool: " + q.pool +
+             q.name + "\nspec:\n" + (q.name == "slow-tas" ? "  topologyName: hosts\n" : "") +
+             "  nodeLabels:\n    commgate.io/pool: " + q.pool +
              "\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: " +
              q.name +
              "\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n"
@@ -708,6 +728,163 @@ TEST_F(KueueE2eTest, a_recreated_workload_gets_the_same_answer_without_a_probe) 
   EXPECT_EQ(again.substr(again.find("with message: ")), slow_message_);
   EXPECT_EQ(cluster_->probe_job_creates(probe_job_of(kSlowPool)), 1) << "a second probe";
   EXPECT_TRUE(suspended(pytorchjob_object("ml", "pt-slow")));
+}
+
+// Issue #23's first case, for the other job kinds: a TrainJob (Trainer v2, the upstream
+// example on Trainer's torch runtime) and a JobSet (the upstream example), each queued to
+// the fast pool with the same model, are Ready from the pool's measurement (no second
+// probe) and started by Kueue.
+TEST_F(KueueE2eTest, a_trainjob_and_a_jobset_are_checked_as_a_pytorchjob_is) {
+  if (fast_workload_.empty()) GTEST_SKIP() << "needs the fast job's case: run the whole program";
+  const std::string annotations =
+      "  annotations:\n    commgate.io/parameters: 1M\n"
+      "    commgate.io/batch-size: \"4096\"\n    commgate.io/optimizer: sgd\n";
+  write(cluster_->dir() / "trainjob.yaml",
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n"
+        "  name: tj-fast\n  namespace: ml\n  labels:\n"
+        "    kueue.x-k8s.io/queue-name: fast-only\n" +
+            annotations +
+            "spec:\n  runtimeRef:\n    apiGroup: trainer.kubeflow.org\n"
+            "    kind: ClusterTrainingRuntime\n    name: torch-distributed\n"
+            "  suspend: true\n  trainer:\n    numNodes: 2\n    image: python:3.11-slim\n"
+            "    command: [python3, -c, \"print('training')\"]\n"
+            "    resourcesPerNode:\n      limits:\n        nvidia.com/gpu: 1\n");
+  write(cluster_->dir() / "jobset.yaml",
+        "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata:\n  name: js-fast\n"
+        "  namespace: ml\n  labels:\n    kueue.x-k8s.io/queue-name: fast-only\n" +
+            annotations +
+            "spec:\n  suspend: true\n  replicatedJobs:\n  - name: workers\n    template:\n"
+            "      spec:\n        parallelism: 2\n        completions: 2\n"
+            "        backoffLimit: 0\n        template:\n          spec:\n"
+            "            restartPolicy: Never\n            containers:\n"
+            "            - name: pytorch\n"
+            "              image: gcr.io/k8s-staging-jobset/pytorch-mnist:latest\n"
+            "              resources:\n                limits:\n"
+            "                  nvidia.com/gpu: 1\n");
+  for (const char* file : {"trainjob.yaml", "jobset.yaml"}) {
+    const Result r = cluster_->alice({"apply", "-f", (cluster_->dir() / file).string()});
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  struct Kind {
+    std::string kind, resource, name;
+  };
+  for (const Kind& k :
+       {Kind{"TrainJob", "trainjob", "tj-fast"}, Kind{"JobSet", "jobset", "js-fast"}}) {
+    SCOPED_TRACE(k.kind);
+    json wl, job;
+    ASSERT_TRUE(poll_until(
+        [&] {
+          wl = json();
+          const json list = cluster_->get_json({"get", "workloads", "-n", "ml"});
+          for (const json& w :
+               list.is_object() ? list.value("items", json::array()) : json::array())
+            for (const json& o :
+                 w.value(json::json_pointer("/metadata/ownerReferences"), json::array()))
+              if (o.value("kind", "") == k.kind && o.value("name", "") == k.name) wl = w;
+          job = cluster_->get_json({"get", k.resource, "-n", "ml", k.name});
+          return entry_state(check_entry(wl, "comm")) == "Ready" && job.is_object() &&
+                 job.value(json::json_pointer("/spec/suspend"), true) == false;
+        },
+        60s))
+        << dump(wl) << dump(job) << operator_->output();
+    const std::string message = entry_message(check_entry(wl, "comm"));
+    std::cout << "[kueue-e2e] " << k.kind << " " << k.name << " Ready: " << message << std::endl;
+    EXPECT_NE(message.find("2 nodes"), std::string::npos) << message;
+  }
+  EXPECT_EQ(cluster_->probe_job_creates(probe_job_of(kFastPool)), 1)
+      << "the fast pool's measurement serves them: no second probe";
+}
+
+// The hostnames of a v1beta2 topologyAssignment at the kubernetes.io/hostname level
+// (valuesPerLevel: universal, or individual prefix + roots[i] + suffix), as Kueue's
+// tas_assignment.go decodes it.
+std::vector<std::string> assigned_hosts(const json& assignment) {
+  std::vector<std::string> hosts;
+  for (const json& slice : assignment.value("slices", json::array())) {
+    const int count = slice.value("domainCount", 0);
+    const json level = slice.value("valuesPerLevel", json::array()).at(0);
+    for (int i = 0; i < count; ++i) {
+      if (level.contains("universal")) {
+        hosts.push_back(level["universal"].get<std::string>());
+      } else {
+        const json& ind = level.at("individual");
+        hosts.push_back(ind.value("prefix", "") + ind.at("roots").at(i).get<std::string>() +
+                        ind.value("suffix", ""));
+      }
+    }
+  }
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  return hosts;
+}
+
+// Topology-aware scheduling (issue #23 "Which nodes"): Kueue assigns 2 of the slow pool's 3
+// hosts; commgate measures exactly those (a pool of its own, its probe's pods on them) and
+// decides the Workload from that measurement.
+TEST_F(KueueE2eTest, a_topology_assignment_is_probed_on_exactly_its_hosts) {
+  const Result applied =
+      cluster_->alice({"apply", "-f", pytorchjob("pt-tas", "ml", "slow-tas", 1)});
+  ASSERT_EQ(applied.code, 0) << applied.output;
+  json wl;
+  std::vector<std::string> hosts;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        wl = workload_of("ml", "pt-tas");
+        hosts.clear();
+        for (const json& a :
+             wl.is_object() ? wl.value(json::json_pointer("/status/admission/podSetAssignments"),
+                                       json::array())
+                            : json::array())
+          if (a.contains("topologyAssignment"))
+            for (const std::string& h : assigned_hosts(a["topologyAssignment"])) hosts.push_back(h);
+        std::sort(hosts.begin(), hosts.end());
+        return hosts.size() == 2;
+      },
+      60s))
+      << dump(wl);
+  std::cout << "[kueue-e2e] pt-tas assigned hosts " << json(hosts).dump() << std::endl;
+  const std::string pool = pool_name({{"commgate.io/pool", kSlowPool}}, hosts);
+  const std::string probe = "commgate-probe-" + pool;
+
+  // The hosts' probe: its pods only on those hosts; the pool's CommProfile names them.
+  std::set<std::string> probed_on;
+  json profile;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        for (const json& pod : cluster_->probe_pods())
+          if (pod.value(json::json_pointer("/metadata/name"), std::string()).rfind(probe, 0) == 0 &&
+              !pod.value(json::json_pointer("/spec/nodeName"), std::string()).empty())
+            probed_on.insert(pod.value(json::json_pointer("/spec/nodeName"), std::string()));
+        profile = cluster_->get_json({"get", "commprofile", pool});
+        return profile.is_object() && profile.contains("status") &&
+               profile["status"].contains("link");
+      },
+      240s, 500ms))
+      << dump(profile) << cluster_->cluster_dump();
+  EXPECT_EQ(profile.value(json::json_pointer("/spec/hostnames"), json()), json(hosts))
+      << dump(profile);
+  EXPECT_EQ(profile.value(json::json_pointer("/status/link/nodesProbed"), 0), 2) << dump(profile);
+  EXPECT_EQ(probed_on, std::set<std::string>(hosts.begin(), hosts.end()))
+      << "the probe's pods ran elsewhere than the assigned hosts";
+  EXPECT_EQ(cluster_->probe_job_creates(probe), 1);
+
+  // Decided from the hosts' measurement: Ready or Rejected (on this slow link, Rejected).
+  ASSERT_TRUE(poll_until(
+      [&] {
+        wl = workload_of("ml", "pt-tas");
+        const std::string state = entry_state(check_entry(wl, "comm"));
+        return state == "Ready" || state == "Rejected" ||
+               wl.value(json::json_pointer("/spec/active"), true) == false;
+      },
+      60s, 1s))
+      << dump(wl) << operator_->output();
+  std::string decided;
+  for (const std::string& e : events_about("ml", name_of(wl), "AdmissionCheckUpdated"))
+    if (e.find("to Ready") != std::string::npos || e.find("to Rejected") != std::string::npos)
+      decided = e;
+  std::cout << "[kueue-e2e] pt-tas: " << decided << std::endl;
+  EXPECT_NE(decided.find("2 nodes probed"), std::string::npos)
+      << "decided from the hosts' 2-node measurement: " << decided;
 }
 
 }  // namespace COMMGATE_TEST_UNIT
