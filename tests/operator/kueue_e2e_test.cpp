@@ -35,7 +35,11 @@
 //      with the same model: Ready from its measurement, no second probe, started by Kueue;
 //   7. topology-aware scheduling on the slow pool: Kueue assigns 2 of its 3 hosts, and
 //      commgate probes exactly those (a CommProfile with spec.hostnames, the probe's pods
-//      on them) and decides from that measurement.
+//      on them) and decides from that measurement;
+//   8. a delayed topology (a ProvisioningRequest check beside ours on a TAS flavor) is
+//      decided on the flavor's pool, without a probe;
+//   9. model annotations that do not parse: Pending naming the annotation, on the
+//      Workload and in an Event on the job.
 //
 // Root only (network namespaces), with kubectl, commgate-probe and the ecosystem CRDs;
 // skipped with the reason otherwise. Prints how long each case took.
@@ -48,6 +52,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -223,6 +228,15 @@ status:
         cluster_->admin({"apply", "--server-side", "--field-manager", kOtherManager,
                          "--subresource", "status", "-f", (dir / "other-active.yaml").string()});
     ASSERT_EQ(active.code, 0) << active.output;
+    // So does Kueue's ProvisioningRequest controller for its check (it never provisions here:
+    // its entries stay Pending).
+    std::string prov = read_text(dir / "other-active.yaml");
+    prov.replace(prov.find("name: other"), 11, "name: prov");
+    write(dir / "prov-active.yaml", prov);
+    const Result prov_active =
+        cluster_->admin({"apply", "--server-side", "--field-manager", "kueue-provisioning",
+                         "--subresource", "status", "-f", (dir / "prov-active.yaml").string()});
+    ASSERT_EQ(prov_active.code, 0) << prov_active.output;
     // The tainted pool's nodes are dedicated to something else: no probe tolerates them.
     const Result nodes =
         cluster_->admin({"get", "nodes", "-l", "commgate.io/pool=" + kTaintedPool, "-o", "name"});
@@ -252,6 +266,10 @@ status:
   }
 
   static void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+  static std::string read_text(const fs::path& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
 
   // A CommPolicy for namespace `ns` (by the label the API server sets on every namespace);
   // `extra`: more spec lines.
@@ -300,6 +318,13 @@ spec:
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: AdmissionCheck
 metadata:
+  name: prov
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
   name: comm-taint
 spec:
   controllerName: commgate.io/comm-check
@@ -315,16 +340,18 @@ spec:
          {Queue{"fast", kFastPool, "ml", "[comm, other]"}, Queue{"slow", kSlowPool, "ml", "[comm]"},
           Queue{"tainted", kTaintedPool, "ml-taint", "[comm-taint]"},
           Queue{"fast-only", kFastPool, "ml", "[comm]"},
-          Queue{"slow-tas", kSlowPool, "ml", "[comm]"}}) {
+          Queue{"slow-tas", kSlowPool, "ml", "[comm]"},
+          Queue{"slow-tas-prov", kSlowPool, "ml", "[comm, prov]"}}) {
       std::string checks;
-      for (const char* c : {"comm", "other", "comm-taint"})
+      for (const char* c : {"comm", "other", "comm-taint", "prov"})
         if (q.checks.find(std::string(c) + ",") != std::string::npos ||
             q.checks.find(std::string(c) + "]") != std::string::npos)
           checks += "      - name: " + std::string(c) + "\n";
       // slow-tas: topology-aware scheduling down to the hostname (every flavor of its
       // ClusterQueue has a topologyName: Kueue's implied TAS).
       out += "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: " +
-             q.name + "\nspec:\n" + (q.name == "slow-tas" ? "  topologyName: hosts\n" : "") +
+             q.name + "\nspec:\n" +
+             (q.name.rfind("slow-tas", 0) == 0 ? "  topologyName: hosts\n" : "") +
              "  nodeLabels:\n    commgate.io/pool: " + q.pool +
              "\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: " +
              q.name +
@@ -885,6 +912,61 @@ TEST_F(KueueE2eTest, a_topology_assignment_is_probed_on_exactly_its_hosts) {
   std::cout << "[kueue-e2e] pt-tas: " << decided << std::endl;
   EXPECT_NE(decided.find("2 nodes probed"), std::string::npos)
       << "decided from the hosts' 2-node measurement: " << decided;
+}
+
+// "Which nodes": a delayed topology (a ProvisioningRequest check beside commgate's on a TAS
+// flavor: Kueue assigns hosts only once every check is Ready) is decided on the flavor's
+// pool, whose measurement (case 4's) exists: no probe, no wait for hosts.
+TEST_F(KueueE2eTest, a_delayed_topology_is_decided_on_the_flavors_pool) {
+  if (slow_workload_.empty()) GTEST_SKIP() << "needs the slow job's case: run the whole program";
+  const int probes_before = cluster_->probe_job_creates();
+  const Result applied =
+      cluster_->alice({"apply", "-f", pytorchjob("pt-delayed", "ml", "slow-tas-prov", 1)});
+  ASSERT_EQ(applied.code, 0) << applied.output;
+  json wl;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        wl = workload_of("ml", "pt-delayed");
+        return wl.is_object() && wl.value(json::json_pointer("/spec/active"), true) == false;
+      },
+      60s, 1s))
+      << dump(wl) << operator_->output();
+  std::string rejected;
+  for (const std::string& e : events_about("ml", name_of(wl), "AdmissionCheckUpdated"))
+    if (e.find("to Rejected") != std::string::npos) rejected = e;
+  std::cout << "[kueue-e2e] pt-delayed: " << rejected << std::endl;
+  EXPECT_NE(rejected.find("3 nodes probed"), std::string::npos)
+      << "decided from the flavor's pool (its 3-node measurement): " << rejected;
+  EXPECT_EQ(cluster_->probe_job_creates(), probes_before) << "a probe for a delayed topology";
+}
+
+// Bad input: model annotations that do not parse leave our entry Pending with the
+// annotation named, and Kueue copies the message into an Event on the job.
+TEST_F(KueueE2eTest, annotations_that_do_not_parse_are_named_on_the_workload_and_the_job) {
+  std::string yaml = read_text(pytorchjob("pt-typo", "ml", "fast-only", 1));
+  yaml.replace(yaml.find("commgate.io/optimizer: sgd"), 26, "commgate.io/optimizer: AdamW");
+  write(cluster_->dir() / "pt-typo.yaml", yaml);
+  const Result applied =
+      cluster_->alice({"apply", "-f", (cluster_->dir() / "pt-typo.yaml").string()});
+  ASSERT_EQ(applied.code, 0) << applied.output;
+  const std::string want = "metadata.annotations[commgate.io/optimizer]: must be one of";
+  json wl;
+  std::vector<std::string> events;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        wl = workload_of("ml", "pt-typo");
+        events = events_about("ml", "pt-typo", "UpdatedAdmissionCheck");
+        const bool on_job = std::any_of(events.begin(), events.end(), [&](const std::string& e) {
+          return e.find(want) != std::string::npos;
+        });
+        return entry_state(check_entry(wl, "comm")) == "Pending" &&
+               entry_message(check_entry(wl, "comm")).find(want) != std::string::npos && on_job;
+      },
+      60s))
+      << dump(wl) << json(events).dump(2);
+  std::cout << "[kueue-e2e] pt-typo: " << entry_message(check_entry(wl, "comm")) << std::endl;
+  EXPECT_TRUE(suspended(pytorchjob_object("ml", "pt-typo")));
+  EXPECT_EQ(cluster_->alice({"delete", "pytorchjob", "-n", "ml", "pt-typo"}).code, 0);
 }
 
 }  // namespace COMMGATE_TEST_UNIT
