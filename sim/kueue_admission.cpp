@@ -342,10 +342,17 @@ KueueWorkloadStep kueue_next_workload_step(const json& workload,
   if (condition_true(workload, "DeactivationTarget")) return KueueWorkloadStep::kDeactivate;
   if (needs_requeue_at_update(workload, now)) return KueueWorkloadStep::kSetRequeueAt;
   const json& requeued = kueue_condition(workload, "Requeued");
-  if (!kueue_has_quota_reservation(workload) && requeued.is_object() &&
-      str(at(requeued, "status")) == "False" && str(at(requeued, "reason")) == "AdmissionCheck") {
-    const auto at_time = requeue_at(workload);
-    if (!at_time || *at_time <= now) return KueueWorkloadStep::kBackoffFinished;
+  if (requeued.is_object() && str(at(requeued, "status")) == "False") {
+    // Reconcile's switch on the Requeued=False reason, matched whole: "Deactivated" (set
+    // when a deactivated job released its quota) is reactivated; "DeactivatedDueTo<cause>"
+    // matches no case, so such a workload stays Requeued=False, out of the scheduler's
+    // queue (v0.19.2, kubernetes-sigs/kueue#14870).
+    const std::string reason = str(at(requeued, "reason"));
+    if (reason == "Deactivated") return KueueWorkloadStep::kReactivate;
+    if (reason == "AdmissionCheck" && !kueue_has_quota_reservation(workload)) {
+      const auto at_time = requeue_at(workload);
+      if (!at_time || *at_time <= now) return KueueWorkloadStep::kBackoffFinished;
+    }
   }
   if (!kueue_has_quota_reservation(workload)) return KueueWorkloadStep::kNone;
   if (checks) {

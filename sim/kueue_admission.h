@@ -9,8 +9,14 @@
 //   requeueAfterSeconds; the check entries synced with a plain status Update;
 //   SyncAdmittedCondition; reconcileCheckBasedEviction: Rejected -> DeactivationTarget
 //   reason AdmissionCheck, Retry -> evicted with reason AdmissionCheck; after the backoff
-//   Requeued=True reason BackoffFinished), syncAdmissionCheckConditions,
-//   buildAdmissionChecksMessage;
+//   Requeued=True reason BackoffFinished; an active workload whose Requeued=False reason is
+//   exactly "Deactivated" -> Requeued=True reason "Reactivated", "The workload was
+//   reactivated", which queues it again), syncAdmissionCheckConditions,
+//   buildAdmissionChecksMessage. That Requeued switch compares the reason whole: a
+//   workload deactivated by Kueue (reason "DeactivatedDueTo<cause>", such as
+//   DeactivatedDueToAdmissionCheck after a Rejected check) keeps Requeued=False when
+//   reactivated and is never queued again (kubernetes-sigs/kueue#14870, fixed by #14874
+//   after v0.19.2);
 // - pkg/workload/admissionchecks.go: SyncAdmittedCondition, HasAllChecksReady,
 //   GetMaxRetryTime, NeedsRequeueAtUpdate;
 // - pkg/workload/workload.go: AdmissionChecksForWorkload (admissionChecksStrategy, with
@@ -110,6 +116,7 @@ enum class KueueWorkloadStep {
   kSetDeactivationTarget,  // a Rejected entry
   kEvictForRetry,          // a Retry entry
   kBackoffFinished,        // Requeued=True BackoffFinished after requeueAt
+  kReactivate,             // Requeued=True Reactivated: active again after "Deactivated"
 };
 
 // `checks`: what the workload's ClusterQueue asks (nullopt: no such ClusterQueue).

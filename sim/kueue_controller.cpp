@@ -305,6 +305,20 @@ bool KueueController::reconcile_workload(const Kinds& k, const Snapshot& s, cons
                           now_text);
       apply_admission_status(k.workloads, wl, next);
       return true;
+    case KueueWorkloadStep::kReactivate:
+      // workload_controller.go Reconcile: SetRequeuedCondition(Reactivated, true) through
+      // PatchAdmissionStatus. Nothing else changes: the Evicted condition stays True until
+      // the scheduler reserves quota again (SetQuotaReservation turns it False), and the
+      // check entries stay as the deactivating eviction reset them (Pending), so every
+      // check is asked again once quota is reserved.
+      kueue_set_condition(next,
+                          {{"type", "Requeued"},
+                           {"status", "True"},
+                           {"reason", "Reactivated"},
+                           {"message", "The workload was reactivated"}},
+                          now_text);
+      apply_admission_status(k.workloads, wl, next);
+      return true;
     case KueueWorkloadStep::kSyncChecks:
       next["status"]["admissionChecks"] = *kueue_synced_check_entries(wl, *checks, now_text);
       if (next["status"]["admissionChecks"].empty()) next["status"].erase("admissionChecks");

@@ -22,7 +22,12 @@
 //   (manager "kueue"); Admitted when every entry is Ready; Retry -> evicted (reason
 //   AdmissionCheck), entries reset to Pending with retryCount + 1, requeued after the
 //   entry's requeueAfterSeconds; Rejected -> DeactivationTarget, spec.active=false (an
-//   Update), evicted with reason DeactivatedDueToAdmissionCheck, the job kept suspended.
+//   Update), evicted with reason DeactivatedDueToAdmissionCheck, the job kept suspended;
+//   spec.active set true again on a workload deactivated by hand (Requeued=False reason
+//   Deactivated) -> Requeued=True reason Reactivated, queued and given quota again, its
+//   entries (reset to Pending by the eviction) asked again; one deactivated by Kueue
+//   (Requeued=False DeactivatedDueTo<cause>) stays unqueued, as v0.19.2's does
+//   (kubernetes-sigs/kueue#14870).
 // - the ClusterQueues' and LocalQueues' Active conditions (sim/kueue_queue_status.h),
 //   written with a status Update when they change; the scheduler admits only in an
 //   active ClusterQueue;

@@ -715,5 +715,103 @@ TEST_F(KueueApiTest, a_tas_flavor_assigns_hosts_once_provisioning_is_ready) {
       [](const json& j) { return j["spec"].value("suspend", true) == false; }, "job started");
 }
 
+TEST_F(KueueApiTest, a_workload_reactivated_by_hand_is_requeued_and_its_checks_asked_again) {
+  const json job = queued_job("resumable", 2);
+  const std::string name = kueue_workload_name("resumable", job["metadata"]["uid"], "Job", "batch");
+  reserved_workload(name);
+  ASSERT_EQ(set_entry(name, kOtherCheck, kOtherManager, {{"state", "Ready"}}).status, 200);
+  ASSERT_EQ(set_entry(name, kOurCheck, kOurManager, {{"state", "Ready"}}).status, 200);
+  wait_for(
+      "/apis/batch/v1/namespaces/team/jobs/resumable",
+      [](const json& j) { return j["spec"].value("suspend", true) == false; }, "job started");
+
+  // Deactivated by hand: evicted with the plain reason, the job stopped, the quota released.
+  Reply r = call("PATCH", kTeamWorkloads + name, {{"spec", {{"active", false}}}},
+                 "application/merge-patch+json");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json wl = wait_for(
+      kTeamWorkloads + name,
+      [](const json& w) {
+        return condition_is(w, "QuotaReserved", "False") && condition_is(w, "Requeued", "False");
+      },
+      "deactivated and the quota released");
+  EXPECT_EQ(condition_of(wl, "Evicted")["reason"], "Deactivated");
+  EXPECT_EQ(condition_of(wl, "Evicted")["message"], "The workload is deactivated");
+  EXPECT_EQ(condition_of(wl, "Requeued")["reason"], "Deactivated");
+  EXPECT_EQ(entry_named(wl, kOurCheck)["message"],
+            "Reset to Pending after eviction. Previously: Ready");
+  EXPECT_EQ(get("/apis/batch/v1/namespaces/team/jobs/resumable")["spec"]["suspend"], true);
+
+  // Reactivated: Requeued=True Reactivated, queued, quota reserved again; the eviction is
+  // past and both checks are asked again (their entries Pending), so it is not admitted.
+  r = call("PATCH", kTeamWorkloads + name, {{"spec", {{"active", true}}}},
+           "application/merge-patch+json");
+  ASSERT_EQ(r.status, 200) << r.body;
+  wl = wait_for(
+      kTeamWorkloads + name, [](const json& w) { return condition_is(w, "QuotaReserved", "True"); },
+      "quota reserved again after the reactivation");
+  const json requeued = condition_of(wl, "Requeued");
+  EXPECT_EQ(requeued["status"], "True");
+  EXPECT_EQ(requeued["reason"], "Reactivated");
+  EXPECT_EQ(requeued["message"], "The workload was reactivated");
+  EXPECT_EQ(condition_of(wl, "Evicted")["status"], "False");
+  EXPECT_EQ(condition_of(wl, "Evicted")["reason"], "QuotaReserved");
+  EXPECT_EQ(condition_of(wl, "Evicted")["message"], "Previously: The workload is deactivated");
+  EXPECT_EQ(entry_named(wl, kOurCheck)["state"], "Pending");
+  EXPECT_EQ(entry_named(wl, kOtherCheck)["state"], "Pending");
+  EXPECT_FALSE(condition_is(wl, "Admitted", "True"));
+  EXPECT_EQ(get("/apis/batch/v1/namespaces/team/jobs/resumable")["spec"]["suspend"], true);
+
+  // Our check, asked again, rejects it: deactivated again, by Kueue this time.
+  r = set_entry(name, kOurCheck, kOurManager,
+                {{"state", "Rejected"}, {"message", "2 nodes over policy"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  wl = wait_for(
+      kTeamWorkloads + name,
+      [](const json& w) {
+        return w["spec"].value("active", true) == false &&
+               condition_is(w, "QuotaReserved", "False") && condition_is(w, "Requeued", "False");
+      },
+      "deactivated again by the Rejected check");
+  EXPECT_EQ(condition_of(wl, "Evicted")["reason"], "DeactivatedDueToAdmissionCheck");
+  EXPECT_EQ(condition_of(wl, "Requeued")["reason"], "DeactivatedDueToAdmissionCheck");
+  EXPECT_EQ(get("/apis/batch/v1/namespaces/team/jobs/resumable")["spec"]["suspend"], true);
+}
+
+// Kueue v0.19.2 reactivates only a Requeued=False reason of exactly "Deactivated"; one
+// deactivated by a Rejected check carries "DeactivatedDueToAdmissionCheck" and stays out
+// of the queue when reactivated (kubernetes-sigs/kueue#14870, fixed after v0.19.2).
+TEST_F(KueueApiTest, a_workload_deactivated_by_a_rejected_check_stays_unqueued_when_reactivated) {
+  const json job = queued_job("rejected", 2);
+  const std::string name = kueue_workload_name("rejected", job["metadata"]["uid"], "Job", "batch");
+  reserved_workload(name);
+  Reply r = set_entry(name, kOurCheck, kOurManager,
+                      {{"state", "Rejected"}, {"message", "2 nodes over policy"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  wait_for(
+      kTeamWorkloads + name,
+      [](const json& w) {
+        return w["spec"].value("active", true) == false && condition_is(w, "Requeued", "False");
+      },
+      "deactivated by the Rejected check and the quota released");
+
+  r = call("PATCH", kTeamWorkloads + name, {{"spec", {{"active", true}}}},
+           "application/merge-patch+json");
+  ASSERT_EQ(r.status, 200) << r.body;
+  // A younger job in the same ClusterQueue gets quota: the scheduler, which takes the
+  // oldest pending workload first, passed over the reactivated one after the patch.
+  const json later = queued_job("later", 1);
+  reserved_workload(kueue_workload_name("later", later["metadata"]["uid"], "Job", "batch"));
+  const json wl = get(kTeamWorkloads + name);
+  EXPECT_EQ(wl["spec"]["active"], true);
+  EXPECT_EQ(condition_of(wl, "Requeued")["status"], "False");
+  EXPECT_EQ(condition_of(wl, "Requeued")["reason"], "DeactivatedDueToAdmissionCheck");
+  EXPECT_EQ(condition_of(wl, "QuotaReserved")["status"], "False");
+  EXPECT_FALSE(status_of(wl).contains("admission"));
+  EXPECT_EQ(condition_of(wl, "Evicted")["status"], "True");
+  EXPECT_EQ(entry_named(wl, kOurCheck)["message"],
+            "Reset to Pending after eviction. Previously: Rejected");
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::sim
