@@ -424,7 +424,10 @@ Decision decide(const DecisionInput& in) {
   if (const std::string why = staleness(*m, in.now, policy.measurement_ttl); !why.empty())
     return missing_measurement(d, job, policy, reason::kStaleMeasurement, why);
   if (!m->compute)
-    return missing_measurement(d, job, policy, reason::kNoCompute, m->compute_missing_reason);
+    return missing_measurement(
+        d, job, policy, reason::kNoCompute,
+        m->compute_missing_reason +
+            (job.step_time_hint_field.empty() ? "" : " and no " + job.step_time_hint_field));
 
   d.nodes_probed = m->nodes_probed;
   const Predictor predictor = predictor_for(*m, job);
@@ -514,6 +517,7 @@ Decision decide(const DecisionInput& in) {
              format_nodes(downsize_to) + ": " +
              prediction_text(*d.prediction_for(downsize_to), d.nodes_probed) + ".";
     }
+    if (!job.resizable) return largest;  // admitted at its count or not: nothing to downsize
     if (job.min_nodes > top) {
       return " Even " + job.min_nodes_field + " (" + std::to_string(job.min_nodes) +
              ") is more than " + std::to_string(top) + ", so it cannot be downsized." + largest;

@@ -94,16 +94,39 @@ std::string what_to_change(const Decision& d, const TrainingJob& job, const Pool
               " keeps it from being downsized to them)";
     return hint;
   }
+  const TrainingJobSpec& f = job.spec;
   if (count.too_small > 0)
-    return "; ask for fewer GPUs a node (spec.numProcPerNode), or check spec.nodeSelector";
+    return "; ask for fewer GPUs a node (" + f.procs_per_node_field + "), or check " +
+           f.node_selector_field;
   if (count.selected > 0 && count.usable == 0)
-    return "; check spec.tolerations against the nodes' taints, or spec.nodeSelector";
+    return "; check " + f.tolerations_field + " against the nodes' taints, or " +
+           f.node_selector_field;
   if (count.selected == 0) {
     const std::string miss = selector_miss(nodes, job.spec.node_selector);
-    return "; check spec.nodeSelector against the cluster's nodes' labels" +
+    return "; check " + f.node_selector_field + " against the cluster's nodes' labels" +
            (miss.empty() ? "" : ": " + miss);
   }
   return "";
+}
+
+// A refusal names the largest count that passes, for the researcher to resubmit at: no
+// more than the pool's usable nodes, or the resubmitted job waits for nodes the pool does
+// not have (the trial of 2026-12-07: "5 nodes" named on a pool of 4, and the job resubmitted
+// at 5 held its quota waiting).
+void cap_largest_passing_to_pool(Decision& d, const TrainingJob& job, const PoolCount& count,
+                                 const PoolDemand& demand) {
+  if (count.usable < 1 || count.usable >= d.largest_passing_nodes) return;
+  const std::string named =
+      " The largest count that passes is " + format_nodes(d.largest_passing_nodes) + ".";
+  const std::string capped = " The largest count that passes and that the pool can hold is " +
+                             format_nodes(count.usable) + " (the pool of " +
+                             format_pool(job.spec.node_selector, job.spec.hostnames) + " has " +
+                             describe_pool_count(count, demand) + ").";
+  d.largest_passing_nodes = count.usable;
+  if (const size_t at = d.message.find(named); at != std::string::npos)
+    d.message.replace(at, named.size(), capped);
+  else
+    d.message += capped;
 }
 
 // The pool check (decide_for_job's comment): changes `out.decision` when the pool cannot
@@ -136,6 +159,7 @@ void check_pool(JobDecision& out, const TrainingJob& job, const Snapshot& snapsh
       if (d.reason == reason::kExtrapolationTooFar) runs = std::max(runs, d.nodes_probed + 1);
       break;
     case Action::kDeny:
+      cap_largest_passing_to_pool(d, job, count, demand);
       return;
   }
   if (count.usable >= runs) return;

@@ -44,7 +44,7 @@ void use_hint_or_explain(Measurement& m, const ModelSpec& model,
   m.compute_missing_reason = "no compute measurement for a " + format_count(model.parameters) +
                              "-parameter " + model.gradient_dtype + " model at batch " +
                              std::to_string(model.batch_size) + " with " + model.optimizer + " (" +
-                             what_was_measured(records) + ") and no spec.model.stepTimeHintMs";
+                             what_was_measured(records) + ")";
 }
 
 }  // namespace

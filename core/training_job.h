@@ -50,10 +50,19 @@ struct RunPolicy {
 struct TrainingJobSpec {
   int num_nodes = 0;
   int min_nodes = 1;
-  // What the decision's messages call min_nodes: the field a researcher would change. A
-  // request that is not a TrainingJob names its own (a Kueue Workload, which Kueue admits
-  // at its node count or not at all: "the Workload's node count").
+  // What the decision's messages call the request's fields: those a researcher would
+  // change. A request that is not a TrainingJob names its own (a Kueue Workload, which
+  // Kueue admits at its node count or not at all: "the Workload's node count", the pods'
+  // GPUs, the pod template's nodeSelector; the trial of 2026-12-07 found TrainingJob
+  // fields a PyTorchJob's researcher cannot set).
   std::string min_nodes_field = "spec.minNodes";
+  std::string procs_per_node_field = "spec.numProcPerNode";
+  std::string node_selector_field = "spec.nodeSelector";
+  std::string tolerations_field = "spec.tolerations";
+  std::string step_time_hint_field = "spec.model.stepTimeHintMs";  // "": none can be given
+  // False for a request admitted at its count or not at all (a Kueue Workload): an over-
+  // policy decision names the largest count that passes instead of a downsize.
+  bool resizable = true;
   int num_proc_per_node = 1;
   bool suspend = false;
   std::map<std::string, std::string> node_selector;

@@ -294,6 +294,12 @@ WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
   job.spec.num_nodes = static_cast<int>(std::clamp<int64_t>(shape.nodes, 1, kMaxNodes));
   job.spec.min_nodes = job.spec.num_nodes;  // a Workload is admitted at its count or not
   job.spec.min_nodes_field = "the Workload's node count";
+  job.spec.procs_per_node_field = "the pods' nvidia.com/gpu";
+  job.spec.node_selector_field =
+      "the pod template's nodeSelector and the ResourceFlavor's nodeLabels";
+  job.spec.tolerations_field = "the pod template's tolerations";
+  job.spec.step_time_hint_field = "";  // no annotation gives one
+  job.spec.resizable = false;
   job.spec.num_proc_per_node = static_cast<int>(std::max<int64_t>(1, shape.procs_per_node));
   job.spec.suspend = true;
   job.spec.node_selector = check_pool_selector(wl, first, flavors);
@@ -557,6 +563,36 @@ kube::ReconcileResult KueueCheckReconciler::reconcile(const std::string& key) {
 }
 
 CheckOutcome KueueCheckReconciler::decide(Context& ctx) {
+  std::optional<CommPolicy> policy;
+  const CheckOutcome outcome = decide_unbounded(ctx, policy);
+  // Kueue has no timeout on Pending: the policy bounds the wait for the probe, counted from
+  // when this entry began waiting for it: not before the entry went Pending, the quota was
+  // reserved, or the entry was last Pending for something else.
+  const std::string wait_key = ctx.in.workload.metadata.uid + "/" + ctx.check;
+  const bool probe_wait =
+      outcome.kind == CheckOutcome::Kind::kProbePending && !outcome.pool.empty();
+  if (!policy || !probe_wait) {
+    if (check_state_for(outcome.kind) == CheckState::kPending)
+      other_waits_.saw(wait_key, ctx.now);
+    else
+      other_waits_.forget(wait_key);
+    return outcome;
+  }
+  AdmissionCheckState current;
+  if (const AdmissionCheckState* entry = ctx.in.workload.check(ctx.check)) current = *entry;
+  std::optional<TimePoint> since =
+      pending_wait_since(current, check_quota_reserved_at(ctx.in.object));
+  if (const auto other = other_waits_.last_seen(wait_key); since && other)
+    since = std::max(*since, *other);
+  const BoundedOutcome bounded =
+      bound_pending_wait(outcome, since, pending_bound(*policy, current), ctx.now);
+  if (bounded.wait_left)
+    ctx.wait_left = std::min(ctx.wait_left.value_or(*bounded.wait_left), *bounded.wait_left);
+  return bounded.outcome;
+}
+
+CheckOutcome KueueCheckReconciler::decide_unbounded(Context& ctx,
+                                                    std::optional<CommPolicy>& policy) {
   using Kind = CheckOutcome::Kind;
   const WorkloadRequest request = check_request(ctx.in, ctx.check, *ctx.snapshot);
   switch (request.kind) {
@@ -576,8 +612,7 @@ CheckOutcome KueueCheckReconciler::decide(Context& ctx) {
                            "governs it is not known; commgate checks the job once it sees the "
                            "namespace"};
       std::string error;
-      const auto policy = select_policy(request.job, *ctx.snapshot, &error);
-      return no_model_outcome(policy, error);
+      return no_model_outcome(select_policy(request.job, *ctx.snapshot, &error), error);
     }
     case WorkloadRequest::Kind::kRequest:
       break;
@@ -588,15 +623,8 @@ CheckOutcome KueueCheckReconciler::decide(Context& ctx) {
   const CheckOutcome outcome = check_outcome(jd, profile ? &*profile : nullptr, ctx.now);
   if (!jd.policy) return outcome;
   records_.remember(request.record_key, outcome, policy_record_version(*jd.policy), ctx.now);
-  // Kueue has no timeout on Pending: the policy bounds the wait for the probe.
-  AdmissionCheckState current;
-  if (const AdmissionCheckState* entry = ctx.in.workload.check(ctx.check)) current = *entry;
-  const BoundedOutcome bounded = bound_pending_wait(
-      outcome, pending_wait_since(current, check_quota_reserved_at(ctx.in.object)),
-      pending_bound(*jd.policy, current), ctx.now);
-  if (bounded.wait_left)
-    ctx.wait_left = std::min(ctx.wait_left.value_or(*bounded.wait_left), *bounded.wait_left);
-  return bounded.outcome;
+  policy = jd.policy;
+  return outcome;
 }
 
 void KueueCheckReconciler::write(Context& ctx, const std::string& check,
@@ -621,6 +649,33 @@ void KueueCheckReconciler::write(Context& ctx, const std::string& check,
         {kApiVersion, kWorkloadKind, wl.metadata.namespace_, wl.metadata.name, wl.metadata.uid},
         warning ? "Warning" : "Normal", kCheckEventReason, "Check", *note);
   }
+}
+
+void OtherPendingWaits::saw(const std::string& key, TimePoint now) {
+  std::lock_guard lock(mu_);
+  last_[key] = now;
+  while (last_.size() > capacity_) {
+    auto oldest = last_.begin();
+    for (auto i = last_.begin(); i != last_.end(); ++i)
+      if (i->second < oldest->second) oldest = i;
+    last_.erase(oldest);
+  }
+}
+
+std::optional<TimePoint> OtherPendingWaits::last_seen(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  if (auto it = last_.find(key); it != last_.end()) return it->second;
+  return std::nullopt;
+}
+
+void OtherPendingWaits::forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  last_.erase(key);
+}
+
+size_t OtherPendingWaits::size() const {
+  std::lock_guard lock(mu_);
+  return last_.size();
 }
 
 std::optional<CheckOutcome> CheckDecisionRecords::find(const std::string& record_key,

@@ -170,6 +170,29 @@ class CheckDecisionRecords {
   std::deque<std::string> order_;  // record keys, oldest first
 };
 
+// When each Workload's entry was last Pending for something other than its pool's probe
+// (a pool too small, bad annotations, no policy), as this process saw it: maxPendingSeconds
+// bounds the wait for the probe, which begins after that (the trial of 2026-12-07: a
+// Workload Pending 3 minutes for nodes its pool lacked got Retry the moment the nodes came,
+// before any probe ran, its entry's lastTransitionTime being that old). Keyed by the
+// Workload's uid and the check; forgotten once decided. A restarted operator knows none and
+// counts from the entry's lastTransitionTime, as before. At most `capacity` keys, the
+// oldest forgotten first. Thread-safe.
+class OtherPendingWaits {
+ public:
+  static constexpr size_t kDefaultCapacity = 10000;
+  explicit OtherPendingWaits(size_t capacity = kDefaultCapacity) : capacity_(capacity) {}
+  void saw(const std::string& key, TimePoint now);
+  std::optional<TimePoint> last_seen(const std::string& key) const;
+  void forget(const std::string& key);
+  size_t size() const;
+
+ private:
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  std::map<std::string, TimePoint> last_;
+};
+
 // The pool the Workload `object` waits on while the check acts on it (a Pending entry of
 // ours, quota reserved: should_act), read through `reader` (AdmissionChecks, its
 // ResourceFlavors); nullopt otherwise. The operator indexes Workloads by it, so that a
@@ -210,6 +233,9 @@ class KueueCheckReconciler {
  private:
   struct Context;
   CheckOutcome decide(Context& ctx);
+  // The outcome before the Pending wait's bound; `policy` set to the policy that decided
+  // a request.
+  CheckOutcome decide_unbounded(Context& ctx, std::optional<CommPolicy>& policy);
   void write(Context& ctx, const std::string& check, const CheckOutcome& outcome);
 
   const kube::Reader& reader_;
@@ -219,6 +245,7 @@ class KueueCheckReconciler {
   std::function<TimePoint()> now_;
   CheckReconcilerSettings settings_;
   CheckDecisionRecords& records_;
+  OtherPendingWaits other_waits_;
 };
 
 }  // namespace commgate::op::kueue

@@ -17,24 +17,6 @@ constexpr const char* kCheckNoModelMessage =
     "e.g. 350M) and optionally commgate.io/gradient-dtype, commgate.io/batch-size and "
     "commgate.io/optimizer.";
 
-CheckState check_state_for(Kind kind) {
-  switch (kind) {
-    case Kind::kProbePending:
-    case Kind::kBadAnnotations:
-      return CheckState::kPending;
-    case Kind::kProbeFailed:
-      return CheckState::kRetry;
-    case Kind::kWithinPolicy:
-    case Kind::kNoModel:
-      return CheckState::kReady;
-    case Kind::kOverPolicy:
-    case Kind::kNoModelRejected:
-    case Kind::kCannotCheck:
-      return CheckState::kRejected;
-  }
-  return CheckState::kPending;
-}
-
 std::string check_message(const CheckOutcome& outcome, bool held_back) {
   std::string message = outcome.message;
   if (outcome.kind == Kind::kNoModel && message.empty()) message = kCheckNoModelMessage;
@@ -52,6 +34,24 @@ std::string check_message(const CheckOutcome& outcome, bool held_back) {
 }
 
 }  // namespace
+
+CheckState check_state_for(CheckOutcome::Kind kind) {
+  switch (kind) {
+    case CheckOutcome::Kind::kProbePending:
+    case CheckOutcome::Kind::kBadAnnotations:
+      return CheckState::kPending;
+    case CheckOutcome::Kind::kProbeFailed:
+      return CheckState::kRetry;
+    case CheckOutcome::Kind::kWithinPolicy:
+    case CheckOutcome::Kind::kNoModel:
+      return CheckState::kReady;
+    case CheckOutcome::Kind::kOverPolicy:
+    case CheckOutcome::Kind::kNoModelRejected:
+    case CheckOutcome::Kind::kCannotCheck:
+      return CheckState::kRejected;
+  }
+  return CheckState::kPending;
+}
 
 std::optional<TimePoint> pending_wait_since(const AdmissionCheckState& current,
                                             std::optional<TimePoint> quota_reserved_at) {

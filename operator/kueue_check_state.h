@@ -85,6 +85,9 @@ struct CheckOutcome {
   std::string pool{};
 };
 
+// The state an outcome of `kind` writes (the arrows above).
+CheckState check_state_for(CheckOutcome::Kind kind);
+
 // The bound on a Pending wait for a probe: CommPolicy spec.admissionCheck.maxPendingSeconds.
 struct PendingBound {
   std::chrono::seconds max_pending{0};

@@ -78,10 +78,16 @@ std::optional<TimePoint> hostname_pool_expiry(const CommProfile& profile) {
   return newest + kHostnamePoolRetention;
 }
 
+// The consumers' keys as a user reads them: "ml/bert" (a TrainingJob) or "Workload
+// ml/pytorchjob-bert-1a2b3" (not the internal "kueue-workload:" key: the trial of
+// 2026-12-07).
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
   const size_t shown = std::min<size_t>(items.size(), kJobsTold);
-  for (size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + items[i];
+  for (size_t i = 0; i < shown; ++i)
+    out +=
+        (i ? ", " : "") +
+        (is_workload_demand(items[i]) ? "Workload " + workload_key_of_demand(items[i]) : items[i]);
   if (items.size() > shown) out += " and " + std::to_string(items.size() - shown) + " more";
   return out;
 }

@@ -342,5 +342,64 @@ TEST(DecideForJobPoolCheck, APoolProbedWholeBindsAJobThatWaitsForALargerProbe) {
   }
 }
 
+// The trial of 2026-12-07: a refusal named "the largest count that passes is 5 nodes" on a
+// pool of 4 usable nodes; the job resubmitted at 5 waited for a fifth node. The count named
+// is capped by the pool, and the message says why.
+TEST(DecideForJobPoolCheck, ARefusalNamesNoMoreNodesThanThePoolHolds) {
+  const std::filesystem::path recording = std::filesystem::path(COMMGATE_SOURCE_DIR) /
+                                          "examples/measurements/"
+                                          "probe-netns-2-nodes-5gbit-25M-params.json";
+  std::ifstream in(recording);
+  std::stringstream text;
+  text << in.rdbuf();
+  const ProbeResult probed = parse_probe_result(json::parse(text.str()));
+  const std::map<std::string, std::string> selector = {{"commgate.io/pool", "measured"}};
+  CommProfile profile;
+  profile.node_selector = selector;
+  profile.metadata.name = pool_name(selector);
+  record_probe_result(profile, probed);
+  const TimePoint now = profile.status.link->measured_at + std::chrono::minutes(1);
+  TrainingJob job =
+      a_training_job("bert").nodes(40).min_nodes(40).set("/spec/nodeSelector", selector).build();
+  job.spec.model.parameters = probed.compute->parameters;
+  job.spec.model.gradient_dtype = probed.compute->gradient_dtype;
+  job.spec.model.batch_size = probed.compute->batch_size;
+  job.spec.model.optimizer = probed.compute->optimizer;
+  // A limit at which a few counts pass (the model's share grows with the count), found
+  // without the pool check.
+  Snapshot unpooled;
+  unpooled.profiles[profile.metadata.name] = profile;
+  int largest = 0;
+  CommPolicy policy;
+  for (double share = 0.05; share < 1; share += 0.01) {
+    policy = a_policy().max_comm_share(share).action(EnforcementAction::kDeny).build();
+    policy.spec.max_extrapolation = 40;
+    unpooled.policies = {policy};
+    largest = decide_for_job(job, unpooled, {}, now).decision.largest_passing_nodes;
+    if (largest >= 4 && largest < 40) break;
+  }
+  ASSERT_GE(largest, 4) << "no limit lets 4 or more of 40 nodes pass";
+  ASSERT_LT(largest, 40);
+
+  Snapshot pooled = unpooled;
+  auto nodes = std::make_shared<std::vector<PoolNode>>();
+  for (int i = 0; i < largest - 1; ++i)
+    nodes->push_back(pool_node("measured-" + std::to_string(i), "measured"));
+  pooled.nodes = nodes;
+  const JobDecision jd = decide_for_job(job, pooled, {}, now);
+  EXPECT_EQ(jd.decision.action, Action::kDeny) << jd.decision.message;
+  EXPECT_EQ(jd.decision.largest_passing_nodes, largest - 1) << jd.decision.message;
+  EXPECT_NE(jd.decision.message.find("The largest count that passes and that the pool can hold "
+                                     "is " +
+                                     std::to_string(largest - 1) +
+                                     " nodes (the pool of nodeSelector "
+                                     "{commgate.io/pool=measured} has " +
+                                     std::to_string(largest - 1) + " usable nodes"),
+            std::string::npos)
+      << jd.decision.message;
+  EXPECT_EQ(jd.decision.message.find("The largest count that passes is"), std::string::npos)
+      << jd.decision.message;
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate

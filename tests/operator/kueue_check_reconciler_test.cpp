@@ -203,12 +203,23 @@ struct CheckWorld {
     if (!namespace_annotations.empty())
       s->namespace_commgate_annotations["ml"] = namespace_annotations;
     s->namespaces_listed = namespaces_listed;
+    s->nodes = nodes;
     s->loaded_at = now;
     return s;
   }
   std::map<std::string, std::string> namespace_annotations;  // of the Namespace ml
   // The snapshot lists every Namespace, and ml is not among them (not seen yet).
   bool namespaces_listed = false;
+  // The cluster's Nodes as the snapshot summarises them (null: not watched).
+  std::shared_ptr<const std::vector<PoolNode>> nodes;
+  // `count` one-GPU nodes of the pool pool=gpu-1g.
+  void pool_of(int count) {
+    auto list = std::make_shared<std::vector<PoolNode>>();
+    for (int i = 0; i < count; ++i)
+      list->push_back(
+          commgate::testing::a_pool_node("gpu-" + std::to_string(i), {{"pool", "gpu-1g"}}, 1));
+    nodes = list;
+  }
 
   // A PyTorchJob's Workload of 1 master + 3 workers of one GPU (4 nodes), quota reserved on
   // flavor gpu-a100, our check and another controller's Pending.
@@ -365,8 +376,11 @@ INSTANTIATE_TEST_SUITE_P(
         StateCase{.name = "rejected_over_policy_with_the_count_that_passes",
                   .busbw_gbps = 0.1,
                   .want_state = "Rejected",
-                  .want_message = "Even the Workload's node count (4) does not "
-                                  "pass, so it cannot be downsized. The largest"},
+                  // Kueue admits a Workload at its count or not: no downsize is
+                  // spoken of, only the count to resubmit at.
+                  .want_message = "allows at most 30.0% communication; measured all-reduce "
+                                  "busbw 0.1 GB/s (4 nodes probed), compute step 300 ms. The "
+                                  "largest count that passes is"},
         StateCase{.name = "retry_after_a_failed_probe_for_its_backoff",
                   .failed_attempts = 1,
                   .want_state = "Retry",
@@ -598,6 +612,30 @@ TEST(KueueCheckPendingBound, looks_again_when_the_bound_ends) {
       << "the bound is reached: " << w.entry("comm").dump();
 }
 
+// The trial of 2026-12-07: Pending 3 minutes for nodes its pool lacked (not bounded), the
+// Workload got Retry "waited 3m for the measurement" the moment the nodes came, before any
+// probe ran. The bound counts from when the wait for the probe began.
+TEST(KueueCheckPendingBound, counts_only_the_wait_for_the_probe) {
+  CheckWorld w;
+  w.pool_of(1);
+  w.now = kPendingSince + 31min;
+  w.submit(CheckWorld::a_workload());  // 4 nodes
+  ASSERT_TRUE(w.reconcile().ok());
+  ASSERT_EQ(w.entry("comm")["state"], "Pending");
+  ASSERT_NE(w.entry("comm").value("message", "").find("has 1 usable node"), std::string::npos)
+      << w.entry("comm").dump();
+
+  w.pool_of(4);
+  w.now += 1min;
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Pending") << "not Retry: " << w.entry("comm").dump();
+  w.now += 31min;
+  ASSERT_TRUE(w.reconcile().ok());
+  EXPECT_EQ(w.entry("comm")["state"], "Retry") << w.entry("comm").dump();
+  EXPECT_NE(w.entry("comm").value("message", "").find("commgate waited 32m"), std::string::npos)
+      << w.entry("comm").dump();
+}
+
 TEST(KueueCheckPendingBound, never_retries_an_admitted_workload_nor_rewrites_it_at_each_look) {
   CheckWorld w;
   w.submit(CheckWorld::a_workload().condition("Admitted", true));
@@ -726,6 +764,12 @@ TEST(KueueCheckMeasurement, a_waiting_workload_and_a_gated_trainingjob_share_one
   EXPECT_EQ(w.probes_created(), 1);
   const json probe = *w.api.peek(kProbeJobs + "/" + probe_job_name(w.pool()));
   EXPECT_EQ(probe["spec"].value("completions", 0), 4) << "the Workload's 4 nodes, not the job's 2";
+  // Whom the probe serves, as a user reads it (not the internal demand key).
+  const json probing = w.api.peek(w.profile_path())->at("status").at("conditions").at(0);
+  EXPECT_NE(probing.value("message", "").find("Workload ml/" + kWorkloadName), std::string::npos)
+      << probing.dump();
+  EXPECT_EQ(probing.value("message", "").find("kueue-workload:"), std::string::npos)
+      << probing.dump();
 
   ASSERT_TRUE(w.reconcile().ok());
   EXPECT_EQ(w.entry("comm")["state"], "Pending");
