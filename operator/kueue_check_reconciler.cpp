@@ -375,8 +375,11 @@ CheckOutcome check_outcome(const JobDecision& jd, const json* profile, TimePoint
                 "the probe of pool " + jd.profile_name + " failed: " + history.last_failure_message,
             .retry_after = std::max(wait, std::chrono::seconds(1))};
   }
+  // The pool's own state after the decision's words, as a sentence of its own (a trial read
+  // "...{pool=a}) pool pool-1 measured on 2 nodes" as one run-on).
   return {.kind = Kind::kProbePending,
-          .message = d.message + (probing_message.empty() ? "" : " " + probing_message),
+          .message = d.message +
+                     (probing_message.empty() ? "" : ". The pool's last probe: " + probing_message),
           .pool = jd.profile_name};
 }
 

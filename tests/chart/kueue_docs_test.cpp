@@ -104,7 +104,7 @@ TEST(KueueDocs, every_object_is_valid_against_the_upstream_crds) {
                                                {"ClusterQueue", 1},
                                                {"LocalQueue", 1},
                                                {"ResourceFlavor", 1},
-                                               {"PyTorchJob", 1},
+                                               {"PyTorchJob", 2},
                                                {"TrainJob", 1}}));
 }
 
@@ -147,7 +147,7 @@ TEST(KueueDocs, the_checks_are_commgates_and_the_queue_and_jobs_use_them) {
     }
   }
   EXPECT_EQ(queues, 1);
-  EXPECT_EQ(jobs, 2);
+  EXPECT_EQ(jobs, 3);  // the PyTorchJob and TrainJob examples, and the sim's tiny PyTorchJob
 }
 
 // The page quotes the check's message for a misspelt optimizer: the operator's own words.
