@@ -127,26 +127,31 @@ std::string evidence(const Measurement& m, const Predictor& p) {
   if (m.measured_ddp_step && p.correction) {
     s += ", DDP step " + ms(m.measured_ddp_step->step_time_ms / 1e3) + " at " +
          format_nodes(m.measured_ddp_nodes);
+    // What the model takes from the step, in one parenthesis with the link it ran on (the
+    // admin trial of 2026-12-07 read two busbw values in two parentheses in a row).
+    std::string uses;
+    if (p.correction->exact && p.correction->factor != 1)
+      uses = "effective busbw " + format_gbps(p.corrected.link.busbw_bytes_per_s) +
+             (p.correction->overlap < 1 ? ", no communication hidden behind backward" : "") +
+             ", which the model uses";
+    else if (p.correction->exact && !m.measured_ddp_link)  // that one says its overlap
+      uses = "it hid " + share_of_schedule_hidden(p.correction->overlap) + ", which the model uses";
+    else if (p.correction->factor < 1)
+      uses =
+          "slower than any bandwidth down to 5% of the swept one explains; the model uses "
+          "that floor, effective busbw " +
+          format_gbps(p.corrected.link.busbw_bytes_per_s);
+    else if (!p.correction->exact)
+      uses = "no bandwidth reproduces it; the model is used as it is";
     if (m.measured_ddp_link)
       s += " on the link as probed with it (busbw " +
            format_gbps(m.measured_ddp_link->busbw_bytes_per_s) + "; its factor " +
            format_count(round_significant(p.correction->factor, 3)) +
            (p.correction->overlap < 1 ? " and overlap " + format_percent(p.correction->overlap)
                                       : std::string()) +
-           " applied to today's)";
-    if (p.correction->exact && p.correction->factor != 1)
-      s += " (effective busbw " + format_gbps(p.corrected.link.busbw_bytes_per_s) +
-           (p.correction->overlap < 1 ? ", no communication hidden behind backward" : "") +
-           ", which the model uses)";
-    else if (p.correction->exact && !m.measured_ddp_link)  // that one said its overlap
-      s +=
-          " (it hid " + share_of_schedule_hidden(p.correction->overlap) + ", which the model uses)";
-    else if (p.correction->factor < 1)
-      s += " (slower than any bandwidth down to 5% of the swept one explains; the model "
-           "uses that floor, effective busbw " +
-           format_gbps(p.corrected.link.busbw_bytes_per_s) + ")";
-    else
-      s += " (no bandwidth reproduces it; the model is used as it is)";
+           " applied to today's" + (uses.empty() ? "" : ": " + uses) + ")";
+    else if (!uses.empty())
+      s += " (" + uses + ")";
   } else if (!m.ddp_step_not_used.empty()) {
     s += "; the model is used uncorrected: " + m.ddp_step_not_used;
   }
@@ -485,7 +490,9 @@ Decision decide(const DecisionInput& in) {
     d.admitted_nodes = job.num_nodes;
     d.message = prediction_text(*requested, d.nodes_probed);
     d.message[0] = 'A';
-    d.message += ", within policy (" + format_percent(policy.max_comm_share) + "); " +
+    // Which policy, as a refusal names it (the admin trial of 2026-12-07: "within policy
+    // (20.0%)" named none).
+    d.message += ", within the limit: " + policy_limits(policy, d.policy_name) + "; " +
                  evidence(*m, predictor) + "." + caution;
     return d;
   }

@@ -397,26 +397,18 @@ CheckOutcome no_model_outcome(const std::optional<CommPolicy>& policy,
   // annotation, or its Namespace's as the gate saw it): one that names none by now (the
   // Namespace's default removed since) is not let through unmeasured (the attacker review
   // of 2026-12-07).
-  if (policy->spec.admission_check.without_model == WithoutModelAction::kReady &&
-      policy->spec.unmanaged_workloads != UnmanagedWorkloads::kDeny)
+  const bool gated = policy->spec.unmanaged_workloads == UnmanagedWorkloads::kDeny;
+  if (policy->spec.admission_check.without_model == WithoutModelAction::kReady && !gated)
     return {.kind = Kind::kNoModel, .message = ""};
-  if (policy->spec.unmanaged_workloads == UnmanagedWorkloads::kDeny &&
-      policy->spec.admission_check.without_model == WithoutModelAction::kReady)
-    return {.kind = Kind::kNoModelRejected,
-            .message = "commgate rejected this job: it names no model, and " +
-                       policy_label(policy->metadata.name) +
-                       " gates every multi-node workload (spec.unmanagedWorkloads: deny), so "
-                       "none runs unmeasured. Annotate the job with commgate.io/parameters (the "
-                       "gradient element count, e.g. 350M) and optionally "
-                       "commgate.io/gradient-dtype, commgate.io/batch-size and "
-                       "commgate.io/optimizer, then submit it again: Kueue has deactivated this "
-                       "workload, so delete the job and create it with the annotations."};
+  const std::string why = gated ? " gates every multi-node workload (spec.unmanagedWorkloads: "
+                                  "deny), so none runs unmeasured"
+                                : " asks every job it checks to name one "
+                                  "(spec.admissionCheck.withoutModel: Rejected)";
   return {.kind = Kind::kNoModelRejected,
           .message = "commgate rejected this job: it names no model, and " +
-                     policy_label(policy->metadata.name) +
-                     " asks every job it checks to name one (spec.admissionCheck.withoutModel: "
-                     "Rejected). Annotate the job with commgate.io/parameters (the gradient "
-                     "element count, e.g. 350M) and optionally commgate.io/gradient-dtype, "
+                     policy_label(policy->metadata.name) + why +
+                     ". Annotate the job with commgate.io/parameters (the gradient element "
+                     "count, e.g. 350M) and optionally commgate.io/gradient-dtype, "
                      "commgate.io/batch-size and commgate.io/optimizer, then submit it again: "
                      "Kueue has deactivated this workload, so delete the job and create it "
                      "with the annotations."};

@@ -750,6 +750,31 @@ TEST(Decision, a_ddp_step_on_an_earlier_link_calibrates_with_that_link) {
       << d.message;
 }
 
+// The admin trial of 2026-12-07: the Ready message named no policy ("within policy
+// (20.0%)"), and a step from an earlier link read "(busbw ...; ... applied to today's)
+// (effective busbw ...)". The policy is named as a refusal names it; what the model takes
+// from the step sits in the link's own parenthesis.
+TEST(Decision, an_admission_names_its_policy_and_an_earlier_links_step_reads_as_one) {
+  TrainingJob job = a_training_job("bert").nodes(4).params(25e6).build();
+  CommPolicy policy = a_policy().max_comm_share(0.99).build();
+  const Measurement then = with_ddp_step(
+      a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build(), 2, 1500);
+  Measurement now = then;
+  now.link.busbw_bytes_per_s = 1.0e9;
+  now.measured_ddp_link = then.link;
+  const Decision d = decide({&job, &policy, &now, {}, test_now()});
+  ASSERT_EQ(d.action, Action::kAdmit) << d.message;
+  EXPECT_NE(d.message.find(", within the limit: "), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find(" allows at most 99.0% communication; measured all-reduce"),
+            std::string::npos)
+      << d.message;
+  ASSERT_TRUE(d.correction);
+  ASSERT_NE(d.correction->factor, 1);
+  EXPECT_NE(d.message.find(" applied to today's: effective busbw "), std::string::npos)
+      << d.message;
+  EXPECT_EQ(d.message.find(") ("), std::string::npos) << d.message;
+}
+
 TEST(Decision, an_applied_correction_says_so) {
   TrainingJob job = a_training_job("bert").nodes(4).params(25e6).build();
   CommPolicy policy = a_policy().max_comm_share(0.9).build();
