@@ -111,12 +111,14 @@ bool tolerates(const Json& tolerations, const NodeTaint& taint) {
 
 PoolCount count_pool(const std::vector<PoolNode>& nodes, const PoolDemand& demand) {
   PoolCount c;
+  // Sorted once: a Workload may name thousands of hosts in a pool of thousands of nodes.
+  std::vector<std::string> hosts = demand.hostnames;
+  std::sort(hosts.begin(), hosts.end());
   for (const PoolNode& n : nodes) {
     if (!selects(demand.node_selector, n.labels)) continue;
-    if (!demand.hostnames.empty()) {
+    if (!hosts.empty()) {
       const auto host = n.labels.find(kHostnameLabel);
-      if (host == n.labels.end() || std::find(demand.hostnames.begin(), demand.hostnames.end(),
-                                              host->second) == demand.hostnames.end())
+      if (host == n.labels.end() || !std::binary_search(hosts.begin(), hosts.end(), host->second))
         continue;
     }
     ++c.selected;
