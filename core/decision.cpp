@@ -515,8 +515,7 @@ Decision decide(const DecisionInput& in) {
       d.advice.push_back(*link);
   }
   // One node sends nothing between nodes, so some count always passes.
-  const std::string largest =
-      " The largest count that passes is " + format_nodes(d.largest_passing_nodes) + ".";
+  const std::string largest = largest_passing_sentence(d.largest_passing_nodes);
   const Action enforced = downsize_to > 0 ? Action::kDownsize : Action::kDeny;
   auto downsize_or_deny_text = [&]() {
     if (downsize_to > 0) {
@@ -637,6 +636,10 @@ nlohmann::json decision_to_json(const Decision& d) {
     for (const Advice& a : d.advice) j["advice"].push_back({{"kind", a.kind}, {"text", a.text}});
   }
   return j;
+}
+
+std::string largest_passing_sentence(int nodes) {
+  return " The largest count that passes is " + format_nodes(nodes) + ".";
 }
 
 std::string calibration_note(double swept_busbw_bytes_per_s, double factor, double overlap) {

@@ -88,6 +88,10 @@ struct Decision {
   const StepPrediction* prediction_for(int nodes) const;
 };
 
+// " The largest count that passes is 3 nodes.": the count a refusal offers (the pool check
+// names its own cap in its place, core/job_decision.h).
+std::string largest_passing_sentence(int nodes);
+
 // What a calibration changed, for a decision's link line: "; the model uses the
 // effective 0.3 GB/s its DDP step implies", "; the model hides 40% of what DDP's
 // schedule would hide behind backward, as its DDP step implies", both, or "" when it

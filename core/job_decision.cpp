@@ -7,6 +7,7 @@
 #include "core/measurement.h"
 #include "core/policy_selection.h"
 #include "core/quantity.h"
+#include "core/text_cut.h"
 
 namespace commgate {
 namespace {
@@ -116,8 +117,7 @@ std::string what_to_change(const Decision& d, const TrainingJob& job, const Pool
 void cap_largest_passing_to_pool(Decision& d, const TrainingJob& job, const PoolCount& count,
                                  const PoolDemand& demand) {
   if (count.usable < 1 || count.usable >= d.largest_passing_nodes) return;
-  const std::string named =
-      " The largest count that passes is " + format_nodes(d.largest_passing_nodes) + ".";
+  const std::string named = largest_passing_sentence(d.largest_passing_nodes);
   const std::string capped = " The largest count that passes and that the pool can hold is " +
                              format_nodes(count.usable) + " (the pool of " +
                              format_pool(job.spec.node_selector, job.spec.hostnames) + " has " +
@@ -210,14 +210,9 @@ std::string format_node_selector(const std::map<std::string, std::string>& selec
 
 std::string format_pool(const std::map<std::string, std::string>& node_selector,
                         const std::vector<std::string>& hostnames) {
-  std::string out = "nodeSelector " + format_node_selector(node_selector);
-  if (hostnames.empty()) return out;
-  constexpr size_t kNamed = 5;  // a message names a few hosts, not a rack
-  out += " on nodes ";
-  for (size_t i = 0; i < hostnames.size() && i < kNamed; ++i) out += (i ? ", " : "") + hostnames[i];
-  if (hostnames.size() > kNamed)
-    out += " and " + std::to_string(hostnames.size() - kNamed) + " more";
-  return out;
+  const std::string selector = "nodeSelector " + format_node_selector(node_selector);
+  // A message names a few hosts, not a rack.
+  return hostnames.empty() ? selector : selector + " on nodes " + listed(hostnames);
 }
 
 JobDecision decide_for_job(const TrainingJob& job, const Snapshot& snapshot,

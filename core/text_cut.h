@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace commgate {
 
@@ -14,6 +15,15 @@ inline std::string utf8_prefix(const std::string& text, std::size_t n) {
   std::size_t end = n;
   while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
   return text.substr(0, end) + "...";
+}
+
+// "a, b, c" of at most `limit` names, "and N more" past it: a list in a message that stays
+// short however many there are.
+inline std::string listed(const std::vector<std::string>& names, std::size_t limit = 5) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < limit; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > limit) out += " and " + std::to_string(names.size() - limit) + " more";
+  return out;
 }
 
 }  // namespace commgate

@@ -177,13 +177,12 @@ std::map<std::string, std::string> check_first_pool(const Workload& wl,
   return {};
 }
 
-// The hosts topology-aware scheduling assigned to `wl`'s training, sorted (empty: none, or
-// a delayed topology), as workload_request puts them in the request's pool.
+// The hosts topology-aware scheduling assigned to `wl`'s training (empty: none, or a
+// delayed topology), as workload_request puts them in the request's pool (pool_name reads
+// them in any order).
 std::vector<std::string> check_hostnames(const Workload& wl) {
   try {
-    std::vector<std::string> hosts = training_shape(wl, 0).hostnames;
-    std::sort(hosts.begin(), hosts.end());
-    return hosts;
+    return training_shape(wl, 0).hostnames;
   } catch (const ValidationError&) {
     return {};
   }
@@ -302,7 +301,7 @@ WorkloadRequest workload_request(const Workload& wl, const json* owner_job,
   job.spec.resizable = false;
   job.spec.num_proc_per_node = static_cast<int>(std::max<int64_t>(1, shape.procs_per_node));
   job.spec.suspend = true;
-  job.spec.node_selector = check_pool_selector(wl, first, flavors);
+  job.spec.node_selector = pool;
   // Topology-aware scheduling chose the hosts: the pool is those hosts (measured on them,
   // not on the flavor's other nodes). Sorted: the pool's name does not depend on the order.
   job.spec.hostnames = shape.hostnames;

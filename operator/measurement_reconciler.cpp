@@ -9,6 +9,7 @@
 #include "core/prometheus_text.h"
 #include "core/quantity.h"
 #include "core/significant_digits.h"
+#include "core/text_cut.h"
 #include "kube/api_error.h"
 #include "kube/retry_on_conflict.h"
 #include "operator/conditions.h"
@@ -82,14 +83,10 @@ std::optional<TimePoint> hostname_pool_expiry(const CommProfile& profile) {
 // ml/pytorchjob-bert-1a2b3" (not the internal "kueue-workload:" key: the trial of
 // 2026-12-07).
 std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  const size_t shown = std::min<size_t>(items.size(), kJobsTold);
-  for (size_t i = 0; i < shown; ++i)
-    out +=
-        (i ? ", " : "") +
-        (is_workload_demand(items[i]) ? "Workload " + workload_key_of_demand(items[i]) : items[i]);
-  if (items.size() > shown) out += " and " + std::to_string(items.size() - shown) + " more";
-  return out;
+  std::vector<std::string> named = items;
+  for (std::string& n : named)
+    if (is_workload_demand(n)) n = "Workload " + workload_key_of_demand(n);
+  return listed(named, kJobsTold);
 }
 
 }  // namespace
@@ -203,10 +200,11 @@ ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
           p.profile &&
           p.profile->value(json::json_pointer("/metadata/labels/app.kubernetes.io~1managed-by"),
                            json()) == json(kManagedByValue);
-      if (managed && expires && p.now < *expires && has_measurement(*p.profile))
+      const bool measured = managed && has_measurement(*p.profile);
+      if (measured && expires && p.now < *expires)
         return Action::requeue_after(
             std::chrono::duration_cast<kube::Clock::duration>(*expires - p.now));
-      if (managed && (!has_measurement(*p.profile) || expires)) {
+      if (managed && (!measured || expires)) {
         kube::DeleteOptions options;
         options.precondition_uid = meta_string(*p.profile, "uid");
         bool deleted = true;
@@ -222,10 +220,9 @@ ReconcileResult MeasurementReconciler::reconcile(const std::string& pool) {
         if (deleted) {
           own_writes_.forget(p.path);
           p.log.info("deleted CommProfile " + pool +
-                     (has_measurement(*p.profile)
-                          ? ": no job waits on its hosts and its measurement is older than " +
-                                std::to_string(kHostnamePoolRetention.count()) + " hours"
-                          : ": no job waits on it and it never held a measurement"));
+                     (measured ? ": no job waits on its hosts and its measurement is older than " +
+                                     std::to_string(kHostnamePoolRetention.count()) + " hours"
+                               : ": no job waits on it and it never held a measurement"));
           return Action::await_change();
         }
       }

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "core/merge_patch.h"
+#include "core/text_cut.h"
 #include "kube/api_error.h"
 #include "operator/conditions.h"
 #include "operator/policy_counters.h"
@@ -12,14 +13,6 @@ namespace commgate::op {
 namespace {
 
 using json = nlohmann::json;
-
-// "a, b, c" of at most `limit` names, "and N more" past it.
-std::string listed(const std::vector<std::string>& names, size_t limit = 5) {
-  std::string out;
-  for (size_t i = 0; i < names.size() && i < limit; ++i) out += (i ? ", " : "") + names[i];
-  if (names.size() > limit) out += " and " + std::to_string(names.size() - limit) + " more";
-  return out;
-}
 
 std::string namespaces_word(size_t n) {
   return std::to_string(n) + (n == 1 ? " namespace" : " namespaces");
