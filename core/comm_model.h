@@ -19,7 +19,8 @@ namespace commgate {
 
 struct LinkModel {
   // Latency of one ring step between nodes; a ring all-reduce over n nodes takes
-  // 2(n-1) steps, so alpha(n) = 2(n-1) * hop_latency_s.
+  // 2(n-1) steps, so alpha(n) = 2(n-1) * hop_latency_s. The ring pipelines its steps'
+  // segments, so an all-reduce costs max(alpha(n), its transfer), not their sum.
   double hop_latency_s = 0;
   double busbw_bytes_per_s = 0;
 

@@ -179,12 +179,18 @@ DdpStepResult measure_ddp_step(TrainableModel& model, Trainer& trainer, Communic
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   std::vector<double> with_comm, compute_only;
-  for (int i = 0; i < opts.warmup + opts.iterations; ++i) {
+  int pairs = opts.warmup + opts.iterations;
+  for (int i = 0; i < pairs; ++i) {
     const double c = one_step(BucketedReducer::Mode::kComputeOnly);
     const double w = one_step(BucketedReducer::Mode::kAllReduce);
     if (i >= opts.warmup) {
       compute_only.push_back(c);
       with_comm.push_back(w);
+    }
+    if (i == 0 && opts.min_timed_seconds > 0) {
+      // Every rank gets the same average, so all run as many pairs.
+      pairs = opts.warmup +
+              iterations_for(mean_over_ranks(comm, c + w), opts.iterations, opts.min_timed_seconds);
     }
   }
   DdpStepResult r;

@@ -79,6 +79,10 @@ struct DdpStepOptions {
   double bucket_cap_bytes = 25.0 * 1024 * 1024;
   int warmup = 1;
   int iterations = 5;
+  // More timed pairs while a pair is short, until they last about this long (at most 20x
+  // iterations, as the sweep's sizes): 5 pairs of a 70 ms step last under 0.7 s, where one
+  // stall of a CPU-capped node moves the median by points. 0: exactly `iterations`.
+  double min_timed_seconds = 3;
 };
 
 // Interleaves compute-only and all-reduce steps (after a barrier each, so all ranks are

@@ -193,6 +193,8 @@ Compute:
 DDP-style step:
   --bucket-cap Q            default 25Mi      --first-bucket Q   default 1Mi
   --ddp-warmup N --ddp-iters N                default 1, 5
+  --ddp-min-seconds S       more timed pairs while a step is short, until they last S
+                            (default 3; at most 20x --ddp-iters; 0: exactly --ddp-iters)
 Output:
   --output FILE             also write the full JSON here (rank 0; exit 1 when it cannot be)
   --termination-log FILE    compact JSON (<= 4096 bytes); default /dev/termination-log when
@@ -332,6 +334,14 @@ ParseOutcome parse_probe_config(const std::vector<std::string>& args, const EnvL
       int_flag(0, 1000, &cfg.ddp_warmup);
     } else if (flag == "--ddp-iters") {
       int_flag(1, 100000, &cfg.ddp_iterations);
+    } else if (flag == "--ddp-min-seconds") {
+      if (auto v = value()) {
+        if (*v == "0") {
+          cfg.ddp_min_timed_seconds = 0;
+        } else {
+          p.seconds(flag, *v, &cfg.ddp_min_timed_seconds);
+        }
+      }
     } else if (flag == "--timeout") {
       if (auto v = value()) p.seconds(flag, *v, &cfg.timeout_s);
     } else if (flag == "--rendezvous-timeout") {

@@ -87,6 +87,7 @@ struct ProbeConfig {
   double first_bucket_bytes = 1.0 * 1024 * 1024;
   int ddp_warmup = 1;
   int ddp_iterations = 5;
+  double ddp_min_timed_seconds = 3;
 
   double timeout_s = 300;                      // bounds the whole run
   double rendezvous_timeout_s = 0;             // 0: the rest of --timeout

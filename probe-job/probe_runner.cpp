@@ -364,6 +364,7 @@ int run_rank(const ProbeConfig& cfg, std::ostream& out, std::ostream& err) {
           d.bucket_cap_bytes = cfg.bucket_cap_bytes;
           d.warmup = cfg.ddp_warmup;
           d.iterations = cfg.ddp_iterations;
+          d.min_timed_seconds = cfg.ddp_min_timed_seconds;
           d.gradient_dtype = gradient_dtype;
           const DdpStepResult ddp = measure_ddp_step(timed, trainer, *comm, d);
           writer.update([&](ProbeResult& r) { got_ddp(r, ddp); });

@@ -70,7 +70,9 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--optimizer", default="sgd")
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--iters", type=int, default=10, help="timed pairs of steps")
+    parser.add_argument("--iters", type=int, default=10, help="timed pairs of steps, at least")
+    parser.add_argument("--min-seconds", type=float, default=6,
+                        help="more timed pairs while a step is short, until they last this long")
     parser.add_argument("--save-torchscript")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -116,9 +118,14 @@ def main():
         with ddp.no_sync():
             return step()
 
+    pair_ms = 0.0
     for _ in range(args.warmup):
-        timed(True)
-        timed(False)
+        pair_ms = timed(True) + timed(False)
+    # A short step gets more pairs (10 pairs of a 70 ms step last 1.4 s, in which one stall
+    # of a capped node moves the median by points); rank 0's count, so all run as many.
+    wanted = int(args.min_seconds * 1000 / max(pair_ms, 1.0)) + 1
+    pairs = torch.tensor([max(args.iters, min(6 * args.iters, wanted))])
+    dist.broadcast(pairs, 0)
     # DDP's buckets as rebuilt after its first step (by gradient-ready order).
     logged = ddp._get_ddp_logging_data()
     sizes = logged.get("rebuilt_bucket_sizes") or logged.get("bucket_sizes") or ""
@@ -136,7 +143,7 @@ def main():
         return (time.perf_counter() - start) * 1000
 
     with_comm, compute_only, alone, split = [], [], [], []
-    for _ in range(args.iters):
+    for _ in range(int(pairs.item())):
         with_comm.append(timed(True))
         compute_only.append(timed(False))
     for _ in range(max(3, args.iters // 2)):
@@ -159,6 +166,7 @@ def main():
             "forwardMs": statistics.median(p[0] for p in split),
             "backwardMs": statistics.median(p[1] for p in split),
             "optimizerMs": statistics.median(p[2] for p in split),
+            "pairs": len(with_comm),
             "stepsMs": with_comm,
             "computeStepsMs": compute_only,
         }))

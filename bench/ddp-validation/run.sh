@@ -15,12 +15,15 @@
 #      that probe's result: the predicted communication share and step time;
 #   3. real DDP (ddp_mlp.py: torch.nn.parallel.DistributedDataParallel, Gloo, its
 #      defaults) on 2, 3 and 4 nodes: the measured share and step;
+# then every point of the AGAIN_RATES (default 5gbit: the shortest steps, the noisiest)
 # and the point at PROBE_NODES of the first configuration measured again at the end, whose
-# difference is the emulation's own repeatability. Prints a Markdown table, the mean and
+# differences are the emulation's own repeatability. Prints a Markdown table, the mean and
 # largest error, and the repeatability, then a second table of what the prediction is made
 # of (compute, the all-reduce alone, the exposed part) beside real DDP's. RATES, SIZES,
 # OPTIMIZERS, COUNTS override the lists; KEEP=DIR keeps every probe, evaluate and DDP
-# result there.
+# result there; FROM=DIR measures nothing and predicts again from a KEEP directory's probe
+# results with this build's `commgate evaluate` (the truth and the probes of that run:
+# what a change of core's model does to the same measurements; no root needed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD="${1:-build}"
@@ -28,12 +31,16 @@ PROBE="$PWD/$BUILD/bin/commgate-probe"
 COMMGATE="$PWD/$BUILD/bin/commgate"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 DDP="$PWD/bench/ddp-validation/ddp_mlp.py"
-for tool in "$PROBE" "$COMMGATE"; do
-  [ -x "$tool" ] || { echo "ddp-validation: $tool is not built (make build)" >&2; exit 1; }
-done
-"$PYTHON" -c 'import torch' 2>/dev/null || { echo "ddp-validation: $PYTHON cannot import torch (python3-torch)" >&2; exit 1; }
+FROM="${FROM:-}"
+[ -x "$COMMGATE" ] || { echo "ddp-validation: $COMMGATE is not built (make build)" >&2; exit 1; }
 command -v jq >/dev/null || { echo "ddp-validation: jq is missing" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || { echo "ddp-validation: network namespaces and cgroups need root" >&2; exit 1; }
+if [ -n "$FROM" ]; then
+  [ -d "$FROM" ] || { echo "ddp-validation: FROM=$FROM is not a directory" >&2; exit 1; }
+else
+  [ -x "$PROBE" ] || { echo "ddp-validation: $PROBE is not built (make build)" >&2; exit 1; }
+  "$PYTHON" -c 'import torch' 2>/dev/null || { echo "ddp-validation: $PYTHON cannot import torch (python3-torch)" >&2; exit 1; }
+  [ "$(id -u)" -eq 0 ] || { echo "ddp-validation: network namespaces and cgroups need root" >&2; exit 1; }
+fi
 
 if [ -n "${QUICK:-}" ]; then
   RATES="${RATES:-1gbit}" SIZES="${SIZES:-5M}" OPTIMIZERS="${OPTIMIZERS:-sgd}"
@@ -42,6 +49,7 @@ RATES="${RATES:-200mbit 1gbit 5gbit}"
 SIZES="${SIZES:-5M 25M}"
 OPTIMIZERS="${OPTIMIZERS:-sgd adamw}"
 COUNTS="${COUNTS:-2 3 4}"
+AGAIN_RATES="${AGAIN_RATES-5gbit}"
 PROBE_NODES="${PROBE_NODES:-2}"
 BATCH="${BATCH:-32}"
 CPU_PER_NODE="${CPU_PER_NODE:-$(awk -v n="$(nproc)" 'BEGIN { printf "%.2f", n / 4 }')}"
@@ -93,32 +101,49 @@ spec:
 YAML
 }
 
-echo "ddp-validation: $(nproc) cores, each node capped at $CPU_PER_NODE CPUs, one rank per node, batch $BATCH, probe at $PROBE_NODES nodes; $(date -u +%Y-%m-%dT%H:%M:%SZ)" >&2
+# measured NAME OUT CMD...: OUT is FROM's kept NAME, or CMD's result (kept as NAME).
+measured() {
+  local name="$1" out="$2"
+  shift 2
+  if [ -n "$FROM" ]; then
+    [ -f "$FROM/$name" ] || { echo "ddp-validation: FROM=$FROM has no $name" >&2; return 1; }
+    cp "$FROM/$name" "$out"
+    return
+  fi
+  "$@"
+  [ -z "${KEEP:-}" ] || cp "$out" "$KEEP/$name"
+}
+
+if [ -n "$FROM" ]; then
+  echo "ddp-validation: predicting again from the probes kept in $FROM with $COMMGATE; $(date -u +%Y-%m-%dT%H:%M:%SZ)" >&2
+else
+  echo "ddp-validation: $(nproc) cores, each node capped at $CPU_PER_NODE CPUs, one rank per node, batch $BATCH, probe at $PROBE_NODES nodes; $(date -u +%Y-%m-%dT%H:%M:%SZ)" >&2
+fi
+[ -z "${KEEP:-}" ] || mkdir -p "$KEEP"
 rows="$TMP/rows.tsv"
+again_rows="$TMP/again.tsv"
 : >"$rows"
+: >"$again_rows"
 first=""
 for rate in $RATES; do
-  "$NETSIM" up "$MAX_NODES" "$rate" >/dev/null 2>&1
+  [ -n "$FROM" ] || "$NETSIM" up "$MAX_NODES" "$rate" >/dev/null 2>&1
   for params in $SIZES; do
-    "$PYTHON" "$DDP" --params "$params" --batch "$BATCH" --save-torchscript "$TMP/model.pt" >"$TMP/model.json"
+    measured "model-$params.json" "$TMP/model.json" eval \
+      '"$PYTHON" "$DDP" --params "$params" --batch "$BATCH" --save-torchscript "$TMP/model.pt" >"$TMP/model.json"'
     parameters=$(jq -r .parameters "$TMP/model.json")
     shape=$(jq -r '.inputShape | map(tostring) | join(",")' "$TMP/model.json")
     for optimizer in $OPTIMIZERS; do
-      echo "ddp-validation: $rate, $params ($parameters parameters), $optimizer: probe at $PROBE_NODES nodes" >&2
-      ranks "$PROBE_NODES" "$TMP/probe.json" "$PROBE" --torchscript "$TMP/model.pt" --input-shape "$shape" \
+      [ -n "$FROM" ] || echo "ddp-validation: $rate, $params ($parameters parameters), $optimizer: probe at $PROBE_NODES nodes" >&2
+      measured "probe-$rate-$params-$optimizer.json" "$TMP/probe.json" \
+        ranks "$PROBE_NODES" "$TMP/probe.json" "$PROBE" --torchscript "$TMP/model.pt" --input-shape "$shape" \
         --optimizer "$optimizer" --threads 1 --termination-log "" --quiet \
         --note "bench/ddp-validation/run.sh: $rate, $params, $optimizer"
       job_yaml "$parameters" "$optimizer" >"$TMP/job.yaml"
       "$COMMGATE" evaluate -f "$TMP/job.yaml" --measurement "$TMP/probe.json" -o json >"$TMP/eval.json" || true
-      if [ -n "${KEEP:-}" ]; then
-        mkdir -p "$KEEP"
-        cp "$TMP/probe.json" "$KEEP/probe-$rate-$params-$optimizer.json"
-        cp "$TMP/eval.json" "$KEEP/eval-$rate-$params-$optimizer.json"
-      fi
+      [ -z "${KEEP:-}" ] || cp "$TMP/eval.json" "$KEEP/eval-$rate-$params-$optimizer.json"
       for n in $COUNTS; do
-        echo "ddp-validation: $rate, $params, $optimizer: real DDP on $n nodes" >&2
-        real_ddp "$n" "$params" "$optimizer" "$TMP/ddp.json"
-        [ -z "${KEEP:-}" ] || cp "$TMP/ddp.json" "$KEEP/ddp-$rate-$params-$optimizer-$n.json"
+        [ -n "$FROM" ] || echo "ddp-validation: $rate, $params, $optimizer: real DDP on $n nodes" >&2
+        measured "ddp-$rate-$params-$optimizer-$n.json" "$TMP/ddp.json" real_ddp "$n" "$params" "$optimizer" "$TMP/ddp.json"
         [ -n "$first" ] || first="$rate $params $optimizer"
         jq -r --slurpfile d "$TMP/ddp.json" --argjson n "$n" --arg rate "$rate" --arg params "$params" \
           --arg opt "$optimizer" --argjson probed "$PROBE_NODES" '
@@ -131,39 +156,79 @@ for rate in $RATES; do
       done
     done
   done
-  "$NETSIM" down >/dev/null 2>&1
+  [ -n "$FROM" ] || "$NETSIM" down >/dev/null 2>&1
 done
 
-# The same point again: how far the emulation moves between two measurements of it.
-read -r rate params optimizer <<<"$first"
-"$NETSIM" up "$MAX_NODES" "$rate" >/dev/null 2>&1
-real_ddp "$PROBE_NODES" "$params" "$optimizer" "$TMP/again.json"
-"$NETSIM" down >/dev/null 2>&1
-again=$(jq -r .commShare "$TMP/again.json")
-before=$(awk -F'\t' -v r="$rate" -v p="$params" -v o="$optimizer" -v n="$PROBE_NODES" \
-  '$1 == r && $2 == p && $3 == o && $4 == n { print $6; exit }' "$rows")
-
-awk -F'\t' -v again="$again" -v before="$before" -v point="$rate $params $optimizer at $PROBE_NODES nodes" '
-BEGIN {
-  print "| link | params | optimizer | nodes | real DDP share | predicted | error (points) | real DDP step (ms) | predicted step (ms) | step error |"
-  print "|---|---|---|---|---|---|---|---|---|---|"
+# The same points again, after all the others: how far the emulation moves between two
+# measurements of one point (every point of AGAIN_RATES, and the first configuration's
+# probed point).
+read -r first_rate first_params first_optimizer <<<"$first"
+again() {  # RATE PARAMS OPTIMIZER N
+  measured "again-$1-$2-$3-$4.json" "$TMP/again.json" real_ddp "$4" "$2" "$3" "$TMP/again.json"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$(jq -r .commShare "$TMP/again.json")" >>"$again_rows"
 }
+for rate in $RATES; do
+  if [[ " $AGAIN_RATES " == *" $rate "* ]]; then
+    [ -n "$FROM" ] || "$NETSIM" up "$MAX_NODES" "$rate" >/dev/null 2>&1
+    for params in $SIZES; do
+      for optimizer in $OPTIMIZERS; do
+        for n in $COUNTS; do
+          [ -n "$FROM" ] || echo "ddp-validation: $rate, $params, $optimizer: real DDP on $n nodes again" >&2
+          again "$rate" "$params" "$optimizer" "$n"
+        done
+      done
+    done
+    [ -n "$FROM" ] || "$NETSIM" down >/dev/null 2>&1
+  elif [ "$rate" = "$first_rate" ]; then
+    [ -n "$FROM" ] || "$NETSIM" up "$MAX_NODES" "$rate" >/dev/null 2>&1
+    again "$first_rate" "$first_params" "$first_optimizer" "$PROBE_NODES"
+    [ -n "$FROM" ] || "$NETSIM" down >/dev/null 2>&1
+  fi
+done
+
+# Each point's error, beside its second measurement where it has one.
+awk -F'\t' '
+BEGIN {
+  print "| link | params | optimizer | nodes | real DDP share | measured again | predicted | error (points) | real DDP step (ms) | predicted step (ms) | step error |"
+  print "|---|---|---|---|---|---|---|---|---|---|---|"
+}
+function abs(x) { return x < 0 ? -x : x }
+FNR == NR { again[$1 " " $2 " " $3 " " $4] = $5; next }
 {
+  key = $1 " " $2 " " $3 " " $4
   nodes = $4 ($5 == "probed" ? " (probed)" : "")
+  second = key in again ? sprintf("%.1f%%", again[key] * 100) : ""
+  if (key in again) {
+    apart = abs(again[key] - $6) * 100
+    twice[$1]++; apart_sum[$1] += apart; if (apart > apart_max[$1]) apart_max[$1] = apart
+  }
   if ($7 == "null") {
-    printf "| %s | %s | %s | %s | %.1f%% | none | | %.0f | | |\n", $1, $2, $3, nodes, $6 * 100, $8
+    printf "| %s | %s | %s | %s | %.1f%% | %s | none | | %.0f | | |\n", $1, $2, $3, nodes, $6 * 100, second, $8
     next
   }
   err = ($7 - $6) * 100; step_err = ($9 - $8) / $8 * 100
-  printf "| %s | %s | %s | %s | %.1f%% | %.1f%% | %+.1f | %.0f | %.0f | %+.0f%% |\n", $1, $2, $3, nodes, $6 * 100, $7 * 100, err, $8, $9, step_err
-  n++; sum += (err < 0 ? -err : err); if ((err < 0 ? -err : err) > max) max = (err < 0 ? -err : err)
-  if ((err < 0 ? -err : err) <= 3) within++
-  s = (step_err < 0 ? -step_err : step_err); if (s > smax) smax = s
+  printf "| %s | %s | %s | %s | %.1f%% | %s | %.1f%% | %+.1f | %.0f | %.0f | %+.0f%% |\n", $1, $2, $3, nodes, $6 * 100, second, $7 * 100, err, $8, $9, step_err
+  n++; sum += abs(err); if (abs(err) > max) max = abs(err)
+  if (abs(err) <= 3) within++
+  if (abs(step_err) <= 10) step_within++
+  if (abs(step_err) > smax) smax = abs(step_err)
+  rate_n[$1]++; rate_sum[$1] += abs(err); if (abs(err) > rate_max[$1]) rate_max[$1] = abs(err)
+  if (!(key in again)) next
+  # Measured twice: the prediction is held to the nearer of the two, and to 3 points or
+  # how far the two lie apart, whichever is more.
+  near = abs(($7 - again[key]) * 100) < abs(err) ? abs(($7 - again[key]) * 100) : abs(err)
+  judged[$1]++
+  if (near <= (apart > 3 ? apart : 3)) held[$1]++
 }
 END {
-  if (n > 0) printf "\nshare error: mean %.1f points, largest %.1f; %d of %d within 3 points; largest step error %.0f%%\n", sum / n, max, within, n, smax
-  printf "repeatability: %s measured twice: %.1f%% then %.1f%% (%.1f points apart)\n", point, before * 100, again * 100, (again - before) * 100
-}' "$rows"
+  if (n > 0) printf "\nshare error: mean %.1f points, largest %.1f; %d of %d within 3 points; predicted step within 10%% at %d of %d (largest step error %.0f%%)\n", sum / n, max, within, n, step_within, n, smax
+  for (r in rate_n) printf "  %s: mean %.1f points, largest %.1f\n", r, rate_sum[r] / rate_n[r], rate_max[r]
+  for (r in twice) {
+    printf "repeatability: %s, %d point%s measured twice: %.1f points apart on average, %.1f at most", r, twice[r], twice[r] == 1 ? "" : "s", apart_sum[r] / twice[r], apart_max[r]
+    if (judged[r] > 0) printf "; %d of %d predictions within 3 points or that point'"'"'s own spread of one of its measurements", held[r], judged[r]
+    printf "\n"
+  }
+}' "$again_rows" "$rows"
 
 echo
 echo "What each prediction is made of, beside real DDP's (ms): compute (forward + backward + optimizer, no communication), the all-reduce of every bucket with nothing else running, and the exposed communication (step − compute)."

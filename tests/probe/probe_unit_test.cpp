@@ -67,9 +67,19 @@ TEST(ProbeConfig, accepts_quantities_durations_and_equals_forms) {
   ASSERT_TRUE(got.config) << got.error;
   EXPECT_DOUBLE_EQ(got.config->max_bytes, 16.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(got.config->timeout_s, 120);
+  EXPECT_DOUBLE_EQ(got.config->ddp_min_timed_seconds, 3);  // the default
   EXPECT_EQ(got.config->backend, BackendChoice::kGloo);
   ASSERT_TRUE(got.config->termination_log);
   EXPECT_EQ(*got.config->termination_log, "");
+}
+
+TEST(ProbeConfig, the_ddp_steps_minimum_time_takes_seconds_a_duration_or_zero) {
+  for (const auto& [text, want] :
+       std::vector<std::pair<std::string, double>>{{"0", 0}, {"1.5", 1.5}, {"10s", 10}}) {
+    auto got = parse_probe_config({"--ddp-min-seconds", text}, env_of({}));
+    ASSERT_TRUE(got.config) << text << ": " << got.error;
+    EXPECT_DOUBLE_EQ(got.config->ddp_min_timed_seconds, want) << text;
+  }
 }
 
 TEST(ProbeConfig, rejects_bad_input_naming_the_flag_or_variable) {
@@ -96,6 +106,7 @@ TEST(ProbeConfig, rejects_bad_input_naming_the_flag_or_variable) {
        {},
        "--input-shape dimension"},
       {"negative_timeout", {"--timeout", "-3"}, {}, "--timeout"},
+      {"negative_ddp_min_seconds", {"--ddp-min-seconds", "-1"}, {}, "--ddp-min-seconds"},
       {"flag_takes_no_value", {"--quiet=yes"}, {}, "--quiet: takes no value"},
       {"bad_gradient_dtype", {"--gradient-dtype", "fp8"}, {}, "--gradient-dtype: must be one of"},
       {"also_model_without_params", {"--also-model", "batch=4"}, {}, "--also-model: params=Q"},
@@ -511,6 +522,26 @@ TEST(BucketedReducer, launches_buckets_in_order_during_backward_and_averages_gra
   EXPECT_TRUE(comm.launches.empty());
   for (size_t i = 0; i < params.size(); ++i)
     EXPECT_TRUE(at::equal(params[i].grad(), want[i])) << "gradient " << i << " left as computed";
+}
+
+// A short step is timed over more pairs (until --ddp-min-seconds, at most 20x --ddp-iters),
+// a long one over --ddp-iters; 0 keeps exactly --ddp-iters. Counted in bucket launches.
+TEST(DdpStep, a_short_step_is_timed_over_more_pairs) {
+  auto model = make_synthetic_mlp(synthetic_mlp_shape(2e5), 4, at::Device(at::kCPU), false);
+  Trainer trainer(*model, at::Device(at::kCPU), "sgd");
+  auto timed_pairs = [&](double min_seconds) {
+    FakeComm comm(2);
+    DdpStepOptions opts;
+    opts.warmup = 1;
+    opts.iterations = 2;
+    opts.min_timed_seconds = min_seconds;
+    const DdpStepResult r = measure_ddp_step(*model, trainer, comm, opts);
+    int64_t bucket_launches = 0;
+    for (int64_t n : comm.launches) bucket_launches += n > 1;  // not the 1-value averages
+    return bucket_launches / r.buckets - opts.warmup;
+  };
+  EXPECT_EQ(timed_pairs(0), 2);
+  EXPECT_EQ(timed_pairs(1e9), 40);  // 20x --ddp-iters
 }
 
 // DDP's fp16_compress_hook: each bucket is cast to fp16, divided and all-reduced, then

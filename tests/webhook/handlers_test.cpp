@@ -121,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(
                    "Downsize",
                    6,
                    false,
-                   "spec.numNodes lowered from 8 to 6: at 8 nodes 12.6%"},
+                   "spec.numNodes lowered from 8 to 6: at 8 nodes 12.2%"},
         MutateCase{"warns_and_admits_unchanged_under_warn",
                    bert(8),
                    {strict(EnforcementAction::kWarn)},

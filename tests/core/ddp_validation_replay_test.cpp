@@ -1,0 +1,132 @@
+// The model held to real PyTorch DDP (issue #22), on the measurements of one validation
+// run: bench/ddp-validation/run.sh kept every probe result and every real DDP step of that
+// run (KEEP=DIR) in bench/ddp-validation/results/. The prediction is a pure function of
+// the probe result, so this replays what `commgate evaluate` predicts from each probe
+// (2 nodes probed) at 2, 3 and 4 nodes against what real DDP measured on the same
+// emulated nodes in the same run, as `FROM=DIR bench/ddp-validation/run.sh` does. A change
+// of core's model that moves a prediction away from real DDP fails here, with the table.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/decision.h"
+#include "core/measurement.h"
+#include "core/probe_result.h"
+#include "core/training_job.h"
+
+namespace commgate {
+namespace COMMGATE_TEST_UNIT {
+
+namespace fs = std::filesystem;
+const fs::path kResults =
+    fs::path(COMMGATE_SOURCE_DIR) / "bench" / "ddp-validation" / "results" / "2026-12-07";
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return nlohmann::json::parse(s.str());
+}
+
+struct Point {
+  std::string config;  // "5gbit 25M adamw"
+  int nodes = 0;
+  double real = 0;              // real DDP's share
+  std::optional<double> again;  // the same point measured again at the end
+  double predicted = 0;         // the model's (or the probe's, at the probed count)
+  double real_step_ms = 0, predicted_step_ms = 0;
+
+  double error_points() const { return (predicted - real) * 100; }
+  // How far the two measurements of the point lie apart, in points (0 when measured once).
+  double spread_points() const { return again ? std::fabs(*again - real) * 100 : 0; }
+  // The error against the nearer of the point's measurements.
+  double nearest_error_points() const {
+    double e = std::fabs(error_points());
+    if (again) e = std::min(e, std::fabs(predicted - *again) * 100);
+    return e;
+  }
+};
+
+// Every point of the kept run: probe-RATE-SIZE-OPT.json, ddp-RATE-SIZE-OPT-N.json and,
+// for the points measured twice, again-RATE-SIZE-OPT-N.json.
+std::vector<Point> replay() {
+  std::vector<Point> points;
+  std::vector<fs::path> probes;
+  for (const auto& e : fs::directory_iterator(kResults))
+    if (e.path().filename().string().rfind("probe-", 0) == 0) probes.push_back(e.path());
+  std::sort(probes.begin(), probes.end());
+  for (const fs::path& probe : probes) {
+    const std::string stem = probe.stem().string().substr(6);  // RATE-SIZE-OPT
+    const ProbeResult r = parse_probe_result(read_json(probe));
+    if (!r.compute) ADD_FAILURE() << probe << " has no compute";
+    if (!r.compute) continue;
+    // The job run.sh evaluates: the probe's model, fp32 gradients, one process per node.
+    TrainingJobSpec job;
+    job.num_nodes = 4;
+    job.num_proc_per_node = 1;
+    job.model.parameters = r.compute->parameters;
+    job.model.gradient_dtype = "fp32";
+    job.model.batch_size = r.compute->batch_size;
+    job.model.optimizer = r.compute->optimizer;
+    const Measurement m = measurement_from_probe(r, job.model, probe.string());
+    const std::vector<StepPrediction> predicted = predict_counts(m, job, {2, 3, 4});
+    EXPECT_EQ(predicted.size(), 3u) << probe;
+    for (const StepPrediction& p : predicted) {
+      const std::string n = std::to_string(p.nodes);
+      const fs::path real = kResults / ("ddp-" + stem + "-" + n + ".json");
+      const fs::path again = kResults / ("again-" + stem + "-" + n + ".json");
+      if (!fs::exists(real)) ADD_FAILURE() << real << " is missing";
+      if (!fs::exists(real)) continue;
+      const nlohmann::json d = read_json(real);
+      Point pt;
+      pt.config = stem;
+      pt.nodes = p.nodes;
+      pt.real = d.at("commShare").get<double>();
+      if (fs::exists(again)) pt.again = read_json(again).at("commShare").get<double>();
+      pt.predicted = p.comm_share;
+      pt.real_step_ms = d.at("stepMs").get<double>();
+      pt.predicted_step_ms = p.step_s * 1e3;
+      points.push_back(pt);
+    }
+  }
+  return points;
+}
+
+TEST(DdpValidationReplay, predictions_hold_against_real_ddp) {
+  const std::vector<Point> points = replay();
+  ASSERT_EQ(points.size(), 36u) << "3 links x 2 sizes x 2 optimizers x 2, 3, 4 nodes";
+  double sum = 0;
+  int within = 0;
+  std::printf("%-22s %5s %8s %8s %9s %7s %7s\n", "config", "nodes", "real", "again", "predicted",
+              "error", "spread");
+  for (const Point& p : points) {
+    char again[16] = "";
+    if (p.again) std::snprintf(again, sizeof again, "%.1f%%", *p.again * 100);
+    std::printf("%-22s %5d %7.1f%% %7s %8.1f%% %+7.1f %7.1f\n", p.config.c_str(), p.nodes,
+                p.real * 100, again, p.predicted * 100, p.error_points(), p.spread_points());
+    sum += std::fabs(p.error_points());
+    within += std::fabs(p.error_points()) <= 3;
+  }
+  const double mean = sum / points.size();
+  std::printf("mean error %.2f points; %d of %zu within 3\n", mean, within, points.size());
+  // Regression bounds from this run, not the issue's bar (docs/benchmarks.md says where
+  // and why the 5 Gbit/s points miss it): the mean error was 2.88 points with the
+  // all-reduce as max(latency, transfer), 3.07 with their sum (the model until
+  // 2026-12-07); the largest 12.0 (13.5 with the sum); at 200 Mbit/s every point within
+  // 1.2.
+  EXPECT_LE(mean, 3.0);
+  for (const Point& p : points) {
+    SCOPED_TRACE(p.config + " at " + std::to_string(p.nodes) + " nodes");
+    EXPECT_LE(std::fabs(p.error_points()), 12.5);
+    if (p.config.rfind("200mbit", 0) == 0) {
+      EXPECT_LE(std::fabs(p.error_points()), 3.0);
+    }
+  }
+}
+
+}  // namespace COMMGATE_TEST_UNIT
+}  // namespace commgate
