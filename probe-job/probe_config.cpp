@@ -193,7 +193,8 @@ Compute:
 DDP-style step:
   --bucket-cap Q            default 25Mi      --first-bucket Q   default 1Mi
   --ddp-warmup N --ddp-iters N                default 1, 5
-  --ddp-min-seconds S       more timed pairs while a step is short, until they last S
+  --ddp-min-seconds S       more timed pairs while a step is short, until they last about S
+                            seconds or a duration such as 5s, judged by the first pair
                             (default 3; at most 20x --ddp-iters; 0: exactly --ddp-iters)
 Output:
   --output FILE             also write the full JSON here (rank 0; exit 1 when it cannot be)
@@ -336,10 +337,13 @@ ParseOutcome parse_probe_config(const std::vector<std::string>& args, const EnvL
       int_flag(1, 100000, &cfg.ddp_iterations);
     } else if (flag == "--ddp-min-seconds") {
       if (auto v = value()) {
-        if (*v == "0") {
-          cfg.ddp_min_timed_seconds = 0;
-        } else {
-          p.seconds(flag, *v, &cfg.ddp_min_timed_seconds);
+        char* end = nullptr;
+        if (!v->empty() && std::strtod(v->c_str(), &end) == 0 && *end == '\0') {
+          cfg.ddp_min_timed_seconds = 0;  // "0", "0.0": exactly --ddp-iters
+        } else if (const bool first_error = p.error.empty();
+                   !p.seconds(flag, *v, &cfg.ddp_min_timed_seconds) && first_error) {
+          p.error = flag + ": must be 0 (exactly --ddp-iters) or a positive number of seconds " +
+                    "or a duration such as 5s, got \"" + *v + "\"";
         }
       }
     } else if (flag == "--timeout") {

@@ -72,7 +72,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--iters", type=int, default=10, help="timed pairs of steps, at least")
     parser.add_argument("--min-seconds", type=float, default=6,
-                        help="more timed pairs while a step is short, until they last this long")
+                        help="more timed pairs while a step is short, until they last about this "
+                        "long (judged by the last warm-up pair; at most 6x --iters)")
     parser.add_argument("--save-torchscript")
     args = parser.parse_args()
     torch.set_num_threads(1)

@@ -25,6 +25,9 @@
 # results with this build's `commgate evaluate` (the truth and the probes of that run:
 # what a change of core's model does to the same measurements; no root needed).
 set -euo pipefail
+# FROM and KEEP as the caller named them, before the cd to the repository root.
+[ -z "${FROM:-}" ] || FROM=$(realpath -m -- "$FROM")
+[ -z "${KEEP:-}" ] || KEEP=$(realpath -m -- "$KEEP")
 cd "$(dirname "$0")/../.."
 BUILD="${1:-build}"
 PROBE="$PWD/$BUILD/bin/commgate-probe"
@@ -114,6 +117,12 @@ measured() {
   [ -z "${KEEP:-}" ] || cp "$out" "$KEEP/$name"
 }
 
+# truth NAME FILE: FILE is real DDP's result (its share and step), or the run stops naming it.
+truth() {
+  jq -e '(.commShare | type == "number") and (.stepMs | type == "number") and .stepMs > 0' "$2" >/dev/null 2>&1 ||
+    { echo "ddp-validation: ${FROM:+$FROM/}$1 is not a real DDP result (commShare and stepMs)" >&2; exit 1; }
+}
+
 if [ -n "$FROM" ]; then
   echo "ddp-validation: predicting again from the probes kept in $FROM with $COMMGATE; $(date -u +%Y-%m-%dT%H:%M:%SZ)" >&2
 else
@@ -139,11 +148,17 @@ for rate in $RATES; do
         --optimizer "$optimizer" --threads 1 --termination-log "" --quiet \
         --note "bench/ddp-validation/run.sh: $rate, $params, $optimizer"
       job_yaml "$parameters" "$optimizer" >"$TMP/job.yaml"
-      "$COMMGATE" evaluate -f "$TMP/job.yaml" --measurement "$TMP/probe.json" -o json >"$TMP/eval.json" || true
+      if ! "$COMMGATE" evaluate -f "$TMP/job.yaml" --measurement "$TMP/probe.json" -o json >"$TMP/eval.json"; then
+        # Its rows say "none" (a measurement that cannot predict is a result too), and the
+        # probe is named as the caller knows it.
+        echo "ddp-validation: commgate evaluate could not predict from ${FROM:+$FROM/}probe-$rate-$params-$optimizer.json (above)" >&2
+        echo '{}' >"$TMP/eval.json"
+      fi
       [ -z "${KEEP:-}" ] || cp "$TMP/eval.json" "$KEEP/eval-$rate-$params-$optimizer.json"
       for n in $COUNTS; do
         [ -n "$FROM" ] || echo "ddp-validation: $rate, $params, $optimizer: real DDP on $n nodes" >&2
         measured "ddp-$rate-$params-$optimizer-$n.json" "$TMP/ddp.json" real_ddp "$n" "$params" "$optimizer" "$TMP/ddp.json"
+        truth "ddp-$rate-$params-$optimizer-$n.json" "$TMP/ddp.json"
         [ -n "$first" ] || first="$rate $params $optimizer"
         jq -r --slurpfile d "$TMP/ddp.json" --argjson n "$n" --arg rate "$rate" --arg params "$params" \
           --arg opt "$optimizer" --argjson probed "$PROBE_NODES" '
@@ -164,7 +179,10 @@ done
 # probed point).
 read -r first_rate first_params first_optimizer <<<"$first"
 again() {  # RATE PARAMS OPTIMIZER N
+  # A subset of a kept run (RATES, SIZES, ... narrower than it was) may lack the point.
+  [ -z "$FROM" ] || [ -f "$FROM/again-$1-$2-$3-$4.json" ] || return 0
   measured "again-$1-$2-$3-$4.json" "$TMP/again.json" real_ddp "$4" "$2" "$3" "$TMP/again.json"
+  truth "again-$1-$2-$3-$4.json" "$TMP/again.json"
   printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$(jq -r .commShare "$TMP/again.json")" >>"$again_rows"
 }
 for rate in $RATES; do
@@ -187,13 +205,13 @@ for rate in $RATES; do
 done
 
 # Each point's error, beside its second measurement where it has one.
-awk -F'\t' '
+awk -F'\t' -v rates="$RATES" '
 BEGIN {
   print "| link | params | optimizer | nodes | real DDP share | measured again | predicted | error (points) | real DDP step (ms) | predicted step (ms) | step error |"
   print "|---|---|---|---|---|---|---|---|---|---|---|"
 }
 function abs(x) { return x < 0 ? -x : x }
-FNR == NR { again[$1 " " $2 " " $3 " " $4] = $5; next }
+FILENAME == ARGV[1] { again[$1 " " $2 " " $3 " " $4] = $5; next }
 {
   key = $1 " " $2 " " $3 " " $4
   nodes = $4 ($5 == "probed" ? " (probed)" : "")
@@ -213,6 +231,9 @@ FNR == NR { again[$1 " " $2 " " $3 " " $4] = $5; next }
   if (abs(step_err) <= 10) step_within++
   if (abs(step_err) > smax) smax = abs(step_err)
   rate_n[$1]++; rate_sum[$1] += abs(err); if (abs(err) > rate_max[$1]) rate_max[$1] = abs(err)
+  # At the probed count the prediction is the probe'"'"'s own measured step: the others are
+  # the model'"'"'s extrapolation.
+  if ($5 != "probed") { xn++; xsum += abs(err); if (abs(err) <= 3) xwithin++ }
   if (!(key in again)) next
   # Measured twice: the prediction is held to the nearer of the two, and to 3 points or
   # how far the two lie apart, whichever is more.
@@ -222,10 +243,17 @@ FNR == NR { again[$1 " " $2 " " $3 " " $4] = $5; next }
 }
 END {
   if (n > 0) printf "\nshare error: mean %.1f points, largest %.1f; %d of %d within 3 points; predicted step within 10%% at %d of %d (largest step error %.0f%%)\n", sum / n, max, within, n, step_within, n, smax
-  for (r in rate_n) printf "  %s: mean %.1f points, largest %.1f\n", r, rate_sum[r] / rate_n[r], rate_max[r]
-  for (r in twice) {
+  if (xn > 0) printf "  away from the probed count (the model'"'"'s extrapolation): mean %.1f points, %d of %d within 3\n", xsum / xn, xwithin, xn
+  count = split(rates, order, " ")
+  for (i = 1; i <= count; i++) {
+    r = order[i]
+    if (r in rate_n) printf "  %s: mean %.1f points, largest %.1f\n", r, rate_sum[r] / rate_n[r], rate_max[r]
+  }
+  for (i = 1; i <= count; i++) {
+    r = order[i]
+    if (!(r in twice)) continue
     printf "repeatability: %s, %d point%s measured twice: %.1f points apart on average, %.1f at most", r, twice[r], twice[r] == 1 ? "" : "s", apart_sum[r] / twice[r], apart_max[r]
-    if (judged[r] > 0) printf "; %d of %d predictions within 3 points or that point'"'"'s own spread of one of its measurements", held[r], judged[r]
+    if (judged[r] > 0) printf "; %d of %d predictions within 3 points (or within the two measurements'"'"' spread, when larger) of the nearer one", held[r], judged[r]
     printf "\n"
   }
 }' "$again_rows" "$rows"

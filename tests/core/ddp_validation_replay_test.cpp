@@ -116,9 +116,18 @@ TEST(DdpValidationReplay, predictions_hold_against_real_ddp) {
   // Regression bounds from this run, not the bar (docs/benchmarks.md says where
   // and why the 5 Gbit/s points miss it): the mean error was 2.88 points with the
   // all-reduce as max(latency, transfer), 3.07 with their sum (the model until
-  // 2026-12-07); the largest 12.0 (13.5 with the sum); at 200 Mbit/s every point within
-  // 1.2.
+  // 2026-12-07); at 5 Gbit/s 6.3 (6.9 with the sum); the largest 12.0 (13.5 with the
+  // sum); at 200 Mbit/s every point within 1.2.
   EXPECT_LE(mean, 3.0);
+  double sum_5gbit = 0;
+  int n_5gbit = 0;
+  for (const Point& p : points) {
+    if (p.config.rfind("5gbit", 0) != 0) continue;
+    sum_5gbit += std::fabs(p.error_points());
+    ++n_5gbit;
+  }
+  ASSERT_EQ(n_5gbit, 12);
+  EXPECT_LE(sum_5gbit / n_5gbit, 6.5);
   for (const Point& p : points) {
     SCOPED_TRACE(p.config + " at " + std::to_string(p.nodes) + " nodes");
     EXPECT_LE(std::fabs(p.error_points()), 12.5);

@@ -74,8 +74,8 @@ TEST(ProbeConfig, accepts_quantities_durations_and_equals_forms) {
 }
 
 TEST(ProbeConfig, the_ddp_steps_minimum_time_takes_seconds_a_duration_or_zero) {
-  for (const auto& [text, want] :
-       std::vector<std::pair<std::string, double>>{{"0", 0}, {"1.5", 1.5}, {"10s", 10}}) {
+  for (const auto& [text, want] : std::vector<std::pair<std::string, double>>{
+           {"0", 0}, {"0.0", 0}, {"1.5", 1.5}, {"10s", 10}}) {
     auto got = parse_probe_config({"--ddp-min-seconds", text}, env_of({}));
     ASSERT_TRUE(got.config) << text << ": " << got.error;
     EXPECT_DOUBLE_EQ(got.config->ddp_min_timed_seconds, want) << text;
@@ -106,7 +106,10 @@ TEST(ProbeConfig, rejects_bad_input_naming_the_flag_or_variable) {
        {},
        "--input-shape dimension"},
       {"negative_timeout", {"--timeout", "-3"}, {}, "--timeout"},
-      {"negative_ddp_min_seconds", {"--ddp-min-seconds", "-1"}, {}, "--ddp-min-seconds"},
+      {"negative_ddp_min_seconds",
+       {"--ddp-min-seconds", "-1"},
+       {},
+       "--ddp-min-seconds: must be 0 (exactly --ddp-iters) or a positive number of seconds"},
       {"flag_takes_no_value", {"--quiet=yes"}, {}, "--quiet: takes no value"},
       {"bad_gradient_dtype", {"--gradient-dtype", "fp8"}, {}, "--gradient-dtype: must be one of"},
       {"also_model_without_params", {"--also-model", "batch=4"}, {}, "--also-model: params=Q"},
