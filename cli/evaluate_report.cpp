@@ -235,8 +235,8 @@ ScalingChart scaling_chart_of(const Evaluation& e) {
              ", " + format_nodes(m->nodes_probed) + " probed), latency " +
              fmt("%.3g us", m->link.latency_s * 1e6);
     if (d.correction && (d.correction->exact || d.correction->factor != 1))
-      c.link +=
-          calibration_note(m->link.busbw_bytes_per_s, d.correction->factor, d.correction->overlap);
+      c.link += calibration_note(m->link.busbw_bytes_per_s, d.correction->factor,
+                                 d.correction->overlap, d.correction->step_overhead_s);
     else if (d.correction || !d.correction_not_applied.empty())
       c.link += kUncalibratedNote;
   } else {

@@ -978,7 +978,8 @@ ScalingChart scaling_chart_of_trainingjob(const json& tj,
       // A status written before the overlap was calibrated has none: full overlap.
       const double overlap =
           member(correction, "overlap").is_number() ? number_of(correction, "overlap") : 1;
-      c.link += calibration_note(busbw, number_of(correction, "busbwFactor"), overlap);
+      c.link += calibration_note(busbw, number_of(correction, "busbwFactor"), overlap,
+                                 number_of(correction, "stepOverheadMs") / 1e3);
     } else if (member(correction, "applied") == json(false)) {
       c.link += kUncalibratedNote;
     }

@@ -57,10 +57,15 @@ std::string link_advice(const ModelInputs& model, const CommPolicySpec& policy, 
   const std::string at = " at " + format_nodes(n);
   if (!needed) {
     const StepPrediction unlimited = predict_step(with_busbw(model, kUnlimitedBusbw), n);
+    const std::string overhead =
+        model.step_overhead_s > 0
+            ? " and the " + format_count(round_significant(model.step_overhead_s * 1e3, 3)) +
+                  " ms each step pays beyond them"
+            : "";
     return "No link makes " + format_nodes(n) + " pass: with unlimited bandwidth the " +
-           "all-reduces' latency alone (" + format_percent(unlimited.comm_share) + " of the step" +
-           at + ", from the measured hop latency " + format_count(model.link.hop_latency_s * 1e6) +
-           " us) is over the limit.";
+           "all-reduces' latency" + overhead + " alone (" + format_percent(unlimited.comm_share) +
+           " of the step" + at + ", from the measured hop latency " +
+           format_count(model.link.hop_latency_s * 1e6) + " us) is over the limit.";
   }
   return "The link: " + format_nodes(n) + " would pass with an all-reduce bus bandwidth of " +
          format_gbps(*needed) + " or more; this pool's effective bandwidth is " +

@@ -24,6 +24,11 @@ void expose_unhidden(StepPrediction& p, double overlap) {
   p.step_s += (1 - std::clamp(overlap, 0.0, 1.0)) * hidden;
 }
 
+// The per-step overhead is paid wherever the step all-reduces between nodes.
+void pay_step_overhead(StepPrediction& p, const ModelInputs& in) {
+  if (p.allreduce_s > 0) p.step_s += std::max(0.0, in.step_overhead_s);
+}
+
 StepPrediction start(const ModelInputs& in, int nodes) {
   StepPrediction p;
   p.nodes = nodes;
@@ -137,6 +142,7 @@ StepPrediction predict_step(const ModelInputs& in, int nodes) {
   // The optimizer step waits for the last gradient to be reduced.
   p.step_s = std::max(backward_end, comm_end) + in.compute.optimizer_s;
   expose_unhidden(p, in.overlap);
+  pay_step_overhead(p, in);
   finish(p);
   return p;
 }
@@ -156,6 +162,7 @@ StepPrediction replay_step(const ModelInputs& in, int nodes) {
   }
   p.step_s = std::max(backward_end, comm_free_at) + in.compute.optimizer_s;
   expose_unhidden(p, in.overlap);
+  pay_step_overhead(p, in);
   finish(p);
   return p;
 }
@@ -176,24 +183,36 @@ StepPrediction measured_step(const ModelInputs& in, int nodes, double compute_s,
   return p;
 }
 
-StepCalibration calibrate_to_ddp_step(const ModelInputs& in, int nodes, double measured_exposed_s) {
-  if (!(in.link.busbw_bytes_per_s > 0) || nodes < 2) return {1, 1, false};
+namespace {
+
+// The factor in [lo, hi] (log scale) at which `falling(factor)` is `target`, for a
+// function that falls as the factor (the bandwidth) grows.
+template <typename Falling>
+double factor_where(double lo, double hi, double target, Falling falling) {
+  lo = std::log(lo);
+  hi = std::log(hi);
+  for (int i = 0; i < 64; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (falling(std::exp(mid)) > target ? lo : hi) = mid;
+  }
+  return std::exp(0.5 * (lo + hi));
+}
+
+ModelInputs calibrated_inputs(const ModelInputs& in, double factor, double overlap) {
+  ModelInputs s = in;
+  s.link.busbw_bytes_per_s *= factor;
+  s.overlap = overlap;
+  return s;
+}
+
+StepCalibration calibrate_by_step_alone(const ModelInputs& in, int nodes,
+                                        double measured_exposed_s) {
   auto exposed = [&](double factor, double overlap) {
-    ModelInputs scaled = in;
-    scaled.link.busbw_bytes_per_s *= factor;
-    scaled.overlap = overlap;
-    return predict_step(scaled, nodes).exposed_comm_s;
+    return predict_step(calibrated_inputs(in, factor, overlap), nodes).exposed_comm_s;
   };
-  // The factor in [lo, hi] (log scale) at which exposed(factor, overlap) is the measured
-  // step's; exposed communication falls as bandwidth grows.
   auto bisect = [&](double lo, double hi, double overlap) {
-    lo = std::log(lo);
-    hi = std::log(hi);
-    for (int i = 0; i < 64; ++i) {
-      const double mid = 0.5 * (lo + hi);
-      (exposed(std::exp(mid), overlap) > measured_exposed_s ? lo : hi) = mid;
-    }
-    return std::exp(0.5 * (lo + hi));
+    return factor_where(lo, hi, measured_exposed_s,
+                        [&](double factor) { return exposed(factor, overlap); });
   };
   const double scheduled = exposed(1, 1);  // everything the schedule hides, hidden
   const double unhidden = exposed(1, 0);   // the whole all-reduce
@@ -213,6 +232,41 @@ StepCalibration calibrate_to_ddp_step(const ModelInputs& in, int nodes, double m
   // corrected at all: the model would otherwise call every count cheap.
   if (measured_exposed_s <= exposed(kMaxBusbwCorrection, 1)) return {1, 1, false};
   return {bisect(1, kMaxBusbwCorrection, 1), 1, true};
+}
+
+}  // namespace
+
+StepCalibration calibrate_to_ddp_step(const ModelInputs& in, int nodes, double measured_exposed_s,
+                                      double measured_allreduce_s) {
+  if (!(in.link.busbw_bytes_per_s > 0) || nodes < 2) return {1, 1, false};
+  ModelInputs base = in;
+  base.step_overhead_s = 0;  // what is calibrated here
+  if (!(measured_allreduce_s > 0)) return calibrate_by_step_alone(base, nodes, measured_exposed_s);
+  auto allreduce = [&](double factor) {
+    return predict_step(calibrated_inputs(base, factor, 1), nodes).allreduce_s;
+  };
+  // The buckets' bandwidth: where the model's whole all-reduce takes what theirs took. A
+  // time outside what the factor's range gives (latency-bound buckets, or a stall) says
+  // nothing about the bandwidth.
+  if (measured_allreduce_s >= allreduce(kMinBusbwCorrection) ||
+      measured_allreduce_s <= allreduce(kMaxBusbwCorrection))
+    return calibrate_by_step_alone(base, nodes, measured_exposed_s);
+  const double factor =
+      factor_where(kMinBusbwCorrection, kMaxBusbwCorrection, measured_allreduce_s, allreduce);
+  const double scheduled = predict_step(calibrated_inputs(base, factor, 1), nodes).exposed_comm_s;
+  const double unhidden = predict_step(calibrated_inputs(base, factor, 0), nodes).exposed_comm_s;
+  // (The factor is found to 64 halvings: a step exactly at the schedule may compare a
+  // rounding below it.)
+  if (measured_exposed_s < scheduled * (1 - 1e-9))
+    return calibrate_by_step_alone(base, nodes, measured_exposed_s);
+  StepCalibration c{factor, 0, true, 0, true};
+  if (measured_exposed_s > unhidden) {
+    c.step_overhead_s = measured_exposed_s - unhidden;
+  } else {
+    const double hidden = unhidden - scheduled;
+    c.overlap = hidden > 0 ? std::clamp((unhidden - measured_exposed_s) / hidden, 0.0, 1.0) : 1;
+  }
+  return c;
 }
 
 }  // namespace commgate

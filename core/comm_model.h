@@ -87,6 +87,12 @@ struct ModelInputs {
   // where it takes the compute's own resources (Gloo's threads on a node's few cores).
   // The exposed communication is the schedule's plus (1 - overlap) of what it hides.
   double overlap = 1;
+  // What every step pays for communication besides its all-reduces, once, at any count
+  // of 2 nodes or more: what the probe's DDP step exposed beyond its buckets all-reduced
+  // alone (copying gradients into and out of the buckets, scaling them, each
+  // collective's setup on a node's few cores). It does not grow with the ring's bytes,
+  // so it is not read as a slower link, which the ring's bus factor would grow.
+  double step_overhead_s = 0;
 };
 
 // O(1) in the gradient size and the node count.
@@ -114,9 +120,20 @@ struct StepCalibration {
   double factor = 1;   // effective busbw / swept busbw
   double overlap = 1;  // ModelInputs::overlap
   bool exact = true;
+  double step_overhead_s = 0;  // ModelInputs::step_overhead_s
+  // The bandwidth came from the step's buckets all-reduced alone (the probe timed them).
+  bool from_buckets_alone = false;
 };
 inline constexpr double kMinBusbwCorrection = 0.05;
 inline constexpr double kMaxBusbwCorrection = 4;
-StepCalibration calibrate_to_ddp_step(const ModelInputs& in, int nodes, double measured_exposed_s);
+//
+// When the probe also timed the step's buckets all-reduced alone (`measured_allreduce_s`,
+// 0: not timed), the bandwidth is the one at which the model's whole all-reduce takes
+// that long, and the overlap explains the step as above with it; what the step exposed
+// beyond the whole all-reduce is the per-step overhead (ModelInputs::step_overhead_s),
+// not a slower link. A step that exposed less than the schedule with that bandwidth, or a
+// time no factor in range gives, is calibrated by the step alone, as without it.
+StepCalibration calibrate_to_ddp_step(const ModelInputs& in, int nodes, double measured_exposed_s,
+                                      double measured_allreduce_s = 0);
 
 }  // namespace commgate

@@ -49,6 +49,7 @@ DdpStepRecord read_ddp_step(ObjectReader& s) {
   d.compute_only_step_time_ms = s.positive("computeOnlyStepTimeMs", P::kRequired).value_or(0);
   d.exposed_comm_ms = s.number("exposedCommMs", P::kOptional).value_or(0);
   d.comm_share = s.number("commShare", P::kOptional).value_or(0);
+  d.allreduce_ms = s.number("allReduceMs", P::kOptional, 0.0).value_or(0);
   d.bucket_cap_bytes = s.number("bucketCapBytes", P::kOptional, 0.0).value_or(0);
   d.first_bucket_bytes = s.number("firstBucketBytes", P::kOptional, 0.0).value_or(0);
   d.buckets = static_cast<int>(s.integer("buckets", P::kOptional, 0).value_or(0));
@@ -196,8 +197,9 @@ nlohmann::json to_json(const CommProfile& p) {
           {"bucketCapBytes", d->bucket_cap_bytes},
           {"firstBucketBytes", d->first_bucket_bytes},
           {"buckets", d->buckets}};
+      auto& step = status["computeSteps"].back()["ddpStep"];
+      if (d->allreduce_ms > 0) step["allReduceMs"] = r(d->allreduce_ms);
       if (d->link_busbw_gbps > 0) {
-        auto& step = status["computeSteps"].back()["ddpStep"];
         step["linkBusbwGBps"] = d->link_busbw_gbps;
         step["linkLatencyUs"] = d->link_latency_us;
       }

@@ -60,9 +60,11 @@ Predictor predictor_for(const Measurement& m, const TrainingJobSpec& job) {
   if (step.bucket_cap_bytes > 0) probed.ddp.bucket_cap_bytes = step.bucket_cap_bytes;
   if (step.first_bucket_bytes > 0) probed.ddp.first_bucket_bytes = step.first_bucket_bytes;
   const double step_s = step.step_time_ms / 1e3;
-  p.correction = calibrate_to_ddp_step(probed, nodes, step_s - p.raw.compute.total_s());
+  p.correction = calibrate_to_ddp_step(probed, nodes, step_s - p.raw.compute.total_s(),
+                                       step.allreduce_ms / 1e3);
   p.corrected.link.busbw_bytes_per_s *= p.correction->factor;
   p.corrected.overlap = p.correction->overlap;
+  p.corrected.step_overhead_s = p.correction->step_overhead_s;
   // The measured step is this job's step only when the job runs as many processes per
   // node as the probe did, on today's link, and when the model can explain it: a step
   // faster than full overlap at 4x the bandwidth gives (noise, or a step that did not
@@ -130,7 +132,16 @@ std::string evidence(const Measurement& m, const Predictor& p) {
     // What the model takes from the step, in one parenthesis with the link it ran on (the
     // admin trial of 2026-12-07 read two busbw values in two parentheses in a row).
     std::string uses;
-    if (p.correction->exact && p.correction->factor != 1)
+    if (p.correction->from_buckets_alone)
+      uses = "its buckets all-reduced alone in " + ms(m.measured_ddp_step->allreduce_ms / 1e3) +
+             ": effective busbw " + format_gbps(p.corrected.link.busbw_bytes_per_s) +
+             (p.correction->step_overhead_s > 0
+                  ? ", no communication hidden behind backward, and " +
+                        ms(p.correction->step_overhead_s) +
+                        " a step beyond the all-reduce that does not grow with nodes"
+                  : ", and it hid " + share_of_schedule_hidden(p.correction->overlap)) +
+             ", which the model uses";
+    else if (p.correction->exact && p.correction->factor != 1)
       uses = "effective busbw " + format_gbps(p.corrected.link.busbw_bytes_per_s) +
              (p.correction->overlap < 1 ? ", no communication hidden behind backward" : "") +
              ", which the model uses";
@@ -627,6 +638,8 @@ nlohmann::json decision_to_json(const Decision& d) {
                        {"busbwFactor", round_significant(d.correction->factor)},
                        {"overlap", round_significant(d.correction->overlap)},
                        {"reproducesMeasuredStep", d.correction->exact}};
+    if (d.correction->from_buckets_alone)
+      j["correction"]["stepOverheadMs"] = round_significant(d.correction->step_overhead_s * 1e3);
     j["rawPredictions"] = prediction_rows(d.raw_predictions);
   } else if (!d.correction_not_applied.empty()) {
     j["correction"] = {{"applied", false}, {"note", d.correction_not_applied}};
@@ -642,16 +655,20 @@ std::string largest_passing_sentence(int nodes) {
   return " The largest count that passes is " + format_nodes(nodes) + ".";
 }
 
-std::string calibration_note(double swept_busbw_bytes_per_s, double factor, double overlap) {
+std::string calibration_note(double swept_busbw_bytes_per_s, double factor, double overlap,
+                             double step_overhead_s) {
   std::string s;
   if (factor != 1)
     s += "; the model uses the effective " + format_gbps(swept_busbw_bytes_per_s * factor) +
          " its DDP step implies";
   if (overlap < 1) {
-    s += factor != 1 ? ", and hides nothing behind backward"
-                     : "; the model hides " + share_of_schedule_hidden(overlap) +
-                           ", as its DDP step implies";
+    if (factor == 1)
+      s += "; the model hides " + share_of_schedule_hidden(overlap) + ", as its DDP step implies";
+    else
+      s += overlap > 0 ? ", and hides " + share_of_schedule_hidden(overlap)
+                       : ", and hides nothing behind backward";
   }
+  if (step_overhead_s > 0) s += ", plus " + ms(step_overhead_s) + " a step that does not grow";
   return s;
 }
 

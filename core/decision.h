@@ -96,7 +96,8 @@ std::string largest_passing_sentence(int nodes);
 // effective 0.3 GB/s its DDP step implies", "; the model hides 40% of what DDP's
 // schedule would hide behind backward, as its DDP step implies", both, or "" when it
 // changed nothing.
-std::string calibration_note(double swept_busbw_bytes_per_s, double factor, double overlap);
+std::string calibration_note(double swept_busbw_bytes_per_s, double factor, double overlap,
+                             double step_overhead_s = 0);
 // The link line's note when the probe's DDP step was measured but not used (another
 // process count's step on another link, or one faster than any overlap and bandwidth
 // explain): the chart says the model is uncorrected, as the decision's message does.

@@ -33,13 +33,15 @@ nlohmann::json compute_json(const ComputeResult& c, bool compact) {
 
 nlohmann::json ddp_json(const DdpStepResult& d, bool compact) {
   auto r = [&](double v) { return compact ? round_significant(v) : v; };
-  return {{"bucketCapBytes", d.bucket_cap_bytes},
-          {"firstBucketBytes", d.first_bucket_bytes},
-          {"buckets", d.buckets},
-          {"stepTimeMs", r(d.step_time_ms)},
-          {"computeOnlyStepTimeMs", r(d.compute_only_step_time_ms)},
-          {"exposedCommMs", r(d.exposed_comm_ms)},
-          {"commShare", r(d.comm_share)}};
+  nlohmann::json j = {{"bucketCapBytes", d.bucket_cap_bytes},
+                      {"firstBucketBytes", d.first_bucket_bytes},
+                      {"buckets", d.buckets},
+                      {"stepTimeMs", r(d.step_time_ms)},
+                      {"computeOnlyStepTimeMs", r(d.compute_only_step_time_ms)},
+                      {"exposedCommMs", r(d.exposed_comm_ms)},
+                      {"commShare", r(d.comm_share)}};
+  if (d.allreduce_ms > 0) j["allReduceMs"] = r(d.allreduce_ms);
+  return j;
 }
 
 nlohmann::json to_json_impl(const ProbeResult& p, bool compact) {
@@ -125,6 +127,7 @@ DdpStepResult read_ddp_step(ObjectReader d) {
   dr.compute_only_step_time_ms = d.number("computeOnlyStepTimeMs", P::kRequired, 0.0).value_or(0);
   dr.exposed_comm_ms = d.number("exposedCommMs", P::kOptional, 0.0).value_or(0);
   dr.comm_share = d.number("commShare", P::kOptional, 0.0, 1.0).value_or(0);
+  dr.allreduce_ms = d.number("allReduceMs", P::kOptional, 0.0).value_or(0);
   return dr;
 }
 

@@ -65,6 +65,9 @@ struct DdpStepResult {
   double compute_only_step_time_ms = 0;  // same step, no communication, all ranks busy
   double exposed_comm_ms = 0;
   double comm_share = 0;
+  // The step's buckets all-reduced back to back with no compute: the communication the
+  // step had to hide. 0: not timed (probes before 2026-12-07).
+  double allreduce_ms = 0;
 };
 
 // Another model timed by the same probe (`--also-model`): one probe of a pool serves the

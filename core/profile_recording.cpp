@@ -56,6 +56,7 @@ ComputeStepRecord record_of_model(const ProbeResult& r, const ComputeResult& com
     d.compute_only_step_time_ms = round_significant(d.compute_only_step_time_ms);
     d.exposed_comm_ms = round_significant(d.exposed_comm_ms);
     d.comm_share = round_significant(d.comm_share);
+    d.allreduce_ms = round_significant(d.allreduce_ms);
     d.nodes = r.nodes;
     d.procs_per_node = r.procs_per_node;
     const LinkRecord link = link_record_of(r);

@@ -138,6 +138,28 @@ void BucketedReducer::launch(size_t bucket) {
   b.work = comm_.allreduce_sum_async(sent);
 }
 
+double BucketedReducer::time_buckets_alone() {
+  // The buckets' own buffers, zeroed (between steps they hold nothing the parameters
+  // need, and zeros cannot overflow): no second gradient-sized allocation on the device.
+  std::vector<at::Tensor*> sent;
+  for (auto& b : state_->buckets) {
+    if (compress_to_) {
+      b.wire = at::zeros({b.flat.numel()}, b.flat.options().dtype(*compress_to_));
+      sent.push_back(&b.wire);
+    } else {
+      b.flat.zero_();
+      sent.push_back(&b.flat);
+    }
+  }
+  std::vector<std::unique_ptr<PendingAllReduce>> works;
+  comm_.barrier();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (at::Tensor* t : sent) works.push_back(comm_.allreduce_sum_async(*t));
+  for (auto& w : works) w->wait();
+  comm_.synchronize();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void BucketedReducer::finalize_backward() {
   if (mode_ == Mode::kComputeOnly) return;
   auto& s = *state_;
@@ -178,27 +200,37 @@ DdpStepResult measure_ddp_step(TrainableModel& model, Trainer& trainer, Communic
     comm.synchronize();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  std::vector<double> with_comm, compute_only;
-  int pairs = opts.warmup + opts.iterations;
-  for (int i = 0; i < pairs; ++i) {
-    const double c = one_step(BucketedReducer::Mode::kComputeOnly);
-    const double w = one_step(BucketedReducer::Mode::kAllReduce);
-    if (i >= opts.warmup) {
-      compute_only.push_back(c);
-      with_comm.push_back(w);
-    }
-    if (i == 0 && opts.min_timed_seconds > 0) {
-      // Every rank gets the same average, so all run as many pairs.
-      pairs = opts.warmup +
-              iterations_for(mean_over_ranks(comm, c + w), opts.iterations, opts.min_timed_seconds);
-    }
+  for (int i = 0; i < opts.warmup; ++i) {
+    one_step(BucketedReducer::Mode::kComputeOnly);
+    one_step(BucketedReducer::Mode::kAllReduce);
   }
+  // Timed pairs: at least `iterations`, then on while any rank has timed less than
+  // `min_timed_seconds` (at most 20x, as the sweep's sizes). Every rank votes after each
+  // pair past the minimum, so all stop at the same pair (a rank that stopped alone would
+  // leave the others in the barrier); a count fixed from one early pair was not: a pair
+  // timed before a neighbour's load arrives made 20x as many slow ones.
+  const int most = opts.min_timed_seconds > 0 ? 20 * opts.iterations : opts.iterations;
+  std::vector<double> with_comm, compute_only;
+  double timed_seconds = 0;
+  while (static_cast<int>(with_comm.size()) < most) {
+    compute_only.push_back(one_step(BucketedReducer::Mode::kComputeOnly));
+    with_comm.push_back(one_step(BucketedReducer::Mode::kAllReduce));
+    timed_seconds += compute_only.back() + with_comm.back();
+    if (static_cast<int>(with_comm.size()) < opts.iterations) continue;
+    const bool mine_done = timed_seconds >= opts.min_timed_seconds;
+    if (opts.min_timed_seconds <= 0 || mean_over_ranks(comm, mine_done ? 0.0 : 1.0) == 0) break;
+  }
+  // The buckets alone, as often as the pairs' minimum: what the calibration takes the
+  // link's bandwidth from, apart from what the step pays beyond its all-reduces.
+  std::vector<double> alone;
+  for (int i = 0; i < opts.iterations; ++i) alone.push_back(reducer.time_buckets_alone());
   DdpStepResult r;
   r.bucket_cap_bytes = opts.bucket_cap_bytes;
   r.first_bucket_bytes = opts.first_bucket_bytes;
   r.buckets = static_cast<int>(reducer.bucket_count());
   r.step_time_ms = mean_over_ranks(comm, median(with_comm)) * 1e3;
   r.compute_only_step_time_ms = mean_over_ranks(comm, median(compute_only)) * 1e3;
+  r.allreduce_ms = mean_over_ranks(comm, median(alone)) * 1e3;
   r.exposed_comm_ms = std::max(0.0, r.step_time_ms - r.compute_only_step_time_ms);
   r.comm_share = r.step_time_ms > 0 ? r.exposed_comm_ms / r.step_time_ms : 0;
   return r;

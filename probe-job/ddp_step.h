@@ -55,6 +55,12 @@ class BucketedReducer {
   // back to the parameters' .grad. Throws when a parameter produced no gradient.
   void finalize_backward();
 
+  // Every bucket all-reduced back to back, launched at once as backward's hooks would,
+  // with no compute: the communication the step has to hide, in seconds. Collective;
+  // between steps only (it zeroes the buckets; the parameters' gradients are left as they
+  // are), compressed as the step's are.
+  double time_buckets_alone();
+
   size_t bucket_count() const;
   std::vector<double> bucket_bytes() const;
 
@@ -79,7 +85,7 @@ struct DdpStepOptions {
   double bucket_cap_bytes = 25.0 * 1024 * 1024;
   int warmup = 1;
   int iterations = 5;
-  // More timed pairs while a pair is short, until they last about this long (at most 20x
+  // More timed pairs while a pair is short, until every rank has timed this long (at most 20x
   // iterations, as the sweep's sizes): 5 pairs of a 70 ms step last under 0.7 s, where one
   // stall of a CPU-capped node moves the median by points. 0: exactly `iterations`.
   double min_timed_seconds = 3;

@@ -193,9 +193,9 @@ Compute:
 DDP-style step:
   --bucket-cap Q            default 25Mi      --first-bucket Q   default 1Mi
   --ddp-warmup N --ddp-iters N                default 1, 5
-  --ddp-min-seconds S       more timed pairs while a step is short, until they last about S
-                            seconds or a duration such as 5s, judged by the first pair
-                            (default 3; at most 20x --ddp-iters; 0: exactly --ddp-iters)
+  --ddp-min-seconds S       more timed pairs while a step is short, until every rank has
+                            timed S seconds of them (seconds or a duration such as 5s;
+                            default 3; at most 20x --ddp-iters; 0: exactly --ddp-iters)
 Output:
   --output FILE             also write the full JSON here (rank 0; exit 1 when it cannot be)
   --termination-log FILE    compact JSON (<= 4096 bytes); default /dev/termination-log when

@@ -171,6 +171,7 @@ TEST(ClosedForm, equals_the_bucket_replay_on_every_case_and_count) {
     in.procs_per_node = c.procs_per_node;
     for (int n : {1, 2, 3, 4, 7, 16, 100, 10000}) {
       in.overlap = n % 2 == 0 ? 1.0 : 0.4;
+      in.step_overhead_s = n % 3 == 0 ? 0.015 : 0;
       const StepPrediction fast = predict_step(in, n);
       const StepPrediction slow = replay_step(in, n);
       const double tol = 1e-12 * std::max(1.0, slow.step_s);
@@ -321,6 +322,88 @@ TEST(Calibration, a_step_no_bandwidth_explains_is_not_corrected_upwards) {
   EXPECT_FALSE(slower.exact);
   EXPECT_DOUBLE_EQ(slower.factor, kMinBusbwCorrection);
   EXPECT_DOUBLE_EQ(slower.overlap, 0.0);
+}
+
+// The per-step overhead: paid once wherever the step all-reduces between nodes, the same
+// at every count, so the share still never falls as nodes are added.
+TEST(Prediction, the_step_overhead_is_paid_once_from_two_nodes_on) {
+  ModelInputs in = inputs(25e6, 0.6e9, 0.2);
+  in.overlap = 0.3;
+  ModelInputs with = in;
+  with.step_overhead_s = 0.04;
+  EXPECT_EQ(predict_step(with, 1).step_s, predict_step(in, 1).step_s);
+  double prev = -1;
+  for (int n = 2; n <= 64; n *= 2) {
+    EXPECT_NEAR(predict_step(with, n).step_s - predict_step(in, n).step_s, 0.04, 1e-12) << n;
+    EXPECT_EQ(predict_step(with, n).allreduce_s, predict_step(in, n).allreduce_s) << n;
+    EXPECT_GE(predict_step(with, n).comm_share, prev) << n;
+    prev = predict_step(with, n).comm_share;
+  }
+}
+
+// With the buckets' all-reduce timed alone, the step's excess over it is read as a cost
+// per step, not as a slower link: from the probed count's two times the calibration finds
+// the link, the overlap and the overhead the step ran with, and so predicts other counts
+// as that step would run there (the 5 Gbit/s points of issue #22, where reading the excess
+// as bandwidth grew it by the ring's bus factor).
+TEST(Calibration, buckets_timed_alone_separate_the_link_from_a_per_step_cost) {
+  struct Case {
+    const char* name;
+    double factor, overlap, overhead_s;  // what the step "ran" with
+  };
+  const std::vector<Case> cases = {
+      {"slower_link_no_overlap_and_an_overhead", 0.8, 0, 0.06},
+      {"swept_link_no_overlap_and_an_overhead", 1, 0, 0.03},
+      {"slower_link_some_overlap", 0.7, 0.4, 0},
+      {"faster_link_full_overlap", 1.5, 1, 0},
+      {"much_slower_link_and_a_small_overhead", 0.2, 0, 0.005},
+  };
+  const ModelInputs in = inputs(25e6, 0.6e9, 0.2);
+  for (const Case& c : cases) {
+    ModelInputs actual = in;
+    actual.link.busbw_bytes_per_s *= c.factor;
+    actual.overlap = c.overlap;
+    actual.step_overhead_s = c.overhead_s;
+    const StepPrediction at2 = predict_step(actual, 2);
+    const StepCalibration got = calibrate_to_ddp_step(in, 2, at2.exposed_comm_s, at2.allreduce_s);
+    EXPECT_TRUE(got.exact) << c.name;
+    EXPECT_TRUE(got.from_buckets_alone) << c.name;
+    EXPECT_NEAR(got.factor, c.factor, 1e-9) << c.name;
+    EXPECT_NEAR(got.overlap, c.overlap, 1e-6) << c.name;
+    EXPECT_NEAR(got.step_overhead_s, c.overhead_s, 1e-9) << c.name;
+    ModelInputs calibrated = in;
+    calibrated.link.busbw_bytes_per_s *= got.factor;
+    calibrated.overlap = got.overlap;
+    calibrated.step_overhead_s = got.step_overhead_s;
+    for (int n : {2, 3, 4, 16})
+      EXPECT_NEAR(predict_step(calibrated, n).step_s, predict_step(actual, n).step_s, 1e-6)
+          << c.name << " n=" << n;
+  }
+}
+
+// A buckets' time no factor in 0.05-4x gives, or a step that exposed less than the
+// schedule does at their bandwidth: calibrated by the step alone, as without the time.
+TEST(Calibration, a_buckets_time_that_explains_nothing_is_left_out) {
+  const ModelInputs in = inputs(25e6, 0.6e9, 0.2);
+  const double exposed = predict_step(in, 2).allreduce_s * 1.3;
+  const StepCalibration alone = calibrate_to_ddp_step(in, 2, exposed);
+  for (double buckets_s : {1e-9, 1e6, exposed * 10}) {
+    const StepCalibration got = calibrate_to_ddp_step(in, 2, exposed, buckets_s);
+    EXPECT_FALSE(got.from_buckets_alone) << buckets_s;
+    EXPECT_EQ(got.factor, alone.factor) << buckets_s;
+    EXPECT_EQ(got.overlap, alone.overlap) << buckets_s;
+    EXPECT_EQ(got.step_overhead_s, 0) << buckets_s;
+  }
+  // Less exposed than the schedule at the buckets' bandwidth (all of it hidden and more).
+  ModelInputs slow = in;
+  slow.link.busbw_bytes_per_s *= 0.5;
+  const double buckets_s = predict_step(slow, 2).allreduce_s;
+  const double little = predict_step(slow, 2).exposed_comm_s * 0.5;
+  const StepCalibration got = calibrate_to_ddp_step(in, 2, little, buckets_s);
+  const StepCalibration want = calibrate_to_ddp_step(in, 2, little);
+  EXPECT_FALSE(got.from_buckets_alone);
+  EXPECT_EQ(got.factor, want.factor);
+  EXPECT_EQ(got.overlap, want.overlap);
 }
 
 TEST(Prediction, table_covers_every_count) {

@@ -22,8 +22,7 @@ namespace commgate {
 namespace COMMGATE_TEST_UNIT {
 
 namespace fs = std::filesystem;
-const fs::path kResults =
-    fs::path(COMMGATE_SOURCE_DIR) / "bench" / "ddp-validation" / "results" / "2026-12-07";
+const fs::path kResults = fs::path(COMMGATE_SOURCE_DIR) / "bench" / "ddp-validation" / "results";
 
 nlohmann::json read_json(const fs::path& p) {
   std::ifstream in(p);
@@ -53,10 +52,10 @@ struct Point {
 
 // Every point of the kept run: probe-RATE-SIZE-OPT.json, ddp-RATE-SIZE-OPT-N.json and,
 // for the points measured twice, again-RATE-SIZE-OPT-N.json.
-std::vector<Point> replay() {
+std::vector<Point> replay(const fs::path& run) {
   std::vector<Point> points;
   std::vector<fs::path> probes;
-  for (const auto& e : fs::directory_iterator(kResults))
+  for (const auto& e : fs::directory_iterator(run))
     if (e.path().filename().string().rfind("probe-", 0) == 0) probes.push_back(e.path());
   std::sort(probes.begin(), probes.end());
   for (const fs::path& probe : probes) {
@@ -77,8 +76,8 @@ std::vector<Point> replay() {
     EXPECT_EQ(predicted.size(), 3u) << probe;
     for (const StepPrediction& p : predicted) {
       const std::string n = std::to_string(p.nodes);
-      const fs::path real = kResults / ("ddp-" + stem + "-" + n + ".json");
-      const fs::path again = kResults / ("again-" + stem + "-" + n + ".json");
+      const fs::path real = run / ("ddp-" + stem + "-" + n + ".json");
+      const fs::path again = run / ("again-" + stem + "-" + n + ".json");
       if (!fs::exists(real)) ADD_FAILURE() << real << " is missing";
       if (!fs::exists(real)) continue;
       const nlohmann::json d = read_json(real);
@@ -96,9 +95,12 @@ std::vector<Point> replay() {
   return points;
 }
 
-TEST(DdpValidationReplay, predictions_hold_against_real_ddp) {
-  const std::vector<Point> points = replay();
-  ASSERT_EQ(points.size(), 36u) << "3 links x 2 sizes x 2 optimizers x 2, 3, 4 nodes";
+struct Summary {
+  double mean = 0, mean_5gbit = 0;
+};
+
+// Prints the table (what the test's output shows when a bound fails) and the means.
+Summary summarize(const std::vector<Point>& points) {
   double sum = 0;
   int within = 0;
   std::printf("%-22s %5s %8s %8s %9s %7s %7s\n", "config", "nodes", "real", "again", "predicted",
@@ -111,14 +113,9 @@ TEST(DdpValidationReplay, predictions_hold_against_real_ddp) {
     sum += std::fabs(p.error_points());
     within += std::fabs(p.error_points()) <= 3;
   }
-  const double mean = sum / points.size();
-  std::printf("mean error %.2f points; %d of %zu within 3\n", mean, within, points.size());
-  // Regression bounds from this run, not the bar (docs/benchmarks.md says where
-  // and why the 5 Gbit/s points miss it): the mean error was 2.88 points with the
-  // all-reduce as max(latency, transfer), 3.07 with their sum (the model until
-  // 2026-12-07); at 5 Gbit/s 6.3 (6.9 with the sum); the largest 12.0 (13.5 with the
-  // sum); at 200 Mbit/s every point within 1.2.
-  EXPECT_LE(mean, 3.0);
+  Summary out;
+  out.mean = sum / points.size();
+  std::printf("mean error %.2f points; %d of %zu within 3\n", out.mean, within, points.size());
   double sum_5gbit = 0;
   int n_5gbit = 0;
   for (const Point& p : points) {
@@ -126,8 +123,22 @@ TEST(DdpValidationReplay, predictions_hold_against_real_ddp) {
     sum_5gbit += std::fabs(p.error_points());
     ++n_5gbit;
   }
-  ASSERT_EQ(n_5gbit, 12);
-  EXPECT_LE(sum_5gbit / n_5gbit, 6.5);
+  EXPECT_EQ(n_5gbit, 12);
+  out.mean_5gbit = n_5gbit > 0 ? sum_5gbit / n_5gbit : 0;
+  return out;
+}
+
+TEST(DdpValidationReplay, predictions_hold_against_real_ddp) {
+  const std::vector<Point> points = replay(kResults / "2026-12-07");
+  ASSERT_EQ(points.size(), 36u) << "3 links x 2 sizes x 2 optimizers x 2, 3, 4 nodes";
+  const Summary got = summarize(points);
+  // Regression bounds from this run, not the bar (docs/benchmarks.md says where
+  // and why the 5 Gbit/s points miss it): the mean error was 2.88 points with the
+  // all-reduce as max(latency, transfer), 3.07 with their sum (the model until
+  // 2026-12-07); at 5 Gbit/s 6.3 (6.9 with the sum); the largest 12.0 (13.5 with the
+  // sum); at 200 Mbit/s every point within 1.2.
+  EXPECT_LE(got.mean, 3.0);
+  EXPECT_LE(got.mean_5gbit, 6.5);
   for (const Point& p : points) {
     SCOPED_TRACE(p.config + " at " + std::to_string(p.nodes) + " nodes");
     EXPECT_LE(std::fabs(p.error_points()), 12.5);

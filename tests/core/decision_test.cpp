@@ -785,6 +785,42 @@ TEST(Decision, an_applied_correction_says_so) {
   EXPECT_FALSE(j["correction"].contains("note"));
 }
 
+// A probe that timed its buckets all-reduced alone: the link comes from them, and what the
+// step exposed beyond them is a cost per step that the other counts pay as it is, not a
+// slower link that the ring's bytes would grow (issue #22). The message, the JSON and the
+// larger counts say so.
+TEST(Decision, buckets_timed_alone_give_the_link_and_a_per_step_cost) {
+  TrainingJob job = a_training_job("bert").nodes(4).params(25e6).build();
+  CommPolicy policy = a_policy().max_comm_share(0.99).build();
+  const Measurement step_only = with_ddp_step(
+      a_measurement().busbw_gbps(0.5).latency_us(200).compute_ms(300).build(), 2, 650);
+  Measurement timed = step_only;
+  timed.measured_ddp_step->allreduce_ms = 250;  // 100 MB at 0.4 GB/s: 350 ms exposed
+
+  const Decision d = decide({&job, &policy, &timed, {}, test_now()});
+  ASSERT_TRUE(d.correction);
+  EXPECT_TRUE(d.correction->from_buckets_alone);
+  EXPECT_NEAR(d.correction->factor, 0.8, 1e-6);
+  EXPECT_NEAR(d.correction->step_overhead_s, 0.1, 1e-6);
+  EXPECT_NE(d.message.find("its buckets all-reduced alone in 250 ms: effective busbw 0.4 GB/s, "
+                           "no communication hidden behind backward, and 100 ms a step beyond "
+                           "the all-reduce that does not grow with nodes, which the model uses"),
+            std::string::npos)
+      << d.message;
+  const auto j = decision_to_json(d);
+  EXPECT_EQ(j["correction"]["applied"], true);
+  EXPECT_NEAR(j["correction"]["stepOverheadMs"].get<double>(), 100, 1e-3);
+  // At 4 nodes: 250 ms x 1.5 + 100 ms exposed on a 300 ms compute step.
+  const StepPrediction* at4 = d.prediction_for(4);
+  ASSERT_NE(at4, nullptr);
+  EXPECT_NEAR(at4->exposed_comm_s, 0.475, 1e-3);
+  // Read as a slower link, the whole 350 ms grows by the bus factor.
+  const Decision old = decide({&job, &policy, &step_only, {}, test_now()});
+  EXPECT_FALSE(old.correction->from_buckets_alone);
+  EXPECT_FALSE(decision_to_json(old)["correction"].contains("stepOverheadMs"));
+  EXPECT_NEAR(old.prediction_for(4)->exposed_comm_s, 0.525, 1e-3);
+}
+
 // The correction's words and its `applied` agree (a trial saw `applied: true,
 // reproducesMeasuredStep: false` beside a message saying the model was used as it is): a
 // step faster than any bandwidth explains is not applied; one slower than the floor is

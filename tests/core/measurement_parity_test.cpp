@@ -78,29 +78,35 @@ Measurement through_profile(const ProbeResult& r, const TrainingJob& job, TimePo
 }
 
 TEST(MeasurementParity, probe_and_profile_paths_decide_alike_for_every_recording) {
-  int compared = 0, measured_rows = 0;
-  for (const auto& recording : files_in(kExamples / "measurements")) {
-    SCOPED_TRACE(recording.filename().string());
-    const ProbeResult r = parse_probe_result(nlohmann::json::parse(slurp(recording)));
-    const TimePoint now = r.start_time + std::chrono::hours(1);
-    for (const TrainingJob& job : jobs_for(r)) {
-      SCOPED_TRACE(job.metadata.name + " at " + std::to_string(job.spec.num_nodes));
-      const Measurement from_probe = measurement_from_probe(r, job.spec.model, recording);
-      const Measurement from_profile = through_profile(r, job, now);
-      for (const auto& f : files_in(kExamples / "policies")) {
-        SCOPED_TRACE(f.filename().string());
-        const CommPolicy policy = parse_comm_policy(parse_manifests(slurp(f)).at(0));
-        const Decision a = decide({&job, &policy, &from_probe, {}, now});
-        const Decision b = decide({&job, &policy, &from_profile, {}, now});
-        EXPECT_EQ(decision_to_json(a).dump(2), decision_to_json(b).dump(2));
-        ++compared;
-        for (const auto& p : a.predictions) measured_rows += p.measured;
+  int compared = 0, measured_rows = 0, from_buckets_alone = 0;
+  for (const auto& recording : files_in(kExamples / "measurements"))
+    // Each recording as it is, and as a probe that also timed its buckets alone would have
+    // written it (an unrounded time, which both paths must round alike).
+    for (const double buckets_share : {0.0, 0.8123456}) {
+      SCOPED_TRACE(recording.filename().string() + " buckets " + std::to_string(buckets_share));
+      ProbeResult r = parse_probe_result(nlohmann::json::parse(slurp(recording)));
+      r.ddp_step->allreduce_ms = buckets_share * r.ddp_step->exposed_comm_ms;
+      const TimePoint now = r.start_time + std::chrono::hours(1);
+      for (const TrainingJob& job : jobs_for(r)) {
+        SCOPED_TRACE(job.metadata.name + " at " + std::to_string(job.spec.num_nodes));
+        const Measurement from_probe = measurement_from_probe(r, job.spec.model, recording);
+        const Measurement from_profile = through_profile(r, job, now);
+        for (const auto& f : files_in(kExamples / "policies")) {
+          SCOPED_TRACE(f.filename().string());
+          const CommPolicy policy = parse_comm_policy(parse_manifests(slurp(f)).at(0));
+          const Decision a = decide({&job, &policy, &from_probe, {}, now});
+          const Decision b = decide({&job, &policy, &from_profile, {}, now});
+          EXPECT_EQ(decision_to_json(a).dump(2), decision_to_json(b).dump(2));
+          ++compared;
+          for (const auto& p : a.predictions) measured_rows += p.measured;
+          from_buckets_alone += a.correction && a.correction->from_buckets_alone;
+        }
       }
     }
-  }
   // The comparison covered the recordings, and the measured rows among them.
-  EXPECT_GE(compared, 6 * 3 * 7);
+  EXPECT_GE(compared, 2 * 6 * 3 * 7);
   EXPECT_GT(measured_rows, 0);
+  EXPECT_GT(from_buckets_alone, 0);
 }
 
 // What the profile stores is what the decision uses: the phases scaled to the probe's

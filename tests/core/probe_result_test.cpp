@@ -49,7 +49,7 @@ ProbeResult full_result(size_t sizes) {
   c.backward_ms = 130;
   c.optimizer_ms = 20.123456;
   r.compute = c;
-  r.ddp_step = DdpStepResult{25 * 1048576.0, 1048576.0, 14, 260, 211, 49, 0.188};
+  r.ddp_step = DdpStepResult{25 * 1048576.0, 1048576.0, 14, 260, 211, 49, 0.188, 61.5};
   r.note = "recorded in a test";
   return r;
 }
@@ -64,6 +64,11 @@ TEST(ProbeResultSchema, round_trips) {
   EXPECT_NEAR(b.fit.busbw_bytes_per_s, 11.5e9, 1);
   ASSERT_TRUE(b.ddp_step);
   EXPECT_DOUBLE_EQ(b.ddp_step->comm_share, 0.188);
+  EXPECT_DOUBLE_EQ(b.ddp_step->allreduce_ms, 61.5);
+  // A probe from before the buckets were timed alone has none, and reads as 0.
+  auto old = to_json(a);
+  old["ddpStep"].erase("allReduceMs");
+  EXPECT_EQ(parse_probe_result(old).ddp_step->allreduce_ms, 0);
 }
 
 TEST(ProbeResultSchema, compact_form_fits_the_termination_message) {

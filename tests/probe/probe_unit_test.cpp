@@ -468,6 +468,11 @@ class FakeComm final : public Communicator {
     launches.push_back(t.numel());
     dtypes.push_back(t.scalar_type());
     t.mul_(n_);
+    // A one-value all-reduce is a vote (1: go on); a slower peer votes to go on.
+    if (t.numel() == 1 && peer_votes_to_go_on > 0) {
+      --peer_votes_to_go_on;
+      t.add_(1.0);
+    }
     struct Done final : PendingAllReduce {
       void wait() override {}
     };
@@ -477,6 +482,7 @@ class FakeComm final : public Communicator {
   void barrier() override {}
   std::vector<int64_t> launches;
   std::vector<at::ScalarType> dtypes;
+  int peer_votes_to_go_on = 0;
 
  private:
   int n_;
@@ -527,13 +533,15 @@ TEST(BucketedReducer, launches_buckets_in_order_during_backward_and_averages_gra
     EXPECT_TRUE(at::equal(params[i].grad(), want[i])) << "gradient " << i << " left as computed";
 }
 
-// A short step is timed over more pairs (until --ddp-min-seconds, at most 20x --ddp-iters),
-// a long one over --ddp-iters; 0 keeps exactly --ddp-iters. Counted in bucket launches.
+// A short step is timed over more pairs (until every rank has timed --ddp-min-seconds, at
+// most 20x --ddp-iters), a long one over --ddp-iters; 0 keeps exactly --ddp-iters. Counted
+// in bucket launches.
 TEST(DdpStep, a_short_step_is_timed_over_more_pairs) {
   auto model = make_synthetic_mlp(synthetic_mlp_shape(2e5), 4, at::Device(at::kCPU), false);
   Trainer trainer(*model, at::Device(at::kCPU), "sgd");
-  auto timed_pairs = [&](double min_seconds) {
+  auto timed_pairs = [&](double min_seconds, int peer_votes_to_go_on = 0) {
     FakeComm comm(2);
+    comm.peer_votes_to_go_on = peer_votes_to_go_on;
     DdpStepOptions opts;
     opts.warmup = 1;
     opts.iterations = 2;
@@ -541,10 +549,43 @@ TEST(DdpStep, a_short_step_is_timed_over_more_pairs) {
     const DdpStepResult r = measure_ddp_step(*model, trainer, comm, opts);
     int64_t bucket_launches = 0;
     for (int64_t n : comm.launches) bucket_launches += n > 1;  // not the 1-value averages
-    return bucket_launches / r.buckets - opts.warmup;
+    // Less the warm-up pairs and the buckets timed alone (as many times as --ddp-iters).
+    return bucket_launches / r.buckets - opts.warmup - opts.iterations;
   };
   EXPECT_EQ(timed_pairs(0), 2);
   EXPECT_EQ(timed_pairs(1e9), 40);  // 20x --ddp-iters
+  // This rank is done at once; a peer that has timed less keeps every rank going.
+  EXPECT_EQ(timed_pairs(1e-9), 2);
+  EXPECT_EQ(timed_pairs(1e-9, 3), 5);
+  EXPECT_EQ(timed_pairs(1e-9, 100), 40);
+}
+
+// The buckets alone: each bucket launched once, as the step sends it (fp16 when
+// compressing), and the gradients the step averaged left as they are.
+TEST(BucketedReducer, buckets_timed_alone_are_each_sent_once_as_the_step_sends_them) {
+  for (const std::optional<at::ScalarType> compress :
+       {std::optional<at::ScalarType>(), std::optional<at::ScalarType>(at::kHalf)}) {
+    auto model = make_synthetic_mlp(synthetic_mlp_shape(2e6), 4, at::Device(at::kCPU), false);
+    auto params = model->parameters();
+    FakeComm comm(2);
+    BucketedReducer reducer(params, comm, 1 << 20, 2 << 20, compress);
+    for (auto& p : params) p.mutable_grad().reset();
+    reducer.prepare_for_backward();
+    model->forward_loss().backward();
+    reducer.finalize_backward();
+    std::vector<at::Tensor> averaged;
+    for (auto& p : params) averaged.push_back(p.grad().clone());
+    comm.launches.clear();
+    comm.dtypes.clear();
+    EXPECT_GE(reducer.time_buckets_alone(), 0);
+    std::vector<int64_t> want_numel;
+    for (double bytes : reducer.bucket_bytes())
+      want_numel.push_back(static_cast<int64_t>(bytes / 4));
+    EXPECT_EQ(comm.launches, want_numel);
+    for (const at::ScalarType t : comm.dtypes) EXPECT_EQ(t, compress ? at::kHalf : at::kFloat);
+    for (size_t i = 0; i < params.size(); ++i)
+      EXPECT_TRUE(at::equal(params[i].grad(), averaged[i])) << "gradient " << i;
+  }
 }
 
 // DDP's fp16_compress_hook: each bucket is cast to fp16, divided and all-reduced, then
