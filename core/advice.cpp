@@ -57,15 +57,29 @@ std::string link_advice(const ModelInputs& model, const CommPolicySpec& policy, 
   const std::string at = " at " + format_nodes(n);
   if (!needed) {
     const StepPrediction unlimited = predict_step(with_busbw(model, kUnlimitedBusbw), n);
-    const std::string overhead =
-        model.step_overhead_s > 0
-            ? " and the " + format_count(round_significant(model.step_overhead_s * 1e3, 3)) +
-                  " ms each step pays beyond them"
-            : "";
+    if (model.step_overhead_s > 0) {
+      // The per-step cost the probe's DDP step measured beyond its all-reduces: when it
+      // alone is over the policy, no link, and no latency, would make the count pass.
+      ModelInputs overhead_only = with_busbw(model, kUnlimitedBusbw);
+      overhead_only.link.hop_latency_s = 0;
+      const StepPrediction alone = predict_step(overhead_only, n);
+      const std::string overhead =
+          format_count(round_significant(model.step_overhead_s * 1e3, 3)) + " ms";
+      if (!meets_policy(alone, policy))
+        return "No link makes " + format_nodes(n) + " pass: the " + overhead +
+               " each step pays beyond its all-reduces (what the probe's DDP step exposed "
+               "beyond its buckets all-reduced alone: copies, scaling) is by itself " +
+               format_percent(alone.comm_share) + " of the step" + at + ", over the limit.";
+      return "No link makes " + format_nodes(n) + " pass: with unlimited bandwidth the " +
+             "all-reduces' latency (from the measured hop latency " +
+             format_count(model.link.hop_latency_s * 1e6) + " us) and the " + overhead +
+             " each step pays beyond them are " + format_percent(unlimited.comm_share) +
+             " of the step" + at + ", over the limit.";
+    }
     return "No link makes " + format_nodes(n) + " pass: with unlimited bandwidth the " +
-           "all-reduces' latency" + overhead + " alone (" + format_percent(unlimited.comm_share) +
-           " of the step" + at + ", from the measured hop latency " +
-           format_count(model.link.hop_latency_s * 1e6) + " us) is over the limit.";
+           "all-reduces' latency alone (" + format_percent(unlimited.comm_share) + " of the step" +
+           at + ", from the measured hop latency " + format_count(model.link.hop_latency_s * 1e6) +
+           " us) is over the limit.";
   }
   return "The link: " + format_nodes(n) + " would pass with an all-reduce bus bandwidth of " +
          format_gbps(*needed) + " or more; this pool's effective bandwidth is " +
@@ -83,7 +97,7 @@ std::string compression_advice(const ModelInputs& model, const CommPolicySpec& p
   halved.gradient_bytes /= 2;
   const StepPrediction p = predict_step(halved, n);
   return "Compression: with DDP's fp16 or bf16 compression hook (register_comm_hook, half "
-         "the bytes of fp32 gradients) the model predicts " +
+         "the bytes of fp32 gradients, in about half as many buckets) the model predicts " +
          format_percent(p.comm_share) + " at " + format_nodes(n) + ", " +
          (meets_policy(p, policy) ? "within the policy." : "still over the policy.") + powersgd;
 }

@@ -248,9 +248,14 @@ StepCalibration calibrate_to_ddp_step(const ModelInputs& in, int nodes, double m
   // The buckets' bandwidth: where the model's whole all-reduce takes what theirs took. A
   // time outside what the factor's range gives (latency-bound buckets, or a stall) says
   // nothing about the bandwidth.
+  auto by_step_alone = [&](StepCalibration::BucketsUnused why) {
+    StepCalibration c = calibrate_by_step_alone(base, nodes, measured_exposed_s);
+    c.buckets_unused = why;
+    return c;
+  };
   if (measured_allreduce_s >= allreduce(kMinBusbwCorrection) ||
       measured_allreduce_s <= allreduce(kMaxBusbwCorrection))
-    return calibrate_by_step_alone(base, nodes, measured_exposed_s);
+    return by_step_alone(StepCalibration::BucketsUnused::kNoBandwidthGivesIt);
   const double factor =
       factor_where(kMinBusbwCorrection, kMaxBusbwCorrection, measured_allreduce_s, allreduce);
   const double scheduled = predict_step(calibrated_inputs(base, factor, 1), nodes).exposed_comm_s;
@@ -258,7 +263,7 @@ StepCalibration calibrate_to_ddp_step(const ModelInputs& in, int nodes, double m
   // (The factor is found to 64 halvings: a step exactly at the schedule may compare a
   // rounding below it.)
   if (measured_exposed_s < scheduled * (1 - 1e-9))
-    return calibrate_by_step_alone(base, nodes, measured_exposed_s);
+    return by_step_alone(StepCalibration::BucketsUnused::kStepExposedLess);
   StepCalibration c{factor, 0, true, 0, true};
   if (measured_exposed_s > unhidden) {
     c.step_overhead_s = measured_exposed_s - unhidden;

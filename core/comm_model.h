@@ -123,6 +123,11 @@ struct StepCalibration {
   double step_overhead_s = 0;  // ModelInputs::step_overhead_s
   // The bandwidth came from the step's buckets all-reduced alone (the probe timed them).
   bool from_buckets_alone = false;
+  // Why a time of the buckets alone was left out (the step alone calibrated): no factor in
+  // range gives it, or at the bandwidth it gives the step would have exposed more than
+  // it did.
+  enum class BucketsUnused { kNo, kNoBandwidthGivesIt, kStepExposedLess };
+  BucketsUnused buckets_unused = BucketsUnused::kNo;
 };
 inline constexpr double kMinBusbwCorrection = 0.05;
 inline constexpr double kMaxBusbwCorrection = 4;

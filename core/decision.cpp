@@ -17,11 +17,13 @@ namespace {
 constexpr double kShareTolerance = 1e-9;
 
 std::string ms(double seconds) {
-  char buf[32];
+  char buf[48];
   if (seconds < 0.01)
     std::snprintf(buf, sizeof buf, "%.2f ms", seconds * 1e3);
-  else
+  else if (seconds < 1e9)
     std::snprintf(buf, sizeof buf, "%.0f ms", seconds * 1e3);
+  else  // beyond any real step: the digits would be noise, and once overflowed the buffer
+    std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);
   return buf;
 }
 
@@ -154,6 +156,17 @@ std::string evidence(const Measurement& m, const Predictor& p) {
           format_gbps(p.corrected.link.busbw_bytes_per_s);
     else if (!p.correction->exact)
       uses = "no bandwidth reproduces it; the model is used as it is";
+    // A time of the buckets alone that the calibration left out is said, not dropped.
+    using Unused = StepCalibration::BucketsUnused;
+    if (p.correction->buckets_unused != Unused::kNo) {
+      const std::string alone = "its buckets all-reduced alone in " +
+                                ms(m.measured_ddp_step->allreduce_ms / 1e3) + " are not used (";
+      uses = (uses.empty() ? "" : uses + "; ") + alone +
+             (p.correction->buckets_unused == Unused::kNoBandwidthGivesIt
+                  ? "no bandwidth within 0.05-4x of the swept one gives that time"
+                  : "at the bandwidth they give, the step would have exposed more than it did") +
+             "): the step alone calibrates";
+    }
     if (m.measured_ddp_link)
       s += " on the link as probed with it (busbw " +
            format_gbps(m.measured_ddp_link->busbw_bytes_per_s) + "; its factor " +
@@ -638,8 +651,14 @@ nlohmann::json decision_to_json(const Decision& d) {
                        {"busbwFactor", round_significant(d.correction->factor)},
                        {"overlap", round_significant(d.correction->overlap)},
                        {"reproducesMeasuredStep", d.correction->exact}};
-    if (d.correction->from_buckets_alone)
+    // Where the probe timed its buckets alone: whether the calibration took the bandwidth
+    // from them (then with the overhead beyond them) or from the step alone.
+    if (d.correction->from_buckets_alone) {
+      j["correction"]["fromBucketsAlone"] = true;
       j["correction"]["stepOverheadMs"] = round_significant(d.correction->step_overhead_s * 1e3);
+    } else if (d.correction->buckets_unused != StepCalibration::BucketsUnused::kNo) {
+      j["correction"]["fromBucketsAlone"] = false;
+    }
     j["rawPredictions"] = prediction_rows(d.raw_predictions);
   } else if (!d.correction_not_applied.empty()) {
     j["correction"] = {{"applied", false}, {"note", d.correction_not_applied}};

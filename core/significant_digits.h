@@ -18,7 +18,10 @@ inline double round_significant(double v, int digits = kStoredSignificantDigits)
   if (!std::isfinite(v) || v == 0) return v;
   const double scale =
       std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
-  return std::round(v * scale) / scale;
+  const double rounded = std::round(v * scale) / scale;
+  // Next to the largest double, rounding up overflows: round towards zero there, so a
+  // finite number stays finite (the probe's and the profile's paths then read alike).
+  return std::isfinite(rounded) ? rounded : std::trunc(v * scale) / scale;
 }
 
 }  // namespace commgate

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <regex>
 #include <stdexcept>
@@ -38,7 +39,9 @@ nlohmann::json resolve_plain_scalar(const std::string& s) {
   } catch (const std::out_of_range&) {
     // Too large for 64 bits: fall through to a float, which validation reports as such.
   }
-  if (std::regex_match(s, kFloat)) return std::stod(s);
+  // strtod, not stod: a float beyond a double's range is infinite (which the parsers
+  // reject by name) or, below it, 0; stod threw out_of_range, reported as "stod".
+  if (std::regex_match(s, kFloat)) return std::strtod(s.c_str(), nullptr);
   // Kept as non-finite doubles, which JSON cannot carry (nlohmann would write them as
   // null): the parsers reject them by name ("must be a finite number, got .inf"), and
   // describe_json() spells them as here.
@@ -203,7 +206,8 @@ std::vector<nlohmann::json> parse_manifests(const std::string& text) {
     nlohmann::json value;
     try {
       value = parse_json_with_depth_limit(text, YamlLimits::kMaxDepth);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
+      // parse_error, or out_of_range for a number beyond a double's range ("1e400").
       // JSON documents separated by "---" lines are a YAML stream. Anything else
       // that looks like JSON is held to JSON: YAML would read `{"a": }` as a null.
       const bool has_separator = text.rfind("---\n", 0) == 0 ||

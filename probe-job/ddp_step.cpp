@@ -1,5 +1,6 @@
 #include "probe-job/ddp_step.h"
 
+#include <ATen/ScalarOps.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -121,7 +122,15 @@ void BucketedReducer::on_gradient_ready(size_t i) {
   auto& b = s.buckets[s.bucket_of[i]];
   const at::Tensor& grad = s.params[i].grad();
   if (!grad.defined()) return;
-  b.flat.narrow(0, s.offset_of[i], s.params[i].numel()).copy_(grad.reshape({-1}));
+  at::Tensor view = b.flat.narrow(0, s.offset_of[i], s.params[i].numel());
+  if (compress_to_) {
+    view.copy_(grad.reshape({-1}));  // the compression hook divides what it sends
+  } else {
+    // DDP's Reducer without a comm hook divides while copying (mark_variable_ready_dense:
+    // at::mul_out by 1/world size), saving a pass over the bucket before it is sent.
+    at::mul_out(view, grad.reshape({-1}),
+                at::native::wrapped_scalar_tensor(1.0 / static_cast<double>(comm_.size())));
+  }
   if (b.pending > 0 && --b.pending == 0) {
     b.ready = true;
     // Buckets launch in order, as DDP's Reducer does.
@@ -132,10 +141,14 @@ void BucketedReducer::on_gradient_ready(size_t i) {
 
 void BucketedReducer::launch(size_t bucket) {
   auto& b = state_->buckets[bucket];
-  // fp16_compress_hook: buffer.to(float16).div_(world_size), all-reduced.
-  at::Tensor& sent = compress_to_ ? (b.wire = b.flat.to(*compress_to_)) : b.flat;
-  sent.div_(comm_.size());
-  b.work = comm_.allreduce_sum_async(sent);
+  if (compress_to_) {
+    // fp16_compress_hook: buffer.to(float16).div_(world_size), all-reduced.
+    b.wire = b.flat.to(*compress_to_);
+    b.wire.div_(comm_.size());
+    b.work = comm_.allreduce_sum_async(b.wire);
+  } else {
+    b.work = comm_.allreduce_sum_async(b.flat);  // divided as it was copied in
+  }
 }
 
 double BucketedReducer::time_buckets_alone() {

@@ -1,8 +1,8 @@
 // A real DDP-style step, built the way PyTorch DDP's Reducer works: parameters are
 // assigned to buckets in reverse registration order (the first bucket closes at 1 MiB,
 // the rest at 25 MiB), a post-hook on each parameter's gradient accumulator copies the
-// gradient into its bucket, and when a bucket is complete (and every earlier bucket has
-// been launched) it is divided by the world size and all-reduced asynchronously, while
+// gradient into its bucket divided by the world size, and when a bucket is complete (and
+// every earlier bucket has been launched) it is all-reduced asynchronously, while
 // backward goes on. Before the optimizer, all buckets are waited for and copied back.
 #pragma once
 

@@ -141,6 +141,32 @@ TEST(Advice, says_so_where_a_counterfactual_cannot_help) {
   EXPECT_NE(a[3].text.find("only 1 node passes"), std::string::npos) << a[3].text;
 }
 
+// A per-step overhead the probe's DDP step measured: where it alone is over the policy,
+// the link line says so (no link, and no latency, helps); where the latency and it
+// together are, it names both.
+TEST(Advice, says_when_the_step_overhead_keeps_a_count_over_the_policy) {
+  ModelSpec job;
+  job.parameters = 25e6;
+  job.batch_size = 32;
+  ModelInputs m = inputs(0.5, 100, 300);
+  m.step_overhead_s = 0.2;  // 200 ms on a 300 ms step: 40% by itself
+  const std::vector<Advice> over = advise(m, limit(0.3), job, 4, 1);
+  EXPECT_NE(over[0].text.find("No link makes 4 nodes pass: the 200 ms each step pays beyond its "
+                              "all-reduces (what the probe's DDP step exposed beyond its buckets "
+                              "all-reduced alone: copies, scaling) is by itself 40.0% of the "
+                              "step at 4 nodes, over the limit."),
+            std::string::npos)
+      << over[0].text;
+  m.step_overhead_s = 0.1;      // 25% by itself
+  m.link.hop_latency_s = 0.01;  // and 10 ms a ring step: 60 ms a bucket at 4 nodes
+  const std::vector<Advice> both = advise(m, limit(0.3), job, 4, 1);
+  EXPECT_NE(both[0].text.find("with unlimited bandwidth the all-reduces' latency (from the "
+                              "measured hop latency 10k us) and the 100 ms each step pays "
+                              "beyond them are "),
+            std::string::npos)
+      << both[0].text;
+}
+
 // The compression line's share is the model's with half the bytes, judged by the policy.
 TEST(Advice, compression_halves_the_bytes_of_fp32_gradients) {
   ModelSpec job;

@@ -387,9 +387,14 @@ TEST(Calibration, a_buckets_time_that_explains_nothing_is_left_out) {
   const ModelInputs in = inputs(25e6, 0.6e9, 0.2);
   const double exposed = predict_step(in, 2).allreduce_s * 1.3;
   const StepCalibration alone = calibrate_to_ddp_step(in, 2, exposed);
+  using Unused = StepCalibration::BucketsUnused;
+  EXPECT_EQ(alone.buckets_unused, Unused::kNo);  // none timed
   for (double buckets_s : {1e-9, 1e6, exposed * 10}) {
     const StepCalibration got = calibrate_to_ddp_step(in, 2, exposed, buckets_s);
     EXPECT_FALSE(got.from_buckets_alone) << buckets_s;
+    EXPECT_EQ(got.buckets_unused,
+              buckets_s == exposed * 10 ? Unused::kStepExposedLess : Unused::kNoBandwidthGivesIt)
+        << buckets_s;
     EXPECT_EQ(got.factor, alone.factor) << buckets_s;
     EXPECT_EQ(got.overlap, alone.overlap) << buckets_s;
     EXPECT_EQ(got.step_overhead_s, 0) << buckets_s;
@@ -402,6 +407,7 @@ TEST(Calibration, a_buckets_time_that_explains_nothing_is_left_out) {
   const StepCalibration got = calibrate_to_ddp_step(in, 2, little, buckets_s);
   const StepCalibration want = calibrate_to_ddp_step(in, 2, little);
   EXPECT_FALSE(got.from_buckets_alone);
+  EXPECT_EQ(got.buckets_unused, Unused::kStepExposedLess);
   EXPECT_EQ(got.factor, want.factor);
   EXPECT_EQ(got.overlap, want.overlap);
 }

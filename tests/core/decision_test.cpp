@@ -814,10 +814,27 @@ TEST(Decision, buckets_timed_alone_give_the_link_and_a_per_step_cost) {
   const StepPrediction* at4 = d.prediction_for(4);
   ASSERT_NE(at4, nullptr);
   EXPECT_NEAR(at4->exposed_comm_s, 0.475, 1e-3);
+  // Buckets' times the calibration cannot use are said, and the step alone calibrates:
+  // one no bandwidth in 0.05-4x gives, one slower than the step's exposed communication
+  // where the schedule hides much of it.
+  for (const double buckets_ms : {1e6, 1e-6}) {
+    Measurement unusable = step_only;
+    unusable.measured_ddp_step->allreduce_ms = buckets_ms;
+    const Decision u = decide({&job, &policy, &unusable, {}, test_now()});
+    EXPECT_FALSE(u.correction->from_buckets_alone);
+    EXPECT_NE(u.message.find("are not used (no bandwidth within 0.05-4x of the swept one gives "
+                             "that time): the step alone calibrates"),
+              std::string::npos)
+        << u.message;
+    EXPECT_EQ(decision_to_json(u)["correction"]["fromBucketsAlone"], false);
+    EXPECT_FALSE(decision_to_json(u)["correction"].contains("stepOverheadMs"));
+  }
+  EXPECT_EQ(j["correction"]["fromBucketsAlone"], true);
   // Read as a slower link, the whole 350 ms grows by the bus factor.
   const Decision old = decide({&job, &policy, &step_only, {}, test_now()});
   EXPECT_FALSE(old.correction->from_buckets_alone);
   EXPECT_FALSE(decision_to_json(old)["correction"].contains("stepOverheadMs"));
+  EXPECT_FALSE(decision_to_json(old)["correction"].contains("fromBucketsAlone"));
   EXPECT_NEAR(old.prediction_for(4)->exposed_comm_s, 0.525, 1e-3);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "core/comm_profile.h"
 #include "core/measurement.h"
@@ -94,6 +95,18 @@ TEST(ProbeResultSchema, compact_form_keeps_the_stored_significant_digits) {
   EXPECT_EQ(compact["compute"]["stepTimeMs"], 210.1);
   EXPECT_EQ(compact["ddpStep"]["commShare"], 0.01314);
   EXPECT_EQ(to_json(r)["ddpStep"]["commShare"], 0.013136288998357884);
+}
+
+// Next to the largest double, rounding to the stored digits rounds towards zero: the
+// stored number stays finite, so the profile (which rounds) and the probe result (which
+// does not) read alike (the attacker trial of 2026-12-07: the profile said ".inf").
+TEST(ProbeResultSchema, rounding_the_largest_doubles_stays_finite) {
+  for (const double v : {1.7976931348623157e308, -1.7976931348623157e308}) {
+    EXPECT_TRUE(std::isfinite(round_significant(v))) << v;
+    EXPECT_DOUBLE_EQ(round_significant(v), v > 0 ? 1.797e308 : -1.797e308) << v;
+  }
+  EXPECT_DOUBLE_EQ(round_significant(9.9999e307), 1e308);  // rounds up where it can
+  EXPECT_DOUBLE_EQ(round_significant(1.23456e300), 1.235e300);
 }
 
 TEST(ProbeResultSchema, compact_form_cuts_a_huge_error_message) {

@@ -92,6 +92,24 @@ TEST(YamlJson, syntax_errors_name_the_line) {
   }
 }
 
+// A number beyond a double's range: in YAML it reads as an infinity (which the parsers
+// reject by name) or 0, in JSON "invalid JSON"; neither reports a bare "stod" (the attacker
+// trial of 2026-12-07).
+TEST(YamlJson, numbers_beyond_a_double_read_as_infinity_or_say_invalid_json) {
+  auto docs = parse_manifests("a: 1e400\nb: -1e400\nc: 1e-400\n");
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0]["a"].get<double>(), HUGE_VAL);
+  EXPECT_EQ(docs[0]["b"].get<double>(), -HUGE_VAL);
+  EXPECT_EQ(docs[0]["c"].get<double>(), 0.0);
+  try {
+    parse_manifests("{\"a\": 1e400}");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("invalid JSON"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("1e400"), std::string::npos) << e.what();
+  }
+}
+
 TEST(YamlJson, deeply_nested_input_does_not_crash) {
   EXPECT_ANY_THROW(parse_manifests(std::string(5000, '[')));          // JSON path
   EXPECT_ANY_THROW(parse_manifests("a: " + std::string(5000, '[')));  // YAML path
