@@ -245,14 +245,14 @@ StepCalibration calibrate_to_ddp_step(const ModelInputs& in, int nodes, double m
   auto allreduce = [&](double factor) {
     return predict_step(calibrated_inputs(base, factor, 1), nodes).allreduce_s;
   };
-  // The buckets' bandwidth: where the model's whole all-reduce takes what theirs took. A
-  // time outside what the factor's range gives (latency-bound buckets, or a stall) says
-  // nothing about the bandwidth.
   auto by_step_alone = [&](StepCalibration::BucketsUnused why) {
     StepCalibration c = calibrate_by_step_alone(base, nodes, measured_exposed_s);
     c.buckets_unused = why;
     return c;
   };
+  // The buckets' bandwidth: where the model's whole all-reduce takes what theirs took. A
+  // time outside what the factor's range gives (latency-bound buckets, or a stall) says
+  // nothing about the bandwidth.
   if (measured_allreduce_s >= allreduce(kMinBusbwCorrection) ||
       measured_allreduce_s <= allreduce(kMaxBusbwCorrection))
     return by_step_alone(StepCalibration::BucketsUnused::kNoBandwidthGivesIt);

@@ -134,9 +134,11 @@ std::string evidence(const Measurement& m, const Predictor& p) {
     // What the model takes from the step, in one parenthesis with the link it ran on (the
     // admin trial of 2026-12-07 read two busbw values in two parentheses in a row).
     std::string uses;
+    const std::string buckets_alone =
+        "its buckets all-reduced alone in " + ms(m.measured_ddp_step->allreduce_ms / 1e3);
     if (p.correction->from_buckets_alone)
-      uses = "its buckets all-reduced alone in " + ms(m.measured_ddp_step->allreduce_ms / 1e3) +
-             ": effective busbw " + format_gbps(p.corrected.link.busbw_bytes_per_s) +
+      uses = buckets_alone + ": effective busbw " +
+             format_gbps(p.corrected.link.busbw_bytes_per_s) +
              (p.correction->step_overhead_s > 0
                   ? ", no communication hidden behind backward, and " +
                         ms(p.correction->step_overhead_s) +
@@ -159,9 +161,7 @@ std::string evidence(const Measurement& m, const Predictor& p) {
     // A time of the buckets alone that the calibration left out is said, not dropped.
     using Unused = StepCalibration::BucketsUnused;
     if (p.correction->buckets_unused != Unused::kNo) {
-      const std::string alone = "its buckets all-reduced alone in " +
-                                ms(m.measured_ddp_step->allreduce_ms / 1e3) + " are not used (";
-      uses = (uses.empty() ? "" : uses + "; ") + alone +
+      uses = (uses.empty() ? "" : uses + "; ") + buckets_alone + " are not used (" +
              (p.correction->buckets_unused == Unused::kNoBandwidthGivesIt
                   ? "no bandwidth within 0.05-4x of the swept one gives that time"
                   : "at the bandwidth they give, the step would have exposed more than it did") +

@@ -7,6 +7,7 @@
 // of core's model that moves a prediction away from real DDP fails here, with the table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -100,9 +101,21 @@ struct Summary {
   double mean_extrapolated = 0;  // away from the probed count (2): the model's own rows
 };
 
+// The mean of |error| over the points `counted` selects (0 when it selects none).
+template <typename Counted>
+double mean_error(const std::vector<Point>& points, Counted counted) {
+  double sum = 0;
+  int n = 0;
+  for (const Point& p : points) {
+    if (!counted(p)) continue;
+    sum += std::fabs(p.error_points());
+    ++n;
+  }
+  return n > 0 ? sum / n : 0;
+}
+
 // Prints the table (what the test's output shows when a bound fails) and the means.
 Summary summarize(const std::vector<Point>& points) {
-  double sum = 0;
   int within = 0;
   std::printf("%-22s %5s %8s %8s %9s %7s %7s\n", "config", "nodes", "real", "again", "predicted",
               "error", "spread");
@@ -111,32 +124,36 @@ Summary summarize(const std::vector<Point>& points) {
     if (p.again) std::snprintf(again, sizeof again, "%.1f%%", *p.again * 100);
     std::printf("%-22s %5d %7.1f%% %7s %8.1f%% %+7.1f %7.1f\n", p.config.c_str(), p.nodes,
                 p.real * 100, again, p.predicted * 100, p.error_points(), p.spread_points());
-    sum += std::fabs(p.error_points());
     within += std::fabs(p.error_points()) <= 3;
   }
+  auto at_5gbit = [](const Point& p) { return p.config.rfind("5gbit", 0) == 0; };
+  EXPECT_EQ(std::count_if(points.begin(), points.end(), at_5gbit), 12);
   Summary out;
-  out.mean = sum / points.size();
+  out.mean = mean_error(points, [](const Point&) { return true; });
+  out.mean_5gbit = mean_error(points, at_5gbit);
+  out.mean_extrapolated = mean_error(points, [](const Point& p) { return p.nodes != 2; });
   std::printf("mean error %.2f points; %d of %zu within 3\n", out.mean, within, points.size());
-  double sum_5gbit = 0;
-  int n_5gbit = 0;
-  for (const Point& p : points) {
-    if (p.config.rfind("5gbit", 0) != 0) continue;
-    sum_5gbit += std::fabs(p.error_points());
-    ++n_5gbit;
-  }
-  EXPECT_EQ(n_5gbit, 12);
-  out.mean_5gbit = n_5gbit > 0 ? sum_5gbit / n_5gbit : 0;
-  double sum_extrapolated = 0;
-  int n_extrapolated = 0;
-  for (const Point& p : points) {
-    if (p.nodes == 2) continue;
-    sum_extrapolated += std::fabs(p.error_points());
-    ++n_extrapolated;
-  }
-  out.mean_extrapolated = n_extrapolated > 0 ? sum_extrapolated / n_extrapolated : 0;
   std::printf("5gbit mean %.2f; away from the probed count mean %.2f\n", out.mean_5gbit,
               out.mean_extrapolated);
   return out;
+}
+
+// Every point within `largest` points of real DDP, and those `tight_where` selects within
+// `tight`.
+template <typename TightWhere>
+void expect_every_point_within(const std::vector<Point>& points, double largest, double tight,
+                               TightWhere tight_where) {
+  for (const Point& p : points) {
+    SCOPED_TRACE(p.config + " at " + std::to_string(p.nodes) + " nodes");
+    EXPECT_LE(std::fabs(p.error_points()), largest);
+    if (tight_where(p)) {
+      EXPECT_LE(std::fabs(p.error_points()), tight);
+    }
+  }
+}
+
+bool at_200mbit(const Point& p) {
+  return p.config.rfind("200mbit", 0) == 0;
 }
 
 TEST(DdpValidationReplay, predictions_hold_against_real_ddp) {
@@ -150,13 +167,7 @@ TEST(DdpValidationReplay, predictions_hold_against_real_ddp) {
   // sum); at 200 Mbit/s every point within 1.2.
   EXPECT_LE(got.mean, 3.0);
   EXPECT_LE(got.mean_5gbit, 6.5);
-  for (const Point& p : points) {
-    SCOPED_TRACE(p.config + " at " + std::to_string(p.nodes) + " nodes");
-    EXPECT_LE(std::fabs(p.error_points()), 12.5);
-    if (p.config.rfind("200mbit", 0) == 0) {
-      EXPECT_LE(std::fabs(p.error_points()), 3.0);
-    }
-  }
+  expect_every_point_within(points, 12.5, 3.0, at_200mbit);
 }
 
 // The second run of 2026-12-07, whose probes also timed their DDP step's buckets alone
@@ -173,13 +184,8 @@ TEST(DdpValidationReplay, predictions_hold_when_the_probe_timed_its_buckets_alon
   EXPECT_LE(got.mean, 2.1);
   EXPECT_LE(got.mean_5gbit, 3.6);
   EXPECT_LE(got.mean_extrapolated, 1.6);
-  for (const Point& p : points) {
-    SCOPED_TRACE(p.config + " at " + std::to_string(p.nodes) + " nodes");
-    EXPECT_LE(std::fabs(p.error_points()), 12.0);
-    if (p.config.rfind("200mbit", 0) == 0 || p.nodes > 2) {
-      EXPECT_LE(std::fabs(p.error_points()), 4.5);
-    }
-  }
+  expect_every_point_within(points, 12.0, 4.5,
+                            [](const Point& p) { return at_200mbit(p) || p.nodes > 2; });
   // Every probe of this run timed its buckets, and every calibration used them.
   for (const auto& e : fs::directory_iterator(run)) {
     if (e.path().filename().string().rfind("probe-", 0) != 0) continue;
@@ -202,13 +208,7 @@ TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
   EXPECT_LE(got.mean, 2.25);
   EXPECT_LE(got.mean_5gbit, 4.2);
   EXPECT_LE(got.mean_extrapolated, 2.3);
-  for (const Point& p : points) {
-    SCOPED_TRACE(p.config + " at " + std::to_string(p.nodes) + " nodes");
-    EXPECT_LE(std::fabs(p.error_points()), 15.0);
-    if (p.config.rfind("200mbit", 0) == 0) {
-      EXPECT_LE(std::fabs(p.error_points()), 1.0);
-    }
-  }
+  expect_every_point_within(points, 15.0, 1.0, at_200mbit);
 }
 
 }  // namespace COMMGATE_TEST_UNIT
