@@ -14,6 +14,11 @@ policy limits.
                                                                 RANK, WORLD_SIZE from the env)
   ddp_mlp.py --params 5M --batch 32 --save-torchscript m.pt    the same model for the probe
                                                                 (prints the input shape)
+  ddp_mlp.py --params 5M --batch 32 --optimizer sgd --busy 900  no process group: the same
+                                                                step without communication,
+                                                                over and over (prints "busy"
+                                                                after the first), until killed
+                                                                or 900 s have passed
 Rank 0 prints one JSON object on stdout.
 """
 import argparse
@@ -64,6 +69,21 @@ def make_optimizer(name, parameters):
     raise SystemExit(f"ddp_mlp.py: --optimizer {name}: sgd, sgd-momentum, adam or adamw")
 
 
+def keep_busy(model, optimizer, x, seconds):
+    """The compute of a training step over and over, no communication: what a node that a
+    measurement leaves out does on a real cluster does not matter, but on emulated nodes that
+    share one machine's cores and memory it does (run.sh starts one of these on each)."""
+    deadline = time.monotonic() + seconds
+    first = True
+    while time.monotonic() < deadline:
+        optimizer.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        optimizer.step()
+        if first:
+            print("busy", flush=True)
+            first = False
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--params", default="5M")
@@ -75,6 +95,9 @@ def main():
                         help="more timed pairs while a step is short, until they last about this "
                         "long (judged by the last warm-up pair; at most 6x --iters)")
     parser.add_argument("--save-torchscript")
+    parser.add_argument("--busy", type=float, metavar="SECONDS",
+                        help="keep a node as busy as a training rank (run.sh: the nodes a "
+                        "measurement leaves out), for at most this long")
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -84,6 +107,9 @@ def main():
         torch.jit.script(model).save(args.save_torchscript)
         print(json.dumps({"parameters": parameters, "inputShape": [args.batch, width]}))
         return
+    if args.busy is not None:
+        return keep_busy(model, make_optimizer(args.optimizer, model.parameters()),
+                         torch.randn(args.batch, width), args.busy)
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()

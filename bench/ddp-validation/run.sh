@@ -8,7 +8,10 @@
 # For each link rate, model size and optimizer: four scripts/netsim.sh nodes joined at that
 # rate (tc tbf), each node's processes capped at CPU_PER_NODE CPUs (default: this
 # machine's cores / 4, so that four nodes never share a core's time unevenly), one rank
-# per node with one thread. Then, in this order:
+# per node with one thread; every process on them keeps the memory its steps free (glibc
+# settings below), and the nodes a measurement does not use run the same model's compute
+# (BUSY, below), so that the probe on 2 nodes and real DDP on 2, 3 or 4 see one machine
+# equally loaded. Then, in this order:
 #   1. commgate-probe on the first PROBE_NODES (2) nodes, timing the TorchScript of the
 #      same MLP real DDP trains (ddp_mlp.py --save-torchscript) with that optimizer;
 #   2. `commgate evaluate` of a TrainingJob of that model for every count up to 4, from
@@ -56,6 +59,16 @@ AGAIN_RATES="${AGAIN_RATES-5gbit}"
 PROBE_NODES="${PROBE_NODES:-2}"
 BATCH="${BATCH:-32}"
 CPU_PER_NODE="${CPU_PER_NODE:-$(awk -v n="$(nproc)" 'BEGIN { printf "%.2f", n / 4 }')}"
+BUSY="${BUSY:-1}"
+# glibc keeps the memory a step frees for the next step, as PyTorch's CUDA caching allocator
+# does on a GPU: by default it returns blocks of a few MB and more to the kernel (munmap,
+# heap trimming) and faults them back in zeroed on the next step, in the node's CPU time.
+# That cost differs between Python's and the probe's allocation patterns and with the heap's
+# history: 25M AdamW's compute-only step on one 0.5-CPU node took 180-390 ms (median 270)
+# by default, 179-213 ms (median 189) with these; the probe's compute fell 15-25% short of
+# real DDP's. 32 MiB is the largest mmap threshold glibc accepts (the 25M MLP's largest
+# tensor is 25 MB).
+export GLIBC_TUNABLES="glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295"
 MAX_NODES=$(tr ' ' '\n' <<<"$COUNTS" | sort -n | tail -1)
 
 export NETSIM_PREFIX="dv$$"
@@ -85,8 +98,35 @@ ranks() {
   fi
 }
 
+# busy_others N PARAMS OPTIMIZER CMD...: CMD while each node from N up to MAX_NODES runs the
+# same model's compute (ddp_mlp.py --busy), so that every measurement sees all the nodes
+# busy. The emulated nodes share this machine's cores and memory: a node's compute slows as
+# more of them run (25M AdamW's compute-only step 210-220 ms at 2 nodes, 235-270 at 3), which
+# no real cluster's nodes do to each other, and the probe (2 nodes) would time a faster
+# compute than real DDP on 3 or 4 saw. BUSY=0 leaves them idle.
+busy_others() {
+  local n="$1" params="$2" optimizer="$3" i pids=() failed=0 waited
+  shift 3
+  if [ "$BUSY" != 0 ]; then
+    for ((i = n; i < MAX_NODES; i++)); do
+      "$NETSIM" exec "$i" "$PYTHON" "$DDP" --params "$params" --batch "$BATCH" \
+        --optimizer "$optimizer" --busy 900 >"$TMP/busy$i.out" 2>"$TMP/busy$i.err" &
+      pids+=($!)
+    done
+    # Each has stepped once (torch loaded, the model built) before the measurement starts.
+    for ((i = n; i < MAX_NODES; i++)); do
+      waited=0
+      while [ ! -s "$TMP/busy$i.out" ] && ((waited++ < 600)); do sleep 0.1; done
+      [ -s "$TMP/busy$i.out" ] || { echo "ddp-validation: node $i did not get busy:" >&2; tail -n 5 "$TMP/busy$i.err" >&2; failed=1; }
+    done
+  fi
+  [ "$failed" -ne 0 ] || "$@" || failed=1
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  return "$failed"
+}
+
 real_ddp() {  # N PARAMS OPTIMIZER OUT
-  ranks "$1" "$4" "$PYTHON" "$DDP" --params "$2" --batch "$BATCH" --optimizer "$3"
+  busy_others "$1" "$2" "$3" ranks "$1" "$4" "$PYTHON" "$DDP" --params "$2" --batch "$BATCH" --optimizer "$3"
 }
 
 job_yaml() {  # PARAMETERS OPTIMIZER
@@ -144,7 +184,7 @@ for rate in $RATES; do
     for optimizer in $OPTIMIZERS; do
       [ -n "$FROM" ] || echo "ddp-validation: $rate, $params ($parameters parameters), $optimizer: probe at $PROBE_NODES nodes" >&2
       measured "probe-$rate-$params-$optimizer.json" "$TMP/probe.json" \
-        ranks "$PROBE_NODES" "$TMP/probe.json" "$PROBE" --torchscript "$TMP/model.pt" --input-shape "$shape" \
+        busy_others "$PROBE_NODES" "$params" "$optimizer" ranks "$PROBE_NODES" "$TMP/probe.json" "$PROBE" --torchscript "$TMP/model.pt" --input-shape "$shape" \
         --optimizer "$optimizer" --threads 1 --termination-log "" --quiet \
         --note "bench/ddp-validation/run.sh: $rate, $params, $optimizer"
       job_yaml "$parameters" "$optimizer" >"$TMP/job.yaml"
