@@ -12,24 +12,26 @@
 
 namespace {
 
-// Tensors freed at one step are allocated again at the next. A Python training process
-// keeps them in glibc's heap: its first free of a large mmapped block raises the mmap
-// threshold to that size (at most 32 MiB) and the trim threshold to twice it. In this
-// binary that adjustment did not take hold, so every gradient came from a fresh mmap and
-// its pages were faulted in again each step: an MLP's backward took 75 ms against eager
-// PyTorch's 40 on one CPU thread, with 40,000 page faults a step. Start where Python's
-// heuristic ends. (A GPU's caching allocator keeps device memory the same way.)
-void keep_freed_tensors_like_python() {
+// Tensors freed at one step are allocated again at the next. A GPU's caching allocator keeps
+// device memory for that; on CPU glibc would hand large blocks back to the kernel (munmap,
+// heap trimming) and fault their pages in again, zeroed, in the node's CPU time: every
+// gradient came from a fresh mmap at first (an MLP's backward 75 ms against eager
+// PyTorch's 40 on one CPU thread, 40,000 page faults a step), and with the heap trimmed
+// past 64 MiB (where a Python process's own heuristic ends) 25M AdamW still faulted
+// 17,000 pages a step. Keep every freed block: blocks up to 32 MiB (the largest mmap
+// threshold glibc accepts) come from the heap, and the heap is never trimmed.
+// bench/ddp-validation/run.sh gives real PyTorch DDP the same settings (GLIBC_TUNABLES).
+void keep_freed_tensors() {
   constexpr int kMmapThreshold = 32 * 1024 * 1024;  // glibc's DEFAULT_MMAP_THRESHOLD_MAX
   mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
-  mallopt(M_TRIM_THRESHOLD, 2 * kMmapThreshold);
+  mallopt(M_TRIM_THRESHOLD, -1);  // mallopt(3): -1 disables trimming
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace commgate::probe;
-  keep_freed_tensors_like_python();
+  keep_freed_tensors();
   const std::vector<std::string> args(argv + 1, argv + argc);
   ParseOutcome parsed = parse_probe_config(args, process_env());
   if (parsed.help) {
