@@ -201,7 +201,7 @@ TEST(DdpValidationReplay, predictions_hold_when_the_probe_timed_its_buckets_alon
 // away from the probed count 2.2 (2.4); the largest 14.4, 25M AdamW at 5 Gbit/s, whose
 // two measurements lay 10.1 points apart and whose compute-only step real DDP took 277 ms
 // against the probe's 226 (the emulation's shared memory: docs/benchmarks.md).
-TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
+TEST(DdpValidationReplay, predictions_hold_when_the_probe_divides_as_ddp_does) {
   const std::vector<Point> points = replay(kResults / "2026-12-07c");
   ASSERT_EQ(points.size(), 36u) << "3 links x 2 sizes x 2 optimizers x 2, 3, 4 nodes";
   const Summary got = summarize(points);
@@ -209,6 +209,42 @@ TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
   EXPECT_LE(got.mean_5gbit, 4.2);
   EXPECT_LE(got.mean_extrapolated, 2.3);
   expect_every_point_within(points, 15.0, 1.0, at_200mbit);
+}
+
+// The fourth run of 2026-12-07: the probe and model of the third, the harness changed so
+// that the emulation's compute stops moving under the measurements (every process on the
+// emulated nodes keeps the memory its steps free, and the nodes a measurement leaves out
+// run the same model's compute: docs/benchmarks.md). Bounds from this run, rounded up:
+// mean 1.3 points, 5 Gbit/s 2.7, away from the probed count 1.1, the largest 6.1.
+TEST(DdpValidationReplay, predictions_hold_when_the_emulated_nodes_are_equally_loaded) {
+  const std::vector<Point> points = replay(kResults / "2026-12-07d");
+  ASSERT_EQ(points.size(), 36u) << "3 links x 2 sizes x 2 optimizers x 2, 3, 4 nodes";
+  const Summary got = summarize(points);
+  EXPECT_LE(got.mean, 1.35);
+  EXPECT_LE(got.mean_5gbit, 2.75);
+  EXPECT_LE(got.mean_extrapolated, 1.15);
+  expect_every_point_within(points, 6.5, 0.5, at_200mbit);
+}
+
+// The fifth run of 2026-12-07, with this repository's probe (which no longer trims its
+// heap either) and harness. The bar is every point within 3 points of real DDP, or
+// within the spread of the point's two measurements of the nearer one: 34 of 36 points met
+// it (33 within 3); the other two, 25M AdamW probed at 1 Gbit/s and at 4 nodes at 5
+// Gbit/s, lay 3.5 points off (docs/benchmarks.md gives the account). Bounds from this run,
+// rounded up: mean 0.9 points, 5 Gbit/s 1.3, away from the probed count 0.9, the largest
+// 3.5.
+TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
+  const std::vector<Point> points = replay(kResults / "2026-12-07e");
+  ASSERT_EQ(points.size(), 36u) << "3 links x 2 sizes x 2 optimizers x 2, 3, 4 nodes";
+  const Summary got = summarize(points);
+  EXPECT_LE(got.mean, 0.95);
+  EXPECT_LE(got.mean_5gbit, 1.35);
+  EXPECT_LE(got.mean_extrapolated, 0.95);
+  expect_every_point_within(points, 3.6, 1.0, at_200mbit);
+  const auto held = std::count_if(points.begin(), points.end(), [](const Point& p) {
+    return p.nearest_error_points() <= std::max(3.0, p.spread_points());
+  });
+  EXPECT_GE(held, 34) << "points within 3, or within their two measurements' spread";
 }
 
 }  // namespace COMMGATE_TEST_UNIT
