@@ -60,14 +60,15 @@ PROBE_NODES="${PROBE_NODES:-2}"
 BATCH="${BATCH:-32}"
 CPU_PER_NODE="${CPU_PER_NODE:-$(awk -v n="$(nproc)" 'BEGIN { printf "%.2f", n / 4 }')}"
 BUSY="${BUSY:-1}"
-# glibc keeps the memory a step frees for the next step, as PyTorch's CUDA caching allocator
-# does on a GPU: by default it returns blocks of a few MB and more to the kernel (munmap,
-# heap trimming) and faults them back in zeroed on the next step, in the node's CPU time.
-# That cost differs between Python's and the probe's allocation patterns and with the heap's
-# history: 25M AdamW's compute-only step on one 0.5-CPU node took 180-390 ms (median 270)
-# by default, 179-213 ms (median 189) with these; the probe's compute fell 15-25% short of
-# real DDP's. 32 MiB is the largest mmap threshold glibc accepts (the 25M MLP's largest
-# tensor is 25 MB).
+# Every process on the nodes keeps the memory a step frees for the next step, as PyTorch's
+# CUDA caching allocator does on a GPU. By default glibc returns blocks of a few MB and
+# more to the kernel (munmap, heap trimming) and faults them back in, zeroed, at the next
+# step, in the node's CPU time; that cost differs between Python's and the probe's
+# allocation patterns and with the heap's history: 25M AdamW's compute-only step on one
+# 0.5-CPU node took 197-389 ms (median 272) by default, 179-213 ms (median 189) with these,
+# and the probe's compute fell 14-20% short of real DDP's. 32 MiB is the largest mmap
+# threshold glibc accepts (the 25M MLP's largest tensor is 25 MB); the probe sets the same
+# itself (probe-job/main.cpp).
 export GLIBC_TUNABLES="glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295"
 MAX_NODES=$(tr ' ' '\n' <<<"$COUNTS" | sort -n | tail -1)
 
@@ -109,6 +110,7 @@ busy_others() {
   shift 3
   if [ "$BUSY" != 0 ]; then
     for ((i = n; i < MAX_NODES; i++)); do
+      rm -f "$TMP/busy$i.out"  # the last measurement's: its "busy" is not this one's
       "$NETSIM" exec "$i" "$PYTHON" "$DDP" --params "$params" --batch "$BATCH" \
         --optimizer "$optimizer" --busy 900 >"$TMP/busy$i.out" 2>"$TMP/busy$i.err" &
       pids+=($!)
@@ -127,6 +129,10 @@ busy_others() {
 
 real_ddp() {  # N PARAMS OPTIMIZER OUT
   busy_others "$1" "$2" "$3" ranks "$1" "$4" "$PYTHON" "$DDP" --params "$2" --batch "$BATCH" --optimizer "$3"
+}
+
+save_model() {  # PARAMS OUT: the MLP's TorchScript for the probe ($TMP/model.pt), its shape to OUT
+  "$PYTHON" "$DDP" --params "$1" --batch "$BATCH" --save-torchscript "$TMP/model.pt" >"$2"
 }
 
 job_yaml() {  # PARAMETERS OPTIMIZER
@@ -177,8 +183,7 @@ first=""
 for rate in $RATES; do
   [ -n "$FROM" ] || "$NETSIM" up "$MAX_NODES" "$rate" >/dev/null 2>&1
   for params in $SIZES; do
-    measured "model-$params.json" "$TMP/model.json" eval \
-      '"$PYTHON" "$DDP" --params "$params" --batch "$BATCH" --save-torchscript "$TMP/model.pt" >"$TMP/model.json"'
+    measured "model-$params.json" "$TMP/model.json" save_model "$params" "$TMP/model.json"
     parameters=$(jq -r .parameters "$TMP/model.json")
     shape=$(jq -r '.inputShape | map(tostring) | join(",")' "$TMP/model.json")
     for optimizer in $OPTIMIZERS; do
