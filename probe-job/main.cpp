@@ -17,8 +17,8 @@ namespace {
 // heap trimming) and fault their pages in again, zeroed, in the node's CPU time: every
 // gradient came from a fresh mmap at first (an MLP's backward 75 ms against eager
 // PyTorch's 40 on one CPU thread, 40,000 page faults a step), and with the heap trimmed
-// past 64 MiB (where a Python process's own heuristic ends) 25M AdamW still faulted
-// 17,000 pages a step. Keep every freed block: blocks up to 32 MiB (the largest mmap
+// past 64 MiB (where glibc's dynamic thresholds end) 25M AdamW still faulted 17,000
+// pages a step. Keep every freed block: blocks up to 32 MiB (the largest mmap
 // threshold glibc accepts) come from the heap, and the heap is never trimmed.
 // bench/ddp-validation/run.sh gives real PyTorch DDP the same settings (GLIBC_TUNABLES).
 void keep_freed_tensors() {

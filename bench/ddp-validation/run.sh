@@ -102,11 +102,12 @@ ranks() {
 # busy_others N PARAMS OPTIMIZER CMD...: CMD while each node from N up to MAX_NODES runs the
 # same model's compute (ddp_mlp.py --busy), so that every measurement sees all the nodes
 # busy. The emulated nodes share this machine's cores and memory: a node's compute slows as
-# more of them run (25M AdamW's compute-only step 210-220 ms at 2 nodes, 235-270 at 3), which
-# no real cluster's nodes do to each other, and the probe (2 nodes) would time a faster
-# compute than real DDP on 3 or 4 saw. BUSY=0 leaves them idle.
+# more of them run (ad hoc: 25M AdamW's compute-only step 210-219 ms at 2 nodes, 234-268
+# at 3), which no real cluster's nodes do to each other, and the probe (2 nodes) would time
+# a faster compute than real DDP on 3 or 4 saw. (25M AdamW's still grows some with every
+# node busy: docs/benchmarks.md.) BUSY=0 leaves them idle.
 busy_others() {
-  local n="$1" params="$2" optimizer="$3" i pids=() failed=0 waited
+  local n="$1" params="$2" optimizer="$3" i p pids=() failed=0 waited
   shift 3
   if [ "$BUSY" != 0 ]; then
     for ((i = n; i < MAX_NODES; i++)); do
@@ -123,7 +124,19 @@ busy_others() {
     done
   fi
   [ "$failed" -ne 0 ] || "$@" || failed=1
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  # One that ended before the measurement did (a crash, its time limit) left its node idle
+  # for part of it: the measurement does not stand.
+  for ((i = n; i < n + ${#pids[@]}; i++)); do
+    p="${pids[i - n]}"
+    if kill "$p" 2>/dev/null; then
+      wait "$p" 2>/dev/null || true
+    else
+      wait "$p" 2>/dev/null || true
+      echo "ddp-validation: node $i stopped being busy during the measurement:" >&2
+      tail -n 5 "$TMP/busy$i.err" >&2
+      failed=1
+    fi
+  done
   return "$failed"
 }
 
@@ -172,9 +185,13 @@ truth() {
 if [ -n "$FROM" ]; then
   echo "ddp-validation: predicting again from the probes kept in $FROM with $COMMGATE; $(date -u +%Y-%m-%dT%H:%M:%SZ)" >&2
 else
-  echo "ddp-validation: $(nproc) cores, each node capped at $CPU_PER_NODE CPUs, one rank per node, batch $BATCH, probe at $PROBE_NODES nodes; $(date -u +%Y-%m-%dT%H:%M:%SZ)" >&2
+  settings="$(nproc) cores, each node capped at $CPU_PER_NODE CPUs, one rank per node, batch $BATCH, probe at $PROBE_NODES nodes, BUSY=$BUSY, GLIBC_TUNABLES=$GLIBC_TUNABLES"
+  echo "ddp-validation: $settings; $(date -u +%Y-%m-%dT%H:%M:%SZ)" >&2
 fi
-[ -z "${KEEP:-}" ] || mkdir -p "$KEEP"
+if [ -n "${KEEP:-}" ]; then
+  mkdir -p "$KEEP"
+  [ -n "$FROM" ] || echo "$settings" >"$KEEP/settings.txt"
+fi
 rows="$TMP/rows.tsv"
 again_rows="$TMP/again.tsv"
 : >"$rows"
@@ -244,6 +261,7 @@ for rate in $RATES; do
     [ -n "$FROM" ] || "$NETSIM" down >/dev/null 2>&1
   elif [ "$rate" = "$first_rate" ]; then
     [ -n "$FROM" ] || "$NETSIM" up "$MAX_NODES" "$rate" >/dev/null 2>&1
+    [ -n "$FROM" ] || echo "ddp-validation: $first_rate, $first_params, $first_optimizer: real DDP on $PROBE_NODES nodes again" >&2
     again "$first_rate" "$first_params" "$first_optimizer" "$PROBE_NODES"
     [ -n "$FROM" ] || "$NETSIM" down >/dev/null 2>&1
   fi
