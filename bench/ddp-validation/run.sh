@@ -11,7 +11,7 @@
 # per node with one thread; every process on them keeps the memory its steps free (glibc
 # settings below), and the nodes a measurement does not use run the same model's compute
 # (BUSY, below), so that the probe on 2 nodes and real DDP on 2, 3 or 4 see one machine
-# equally loaded. Then, in this order:
+# alike loaded (not quite, for 25M AdamW: docs/benchmarks.md). Then, in this order:
 #   1. commgate-probe on the first PROBE_NODES (2) nodes, timing the TorchScript of the
 #      same MLP real DDP trains (ddp_mlp.py --save-torchscript) with that optimizer;
 #   2. `commgate evaluate` of a TrainingJob of that model for every count up to 4, from

@@ -197,12 +197,13 @@ TEST(DdpValidationReplay, predictions_hold_against_real_ddp) {
 // (4.3), away from the probed count 1.5 (1.9); the largest 11.5, the probed point of
 // 25M AdamW at 5 Gbit/s, whose second measurement lay 11.4 points from its first.
 TEST(DdpValidationReplay, predictions_hold_when_the_probe_timed_its_buckets_alone) {
+  const std::string run = "2026-12-07b";
   expect_run_within(
-      "2026-12-07b",
+      run,
       {.mean = 2.1, .mean_5gbit = 3.6, .mean_extrapolated = 1.6, .largest = 12.0, .tight = 4.5},
       [](const Point& p) { return at_200mbit(p) || p.nodes > 2; });
   // Every probe of this run timed its buckets, and every calibration used them.
-  for (const auto& e : fs::directory_iterator(kResults / "2026-12-07b")) {
+  for (const auto& e : fs::directory_iterator(kResults / run)) {
     if (e.path().filename().string().rfind("probe-", 0) != 0) continue;
     const ProbeResult r = parse_probe_result(read_json(e.path()));
     ASSERT_TRUE(r.ddp_step) << e.path();
