@@ -27,6 +27,8 @@
 # result there; FROM=DIR measures nothing and predicts again from a KEEP directory's probe
 # results with this build's `commgate evaluate` (the truth and the probes of that run:
 # what a change of core's model does to the same measurements; no root needed).
+# bench/ddp-validation/repeat.sh runs this in rounds, for points whose two measurements are
+# too few to tell a prediction's error from the emulation's noise.
 set -euo pipefail
 # FROM and KEEP as the caller named them, before the cd to the repository root.
 [ -z "${FROM:-}" ] || FROM=$(realpath -m -- "$FROM")

@@ -3,7 +3,8 @@
 // run (KEEP=DIR) in bench/ddp-validation/results/. The prediction is a pure function of
 // the probe result, so this replays what `commgate evaluate` predicts from each probe
 // (2 nodes probed) at 2, 3 and 4 nodes against what real DDP measured on the same
-// emulated nodes in the same run, as `FROM=DIR bench/ddp-validation/run.sh` does. A change
+// emulated nodes in the same run, as `FROM=DIR bench/ddp-validation/run.sh` does (and over
+// the rounds of bench/ddp-validation/repeat.sh, as `FROM=DIR repeat.sh` does). A change
 // of core's model that moves a prediction away from real DDP fails here, with the table.
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "core/decision.h"
@@ -240,7 +242,8 @@ TEST(DdpValidationReplay, predictions_hold_when_the_idle_nodes_are_kept_busy) {
 // heap either) and harness. The bar is every point within 3 points of real DDP, or
 // within the spread of the point's two measurements of the nearer one: 34 of 36 points met
 // it (33 within 3); the other two, 25M AdamW probed at 1 Gbit/s and at 4 nodes at 5
-// Gbit/s, lay 3.5 and 3.4 points off (docs/benchmarks.md gives the account). Bounds from
+// Gbit/s, lay 3.5 and 3.4 points off: within the emulation's noise there, as five rounds of
+// that configuration showed (repeated_rounds_hold_within_three_points_on_average). Bounds from
 // this run, rounded up: mean 0.9 points, 5 Gbit/s 1.3, away from the probed count 0.9, the
 // largest 3.5.
 TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
@@ -252,6 +255,72 @@ TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
     return p.nearest_error_points() <= std::max(3.0, p.spread_points());
   });
   EXPECT_GE(held, 34) << "points within 3, or within their two measurements' spread";
+}
+
+// One point measured in several rounds of bench/ddp-validation/repeat.sh (each round a
+// run.sh of its own: its own probe, predictions and real DDP).
+struct RepeatedPoint {
+  std::string config;
+  int nodes = 0;
+  int rounds = 0;
+  double real_mean = 0, predicted_mean = 0;
+  double real_low = 0, real_high = 0;  // real DDP's share in its lowest and highest round
+
+  double error_points() const { return (predicted_mean - real_mean) * 100; }
+  double real_range_points() const { return (real_high - real_low) * 100; }
+};
+
+// Every round of a kept repeat.sh run (DIR/round-1, round-2, ...) replayed as a run, and
+// each point's means over the rounds; prints them.
+std::vector<RepeatedPoint> replay_rounds(const fs::path& dir) {
+  std::map<std::pair<std::string, int>, std::vector<Point>> by_point;
+  int rounds = 0;
+  while (fs::exists(dir / ("round-" + std::to_string(rounds + 1)))) {
+    ++rounds;
+    for (const Point& p : replay(dir / ("round-" + std::to_string(rounds))))
+      by_point[{p.config, p.nodes}].push_back(p);
+  }
+  std::vector<RepeatedPoint> out;
+  std::printf("%-22s %5s %16s %16s %7s\n", "config", "nodes", "real (range)", "predicted", "error");
+  for (const auto& [key, measured] : by_point) {
+    EXPECT_EQ(measured.size(), static_cast<size_t>(rounds)) << key.first << " at " << key.second;
+    RepeatedPoint r;
+    r.config = key.first;
+    r.nodes = key.second;
+    r.rounds = static_cast<int>(measured.size());
+    r.real_low = r.real_high = measured.front().real;
+    for (const Point& p : measured) {
+      r.real_mean += p.real / r.rounds;
+      r.predicted_mean += p.predicted / r.rounds;
+      r.real_low = std::min(r.real_low, p.real);
+      r.real_high = std::max(r.real_high, p.real);
+    }
+    std::printf("%-22s %5d %5.1f%% (%4.1f) %15.1f%% %+7.1f\n", r.config.c_str(), r.nodes,
+                r.real_mean * 100, r.real_range_points(), r.predicted_mean * 100, r.error_points());
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The two points the fifth run left off the bar (25M AdamW: probed at 1 Gbit/s,
+// -3.5; 4 nodes at 5 Gbit/s, +3.4) and the four others of that configuration, measured in
+// five rounds (bench/ddp-validation/repeat.sh, 2026-12-07 14:54-15:14 UTC). Real DDP's
+// share at one point moved up to 8.8 points from round to round (6.2 on average), and 7 of
+// the 30 single-round predictions missed their round's real DDP by more than 3 points
+// (largest 5.0, with both signs): the single miss is the emulation's noise. The means
+// over the rounds lie within 3 points at every point: the bar. Bounds from this
+// run, rounded up: mean 1.09 points, the largest 2.04.
+TEST(DdpValidationReplay, repeated_rounds_hold_within_three_points_on_average) {
+  const std::vector<RepeatedPoint> points = replay_rounds(kResults / "2026-12-07-rounds");
+  ASSERT_EQ(points.size(), 6u) << "1 and 5 Gbit/s x 25M AdamW x 2, 3, 4 nodes";
+  double sum = 0;
+  for (const RepeatedPoint& p : points) {
+    SCOPED_TRACE(p.config + " at " + std::to_string(p.nodes) + " nodes");
+    EXPECT_EQ(p.rounds, 5);
+    EXPECT_LE(std::fabs(p.error_points()), 2.05);
+    sum += std::fabs(p.error_points());
+  }
+  EXPECT_LE(sum / static_cast<double>(points.size()), 1.1);
 }
 
 }  // namespace COMMGATE_TEST_UNIT
