@@ -69,6 +69,20 @@ def make_optimizer(name, parameters):
     raise SystemExit(f"ddp_mlp.py: --optimizer {name}: sgd, sgd-momentum, adam or adamw")
 
 
+def train_step(model, optimizer, x):
+    """One training step (forward, backward, the optimizer's step); returns the three
+    phases' times (ms). The measured ranks and the busy nodes run this same step."""
+    optimizer.zero_grad(set_to_none=True)
+    t0 = time.perf_counter()
+    loss = model(x).square().mean()
+    t1 = time.perf_counter()
+    loss.backward()
+    t2 = time.perf_counter()
+    optimizer.step()
+    t3 = time.perf_counter()
+    return [(t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000]
+
+
 def keep_busy(model, optimizer, x, seconds):
     """The compute of a training step over and over, no communication: what a node that a
     measurement leaves out does on a real cluster does not matter, but on emulated nodes that
@@ -76,9 +90,7 @@ def keep_busy(model, optimizer, x, seconds):
     deadline = time.monotonic() + seconds
     first = True
     while time.monotonic() < deadline:
-        optimizer.zero_grad(set_to_none=True)
-        model(x).square().mean().backward()
-        optimizer.step()
+        train_step(model, optimizer, x)
         if first:
             print("busy", flush=True)
             first = False
@@ -117,33 +129,21 @@ def main():
     optimizer = make_optimizer(args.optimizer, ddp.parameters())
     x = torch.randn(args.batch, width)
 
-    def step():
-        """One training step; returns its forward, backward and optimizer times (ms)."""
-        optimizer.zero_grad(set_to_none=True)
-        t0 = time.perf_counter()
-        loss = ddp(x).square().mean()
-        t1 = time.perf_counter()
-        loss.backward()
-        t2 = time.perf_counter()
-        optimizer.step()
-        t3 = time.perf_counter()
-        return [(t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000]
-
     def timed(sync):
         dist.barrier()  # every rank starts the step together, as in training
         start = time.perf_counter()
         if sync:
-            step()
+            train_step(ddp, optimizer, x)
         else:
             with ddp.no_sync():
-                step()
+                train_step(ddp, optimizer, x)
         return (time.perf_counter() - start) * 1000
 
     def phases():
         """forward, backward, optimizer of one compute-only step (ms): the probe's profile."""
         dist.barrier()
         with ddp.no_sync():
-            return step()
+            return train_step(ddp, optimizer, x)
 
     pair_ms = 0.0
     for _ in range(args.warmup):
