@@ -238,40 +238,60 @@ TEST(DdpValidationReplay, predictions_hold_when_the_idle_nodes_are_kept_busy) {
       at_200mbit);
 }
 
+// How many of a run's points meet the bar: within 3 points of real DDP, or within
+// the spread of the point's two measurements of the nearer one.
+long points_within_bar(const std::vector<Point>& points) {
+  return std::count_if(points.begin(), points.end(), [](const Point& p) {
+    return p.nearest_error_points() <= std::max(3.0, p.spread_points());
+  });
+}
+
 // The fifth run of 2026-12-07, with this repository's probe (which no longer trims its
-// heap either) and harness. The bar is every point within 3 points of real DDP, or
-// within the spread of the point's two measurements of the nearer one: 34 of 36 points met
-// it (33 within 3); the other two, 25M AdamW probed at 1 Gbit/s and at 4 nodes at 5
-// Gbit/s, lay 3.5 and 3.4 points off: within the emulation's noise there, as five rounds of
-// that configuration showed (repeated_rounds_hold_within_three_points_on_average). Bounds from
-// this run, rounded up: mean 0.9 points, 5 Gbit/s 1.3, away from the probed count 0.9, the
-// largest 3.5.
-TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
+// heap either). 34 of 36 points met the bar (33 within 3); the other two, 25M
+// AdamW probed at 1 Gbit/s and at 4 nodes at 5 Gbit/s, lay 3.5 and 3.4 points off: within
+// the emulation's noise there, as five rounds of that configuration and the next run
+// showed (below). Bounds from this run, rounded up: mean 0.9 points, 5 Gbit/s 1.3, away
+// from the probed count 0.9, the largest 3.5.
+TEST(DdpValidationReplay, predictions_hold_when_the_probe_keeps_its_heap) {
   const std::vector<Point> points = expect_run_within(
       "2026-12-07e",
       {.mean = 0.95, .mean_5gbit = 1.35, .mean_extrapolated = 0.95, .largest = 3.6, .tight = 1.0},
       at_200mbit);
-  const auto held = std::count_if(points.begin(), points.end(), [](const Point& p) {
-    return p.nearest_error_points() <= std::max(3.0, p.spread_points());
-  });
-  EXPECT_GE(held, 34) << "points within 3, or within their two measurements' spread";
+  EXPECT_GE(points_within_bar(points), 34);
 }
 
-// One point measured in several rounds of bench/ddp-validation/repeat.sh (each round a
-// run.sh of its own: its own probe, predictions and real DDP).
+// The sixth run of 2026-12-07: the probe and model of the fifth, the harness fixed since
+// (the idle nodes' first busy step waited for afresh each measurement). 34 of 36 points
+// met the bar (31 within 3); the other two, both probed points (5M AdamW at 1
+// Gbit/s +3.3, 5M SGD at 5 Gbit/s -3.7), had lain +2.3 and +0.3 in the fifth run: the
+// misses move from run to run (predictions_hold_over_the_last_two_runs). Bounds from this
+// run, rounded up: mean 1.23 points, 5 Gbit/s 2.09, away from the probed count 1.23, the
+// largest 5.28 (25M AdamW at 3 nodes at 5 Gbit/s, 0.3 from its second measurement).
+TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
+  const std::vector<Point> points = expect_run_within(
+      "2026-12-07f",
+      {.mean = 1.25, .mean_5gbit = 2.1, .mean_extrapolated = 1.25, .largest = 5.3, .tight = 1.0},
+      at_200mbit);
+  EXPECT_GE(points_within_bar(points), 34);
+}
+
+// One point measured in several rounds, as bench/ddp-validation/repeat.sh reads them (each
+// round a run.sh of its own: its own probe, predictions and real DDP).
 struct RepeatedPoint {
   std::string config;
   int nodes = 0;
   int rounds = 0;
+  int measured = 0;  // real DDP's measurements: one a round, and any taken again
   double real_mean = 0, predicted_mean = 0;
-  double real_low = 0, real_high = 0;  // real DDP's share in its lowest and highest round
+  double real_low = 0, real_high = 0;  // real DDP's lowest and highest share
 
   double error_points() const { return (predicted_mean - real_mean) * 100; }
   double real_range_points() const { return (real_high - real_low) * 100; }
 };
 
 // Every round of a kept repeat.sh run (DIR/round-1, round-2, ...) replayed as a run, and
-// each point's means over the rounds; prints them.
+// each point's means: real DDP's over all its measurements, the prediction's over the
+// rounds; prints them.
 std::vector<RepeatedPoint> replay_rounds(const fs::path& dir) {
   std::map<std::pair<std::string, int>, std::vector<Point>> by_point;
   int rounds = 0;
@@ -281,46 +301,78 @@ std::vector<RepeatedPoint> replay_rounds(const fs::path& dir) {
       by_point[{p.config, p.nodes}].push_back(p);
   }
   std::vector<RepeatedPoint> out;
-  std::printf("%-22s %5s %16s %16s %7s\n", "config", "nodes", "real (range)", "predicted", "error");
-  for (const auto& [key, measured] : by_point) {
-    EXPECT_EQ(measured.size(), static_cast<size_t>(rounds)) << key.first << " at " << key.second;
+  std::printf("%-22s %5s %16s %9s %10s %7s\n", "config", "nodes", "real (range)", "measured",
+              "predicted", "error");
+  for (const auto& [key, rounds_of_point] : by_point) {
+    EXPECT_EQ(rounds_of_point.size(), static_cast<size_t>(rounds))
+        << key.first << " at " << key.second;
     RepeatedPoint r;
     r.config = key.first;
     r.nodes = key.second;
-    r.rounds = static_cast<int>(measured.size());
-    r.real_low = r.real_high = measured.front().real;
-    for (const Point& p : measured) {
-      r.real_mean += p.real / r.rounds;
+    r.rounds = static_cast<int>(rounds_of_point.size());
+    r.real_low = r.real_high = rounds_of_point.front().real;
+    double real_sum = 0;
+    for (const Point& p : rounds_of_point) {
       r.predicted_mean += p.predicted / r.rounds;
-      r.real_low = std::min(r.real_low, p.real);
-      r.real_high = std::max(r.real_high, p.real);
+      for (std::optional<double> share : {std::optional<double>(p.real), p.again}) {
+        if (!share) continue;
+        real_sum += *share;
+        ++r.measured;
+        r.real_low = std::min(r.real_low, *share);
+        r.real_high = std::max(r.real_high, *share);
+      }
     }
-    std::printf("%-22s %5d %5.1f%% (%4.1f) %15.1f%% %+7.1f\n", r.config.c_str(), r.nodes,
-                r.real_mean * 100, r.real_range_points(), r.predicted_mean * 100, r.error_points());
+    r.real_mean = real_sum / r.measured;
+    std::printf("%-22s %5d %5.1f%% (%4.1f) %9d %9.1f%% %+7.1f\n", r.config.c_str(), r.nodes,
+                r.real_mean * 100, r.real_range_points(), r.measured, r.predicted_mean * 100,
+                r.error_points());
     out.push_back(r);
   }
   return out;
 }
 
-// The two points the fifth run left off the bar (25M AdamW: probed at 1 Gbit/s,
-// -3.5; 4 nodes at 5 Gbit/s, +3.4) and the four others of that configuration, measured in
-// five rounds (bench/ddp-validation/repeat.sh, 2026-12-07 14:54-15:14 UTC). Real DDP's
-// share at one point moved up to 8.8 points from round to round (6.2 on average), and 7 of
-// the 30 single-round predictions missed their round's real DDP by more than 3 points
-// (largest 5.0, with both signs): the single miss is the emulation's noise. The means
-// over the rounds lie within 3 points at every point: the bar. Bounds from this
-// run, rounded up: mean 1.09 points, the largest 2.04.
-TEST(DdpValidationReplay, repeated_rounds_hold_within_three_points_on_average) {
-  const std::vector<RepeatedPoint> points = replay_rounds(kResults / "2026-12-07-rounds");
-  ASSERT_EQ(points.size(), 6u) << "1 and 5 Gbit/s x 25M AdamW x 2, 3, 4 nodes";
+// Every point of a kept repeat.sh run within `largest` points of real DDP (the error of
+// the means), and the mean of those errors within `mean`; returns the points.
+std::vector<RepeatedPoint> expect_rounds_within(const std::string& name, size_t points_expected,
+                                                int rounds, double largest, double mean) {
+  const std::vector<RepeatedPoint> points = replay_rounds(kResults / name);
+  EXPECT_EQ(points.size(), points_expected);
   double sum = 0;
   for (const RepeatedPoint& p : points) {
     SCOPED_TRACE(p.config + " at " + std::to_string(p.nodes) + " nodes");
-    EXPECT_EQ(p.rounds, 5);
-    EXPECT_LE(std::fabs(p.error_points()), 2.05);
+    EXPECT_EQ(p.rounds, rounds);
+    EXPECT_LE(std::fabs(p.error_points()), largest);
     sum += std::fabs(p.error_points());
   }
-  EXPECT_LE(sum / static_cast<double>(points.size()), 1.1);
+  EXPECT_LE(sum / static_cast<double>(std::max<size_t>(points.size(), 1)), mean);
+  return points;
+}
+
+// The two points the fifth run left off the bar (25M AdamW: probed at 1 Gbit/s,
+// -3.5; 4 nodes at 5 Gbit/s, +3.4) and the four others of that configuration, measured in
+// five rounds (bench/ddp-validation/repeat.sh, 2026-12-07 14:54-15:14 UTC, the harness
+// fixed since the fifth run). Real DDP's share at one point moved up to 8.8 points between
+// its measurements, and 7 of the 30 single-round predictions missed their round's real DDP
+// by more than 3 points (from -5.0 to +4.8); the means lie within 3 points at every point:
+// the bar. Bounds from this run, rounded up: the largest error of the means 2.044
+// (bound 2.05), their mean 1.052 (1.06).
+TEST(DdpValidationReplay, repeated_rounds_hold_within_three_points_on_average) {
+  for (const RepeatedPoint& p : expect_rounds_within("2026-12-07-rounds", 6, 5, 2.05, 1.06)) {
+    // The account's premise, in the kept measurements: at the fifth run's two misses,
+    // real DDP alone moved further between its measurements than the miss.
+    if ((p.config == "1gbit-25M-adamw" && p.nodes == 2) ||
+        (p.config == "5gbit-25M-adamw" && p.nodes == 4)) {
+      EXPECT_GT(p.real_range_points(), 3.5) << p.config << " at " << p.nodes;
+    }
+  }
+}
+
+// The fifth and sixth runs (the same probe and model; 2026-12-07-e-and-f links to both, as
+// two rounds of every point): each point's error of the means within 3 points at all 36,
+// where each run alone left two points off the bar, at different points. Bounds from
+// these runs, rounded up: the largest 2.78 (5M AdamW probed at 1 Gbit/s), the mean 0.70.
+TEST(DdpValidationReplay, predictions_hold_over_the_last_two_runs) {
+  expect_rounds_within("2026-12-07-e-and-f", 36, 2, 2.8, 0.71);
 }
 
 }  // namespace COMMGATE_TEST_UNIT
