@@ -40,7 +40,8 @@ struct Point {
   int nodes = 0;
   double real = 0;              // real DDP's share
   std::optional<double> again;  // the same point measured again at the end
-  double predicted = 0;         // the model's (or the probe's, at the probed count)
+  std::optional<double> again_step_ms;
+  double predicted = 0;  // the model's (or the probe's, at the probed count)
   double real_step_ms = 0, predicted_step_ms = 0;
 
   double error_points() const { return (predicted - real) * 100; }
@@ -89,7 +90,11 @@ std::vector<Point> replay(const fs::path& run) {
       pt.config = stem;
       pt.nodes = p.nodes;
       pt.real = d.at("commShare").get<double>();
-      if (fs::exists(again)) pt.again = read_json(again).at("commShare").get<double>();
+      if (fs::exists(again)) {
+        const nlohmann::json a = read_json(again);
+        pt.again = a.at("commShare").get<double>();
+        pt.again_step_ms = a.at("stepMs").get<double>();
+      }
       pt.predicted = p.comm_share;
       pt.real_step_ms = d.at("stepMs").get<double>();
       pt.predicted_step_ms = p.step_s * 1e3;
@@ -262,9 +267,10 @@ TEST(DdpValidationReplay, predictions_hold_when_the_probe_keeps_its_heap) {
 
 // The sixth run of 2026-12-07: the probe and model of the fifth, the harness fixed since
 // (the idle nodes' first busy step waited for afresh each measurement). 34 of 36 points
-// met the issue's bar (31 within 3); the other two, both probed points (5M AdamW at 1
-// Gbit/s +3.3, 5M SGD at 5 Gbit/s -3.7), had lain +2.3 and +0.3 in the fifth run: the
-// misses move from run to run (predictions_hold_over_the_last_two_runs). Bounds from this
+// met the issue's bar (31 within 3); the other two are probed points: 5M SGD at 5 Gbit/s,
+// -3.7 (+0.3 in the fifth run: the probe's own measurement moved, its DDP step exposing 39
+// ms against 45), and 5M AdamW at 1 Gbit/s, +3.3 (+2.3 in the fifth run: a bias of the
+// probe's compute, which issue #22 stays open for). Bounds from this
 // run, rounded up: mean 1.23 points, 5 Gbit/s 2.09, away from the probed count 1.23, the
 // largest 5.28 (25M AdamW at 3 nodes at 5 Gbit/s, 0.3 from its second measurement).
 TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
@@ -284,9 +290,13 @@ struct RepeatedPoint {
   int measured = 0;  // real DDP's measurements: one a round, and any taken again
   double real_mean = 0, predicted_mean = 0;
   double real_low = 0, real_high = 0;  // real DDP's lowest and highest share
+  double real_step_mean_ms = 0, predicted_step_mean_ms = 0;
 
   double error_points() const { return (predicted_mean - real_mean) * 100; }
   double real_range_points() const { return (real_high - real_low) * 100; }
+  double step_error_percent() const {
+    return (predicted_step_mean_ms - real_step_mean_ms) / real_step_mean_ms * 100;
+  }
 };
 
 // Every round of a kept repeat.sh run (DIR/round-1, round-2, ...) replayed as a run, and
@@ -311,18 +321,23 @@ std::vector<RepeatedPoint> replay_rounds(const fs::path& dir) {
     r.nodes = key.second;
     r.rounds = static_cast<int>(rounds_of_point.size());
     r.real_low = r.real_high = rounds_of_point.front().real;
-    double real_sum = 0;
+    double real_sum = 0, real_step_sum = 0;
     for (const Point& p : rounds_of_point) {
       r.predicted_mean += p.predicted / r.rounds;
-      for (std::optional<double> share : {std::optional<double>(p.real), p.again}) {
-        if (!share) continue;
+      r.predicted_step_mean_ms += p.predicted_step_ms / r.rounds;
+      const std::pair<std::optional<double>, std::optional<double>> measurements[] = {
+          {p.real, p.real_step_ms}, {p.again, p.again_step_ms}};
+      for (const auto& [share, step_ms] : measurements) {
+        if (!share || !step_ms) continue;
         real_sum += *share;
+        real_step_sum += *step_ms;
         ++r.measured;
         r.real_low = std::min(r.real_low, *share);
         r.real_high = std::max(r.real_high, *share);
       }
     }
     r.real_mean = real_sum / r.measured;
+    r.real_step_mean_ms = real_step_sum / r.measured;
     std::printf("%-22s %5d %5.1f%% (%4.1f) %9d %9.1f%% %+7.1f\n", r.config.c_str(), r.nodes,
                 r.real_mean * 100, r.real_range_points(), r.measured, r.predicted_mean * 100,
                 r.error_points());
@@ -332,9 +347,11 @@ std::vector<RepeatedPoint> replay_rounds(const fs::path& dir) {
 }
 
 // Every point of a kept repeat.sh run within `largest` points of real DDP (the error of
-// the means), and the mean of those errors within `mean`; returns the points.
+// the means) and its predicted step within `step_percent` of real DDP's mean step, and
+// the mean of the errors within `mean`; returns the points.
 std::vector<RepeatedPoint> expect_rounds_within(const std::string& name, size_t points_expected,
-                                                int rounds, double largest, double mean) {
+                                                int rounds, double largest, double mean,
+                                                double step_percent) {
   const std::vector<RepeatedPoint> points = replay_rounds(kResults / name);
   EXPECT_EQ(points.size(), points_expected);
   double sum = 0;
@@ -342,6 +359,7 @@ std::vector<RepeatedPoint> expect_rounds_within(const std::string& name, size_t 
     SCOPED_TRACE(p.config + " at " + std::to_string(p.nodes) + " nodes");
     EXPECT_EQ(p.rounds, rounds);
     EXPECT_LE(std::fabs(p.error_points()), largest);
+    EXPECT_LE(std::fabs(p.step_error_percent()), step_percent);
     sum += std::fabs(p.error_points());
   }
   EXPECT_LE(sum / static_cast<double>(std::max<size_t>(points.size(), 1)), mean);
@@ -355,24 +373,29 @@ std::vector<RepeatedPoint> expect_rounds_within(const std::string& name, size_t 
 // its measurements, and 7 of the 30 single-round predictions missed their round's real DDP
 // by more than 3 points (from -5.0 to +4.8); the means lie within 3 points at every point:
 // the issue's bar. Bounds from this run, rounded up: the largest error of the means 2.044
-// (bound 2.05), their mean 1.052 (1.06).
+// (bound 2.05), their mean 1.052 (1.06), the largest step error 7.69% (7.7).
 TEST(DdpValidationReplay, repeated_rounds_hold_within_three_points_on_average) {
-  for (const RepeatedPoint& p : expect_rounds_within("2026-12-07-rounds", 6, 5, 2.05, 1.06)) {
+  int misses_seen = 0;
+  for (const RepeatedPoint& p : expect_rounds_within("2026-12-07-rounds", 6, 5, 2.05, 1.06, 7.7)) {
     // The account's premise, in the kept measurements: at the fifth run's two misses,
     // real DDP alone moved further between its measurements than the miss.
     if ((p.config == "1gbit-25M-adamw" && p.nodes == 2) ||
         (p.config == "5gbit-25M-adamw" && p.nodes == 4)) {
+      ++misses_seen;
       EXPECT_GT(p.real_range_points(), 3.5) << p.config << " at " << p.nodes;
     }
   }
+  EXPECT_EQ(misses_seen, 2);
 }
 
 // The fifth and sixth runs (the same probe and model; 2026-12-07-e-and-f links to both, as
 // two rounds of every point): each point's error of the means within 3 points at all 36,
 // where each run alone left two points off the bar, at different points. Bounds from
-// these runs, rounded up: the largest 2.78 (5M AdamW probed at 1 Gbit/s), the mean 0.70.
+// these runs, rounded up: the largest 2.78 (5M AdamW probed at 1 Gbit/s, over real DDP in
+// both runs: the bias issue #22 stays open for), the mean 0.70, the largest step error
+// 7.49% (7.5).
 TEST(DdpValidationReplay, predictions_hold_over_the_last_two_runs) {
-  expect_rounds_within("2026-12-07-e-and-f", 36, 2, 2.8, 0.71);
+  expect_rounds_within("2026-12-07-e-and-f", 36, 2, 2.8, 0.71, 7.5);
 }
 
 }  // namespace COMMGATE_TEST_UNIT
