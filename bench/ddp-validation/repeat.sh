@@ -15,9 +15,10 @@
 # and run.sh's other settings pass through to it. KEEP/points.txt records the lists,
 # PROBE_NODES and the rounds completed so far (rewritten after each round, so that an
 # interrupted run replays the rounds it finished); each round's settings.txt the rest.
-# Prints, for every point, real DDP's share and the predicted share as mean and range over
-# the rounds (each round's prediction comes from that round's own probe), the error of
-# the means, and a summary.
+# Prints, for every point, real DDP's share as mean and range over all its measurements
+# (one a round, and any run.sh took again), the predicted share as mean and range over the
+# rounds (each round's prediction comes from that round's own probe), the error of the
+# means, and a summary.
 set -euo pipefail
 [ -z "${FROM:-}" ] || FROM=$(realpath -m -- "$FROM")
 [ -z "${KEEP:-}" ] || KEEP=$(realpath -m -- "$KEEP")
@@ -50,7 +51,6 @@ if [ -n "${FROM:-}" ]; then
   done
   count_or_die ROUNDS "$ROUNDS" "$FROM/points.txt: "
   count_or_die PROBE_NODES "$PROBE_NODES" "$FROM/points.txt: "
-  DIR="$FROM"
 else
   [ -n "${KEEP:-}" ] || { echo "repeat: name KEEP=DIR, where the rounds are kept" >&2; exit 1; }
   # Never over an earlier run's rounds: they would mix with this one's.
@@ -63,15 +63,19 @@ else
   COUNTS="${COUNTS:-2 3 4}" ROUNDS="${ROUNDS:-4}" PROBE_NODES="${PROBE_NODES:-2}"
   count_or_die ROUNDS "$ROUNDS" ""
   count_or_die PROBE_NODES "$PROBE_NODES" ""
+fi
+# Every run.sh below, measuring a round or replaying one, covers these points (the rounds
+# are the repeats: no AGAIN_RATES).
+export RATES SIZES OPTIMIZERS COUNTS PROBE_NODES AGAIN_RATES=""
+DIR="${FROM:-$KEEP}"  # the rounds: kept ones to replay, or this run's
+if [ -z "${FROM:-}" ]; then
   mkdir -p "$KEEP"
   for ((k = 1; k <= ROUNDS; k++)); do
     echo "repeat: round $k of $ROUNDS; $(date -u +%Y-%m-%dT%H:%M:%SZ)" >&2
-    RATES="$RATES" SIZES="$SIZES" OPTIMIZERS="$OPTIMIZERS" COUNTS="$COUNTS" PROBE_NODES="$PROBE_NODES" \
-      AGAIN_RATES="" KEEP="$KEEP/round-$k" "$RUN" "$BUILD" >"$KEEP/round-$k.md"
+    KEEP="$KEEP/round-$k" "$RUN" "$BUILD" >"$KEEP/round-$k.md"
     printf 'RATES=%s\nSIZES=%s\nOPTIMIZERS=%s\nCOUNTS=%s\nROUNDS=%s\nPROBE_NODES=%s\n' \
       "$RATES" "$SIZES" "$OPTIMIZERS" "$COUNTS" "$k" "$PROBE_NODES" >"$KEEP/points.txt"
   done
-  DIR="$KEEP"
 fi
 
 # Every round predicted again by this build (run.sh FROM=: its evaluations to $TMP), then
@@ -81,8 +85,7 @@ fi
 : >"$TMP/rows.tsv"
 for ((k = 1; k <= ROUNDS; k++)); do
   [ -d "$DIR/round-$k" ] || { echo "repeat: $DIR/round-$k is missing" >&2; exit 1; }
-  RATES="$RATES" SIZES="$SIZES" OPTIMIZERS="$OPTIMIZERS" COUNTS="$COUNTS" PROBE_NODES="$PROBE_NODES" \
-    AGAIN_RATES="" FROM="$DIR/round-$k" KEEP="$TMP/round-$k" "$RUN" "$BUILD" >/dev/null 2>"$TMP/replay.err" ||
+  FROM="$DIR/round-$k" KEEP="$TMP/round-$k" "$RUN" "$BUILD" >/dev/null 2>"$TMP/replay.err" ||
     { cat "$TMP/replay.err" >&2; exit 1; }
   for rate in $RATES; do
     for params in $SIZES; do
