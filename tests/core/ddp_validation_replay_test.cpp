@@ -269,8 +269,8 @@ TEST(DdpValidationReplay, predictions_hold_when_the_probe_keeps_its_heap) {
 // (the idle nodes' first busy step waited for afresh each measurement). 34 of 36 points
 // met the issue's bar (31 within 3); the other two are probed points: 5M SGD at 5 Gbit/s,
 // -3.7 (+0.3 in the fifth run: the probe's own measurement moved, its DDP step exposing 39
-// ms against 45), and 5M AdamW at 1 Gbit/s, +3.3 (+2.3 in the fifth run: a bias of the
-// probe's compute, which issue #22 stays open for). Bounds from this
+// ms against 45), and 5M AdamW at 1 Gbit/s, +3.3 (+2.3 in the fifth run; -0.7 over five
+// rounds of that configuration and +0.2 in the seventh run: not a bias). Bounds from this
 // run, rounded up: mean 1.23 points, 5 Gbit/s 2.09, away from the probed count 1.23, the
 // largest 5.28 (25M AdamW at 3 nodes at 5 Gbit/s, 0.3 from its second measurement).
 TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
@@ -392,10 +392,66 @@ TEST(DdpValidationReplay, repeated_rounds_hold_within_three_points_on_average) {
 // two rounds of every point): each point's error of the means within 3 points at all 36,
 // where each run alone left two points off the bar, at different points. Bounds from
 // these runs, rounded up: the largest 2.78 (5M AdamW probed at 1 Gbit/s, over real DDP in
-// both runs: the bias issue #22 stays open for), the mean 0.70, the largest step error
-// 7.49% (7.5).
+// both runs, and not in the seventh run or in rounds: below), the mean 0.70, the largest
+// step error 7.49% (7.5).
 TEST(DdpValidationReplay, predictions_hold_over_the_last_two_runs) {
   expect_rounds_within("2026-12-07-e-and-f", 36, 2, 2.8, 0.71, 7.5);
+}
+
+// The seventh run of 2026-12-07 (18:20-18:56 UTC): the probe, model and harness of the
+// sixth, on a machine whose compute ran slower that evening (real DDP's compute-only step
+// of 5M AdamW at 2 nodes 65-82 ms, against 34-50 in the fifth and sixth runs). The largest error,
+// 25M AdamW at 3 nodes at 1 Gbit/s (+6.5), is real DDP's own outlier: its compute-only step there
+// took 463 ms against 367 and 373 at 2 and 4 nodes. Bounds from this run, rounded up: mean 1.49
+// points, 5 Gbit/s 1.85, away from the probed count 1.6, the largest 6.5.
+TEST(DdpValidationReplay, predictions_hold_on_the_seventh_run) {
+  const std::vector<Point> points = expect_run_within(
+      "2026-12-07g",
+      {.mean = 1.49, .mean_5gbit = 1.85, .mean_extrapolated = 1.6, .largest = 6.5, .tight = 1.25},
+      at_200mbit);
+  EXPECT_GE(points_within_bar(points), 34);
+}
+
+// Rounds in one sitting are not independent. The 5M configurations at 1 and 5 Gbit/s in
+// five rounds (2026-12-07 17:47-18:07 UTC) left 5M AdamW at 5 Gbit/s off the bar at every
+// count, its means +5.4, +6.2 and +4.7 over real DDP (each of the five rounds over it at
+// the probed count), while 5M AdamW probed at 1 Gbit/s, which the fifth and sixth runs had
+// put +2.3 and +3.3 over, lay -0.7. Five more rounds of 5M AdamW at 5 Gbit/s from 18:12
+// put it at -0.5, +0.4 and +2.9. Between the two sittings real DDP's mean at the probed
+// count moved 1.0 point and the probe's 4.9: the probe's measurement on the emulated
+// nodes has a part that holds for tens of minutes and then moves (in the first sitting its
+// compute-only step inside its DDP loop ran 8.5 ms under its own compute phase and 12 under
+// real DDP's; docs/benchmarks.md, "Repeated rounds"). Bounds from these rounds, rounded
+// up.
+TEST(DdpValidationReplay, rounds_in_one_sitting_lean_together) {
+  const std::vector<RepeatedPoint> first =
+      expect_rounds_within("2026-12-07-rounds-5M", 12, 5, 6.21, 2.1, 15.6);
+  const std::vector<RepeatedPoint> later =
+      expect_rounds_within("2026-12-07-rounds-5M-later", 3, 5, 2.88, 1.28, 5.75);
+  auto probed_5m_adamw_at_5gbit = [](const std::vector<RepeatedPoint>& points) {
+    const auto it = std::find_if(points.begin(), points.end(), [](const RepeatedPoint& p) {
+      return p.config == "5gbit-5M-adamw" && p.nodes == 2;
+    });
+    EXPECT_NE(it, points.end());
+    return it == points.end() ? RepeatedPoint{} : *it;
+  };
+  const RepeatedPoint a = probed_5m_adamw_at_5gbit(first);
+  const RepeatedPoint b = probed_5m_adamw_at_5gbit(later);
+  // The account's premise, in the kept measurements: the first sitting's miss, gone in
+  // the second, with real DDP's mean where it was and the probe's moved.
+  EXPECT_GT(a.error_points(), 5.0);
+  EXPECT_LT(std::fabs(b.error_points()), 1.0);
+  EXPECT_LT(std::fabs(a.real_mean - b.real_mean) * 100, 1.5);
+  EXPECT_GT(std::fabs(a.predicted_mean - b.predicted_mean) * 100, 4.5);
+}
+
+// The fifth, sixth and seventh runs (2026-12-07-e-f-g links to the three as three rounds:
+// 12:17, 15:24 and 18:20 UTC, the same probe and model): each point's error of the means
+// within 3 points at all 36 and every mean step within 10%, where each run alone left
+// about two points off the bar. Bounds from these runs, rounded up: the largest
+// 1.92, the mean 0.59, the largest step error 9.4.
+TEST(DdpValidationReplay, predictions_hold_over_the_last_three_runs) {
+  expect_rounds_within("2026-12-07-e-f-g", 36, 3, 1.92, 0.59, 9.4);
 }
 
 }  // namespace COMMGATE_TEST_UNIT
