@@ -170,6 +170,7 @@ struct Bounds {
   double mean_extrapolated = std::numeric_limits<double>::infinity();
   double largest = 0;  // every point
   double tight = 0;    // the points tight_where selects
+  double largest_step_percent = std::numeric_limits<double>::infinity();  // every point
 };
 
 // Replays the kept run `name` and holds it to `b`; returns its points for a case's own
@@ -184,6 +185,11 @@ std::vector<Point> expect_run_within(const std::string& name, const Bounds& b,
   EXPECT_LE(got.mean_5gbit, b.mean_5gbit);
   EXPECT_LE(got.mean_extrapolated, b.mean_extrapolated);
   expect_every_point_within(points, b.largest, b.tight, tight_where);
+  for (const Point& p : points) {
+    EXPECT_LE(std::fabs(p.predicted_step_ms - p.real_step_ms) / p.real_step_ms * 100,
+              b.largest_step_percent)
+        << p.config << " at " << p.nodes << " nodes";
+  }
   return points;
 }
 
@@ -256,12 +262,16 @@ long points_within_bar(const std::vector<Point>& points) {
 // AdamW probed at 1 Gbit/s and at 4 nodes at 5 Gbit/s, lay 3.5 and 3.4 points off: within
 // the emulation's noise there, as five rounds of that configuration and the next run
 // showed (below). Bounds from this run, rounded up: mean 0.9 points, 5 Gbit/s 1.3, away
-// from the probed count 0.9, the largest 3.5.
+// from the probed count 0.9, the largest 3.5, the largest step error 15.92%.
 TEST(DdpValidationReplay, predictions_hold_when_the_probe_keeps_its_heap) {
-  const std::vector<Point> points = expect_run_within(
-      "2026-12-07e",
-      {.mean = 0.95, .mean_5gbit = 1.35, .mean_extrapolated = 0.95, .largest = 3.6, .tight = 1.0},
-      at_200mbit);
+  const std::vector<Point> points = expect_run_within("2026-12-07e",
+                                                      {.mean = 0.95,
+                                                       .mean_5gbit = 1.35,
+                                                       .mean_extrapolated = 0.95,
+                                                       .largest = 3.6,
+                                                       .tight = 1.0,
+                                                       .largest_step_percent = 15.95},
+                                                      at_200mbit);
   EXPECT_GE(points_within_bar(points), 34);
 }
 
@@ -270,14 +280,19 @@ TEST(DdpValidationReplay, predictions_hold_when_the_probe_keeps_its_heap) {
 // met the issue's bar (31 within 3); the other two are probed points: 5M SGD at 5 Gbit/s,
 // -3.7 (+0.3 in the fifth run: the probe's own measurement moved, its DDP step exposing 39
 // ms against 45), and 5M AdamW at 1 Gbit/s, +3.3 (+2.3 in the fifth run; -0.7 over five
-// rounds of that configuration and +0.2 in the seventh run: not a bias). Bounds from this
-// run, rounded up: mean 1.23 points, 5 Gbit/s 2.09, away from the probed count 1.23, the
-// largest 5.28 (25M AdamW at 3 nodes at 5 Gbit/s, 0.3 from its second measurement).
+// rounds of that configuration and +0.2 in the seventh run: no bias shown). Bounds from
+// this run, rounded up: mean 1.23 points, 5 Gbit/s 2.09, away from the probed count 1.23,
+// the largest 5.28 (25M AdamW at 3 nodes at 5 Gbit/s, 0.3 from its second measurement),
+// the largest step error 11.96%.
 TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
-  const std::vector<Point> points = expect_run_within(
-      "2026-12-07f",
-      {.mean = 1.25, .mean_5gbit = 2.1, .mean_extrapolated = 1.25, .largest = 5.3, .tight = 1.0},
-      at_200mbit);
+  const std::vector<Point> points = expect_run_within("2026-12-07f",
+                                                      {.mean = 1.25,
+                                                       .mean_5gbit = 2.1,
+                                                       .mean_extrapolated = 1.25,
+                                                       .largest = 5.3,
+                                                       .tight = 1.0,
+                                                       .largest_step_percent = 12.0},
+                                                      at_200mbit);
   EXPECT_GE(points_within_bar(points), 34);
 }
 
@@ -400,29 +415,35 @@ TEST(DdpValidationReplay, predictions_hold_over_the_last_two_runs) {
 
 // The seventh run of 2026-12-07 (18:20-18:56 UTC): the probe, model and harness of the
 // sixth, on a machine whose compute ran slower that evening (real DDP's compute-only step
-// of 5M AdamW at 2 nodes 65-82 ms, against 34-50 in the fifth and sixth runs). The largest error,
-// 25M AdamW at 3 nodes at 1 Gbit/s (+6.5), is real DDP's own outlier: its compute-only step there
-// took 463 ms against 367 and 373 at 2 and 4 nodes. Bounds from this run, rounded up: mean 1.49
-// points, 5 Gbit/s 1.85, away from the probed count 1.6, the largest 6.5.
+// of 5M AdamW at 2 nodes 65-82 ms, against 34-50 in the fifth and sixth runs). The largest
+// error, 25M AdamW at 3 nodes at 1 Gbit/s (+6.5), is partly real DDP's irregular figure
+// (its compute-only step there took 463 ms against 367 and 373 at 2 and 4 nodes) and
+// partly the probe's compute-only step running under real DDP's (issue #22 open). Four 5
+// Gbit/s steps missed both of real DDP's measurements by 15-18%. Bounds from this run,
+// rounded up: mean 1.49 points, 5 Gbit/s 1.85, away from the probed count 1.6, the
+// largest 6.5, the largest step error 16.79%.
 TEST(DdpValidationReplay, predictions_hold_on_the_seventh_run) {
-  const std::vector<Point> points = expect_run_within(
-      "2026-12-07g",
-      {.mean = 1.49, .mean_5gbit = 1.85, .mean_extrapolated = 1.6, .largest = 6.5, .tight = 1.25},
-      at_200mbit);
+  const std::vector<Point> points = expect_run_within("2026-12-07g",
+                                                      {.mean = 1.49,
+                                                       .mean_5gbit = 1.85,
+                                                       .mean_extrapolated = 1.6,
+                                                       .largest = 6.5,
+                                                       .tight = 1.25,
+                                                       .largest_step_percent = 16.8},
+                                                      at_200mbit);
   EXPECT_GE(points_within_bar(points), 34);
 }
 
-// Rounds in one sitting are not independent. The 5M configurations at 1 and 5 Gbit/s in
-// five rounds (2026-12-07 17:47-18:07 UTC) left 5M AdamW at 5 Gbit/s off the bar at every
-// count, its means +5.4, +6.2 and +4.7 over real DDP (each of the five rounds over it at
-// the probed count), while 5M AdamW probed at 1 Gbit/s, which the fifth and sixth runs had
-// put +2.3 and +3.3 over, lay -0.7. Five more rounds of 5M AdamW at 5 Gbit/s from 18:12
-// put it at -0.5, +0.4 and +2.9. Between the two sittings real DDP's mean at the probed
-// count moved 1.0 point and the probe's 4.9: the probe's measurement on the emulated
-// nodes has a part that holds for tens of minutes and then moves (in the first sitting its
-// compute-only step inside its DDP loop ran 8.5 ms under its own compute phase and 12 under
-// real DDP's; docs/benchmarks.md, "Repeated rounds"). Bounds from these rounds, rounded
-// up.
+// Rounds in one sitting may share a state of the machine. The 5M configurations at 1 and 5 Gbit/s
+// in five rounds (2026-12-07 17:47-18:07 UTC) left 5M AdamW at 5 Gbit/s off the bar at every count,
+// its means +5.4, +6.2 and +4.7 over real DDP (each of the five rounds over it at the probed
+// count), while 5M AdamW probed at 1 Gbit/s, which the fifth and sixth runs had put +2.3 and +3.3
+// over, lay -0.7. Five more rounds of 5M AdamW at 5 Gbit/s from 18:12 put it at -0.5, +0.4 and
+// +2.9. Between the two sittings real DDP's mean at the probed count moved 1.0 point (over all its
+// measurements) and the probe's 4.9: in the first sitting the probe's compute-only step inside its
+// DDP loop ran 8.5 ms under its own compute phase and 12 under real DDP's, in the second not; why
+// is not known (docs/benchmarks.md, the Goal and "Repeated rounds"). Bounds from these rounds,
+// rounded up.
 TEST(DdpValidationReplay, rounds_in_one_sitting_lean_together) {
   const std::vector<RepeatedPoint> first =
       expect_rounds_within("2026-12-07-rounds-5M", 12, 5, 6.21, 2.1, 15.6);
@@ -437,9 +458,10 @@ TEST(DdpValidationReplay, rounds_in_one_sitting_lean_together) {
   };
   const RepeatedPoint a = probed_5m_adamw_at_5gbit(first);
   const RepeatedPoint b = probed_5m_adamw_at_5gbit(later);
-  // The account's premise, in the kept measurements: the first sitting's miss, gone in
-  // the second, with real DDP's mean where it was and the probe's moved.
-  EXPECT_GT(a.error_points(), 5.0);
+  // What the docs say of the kept measurements: between the sittings the probe's share at
+  // the probed count moved more than 4.5 points, real DDP's less than 1.5, and the later
+  // sitting's error lies within 1 point (the first's is bounded above by the case's
+  // bounds).
   EXPECT_LT(std::fabs(b.error_points()), 1.0);
   EXPECT_LT(std::fabs(a.real_mean - b.real_mean) * 100, 1.5);
   EXPECT_GT(std::fabs(a.predicted_mean - b.predicted_mean) * 100, 4.5);
@@ -448,8 +470,9 @@ TEST(DdpValidationReplay, rounds_in_one_sitting_lean_together) {
 // The fifth, sixth and seventh runs (2026-12-07-e-f-g links to the three as three rounds:
 // 12:17, 15:24 and 18:20 UTC, the same probe and model): each point's error of the means
 // within 3 points at all 36 and every mean step within 10%, where each run alone left
-// about two points off the bar. Bounds from these runs, rounded up: the largest
-// 1.92, the mean 0.59, the largest step error 9.4.
+// about two points off the bar (the steps' mean holds with the two runs on a faster
+// machine; the seventh alone missed four 5 Gbit/s steps by 15-18%). Bounds from these
+// runs, rounded up: the largest 1.91, the mean 0.587, the largest step error 9.38%.
 TEST(DdpValidationReplay, predictions_hold_over_the_last_three_runs) {
   expect_rounds_within("2026-12-07-e-f-g", 36, 3, 1.92, 0.59, 9.4);
 }
