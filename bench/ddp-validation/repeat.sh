@@ -5,7 +5,7 @@
 # the means of several rounds still part, or do single measurements of the point move as
 # far as the miss? (issue #22; docs/benchmarks.md "Repeated rounds").
 #
-#   sudo ROUNDS=4 RATES="1gbit 5gbit" SIZES=25M OPTIMIZERS=adamw KEEP=DIR \
+#   sudo ROUNDS=4 RATES="1gbit 2500mbit" SIZES=25M OPTIMIZERS=adamw KEEP=DIR \
 #     bench/ddp-validation/repeat.sh [BUILD]     measures (about 4 minutes a round for these)
 #   FROM=DIR bench/ddp-validation/repeat.sh [BUILD]   the table again from the kept rounds,
 #                                                     predicted by this build (no root)
@@ -59,7 +59,7 @@ else
   for binary in commgate commgate-probe; do
     [ -x "$BUILD/bin/$binary" ] || { echo "repeat: $BUILD/bin/$binary is not built (make build)" >&2; exit 1; }
   done
-  RATES="${RATES:-1gbit 5gbit}" SIZES="${SIZES:-25M}" OPTIMIZERS="${OPTIMIZERS:-adamw}"
+  RATES="${RATES:-1gbit 2500mbit}" SIZES="${SIZES:-25M}" OPTIMIZERS="${OPTIMIZERS:-adamw}"
   COUNTS="${COUNTS:-2 3 4}" ROUNDS="${ROUNDS:-4}" PROBE_NODES="${PROBE_NODES:-2}"
   count_or_die ROUNDS "$ROUNDS" ""
   count_or_die PROBE_NODES "$PROBE_NODES" ""

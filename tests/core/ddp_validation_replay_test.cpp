@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -35,14 +37,29 @@ nlohmann::json read_json(const fs::path& p) {
   return nlohmann::json::parse(s.str());
 }
 
+// A link's rate in bits per second from the RATE its configuration starts with ("5gbit",
+// "2500mbit"), as scripts/netsim.sh reads it; 0 when it names none.
+double link_bits(const std::string& config) {
+  const std::string rate = config.substr(0, config.find('-'));
+  const std::pair<const char*, double> units[] = {{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}};
+  for (const auto& [unit, scale] : units) {
+    const size_t at = rate.size() - std::min(rate.size(), std::strlen(unit));
+    if (rate.compare(at, std::string::npos, unit) == 0) return std::atof(rate.c_str()) * scale;
+  }
+  return 0;
+}
+
 struct Point {
-  std::string config;  // "5gbit 25M adamw"
+  std::string config;  // "5gbit-25M-adamw"
   int nodes = 0;
   double real = 0;              // real DDP's share
   std::optional<double> again;  // the same point measured again at the end
   std::optional<double> again_step_ms;
   double predicted = 0;  // the model's (or the probe's, at the probed count)
   double real_step_ms = 0, predicted_step_ms = 0;
+  // How much of its link's rate real DDP's buckets alone moved: a ring all-reduce sends
+  // 2(n-1)/n of the buckets' bytes from each node, in allReduceMs (run.sh's "link carried").
+  double carried = 0;
 
   double error_points() const { return (predicted - real) * 100; }
   double step_error_percent() const {
@@ -101,6 +118,12 @@ std::vector<Point> replay(const fs::path& run) {
       pt.predicted = p.comm_share;
       pt.real_step_ms = d.at("stepMs").get<double>();
       pt.predicted_step_ms = p.step_s * 1e3;
+      double bucket_bytes = 0;
+      for (const auto& b : d.at("bucketBytes")) bucket_bytes += b.get<double>();
+      const double seconds = d.at("allReduceMs").get<double>() / 1e3;
+      const double bits_per_node = 8 * bucket_bytes * 2 * (p.nodes - 1) / p.nodes;
+      if (seconds > 0 && link_bits(stem) > 0)
+        pt.carried = bits_per_node / seconds / link_bits(stem);
       points.push_back(pt);
     }
   }
@@ -108,8 +131,8 @@ std::vector<Point> replay(const fs::path& run) {
 }
 
 struct Summary {
-  double mean = 0, mean_5gbit = 0;
-  double mean_extrapolated = 0;  // away from the probed count (2): the model's own rows
+  double mean = 0, mean_fastest = 0;  // every point's; the run's fastest link's
+  double mean_extrapolated = 0;       // away from the probed count (2): the model's own rows
 };
 
 // The mean of |error| over the points `counted` selects (0 when it selects none).
@@ -128,30 +151,33 @@ double mean_error(const std::vector<Point>& points, Counted counted) {
 // Prints the table (what the test's output shows when a bound fails) and the means.
 Summary summarize(const std::vector<Point>& points) {
   int within = 0;
-  std::printf("%-22s %5s %8s %8s %9s %7s %7s\n", "config", "nodes", "real", "again", "predicted",
-              "error", "spread");
+  std::printf("%-22s %5s %8s %8s %9s %7s %7s %8s\n", "config", "nodes", "real", "again",
+              "predicted", "error", "spread", "carried");
   for (const Point& p : points) {
     char again[16] = "";
     if (p.again) std::snprintf(again, sizeof again, "%.1f%%", *p.again * 100);
-    std::printf("%-22s %5d %7.1f%% %7s %8.1f%% %+7.1f %7.1f\n", p.config.c_str(), p.nodes,
-                p.real * 100, again, p.predicted * 100, p.error_points(), p.spread_points());
+    std::printf("%-22s %5d %7.1f%% %7s %8.1f%% %+7.1f %7.1f %7.0f%%\n", p.config.c_str(), p.nodes,
+                p.real * 100, again, p.predicted * 100, p.error_points(), p.spread_points(),
+                p.carried * 100);
     within += std::fabs(p.error_points()) <= 3;
   }
-  auto at_5gbit = [](const Point& p) { return p.config.rfind("5gbit", 0) == 0; };
-  EXPECT_EQ(std::count_if(points.begin(), points.end(), at_5gbit), 12);
+  double fastest = 0;
+  for (const Point& p : points) fastest = std::max(fastest, link_bits(p.config));
+  auto at_fastest = [fastest](const Point& p) { return link_bits(p.config) == fastest; };
+  EXPECT_EQ(std::count_if(points.begin(), points.end(), at_fastest), 12);
   Summary out;
   out.mean = mean_error(points, [](const Point&) { return true; });
-  out.mean_5gbit = mean_error(points, at_5gbit);
+  out.mean_fastest = mean_error(points, at_fastest);
   out.mean_extrapolated = mean_error(points, [](const Point& p) { return p.nodes != 2; });
   std::printf("mean error %.2f points; %d of %zu within 3\n", out.mean, within, points.size());
-  std::printf("5gbit mean %.2f; away from the probed count mean %.2f\n", out.mean_5gbit,
+  std::printf("fastest link mean %.2f; away from the probed count mean %.2f\n", out.mean_fastest,
               out.mean_extrapolated);
   return out;
 }
 
 // A run's regression bounds (its results, rounded up), in points.
 struct Bounds {
-  double mean = 0, mean_5gbit = 0;
+  double mean = 0, mean_fastest = 0;  // every point's; the run's fastest link's
   double mean_extrapolated = std::numeric_limits<double>::infinity();
   double largest = 0;  // every point
   double tight = 0;    // the points tight_where selects
@@ -186,7 +212,7 @@ std::vector<Point> expect_run_within(const std::string& name, const Bounds& b,
   EXPECT_EQ(points.size(), 36u) << "3 links x 2 sizes x 2 optimizers x 2, 3, 4 nodes";
   const Summary got = summarize(points);
   EXPECT_LE(got.mean, b.mean);
-  EXPECT_LE(got.mean_5gbit, b.mean_5gbit);
+  EXPECT_LE(got.mean_fastest, b.mean_fastest);
   EXPECT_LE(got.mean_extrapolated, b.mean_extrapolated);
   expect_every_point_within(points, b, tight_where);
   return points;
@@ -198,7 +224,7 @@ TEST(DdpValidationReplay, predictions_hold_against_real_ddp) {
   // all-reduce as max(latency, transfer), 3.07 with their sum (the model until
   // 2026-12-07); at 5 Gbit/s 6.3 (6.9 with the sum); the largest 12.0 (13.5 with the
   // sum); at 200 Mbit/s every point within 1.2.
-  expect_run_within("2026-12-07", {.mean = 3.0, .mean_5gbit = 6.5, .largest = 12.5, .tight = 3.0},
+  expect_run_within("2026-12-07", {.mean = 3.0, .mean_fastest = 6.5, .largest = 12.5, .tight = 3.0},
                     at_200mbit);
 }
 
@@ -212,7 +238,7 @@ TEST(DdpValidationReplay, predictions_hold_when_the_probe_timed_its_buckets_alon
   const std::string run = "2026-12-07b";
   expect_run_within(
       run,
-      {.mean = 2.1, .mean_5gbit = 3.6, .mean_extrapolated = 1.6, .largest = 12.0, .tight = 4.5},
+      {.mean = 2.1, .mean_fastest = 3.6, .mean_extrapolated = 1.6, .largest = 12.0, .tight = 4.5},
       [](const Point& p) { return at_200mbit(p) || p.nodes > 2; });
   // Every probe of this run timed its buckets, and every calibration used them.
   for (const auto& e : fs::directory_iterator(kResults / run)) {
@@ -232,7 +258,7 @@ TEST(DdpValidationReplay, predictions_hold_when_the_probe_timed_its_buckets_alon
 TEST(DdpValidationReplay, predictions_hold_when_the_probe_divides_as_ddp_does) {
   expect_run_within(
       "2026-12-07c",
-      {.mean = 2.25, .mean_5gbit = 4.2, .mean_extrapolated = 2.3, .largest = 15.0, .tight = 1.0},
+      {.mean = 2.25, .mean_fastest = 4.2, .mean_extrapolated = 2.3, .largest = 15.0, .tight = 1.0},
       at_200mbit);
 }
 
@@ -244,7 +270,7 @@ TEST(DdpValidationReplay, predictions_hold_when_the_probe_divides_as_ddp_does) {
 TEST(DdpValidationReplay, predictions_hold_when_the_idle_nodes_are_kept_busy) {
   expect_run_within(
       "2026-12-07d",
-      {.mean = 1.35, .mean_5gbit = 2.75, .mean_extrapolated = 1.15, .largest = 6.5, .tight = 0.5},
+      {.mean = 1.35, .mean_fastest = 2.75, .mean_extrapolated = 1.15, .largest = 6.5, .tight = 0.5},
       at_200mbit);
 }
 
@@ -265,7 +291,7 @@ long points_within_bar(const std::vector<Point>& points) {
 TEST(DdpValidationReplay, predictions_hold_when_the_probe_keeps_its_heap) {
   const std::vector<Point> points = expect_run_within("2026-12-07e",
                                                       {.mean = 0.95,
-                                                       .mean_5gbit = 1.35,
+                                                       .mean_fastest = 1.35,
                                                        .mean_extrapolated = 0.95,
                                                        .largest = 3.6,
                                                        .tight = 1.0,
@@ -286,7 +312,7 @@ TEST(DdpValidationReplay, predictions_hold_when_the_probe_keeps_its_heap) {
 TEST(DdpValidationReplay, predictions_hold_on_the_latest_run) {
   const std::vector<Point> points = expect_run_within("2026-12-07f",
                                                       {.mean = 1.25,
-                                                       .mean_5gbit = 2.1,
+                                                       .mean_fastest = 2.1,
                                                        .mean_extrapolated = 1.25,
                                                        .largest = 5.3,
                                                        .tight = 1.0,
@@ -424,7 +450,7 @@ TEST(DdpValidationReplay, predictions_hold_over_the_last_two_runs) {
 TEST(DdpValidationReplay, predictions_hold_on_the_seventh_run) {
   const std::vector<Point> points = expect_run_within("2026-12-07g",
                                                       {.mean = 1.49,
-                                                       .mean_5gbit = 1.85,
+                                                       .mean_fastest = 1.85,
                                                        .mean_extrapolated = 1.6,
                                                        .largest = 6.5,
                                                        .tight = 1.25,
@@ -475,6 +501,62 @@ TEST(DdpValidationReplay, rounds_in_one_sitting_lean_together) {
 // runs, rounded up: the largest 1.914, the mean 0.587, the largest step error 9.38%.
 TEST(DdpValidationReplay, predictions_hold_over_the_last_three_runs) {
   expect_rounds_within("2026-12-07-e-f-g", 36, 3, 1.92, 0.59, 9.4);
+}
+
+// The eighth run of 2026-12-07 (21:28-22:04 UTC): the probe and model of the fifth to
+// seventh runs, the fastest link 2.5 Gbit/s instead of 5 Gbit/s (which these nodes do not
+// carry at its rate: below), on a machine as slow as the seventh run's. 35 of 36 points met
+// the bar (31 within 3); the other, 5M SGD probed at 2.5 Gbit/s, +3.2, with every
+// 2.5 Gbit/s SGD point over real DDP (+1.3 to +3.6), where the probe's compute-only step
+// ran 5-16% under real DDP's (docs/benchmarks.md, the Goal). 35 of 36 steps within 10%:
+// the other, 5M AdamW probed at 2.5 Gbit/s (-14.2%), the one point whose link carried
+// under 85% of its rate (83%). Bounds from this run, rounded up: mean 1.204 points, 2.5
+// Gbit/s 2.173, away from the probed count 1.174, the largest 5.138 (5M AdamW at 3 nodes,
+// 0.2 from its second measurement), at 200 Mbit/s 0.8, the largest step error 14.230%.
+TEST(DdpValidationReplay, predictions_hold_on_the_eighth_run) {
+  const std::vector<Point> points = expect_run_within("2026-12-07h",
+                                                      {.mean = 1.21,
+                                                       .mean_fastest = 2.18,
+                                                       .mean_extrapolated = 1.18,
+                                                       .largest = 5.14,
+                                                       .tight = 0.85,
+                                                       .largest_step_percent = 14.24},
+                                                      at_200mbit);
+  EXPECT_GE(points_within_bar(points), 35);
+  // Every link carried 85% of its rate or more but one, and the one step more than 10%
+  // off is that point.
+  for (const Point& p : points) {
+    const bool the_short_one = p.config == "2500mbit-5M-adamw" && p.nodes == 2;
+    EXPECT_EQ(p.carried < 0.85, the_short_one) << p.config << " at " << p.nodes;
+    EXPECT_EQ(std::fabs(p.step_error_percent()) > 10, the_short_one)
+        << p.config << " at " << p.nodes;
+  }
+}
+
+// What the 5 Gbit/s links of the runs before the eighth measured (docs/benchmarks.md,
+// "What 5 Gbit/s measured"): real DDP's buckets alone moved 88% or more of the link's rate
+// at every 200 Mbit/s and 1 Gbit/s point of the fifth, sixth and seventh runs (the lowest,
+// 88.1%, 25M SGD at 3 nodes at 1 Gbit/s in the seventh), and at most 93.2% at 5 Gbit/s
+// (5M SGD at 3 nodes in the fifth); in the seventh run, whose 5 Gbit/s steps missed, at
+// most 80.5%, and the worst miss (25M SGD at 4 nodes, -17%) carried 60.0%. A rank needs
+// about 0.6 CPU to drive 5 Gbit/s of Gloo's TCP on this machine: capped at 0.5 it is bound
+// by CPU, not by the link.
+TEST(DdpValidationReplay, five_gbit_links_carried_less_of_their_rate) {
+  for (const std::string run : {"2026-12-07e", "2026-12-07f", "2026-12-07g"}) {
+    for (const Point& p : replay(kResults / run)) {
+      SCOPED_TRACE(run + " " + p.config + " at " + std::to_string(p.nodes) + " nodes");
+      if (link_bits(p.config) < 5e9) {
+        EXPECT_GE(p.carried, 0.88);
+        continue;
+      }
+      EXPECT_LE(p.carried, 0.94);
+      if (run == "2026-12-07g") EXPECT_LE(p.carried, 0.81);
+      if (run == "2026-12-07g" && p.config == "5gbit-25M-sgd" && p.nodes == 4) {
+        EXPECT_LT(p.carried, 0.605);
+        EXPECT_LT(p.step_error_percent(), -15);
+      }
+    }
+  }
 }
 
 }  // namespace COMMGATE_TEST_UNIT
