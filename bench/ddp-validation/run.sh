@@ -23,11 +23,11 @@
 # differences are the emulation's own repeatability. Prints a Markdown table, the mean and
 # largest error, and the repeatability, then a second table of what the prediction is made
 # of (compute, the all-reduce alone, the exposed part) beside real DDP's, with how much of
-# its link's rate real DDP's buckets alone moved: a link that carried well under its rate
-# was bound by CPU, not by the link (the 5 Gbit/s links of runs before 2026-12-07h: the
-# kernel's TCP work through the veths costs CPU that 0.5-CPU nodes on a 2-core machine do
-# not have; docs/benchmarks.md "What 5 Gbit/s measured"), and is no test of the model's
-# network extrapolation. RATES, SIZES,
+# its link's rate real DDP's buckets alone moved: where a link carried well under its
+# rate, the link did not bind, CPU or a cost per bucket did (the 5 Gbit/s links of runs
+# before 2026-12-07h: the kernel's TCP work through the veths costs CPU that 0.5-CPU nodes
+# on a 2-core machine do not have; docs/benchmarks.md "What 5 Gbit/s measured"), and the
+# point does not test the model's network extrapolation. RATES, SIZES,
 # OPTIMIZERS, COUNTS override the lists; KEEP=DIR keeps every probe, evaluate and DDP
 # result there; FROM=DIR measures nothing and predicts again from a KEEP directory's probe
 # results with this build's `commgate evaluate` (the truth and the probes of that run:
@@ -64,8 +64,8 @@ if [ -n "$FROM" ]; then
   kept() {  # FIELD PREFIX: the distinct values of a kept file name's FIELD, sorted by size
     find "$FROM" -maxdepth 1 -name "$2-*.json" -printf '%f\n' | sed 's/\.json$//' |
       cut -d- -f"$1" | sort -u |
-      awk '{ n = $0 + 0; u = $0; sub(/^[0-9.]+/, "", u)
-             s = u ~ /^g/ ? 1e9 : u ~ /^(m|M)/ ? 1e6 : u ~ /^(k|K)/ ? 1e3 : 1
+      awk '{ n = $0 + 0; u = tolower($0); sub(/^[0-9.]+/, "", u)
+             s = u ~ /^g/ ? 1e9 : u ~ /^m/ ? 1e6 : u ~ /^k/ ? 1e3 : 1
              print n * s, $0 }' | sort -g | cut -d' ' -f2 | paste -sd' '
   }
   RATES="${RATES:-$(kept 2 probe)}" SIZES="${SIZES:-$(kept 3 probe)}" COUNTS="${COUNTS:-$(kept 5 ddp)}"
@@ -74,8 +74,9 @@ if [ -n "$FROM" ]; then
   found=" $(kept 4 probe) "
   OPTIMIZERS="${OPTIMIZERS:-$(for o in sgd adamw ${found}; do [[ "$found" == *" $o "* ]] && echo "$o"; done | awk '!seen[$0]++' | paste -sd' ')}"
 fi
-# 2500mbit the fastest: the fastest link 0.5-CPU nodes on 2 cores carry at its rate (92-95%
-# at 2-4 nodes; 5gbit 60-93%, docs/benchmarks.md "What 5 Gbit/s measured").
+# 2500mbit the fastest: 5gbit's links carried 60-93% of their rate on 0.5-CPU nodes of a
+# 2-core machine, 2500mbit's 81-97% on a slow evening (docs/benchmarks.md "What 5 Gbit/s
+# measured"): the fastest these nodes carry, and at its edge on a slow machine.
 RATES="${RATES:-200mbit 1gbit 2500mbit}"
 SIZES="${SIZES:-5M 25M}"
 OPTIMIZERS="${OPTIMIZERS:-sgd adamw}"
@@ -348,14 +349,15 @@ END {
 }' "$again_rows" "$rows"
 
 echo
-echo "What each prediction is made of, beside real DDP's (ms): compute (forward + backward + optimizer, no communication), the all-reduce of every bucket with nothing else running, and the exposed communication (step − compute); and how much of the link's rate real DDP's buckets alone moved (a ring all-reduce's 2(n−1)/n of the buckets' bytes per node in that time: under $CARRIED_BAR% the link was not what bound it)."
+echo "What each prediction is made of, beside real DDP's (ms): compute (forward + backward + optimizer, no communication), the all-reduce of every bucket with nothing else running, and the exposed communication (step − compute); and how much of the link's rate real DDP's buckets alone moved (a ring all-reduce's 2(n−1)/n of the buckets' bytes per node in that time: under $CARRIED_BAR% the link did not bind)."
 echo
 awk -F'\t' -v bar="$CARRIED_BAR" '
 BEGIN {
   print "| link | params | optimizer | nodes | real compute (fwd/bwd/opt) | predicted compute | real all-reduce alone | predicted all-reduce | real exposed | predicted exposed | link carried |"
   print "|---|---|---|---|---|---|---|---|---|---|---|"
 }
-function rate_bits(r,   n) {  # as scripts/netsim.sh reads RATE
+function rate_bits(r,   n) {  # as scripts/netsim.sh reads RATE (any case)
+  r = tolower(r)
   n = r + 0
   if (r ~ /gbit$/) return n * 1e9
   if (r ~ /mbit$/) return n * 1e6
@@ -365,12 +367,12 @@ function rate_bits(r,   n) {  # as scripts/netsim.sh reads RATE
 {
   carried = $12 > 0 && rate_bits($1) > 0 ? $17 * 8 * 2 * ($4 - 1) / $4 / ($12 / 1000) / rate_bits($1) * 100 : 0
   points++
-  if (carried < bar) { short++; list = list sprintf("%s %s %s at %s nodes (%.0f%%); ", $1, $2, $3, $4, carried) }
+  if (carried < bar + 0) { short++; list = list sprintf("%s %s %s at %s nodes (%.0f%%); ", $1, $2, $3, $4, carried) }
 }
 $7 != "null" {
   printf "| %s | %s | %s | %s | %.0f (%.0f/%.0f/%.0f) | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f%% |\n", $1, $2, $3, $4, $10, $14, $15, $16, $11, $12, $13, $8 - $10, $9 - $11, carried
 }
 END {
-  if (short > 0) printf "\nthe link carried under %d%% of its rate at %d of %d points (bound by CPU, not the link: docs/benchmarks.md \"What 5 Gbit/s measured\"): %s\n", bar, short, points, list
-  else if (points > 0) printf "\nthe link carried at least %d%% of its rate at every point\n", bar
+  if (short > 0) printf "\nthe link carried under %g%% of its rate at %d of %d points (the link did not bind there, CPU or a cost per bucket did: docs/benchmarks.md \"What 5 Gbit/s measured\"): %s\n", bar, short, points, list
+  else if (points > 0) printf "\nthe link carried at least %g%% of its rate at every point\n", bar
 }' "$rows"

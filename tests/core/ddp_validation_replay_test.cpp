@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -38,9 +39,11 @@ nlohmann::json read_json(const fs::path& p) {
 }
 
 // A link's rate in bits per second from the RATE its configuration starts with ("5gbit",
-// "2500mbit"), as scripts/netsim.sh reads it; 0 when it names none.
+// "2500mbit", any case), as scripts/netsim.sh reads it; 0 when it names none.
 double link_bits(const std::string& config) {
-  const std::string rate = config.substr(0, config.find('-'));
+  std::string rate = config.substr(0, config.find('-'));
+  std::transform(rate.begin(), rate.end(), rate.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   const std::pair<const char*, double> units[] = {{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}};
   for (const auto& [unit, scale] : units) {
     const size_t at = rate.size() - std::min(rate.size(), std::strlen(unit));
@@ -444,7 +447,8 @@ TEST(DdpValidationReplay, predictions_hold_over_the_last_two_runs) {
 // error, 25M AdamW at 3 nodes at 1 Gbit/s (+6.5), is partly real DDP's irregular figure
 // (its compute-only step there took 463 ms against 367 and 373 at 2 and 4 nodes) and
 // partly the probe's compute-only step running under real DDP's (issue #22 open). Four 5
-// Gbit/s steps missed both of real DDP's measurements by 15-18%. Bounds from this run,
+// Gbit/s steps lay more than 10% off both of real DDP's measurements (11-17% off the
+// nearer), where the links carried 60-81% of their rate (below). Bounds from this run,
 // rounded up: mean 1.49 points, 5 Gbit/s 1.85, away from the probed count 1.6, the
 // largest 6.5, the largest step error 16.79%.
 TEST(DdpValidationReplay, predictions_hold_on_the_seventh_run) {
@@ -497,7 +501,8 @@ TEST(DdpValidationReplay, rounds_in_one_sitting_lean_together) {
 // 12:17, 15:24 and 18:20 UTC, the same probe and model): each point's error of the means
 // within 3 points at all 36 and every mean step within 10%, where each run alone left
 // about two points off the bar (the steps' mean holds with the two runs on a faster
-// machine; the seventh alone missed four 5 Gbit/s steps by 15-18%). Bounds from these
+// machine; the seventh alone missed four 5 Gbit/s steps by 11-17% of the nearer of real
+// DDP's two measurements). Bounds from these
 // runs, rounded up: the largest 1.914, the mean 0.587, the largest step error 9.38%.
 TEST(DdpValidationReplay, predictions_hold_over_the_last_three_runs) {
   expect_rounds_within("2026-12-07-e-f-g", 36, 3, 1.92, 0.59, 9.4);
@@ -508,11 +513,11 @@ TEST(DdpValidationReplay, predictions_hold_over_the_last_three_runs) {
 // carry at its rate: below), on a machine as slow as the seventh run's. 35 of 36 points met
 // the issue's bar (31 within 3); the other, 5M SGD probed at 2.5 Gbit/s, +3.2, with every
 // 2.5 Gbit/s SGD point over real DDP (+1.3 to +3.6), where the probe's compute-only step
-// ran 5-16% under real DDP's (docs/benchmarks.md, the Goal). 35 of 36 steps within 10%:
-// the other, 5M AdamW probed at 2.5 Gbit/s (-14.2%), the one point whose link carried
-// under 85% of its rate (83%). Bounds from this run, rounded up: mean 1.204 points, 2.5
-// Gbit/s 2.173, away from the probed count 1.174, the largest 5.138 (5M AdamW at 3 nodes,
-// 0.2 from its second measurement), at 200 Mbit/s 0.8, the largest step error 14.230%.
+// ran 5-16% under real DDP's (docs/benchmarks.md, the Goal). 35 of 36 steps within 10% of
+// the first measurement: the other, 5M AdamW probed at 2.5 Gbit/s (-14.2%; -3.2% from its
+// second). Bounds from this run, rounded up: mean 1.204 points, 2.5 Gbit/s 2.173, away
+// from the probed count 1.174, the largest 5.138 (5M AdamW at 3 nodes, 0.2 from its
+// second measurement), at 200 Mbit/s 0.821, the largest step error 14.230%.
 TEST(DdpValidationReplay, predictions_hold_on_the_eighth_run) {
   const std::vector<Point> points = expect_run_within("2026-12-07h",
                                                       {.mean = 1.21,
@@ -523,25 +528,23 @@ TEST(DdpValidationReplay, predictions_hold_on_the_eighth_run) {
                                                        .largest_step_percent = 14.24},
                                                       at_200mbit);
   EXPECT_GE(points_within_bar(points), 35);
-  // Every link carried 85% of its rate or more but one, and the one step more than 10%
-  // off is that point.
+  // Every other step within 10% of real DDP's first measurement.
   for (const Point& p : points) {
-    const bool the_short_one = p.config == "2500mbit-5M-adamw" && p.nodes == 2;
-    EXPECT_EQ(p.carried < 0.85, the_short_one) << p.config << " at " << p.nodes;
-    EXPECT_EQ(std::fabs(p.step_error_percent()) > 10, the_short_one)
-        << p.config << " at " << p.nodes;
+    if (p.config == "2500mbit-5M-adamw" && p.nodes == 2) continue;
+    EXPECT_LE(std::fabs(p.step_error_percent()), 10) << p.config << " at " << p.nodes;
   }
 }
 
-// What the 5 Gbit/s links of the runs before the eighth measured (docs/benchmarks.md,
-// "What 5 Gbit/s measured"): real DDP's buckets alone moved 88% or more of the link's rate
-// at every 200 Mbit/s and 1 Gbit/s point of the fifth, sixth and seventh runs (the lowest,
-// 88.1%, 25M SGD at 3 nodes at 1 Gbit/s in the seventh), and at most 93.2% at 5 Gbit/s
-// (5M SGD at 3 nodes in the fifth); in the seventh run, whose 5 Gbit/s steps missed, at
-// most 80.5%, and the worst miss (25M SGD at 4 nodes, -17%) carried 60.0%. A rank needs
-// about 0.6 CPU to drive 5 Gbit/s of Gloo's TCP on this machine: capped at 0.5 it is bound
-// by CPU, not by the link.
-TEST(DdpValidationReplay, five_gbit_links_carried_less_of_their_rate) {
+// A premise check on kept data, not a regression test (no change of core can fail it):
+// what docs/benchmarks.md ("What 5 Gbit/s measured") says of the kept runs' links. Real
+// DDP's buckets alone moved 88% or more of the link's rate at every 200 Mbit/s and 1
+// Gbit/s point of the fifth, sixth and seventh runs (the lowest, 88.1%, 25M SGD at 3 nodes
+// at 1 Gbit/s in the seventh), and at most 93.2% at 5 Gbit/s (5M SGD at 3 nodes in the
+// fifth); in the seventh run, whose 5 Gbit/s steps missed, at most 80.5%, at its worst
+// step miss (25M SGD at 4 nodes) 60.0%. In the eighth run (2.5 Gbit/s the fastest) one
+// point's first measurement carried under 85% (5M AdamW probed, 83.5%). First
+// measurements only; the docs give the second ones beside them.
+TEST(DdpValidationReplay, kept_runs_carried_what_the_docs_say) {
   for (const std::string run : {"2026-12-07e", "2026-12-07f", "2026-12-07g"}) {
     for (const Point& p : replay(kResults / run)) {
       SCOPED_TRACE(run + " " + p.config + " at " + std::to_string(p.nodes) + " nodes");
@@ -553,9 +556,12 @@ TEST(DdpValidationReplay, five_gbit_links_carried_less_of_their_rate) {
       if (run == "2026-12-07g") EXPECT_LE(p.carried, 0.81);
       if (run == "2026-12-07g" && p.config == "5gbit-25M-sgd" && p.nodes == 4) {
         EXPECT_LT(p.carried, 0.605);
-        EXPECT_LT(p.step_error_percent(), -15);
       }
     }
+  }
+  for (const Point& p : replay(kResults / "2026-12-07h")) {
+    const bool the_short_one = p.config == "2500mbit-5M-adamw" && p.nodes == 2;
+    EXPECT_EQ(p.carried < 0.85, the_short_one) << p.config << " at " << p.nodes;
   }
 }
 
