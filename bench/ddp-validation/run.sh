@@ -58,15 +58,19 @@ fi
 if [ -n "${QUICK:-}" ]; then
   RATES="${RATES:-1gbit}" SIZES="${SIZES:-5M}" OPTIMIZERS="${OPTIMIZERS:-sgd}"
 fi
+# An awk function: the value of a quantity with a unit prefix, any case ("2500mbit" and
+# "5gbit" in bits a second, as scripts/netsim.sh reads a RATE; "25M" parameters).
+AWK_SCALED='function scaled(v,   u) {
+  u = tolower(v); sub(/^[0-9.]+/, "", u)
+  return (v + 0) * (u ~ /^g/ ? 1e9 : u ~ /^m/ ? 1e6 : u ~ /^k/ ? 1e3 : 1)
+}'
 # A kept run replays the points it measured (its probe-RATE-SIZE-OPT.json and
 # ddp-RATE-SIZE-OPT-N.json files: runs before 2026-12-07h had 5gbit), in the usual order.
 if [ -n "$FROM" ]; then
   kept() {  # FIELD PREFIX: the distinct values of a kept file name's FIELD, sorted by size
     find "$FROM" -maxdepth 1 -name "$2-*.json" -printf '%f\n' | sed 's/\.json$//' |
-      cut -d- -f"$1" | sort -u |
-      awk '{ n = $0 + 0; u = tolower($0); sub(/^[0-9.]+/, "", u)
-             s = u ~ /^g/ ? 1e9 : u ~ /^m/ ? 1e6 : u ~ /^k/ ? 1e3 : 1
-             print n * s, $0 }' | sort -g | cut -d' ' -f2 | paste -sd' '
+      cut -d- -f"$1" | sort -u | awk "$AWK_SCALED"' { print scaled($0), $0 }' |
+      sort -g | cut -d' ' -f2 | paste -sd' '
   }
   RATES="${RATES:-$(kept 2 probe)}" SIZES="${SIZES:-$(kept 3 probe)}" COUNTS="${COUNTS:-$(kept 5 ddp)}"
   [ -n "${AGAIN_RATES+set}" ] || AGAIN_RATES="$(kept 2 again)"
@@ -351,21 +355,13 @@ END {
 echo
 echo "What each prediction is made of, beside real DDP's (ms): compute (forward + backward + optimizer, no communication), the all-reduce of every bucket with nothing else running, and the exposed communication (step − compute); and how much of the link's rate real DDP's buckets alone moved (a ring all-reduce's 2(n−1)/n of the buckets' bytes per node in that time: under $CARRIED_BAR% the link did not bind)."
 echo
-awk -F'\t' -v bar="$CARRIED_BAR" '
+awk -F'\t' -v bar="$CARRIED_BAR" "$AWK_SCALED"'
 BEGIN {
   print "| link | params | optimizer | nodes | real compute (fwd/bwd/opt) | predicted compute | real all-reduce alone | predicted all-reduce | real exposed | predicted exposed | link carried |"
   print "|---|---|---|---|---|---|---|---|---|---|---|"
 }
-function rate_bits(r,   n) {  # as scripts/netsim.sh reads RATE (any case)
-  r = tolower(r)
-  n = r + 0
-  if (r ~ /gbit$/) return n * 1e9
-  if (r ~ /mbit$/) return n * 1e6
-  if (r ~ /kbit$/) return n * 1e3
-  return n
-}
 {
-  carried = $12 > 0 && rate_bits($1) > 0 ? $17 * 8 * 2 * ($4 - 1) / $4 / ($12 / 1000) / rate_bits($1) * 100 : 0
+  carried = $12 > 0 && scaled($1) > 0 ? $17 * 8 * 2 * ($4 - 1) / $4 / ($12 / 1000) / scaled($1) * 100 : 0
   points++
   if (carried < bar + 0) { short++; list = list sprintf("%s %s %s at %s nodes (%.0f%%); ", $1, $2, $3, $4, carried) }
 }

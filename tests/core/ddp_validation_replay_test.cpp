@@ -88,6 +88,7 @@ std::vector<Point> replay(const fs::path& run) {
   std::sort(probes.begin(), probes.end());
   for (const fs::path& probe : probes) {
     const std::string stem = probe.stem().string().substr(6);  // RATE-SIZE-OPT
+    const double rate_bits = link_bits(stem);
     const ProbeResult r = parse_probe_result(read_json(probe));
     if (!r.compute) ADD_FAILURE() << probe << " has no compute";
     if (!r.compute) continue;
@@ -125,8 +126,7 @@ std::vector<Point> replay(const fs::path& run) {
       for (const auto& b : d.at("bucketBytes")) bucket_bytes += b.get<double>();
       const double seconds = d.at("allReduceMs").get<double>() / 1e3;
       const double bits_per_node = 8 * bucket_bytes * 2 * (p.nodes - 1) / p.nodes;
-      if (seconds > 0 && link_bits(stem) > 0)
-        pt.carried = bits_per_node / seconds / link_bits(stem);
+      if (seconds > 0 && rate_bits > 0) pt.carried = bits_per_node / seconds / rate_bits;
       points.push_back(pt);
     }
   }
