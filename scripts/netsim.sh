@@ -13,7 +13,8 @@
 #   netsim.sh up N RATE [DELAY]    e.g. up 2 1gbit, up 4 200mbit 1ms
 #   netsim.sh exec I CMD...        run CMD in node I's namespace (NETSIM_CPU=C: and in
 #                                  node I's CPU cgroup, capped at C CPUs as a node of C
-#                                  cores would be; every process of node I shares the cap)
+#                                  cores would be; every process of node I shares the cap,
+#                                  granted per NETSIM_CPU_PERIOD_US, default 10000)
 #   netsim.sh addr I               print node I's address
 #   netsim.sh podcidr I            print node I's podCIDR
 #   netsim.sh down                 remove everything this prefix created
@@ -91,22 +92,26 @@ down_prefix() {
   done
 }
 
-# Node I's CPU cgroup (v1 cpu controller, else v2), capped at NETSIM_CPU CPUs per 10 ms
-# period (a smooth cap for steps of tens of ms); prints its cgroup.procs file.
+# Node I's CPU cgroup (v1 cpu controller, else v2), capped at NETSIM_CPU CPUs per
+# NETSIM_CPU_PERIOD_US (default 10 ms: a smooth cap for steps of tens of ms); prints its
+# cgroup.procs file. The kernel grants a quota of at least 1 ms a period.
 node_cgroup() {
-  local name="commgate-${PREFIX}-n$1" dir quota
+  local name="commgate-${PREFIX}-n$1" dir quota period="${NETSIM_CPU_PERIOD_US:-10000}"
   [[ "$NETSIM_CPU" =~ ^[0-9]*\.?[0-9]+$ ]] || die "NETSIM_CPU must be a number of CPUs, got '$NETSIM_CPU'"
-  quota=$(awk -v c="$NETSIM_CPU" 'BEGIN { printf "%d", c * 10000 }')
-  [ "$quota" -ge 1000 ] || die "NETSIM_CPU must be at least 0.1, got '$NETSIM_CPU'"
+  [[ "$period" =~ ^[0-9]+$ ]] && [ "$period" -ge 1000 ] && [ "$period" -le 1000000 ] ||
+    die "NETSIM_CPU_PERIOD_US must be microseconds from 1000 to 1000000, got '$period'"
+  quota=$(awk -v c="$NETSIM_CPU" -v p="$period" 'BEGIN { printf "%d", c * p }')
+  [ "$quota" -ge 1000 ] ||
+    die "NETSIM_CPU $NETSIM_CPU of a $period us period is under the kernel's 1000 us least quota"
   if [ -f /sys/fs/cgroup/cpu/cgroup.procs ]; then
     dir="/sys/fs/cgroup/cpu/$name"
     mkdir -p "$dir"
-    echo 10000 >"$dir/cpu.cfs_period_us"
+    echo "$period" >"$dir/cpu.cfs_period_us"
     echo "$quota" >"$dir/cpu.cfs_quota_us"
   else
     dir="/sys/fs/cgroup/$name"
     mkdir -p "$dir"
-    echo "$quota 10000" >"$dir/cpu.max"
+    echo "$quota $period" >"$dir/cpu.max"
   fi
   echo "$dir/cgroup.procs"
 }

@@ -171,5 +171,58 @@ TEST(EmulatedNodes, a_wrong_master_addr_between_nodes_fails_clearly) {
   EXPECT_NE(f.err.find("198.18.0.9:29500"), std::string::npos) << f.err;
 }
 
+// A node's CPU cap (NETSIM_CPU, bench/ddp-validation/run.sh's nodes): its quota per
+// NETSIM_CPU_PERIOD_US (10 ms by default) in the node's cgroup, with the command in it;
+// a period or quota the kernel would refuse is refused by name before anything runs.
+TEST(EmulatedNodes, a_node_cpu_cap_holds_its_quota_per_period) {
+  SKIP_UNLESS_ROOT();
+  EmulatedNodes nodes(1, "1gbit");
+  ASSERT_TRUE(nodes.ok()) << nodes.error();
+  const std::string prefix = "cg" + std::to_string(getpid() % 1000000);
+  const std::string group = "commgate-" + prefix + "-n0";
+  auto exec_capped = [&](const std::string& cpu, const std::string& period) {
+    std::map<std::string, std::string> env = {{"NETSIM_PREFIX", prefix}, {"NETSIM_CPU", cpu}};
+    if (!period.empty()) env["NETSIM_CPU_PERIOD_US"] = period;
+    return testing::run({kNetsim, "exec", "0", "cat", "/proc/self/cgroup"}, env,
+                        scratch("cpu-cap-" + cpu + "-" + period), seconds(30));
+  };
+  auto read = [](const std::string& path) {  // the first line of a cgroup file
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  };
+  // The cap as the cgroup holds it: "QUOTA PERIOD" (v1's two files, or v2's cpu.max).
+  auto cap = [&] {
+    const std::string v1 = "/sys/fs/cgroup/cpu/" + group;
+    if (std::filesystem::exists(v1))
+      return read(v1 + "/cpu.cfs_quota_us") + " " + read(v1 + "/cpu.cfs_period_us");
+    return read("/sys/fs/cgroup/" + group + "/cpu.max");
+  };
+
+  Finished f = exec_capped("0.5", "");
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_NE(f.out.find(group), std::string::npos) << f.out;
+  EXPECT_EQ(cap(), "5000 10000");
+
+  f = exec_capped("0.5", "2000");
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_NE(f.out.find(group), std::string::npos) << f.out;
+  EXPECT_EQ(cap(), "1000 2000");
+
+  f = exec_capped("0.5", "500");
+  EXPECT_NE(f.exit_code, 0);
+  EXPECT_NE(f.err.find("NETSIM_CPU_PERIOD_US must be microseconds from 1000 to 1000000, got '500'"),
+            std::string::npos)
+      << f.err;
+  f = exec_capped("0.25", "2000");
+  EXPECT_NE(f.exit_code, 0);
+  EXPECT_NE(f.err.find("NETSIM_CPU 0.25 of a 2000 us period is under the kernel's 1000 us least "
+                       "quota"),
+            std::string::npos)
+      << f.err;
+  EXPECT_EQ(cap(), "1000 2000") << "a refused cap leaves the last one";
+}
+
 }  // namespace COMMGATE_TEST_UNIT
 }  // namespace commgate::probe
