@@ -14,7 +14,8 @@
 #   netsim.sh exec I CMD...        run CMD in node I's namespace (NETSIM_CPU=C: and in
 #                                  node I's CPU cgroup, capped at C CPUs as a node of C
 #                                  cores would be; every process of node I shares the cap,
-#                                  granted per NETSIM_CPU_PERIOD_US, default 10000)
+#                                  granted per NETSIM_CPU_PERIOD_US microseconds,
+#                                  default 10000)
 #   netsim.sh addr I               print node I's address
 #   netsim.sh podcidr I            print node I's podCIDR
 #   netsim.sh down                 remove everything this prefix created
@@ -98,8 +99,10 @@ down_prefix() {
 node_cgroup() {
   local name="commgate-${PREFIX}-n$1" dir quota period="${NETSIM_CPU_PERIOD_US:-10000}"
   [[ "$NETSIM_CPU" =~ ^[0-9]*\.?[0-9]+$ ]] || die "NETSIM_CPU must be a number of CPUs, got '$NETSIM_CPU'"
-  [[ "$period" =~ ^[0-9]+$ ]] && [ "$period" -ge 1000 ] && [ "$period" -le 1000000 ] ||
-    die "NETSIM_CPU_PERIOD_US must be microseconds from 1000 to 1000000, got '$period'"
+  # Decimal, written without leading zeros: cgroup v1 reads "010000" as octal.
+  [[ "$period" =~ ^[0-9]{1,7}$ ]] && period=$((10#$period)) && [ "$period" -ge 1000 ] &&
+    [ "$period" -le 1000000 ] ||
+    die "NETSIM_CPU_PERIOD_US must be microseconds from 1000 to 1000000, got '${NETSIM_CPU_PERIOD_US-}'"
   quota=$(awk -v c="$NETSIM_CPU" -v p="$period" 'BEGIN { printf "%d", c * p }')
   [ "$quota" -ge 1000 ] ||
     die "NETSIM_CPU $NETSIM_CPU of a $period us period is under the kernel's 1000 us least quota"

@@ -48,6 +48,7 @@ class EmulatedNodes {
 
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }
+  const std::string& prefix() const { return prefix_; }  // NETSIM_PREFIX of these nodes
 
   // Starts one probe per node (rank i on node i, master on node 0) and waits for all.
   std::vector<Finished> run_probe(int ranks, const std::vector<std::string>& args,
@@ -172,16 +173,17 @@ TEST(EmulatedNodes, a_wrong_master_addr_between_nodes_fails_clearly) {
 }
 
 // A node's CPU cap (NETSIM_CPU, bench/ddp-validation/run.sh's nodes): its quota per
-// NETSIM_CPU_PERIOD_US (10 ms by default) in the node's cgroup, with the command in it;
-// a period or quota the kernel would refuse is refused by name before anything runs.
-TEST(EmulatedNodes, a_node_cpu_cap_holds_its_quota_per_period) {
+// NETSIM_CPU_PERIOD_US (10 ms by default) written to the node's cgroup, with the command
+// in it; a period or quota the kernel would refuse or misread is refused by name, and the
+// command does not run.
+TEST(EmulatedNodes, a_node_cpu_cap_is_written_with_its_period) {
   SKIP_UNLESS_ROOT();
   EmulatedNodes nodes(1, "1gbit");
   ASSERT_TRUE(nodes.ok()) << nodes.error();
-  const std::string prefix = "cg" + std::to_string(getpid() % 1000000);
-  const std::string group = "commgate-" + prefix + "-n0";
+  const std::string group = "commgate-" + nodes.prefix() + "-n0";
   auto exec_capped = [&](const std::string& cpu, const std::string& period) {
-    std::map<std::string, std::string> env = {{"NETSIM_PREFIX", prefix}, {"NETSIM_CPU", cpu}};
+    std::map<std::string, std::string> env = {{"NETSIM_PREFIX", nodes.prefix()},
+                                              {"NETSIM_CPU", cpu}};
     if (!period.empty()) env["NETSIM_CPU_PERIOD_US"] = period;
     return testing::run({kNetsim, "exec", "0", "cat", "/proc/self/cgroup"}, env,
                         scratch("cpu-cap-" + cpu + "-" + period), seconds(30));
@@ -210,18 +212,28 @@ TEST(EmulatedNodes, a_node_cpu_cap_holds_its_quota_per_period) {
   EXPECT_NE(f.out.find(group), std::string::npos) << f.out;
   EXPECT_EQ(cap(), "1000 2000");
 
-  f = exec_capped("0.5", "500");
-  EXPECT_NE(f.exit_code, 0);
-  EXPECT_NE(f.err.find("NETSIM_CPU_PERIOD_US must be microseconds from 1000 to 1000000, got '500'"),
-            std::string::npos)
-      << f.err;
+  // Leading zeros are decimal (cgroup v1 would read "010000" as octal, 4096 us).
+  f = exec_capped("0.5", "010000");
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(cap(), "5000 10000");
+
+  for (const std::string bad : {"500", "1000001", "10ms", "99999999999999999999"}) {
+    f = exec_capped("0.5", bad);
+    EXPECT_NE(f.exit_code, 0) << bad;
+    EXPECT_NE(f.err.find("NETSIM_CPU_PERIOD_US must be microseconds from 1000 to 1000000, got '" +
+                         bad + "'"),
+              std::string::npos)
+        << f.err;
+    EXPECT_EQ(f.out.find(group), std::string::npos) << "the command ran: " << f.out;
+  }
   f = exec_capped("0.25", "2000");
   EXPECT_NE(f.exit_code, 0);
   EXPECT_NE(f.err.find("NETSIM_CPU 0.25 of a 2000 us period is under the kernel's 1000 us least "
                        "quota"),
             std::string::npos)
       << f.err;
-  EXPECT_EQ(cap(), "1000 2000") << "a refused cap leaves the last one";
+  EXPECT_EQ(f.out.find(group), std::string::npos) << "the command ran: " << f.out;
+  EXPECT_EQ(cap(), "5000 10000") << "a refused cap leaves the last one";
 }
 
 }  // namespace COMMGATE_TEST_UNIT

@@ -29,6 +29,6 @@ for d in sys.argv[1:]:
     R = load(d)
     ratio = [x["probe_co"] / x["real_co"] for x in R]
     phase = [x["phase_step"] / x["real_co"] for x in R]
-    fwd = ("%.1f, %.1f, %.1f" % (st.median(x["probe_fwd"] for x in R), st.median(x["phase_fwd"] for x in R),
-           st.median(x["real_fwd"] for x in R))) if "probe_fwd" in R[0] else "not kept"
+    probe_fwd = "%.1f" % st.median(x["probe_fwd"] for x in R) if "probe_fwd" in R[0] else "not kept"
+    fwd = "%s, %.1f, %.1f" % (probe_fwd, st.median(x["phase_fwd"] for x in R), st.median(x["real_fwd"] for x in R))
     print(f"| {d} | {len(R)} | {st.median(ratio):.3f} | {sum(1 for v in ratio if v < 1)} | {st.median(phase):.3f} | {fwd} |")
