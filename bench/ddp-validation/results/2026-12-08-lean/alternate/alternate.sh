@@ -13,6 +13,8 @@ export GLIBC_TUNABLES="glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_th
 bp=()
 trap 'for p in "${bp[@]}"; do kill $p 2>/dev/null; done; "$NETSIM" down >/dev/null 2>&1 || true; rm -rf "$TMPD"' EXIT
 "$NETSIM" up 4 "$rate" >/dev/null 2>&1
+# real DDP with its loop's phases kept: ddp_mlp.py patched (the file ran as ddp_mlp_phases.py)
+patch -s -o $TMPD/ddp_mlp_phases.py $ROOT/bench/ddp-validation/ddp_mlp.py $HERE/ddp-mlp-phases.diff
 /usr/bin/python3 $ROOT/bench/ddp-validation/ddp_mlp.py --params $params --batch 32 --save-torchscript $TMPD/model.pt > $TMPD/model.json
 shape=$(jq -r '.inputShape | map(tostring) | join(",")' $TMPD/model.json)
 for i in ${BUSY_NODES-2 3}; do "$NETSIM" exec $i /usr/bin/python3 $ROOT/bench/ddp-validation/ddp_mlp.py --params $params --batch 32 --optimizer $opt --busy 3600 >$TMPD/busy$i 2>/dev/null & bp+=($!); done
@@ -24,7 +26,7 @@ ranks() { # OUT CMD...
   wait $p
 }
 probe() { ADHOC_LOOP_PHASES=1 ranks "$outdir/probe-$1.json" $ROOT/build/bin/commgate-probe --torchscript $TMPD/model.pt --input-shape "$shape" --optimizer $opt --threads 1 --termination-log "" --quiet; }
-ddp() { ranks "$outdir/ddp-$1.json" /usr/bin/python3 $HERE/ddp_mlp_phases.py --params $params --batch 32 --optimizer $opt; }
+ddp() { ranks "$outdir/ddp-$1.json" /usr/bin/python3 $TMPD/ddp_mlp_phases.py --params $params --batch 32 --optimizer $opt; }
 for ((k = 1; k <= n; k++)); do
   if ((k % 2)); then probe $k; ddp $k; else ddp $k; probe $k; fi
   jq -n -r --slurpfile p "$outdir/probe-$k.json" --slurpfile d "$outdir/ddp-$k.json" --arg k $k \
